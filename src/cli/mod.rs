@@ -1,0 +1,136 @@
+//! Command-line plumbing: clap definitions, one file per command, printing. No benchmark
+//! logic lives here: each command calls the library and formats what comes back.
+
+mod compile;
+mod families;
+mod grade;
+mod reference_trace;
+
+use std::path::{Path, PathBuf};
+
+use clap::{Args, Parser, Subcommand};
+use miette::{Diagnostic, Result};
+use thiserror::Error;
+
+use crate::compile::{Cell, CompileError, Encoding, Routing, Workflow};
+use crate::family::FamilySet;
+
+/// Exit codes, in one place.
+pub mod exit_codes {
+    /// Success.
+    pub const OK: i32 = 0;
+    /// A user error: bad input, unknown names, unreadable files.
+    pub const USER_ERROR: i32 = 2;
+}
+
+/// tbb: ToolBottleneckBench — compile matched task variants, grade episodes exactly.
+#[derive(Debug, Parser)]
+#[command(name = "tbb", version, about, long_about = None)]
+pub struct Cli {
+    /// Directory of the task families.
+    #[arg(long, global = true, env = "TBB_FAMILIES", default_value = "families")]
+    pub families: PathBuf,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// List the task families.
+    Families(families::FamiliesArgs),
+    /// Compile one family at one cell and print the variant.
+    Compile(compile::CompileArgs),
+    /// Grade a trace file.
+    Grade(grade::GradeArgs),
+    /// Write the trace of a variant's reference program with the correct answer.
+    ReferenceTrace(reference_trace::ReferenceTraceArgs),
+}
+
+/// The levels of a cell, as flags.
+#[derive(Debug, Args)]
+pub struct CellArgs {
+    /// Visible menu size: 8, 32 or 128.
+    #[arg(long, default_value_t = 8)]
+    pub v: u16,
+    /// Workflow pressure: low, medium, high.
+    #[arg(long, default_value = "low")]
+    pub w: Workflow,
+    /// Returned-record encoding: raw, compact, typed, linked.
+    #[arg(long, default_value = "raw")]
+    pub d: Encoding,
+    /// Routing difficulty: low, high.
+    #[arg(long, default_value = "low")]
+    pub r: Routing,
+    /// Frontier depth in required calls (2, 6, 14, 30), overriding --w.
+    #[arg(long)]
+    pub depth: Option<u8>,
+}
+
+impl CellArgs {
+    fn cell(&self) -> Cell {
+        Cell { v: self.v, w: self.w, d: self.d, r: self.r, depth: self.depth }
+    }
+}
+
+/// Errors of the command line itself.
+#[derive(Debug, Error, Diagnostic)]
+pub enum CliError {
+    /// Unknown family.
+    #[error("there is no family `{name}`")]
+    #[diagnostic(code(tbb::cli::unknown_family), help("{}", .suggestion.as_deref().map_or("run `tbb families` to list them".to_string(), |s| format!("did you mean `{s}`?"))))]
+    UnknownFamily {
+        /// What was asked for.
+        name: String,
+        /// The closest name.
+        suggestion: Option<String>,
+    },
+    /// Compilation failed.
+    #[error(transparent)]
+    #[diagnostic(code(tbb::compile))]
+    Compile(#[from] CompileError),
+    /// A trace could not be read.
+    #[error("cannot read trace {}: {message}", path.display())]
+    #[diagnostic(code(tbb::cli::trace), help("a trace is the JSON that `tbb reference-trace` or the harness writes"))]
+    Trace {
+        /// The file.
+        path: PathBuf,
+        /// What went wrong.
+        message: String,
+    },
+    /// Output could not be written.
+    #[error("cannot write {}: {source}", path.display())]
+    #[diagnostic(code(tbb::cli::write))]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// Cause.
+        source: std::io::Error,
+    },
+}
+
+/// Parses the arguments and runs the command.
+pub fn run() -> Result<()> {
+    let cli = Cli::parse();
+    match &cli.command {
+        Command::Families(a) => families::exec(&cli, a),
+        Command::Compile(a) => compile::exec(&cli, a),
+        Command::Grade(a) => grade::exec(&cli, a),
+        Command::ReferenceTrace(a) => reference_trace::exec(&cli, a),
+    }
+}
+
+fn load(root: &Path) -> Result<FamilySet> {
+    Ok(FamilySet::load(root)?)
+}
+
+fn family<'a>(set: &'a FamilySet, name: &str) -> Result<&'a crate::family::Family, CliError> {
+    set.get(name).ok_or_else(|| CliError::UnknownFamily {
+        name: name.to_string(),
+        suggestion: set.suggest(name).map(str::to_string),
+    })
+}
+
+fn print_json<T: serde::Serialize>(value: &T) {
+    // Serialising our own types to JSON cannot fail (no non-string map keys).
+    println!("{}", serde_json::to_string_pretty(value).unwrap_or_default());
+}

@@ -1,0 +1,225 @@
+//! A cell: one level of every pressure. Parsing, validation and the canonical text
+//! used in keys and names.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+/// The visible menu sizes of the paper.
+pub const MENU_SIZES: [u16; 3] = [8, 32, 128];
+/// The frontier depths of the paper (required calls along the handoff chain).
+pub const FRONTIER_DEPTHS: [u8; 4] = [2, 6, 14, 30];
+
+/// Workflow pressure: how many records the facts are spread over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Workflow {
+    /// One record.
+    Low,
+    /// Two records.
+    Medium,
+    /// Three records.
+    High,
+}
+
+/// Returned-record encoding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Encoding {
+    /// Values under `payload`.
+    Raw,
+    /// A field dictionary plus value rows.
+    Compact,
+    /// `type`, `fields`, `source`.
+    Typed,
+    /// Typed plus `links` and a `relation_dictionary`.
+    Linked,
+}
+
+/// Routing difficulty.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Routing {
+    /// Every other connector differs from the route in at least two coordinates.
+    Low,
+    /// Near-miss connectors (one coordinate off) come first among the distractors.
+    High,
+}
+
+/// One level of every pressure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Cell {
+    /// Visible menu size.
+    pub v: u16,
+    /// Workflow pressure (ignored for the chain when `depth` is set).
+    pub w: Workflow,
+    /// Encoding.
+    pub d: Encoding,
+    /// Routing difficulty.
+    pub r: Routing,
+    /// Required calls along the handoff chain (frontier), overriding `w`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub depth: Option<u8>,
+}
+
+/// A cell that cannot be compiled.
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum CellError {
+    /// Menu size outside the paper's levels.
+    #[error("menu size V = {0} is not one of 8, 32, 128")]
+    MenuSize(u16),
+    /// Depth must be an even number of calls from 2 to 60.
+    #[error("depth {0} is not an even number of calls between 2 and 60")]
+    Depth(u8),
+    /// A level string that is not known.
+    #[error("`{value}` is not a level of {axis} (expected one of {expected})")]
+    Level {
+        /// Which axis.
+        axis: &'static str,
+        /// What was given.
+        value: String,
+        /// What is allowed.
+        expected: &'static str,
+    },
+}
+
+impl Cell {
+    /// A cell at routing difficulty low and no frontier depth.
+    pub fn new(v: u16, w: Workflow, d: Encoding) -> Cell {
+        Cell {
+            v,
+            w,
+            d,
+            r: Routing::Low,
+            depth: None,
+        }
+    }
+
+    /// Checks the levels.
+    pub fn validate(&self) -> Result<(), CellError> {
+        if !MENU_SIZES.contains(&self.v) {
+            return Err(CellError::MenuSize(self.v));
+        }
+        if let Some(d) = self.depth {
+            if d < 2 || d > 60 || d % 2 != 0 {
+                return Err(CellError::Depth(d));
+            }
+        }
+        Ok(())
+    }
+
+    /// A cell at a frontier depth (menu 8, raw, routing low).
+    pub fn frontier(depth: u8) -> Cell {
+        Cell {
+            depth: Some(depth),
+            ..Cell::new(8, Workflow::High, Encoding::Raw)
+        }
+    }
+
+    /// The 12 cells of the capacity factorial: the 8 endpoints
+    /// {8,128}×{low,high}×{raw,linked} then the 4 checkpoints.
+    pub fn capacity() -> Vec<Cell> {
+        let mut cells = Vec::new();
+        for v in [8, 128] {
+            for w in [Workflow::Low, Workflow::High] {
+                for d in [Encoding::Raw, Encoding::Linked] {
+                    cells.push(Cell::new(v, w, d));
+                }
+            }
+        }
+        cells.push(Cell::new(32, Workflow::Low, Encoding::Raw));
+        cells.push(Cell::new(8, Workflow::Medium, Encoding::Raw));
+        cells.push(Cell::new(8, Workflow::Low, Encoding::Compact));
+        cells.push(Cell::new(8, Workflow::Low, Encoding::Typed));
+        cells
+    }
+}
+
+impl fmt::Display for Cell {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "v={}, w={}, d={}, r={}",
+            self.v,
+            level_name(&self.w),
+            level_name(&self.d),
+            level_name(&self.r)
+        )?;
+        if let Some(depth) = self.depth {
+            write!(f, ", depth={depth}")?;
+        }
+        Ok(())
+    }
+}
+
+/// The serde name of a level (`low`, `linked`, ...).
+pub fn level_name<T: Serialize>(level: &T) -> String {
+    serde_json::to_value(level)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default()
+}
+
+fn parse_level<T: for<'de> Deserialize<'de>>(
+    s: &str,
+    axis: &'static str,
+    expected: &'static str,
+) -> Result<T, CellError> {
+    serde_json::from_value(serde_json::Value::String(s.to_ascii_lowercase())).map_err(|_| {
+        CellError::Level {
+            axis,
+            value: s.to_string(),
+            expected,
+        }
+    })
+}
+
+impl FromStr for Workflow {
+    type Err = CellError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        parse_level(s, "W", "low, medium, high")
+    }
+}
+
+impl FromStr for Encoding {
+    type Err = CellError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        parse_level(s, "D", "raw, compact, typed, linked")
+    }
+}
+
+impl FromStr for Routing {
+    type Err = CellError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        parse_level(s, "R", "low, high")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn capacity_factorial_has_twelve_distinct_cells() {
+        let cells = Cell::capacity();
+        assert_eq!(cells.len(), 12);
+        let set: std::collections::BTreeSet<_> = cells.iter().collect();
+        assert_eq!(set.len(), 12);
+        assert!(cells.iter().all(|c| c.validate().is_ok()));
+    }
+
+    #[test]
+    fn impossible_levels_are_rejected() {
+        assert_eq!(
+            Cell::new(7, Workflow::Low, Encoding::Raw).validate(),
+            Err(CellError::MenuSize(7))
+        );
+        let mut c = Cell::new(8, Workflow::Low, Encoding::Raw);
+        c.depth = Some(7);
+        assert_eq!(c.validate(), Err(CellError::Depth(7)));
+        assert!("huge".parse::<Workflow>().is_err());
+        assert_eq!("Linked".parse::<Encoding>(), Ok(Encoding::Linked));
+    }
+}

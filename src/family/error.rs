@@ -1,0 +1,63 @@
+//! Errors of loading `families/`: each one names the file and, where it can, the span.
+
+use std::path::PathBuf;
+
+use miette::{Diagnostic, NamedSource, SourceSpan};
+use thiserror::Error;
+
+/// Loading the families failed; nothing was loaded.
+#[derive(Debug, Error, Diagnostic)]
+pub enum FamilyError {
+    /// A file or directory could not be read.
+    #[error("cannot read {}", path.display())]
+    #[diagnostic(code(tbb::family::io), help("run tbb from the project root, or pass --families DIR"))]
+    Io {
+        /// The path.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A file is not valid TOML or does not fit the schema.
+    #[error("{} does not fit the family schema: {message}", path.display())]
+    #[diagnostic(code(tbb::family::parse))]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// What the parser said.
+        message: String,
+        /// The file's text.
+        #[source_code]
+        src: NamedSource<String>,
+        /// Where.
+        #[label("here")]
+        span: Option<SourceSpan>,
+    },
+    /// The files parse but break rules of the benchmark; every problem is listed.
+    #[error("{} problem(s) in the family files; nothing was loaded", problems.len())]
+    #[diagnostic(code(tbb::family::invalid))]
+    Invalid {
+        /// All problems found.
+        #[related]
+        problems: Vec<Problem>,
+    },
+}
+
+/// One semantic problem in a family file, pointing at the offending span.
+#[derive(Debug, Error, Diagnostic)]
+#[error("{message}")]
+pub struct Problem {
+    /// What is wrong.
+    pub message: String,
+    /// The file's text.
+    #[source_code]
+    pub src: NamedSource<String>,
+    /// Where.
+    #[label("{label}")]
+    pub span: SourceSpan,
+    /// Short label at the span.
+    pub label: String,
+    /// How to fix it.
+    #[help]
+    pub help: Option<String>,
+}

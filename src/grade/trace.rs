@@ -1,0 +1,209 @@
+//! The trace format: everything an episode did, as the harness writes it and the grader
+//! reads it. JSON, `format = "tbb-trace/1"`.
+//!
+//! A trace names its family and cell (so the grader recompiles the variant and checks
+//! `variant_id`), the menu the agent was offered, the limits in force, and one entry per
+//! turn: the request (tools visible at that turn), the provider's response (normalized
+//! finish reason, usage, text, tool calls, and the raw body) and the calls the harness
+//! executed with their observations. `final_answer` is the text of the response that
+//! ended the episode with an answer; `stop` says why the harness stopped.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value as Json;
+
+use crate::compile::Cell;
+
+/// The format tag this grader reads.
+pub const TRACE_FORMAT: &str = "tbb-trace/1";
+
+/// An episode's trace.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Trace {
+    /// Always [`TRACE_FORMAT`].
+    pub format: String,
+    /// Family name.
+    pub family: String,
+    /// The cell.
+    pub cell: Cell,
+    /// The compiled variant's id (checked against a fresh compile).
+    pub variant_id: String,
+    /// Tool names offered at the first request, after any retrieval (availability).
+    pub menu: Vec<String>,
+    /// Limits in force.
+    pub limits: Limits,
+    /// One entry per model request.
+    pub turns: Vec<Turn>,
+    /// The answer text, when the episode ended with one.
+    pub final_answer: Option<String>,
+    /// Why the harness stopped.
+    pub stop: StopReason,
+}
+
+/// The harness limits of an episode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Limits {
+    /// Completion tokens per request.
+    pub completion_cap: u32,
+    /// Reported tokens (prompt + completion) over the episode.
+    pub episode_budget: u64,
+    /// Executed tool calls.
+    pub call_limit: u32,
+    /// Model requests.
+    pub turn_limit: u32,
+}
+
+impl Limits {
+    /// The frozen contract's limits for a variant's call and turn limits.
+    pub fn frozen(call_limit: u32, turn_limit: u32) -> Limits {
+        Limits {
+            completion_cap: 1024,
+            episode_budget: 128_000,
+            call_limit,
+            turn_limit,
+        }
+    }
+}
+
+/// Why the harness stopped the episode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// The agent answered.
+    Answer,
+    /// A response ended at the completion cap.
+    Truncated,
+    /// Reported tokens exceeded the episode budget.
+    BudgetExceeded,
+    /// The agent asked for a call beyond the call limit.
+    CallLimit,
+    /// The turn limit was reached without an answer.
+    TurnLimit,
+    /// Success became impossible within the call limit.
+    Infeasible,
+    /// The required tools were not available; no request was sent.
+    Unavailable,
+    /// The agent broke another term of the contract (several tool calls in one
+    /// response, an empty response, a refusal or content filter).
+    ContractBreak,
+    /// The provider failed after retries.
+    InfraFailure,
+}
+
+/// One model request and what followed it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Turn {
+    /// The request.
+    pub request: RequestRecord,
+    /// The response.
+    pub response: ResponseRecord,
+    /// Calls the harness executed for this response, in order.
+    #[serde(default)]
+    pub executed: Vec<ExecutedCall>,
+}
+
+/// What was sent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RequestRecord {
+    /// Tool names visible in this request.
+    pub visible_tools: Vec<String>,
+    /// Content address of the full request body, when stored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body_ref: Option<String>,
+}
+
+/// Normalized finish reasons.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FinishReason {
+    /// Natural end of the message.
+    Stop,
+    /// Ended because it asked for tools.
+    ToolCalls,
+    /// Ended at the completion cap.
+    Length,
+    /// Refused or filtered.
+    ContentFilter,
+    /// Anything else (malformed call, provider error).
+    Other,
+}
+
+/// Token usage of one response.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Usage {
+    /// Prompt tokens.
+    pub input_tokens: u64,
+    /// Of which served from cache.
+    #[serde(default)]
+    pub cached_tokens: u64,
+    /// Completion tokens (reasoning included).
+    pub output_tokens: u64,
+    /// Reasoning tokens, when known.
+    #[serde(default)]
+    pub reasoning_tokens: Option<u64>,
+    /// Whether the provider reported reasoning tokens (else derived or unknown).
+    #[serde(default)]
+    pub reasoning_reported: bool,
+}
+
+/// What came back.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ResponseRecord {
+    /// Normalized finish reason.
+    pub finish_reason: FinishReason,
+    /// The provider's own finish reason.
+    #[serde(default)]
+    pub finish_reason_raw: String,
+    /// Usage.
+    pub usage: Usage,
+    /// Visible text, if any.
+    #[serde(default)]
+    pub text: Option<String>,
+    /// Tool calls requested.
+    #[serde(default)]
+    pub tool_calls: Vec<ToolCall>,
+    /// The raw provider body.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raw: Option<Json>,
+    /// Wall time of the request in milliseconds (never used in grading).
+    #[serde(default)]
+    pub wall_ms: u64,
+}
+
+/// A tool call as the model wrote it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    /// Provider call id.
+    pub id: String,
+    /// Tool name.
+    pub name: String,
+    /// The argument string, exactly as produced.
+    pub arguments: String,
+}
+
+/// A call the harness executed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ExecutedCall {
+    /// Provider call id.
+    pub call_id: String,
+    /// Tool name.
+    pub tool: String,
+    /// The argument string, exactly as produced.
+    pub arguments: String,
+    /// The observation returned.
+    pub observation: String,
+}
+
+impl Trace {
+    /// Reported tokens over the episode (prompt + completion).
+    pub fn total_tokens(&self) -> u64 {
+        self.turns
+            .iter()
+            .map(|t| t.response.usage.input_tokens + t.response.usage.output_tokens)
+            .sum()
+    }
+
+    /// Executed calls over the episode.
+    pub fn executed_calls(&self) -> impl Iterator<Item = &ExecutedCall> {
+        self.turns.iter().flat_map(|t| t.executed.iter())
+    }
+}

@@ -1,0 +1,265 @@
+//! The sandbox: executes one tool call against a variant's state and returns the
+//! observation in the variant's encoding.
+//!
+//! Owns: the mutable state of an episode (edits, deletions, every state change in
+//! order), argument checking, observations and their encodings ([`encoding`]).
+//!
+//! Semantics (identical in every variant; only the encoding differs):
+//! - a tool not on the variant's menu is an `unknown_tool` error; arguments that are not
+//!   a JSON object matching the tool's schema are an `invalid_arguments` error; neither
+//!   changes state;
+//! - `search {query}` lists the connector's records whose reference equals the query
+//!   (current and superseded versions, without fields); no match is a normal, legal
+//!   miss with an empty `objects` list;
+//! - `read {id}` returns the full record if the id is a record of the tool's kind in the
+//!   tool's connector, else a `not_found` error;
+//! - write tools (`update`, `delete`, `pay`, `send`) change state and record the change;
+//!   those that target a record need it to exist in the tool's connector (else
+//!   `not_found`, no change). A write tool's kind describes its usual target but does
+//!   not restrict it: at low workflow depth one record carries what deeper chains
+//!   spread over several kinds, and the request names its target by the fact it holds.
+//!
+//! Never: grades, decides what is permitted, or reads anything but the variant.
+
+pub mod arguments;
+pub mod encoding;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Map, Value as Json};
+
+use crate::compile::{Record, Status, Tool, Variant};
+use crate::family::Operation;
+use encoding::{encode, tool_block, View};
+
+/// A change of state made by a write tool.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StateChange {
+    /// Tool name.
+    pub tool: String,
+    /// Operation.
+    pub op: Operation,
+    /// Target record id, for tools that take one.
+    pub target: Option<String>,
+    /// All arguments as given.
+    pub args: Map<String, Json>,
+}
+
+/// Error codes of error observations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorCode {
+    /// The tool is not on the menu.
+    UnknownTool,
+    /// Arguments are not valid JSON or do not fit the schema.
+    InvalidArguments,
+    /// The id names no record this tool can reach.
+    NotFound,
+}
+
+/// How a call went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CallStatus {
+    /// Returned records or applied a change.
+    Ok,
+    /// A search that found nothing.
+    Miss,
+    /// An error observation.
+    Error(ErrorCode),
+}
+
+/// The result of one call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outcome {
+    /// The observation text returned to the agent.
+    pub observation: String,
+    /// How it went.
+    pub status: CallStatus,
+    /// The state change it made, if any.
+    pub change: Option<StateChange>,
+    /// The records it returned (ids and whether they were read in full).
+    pub returned: Vec<String>,
+}
+
+/// An episode's sandbox.
+#[derive(Debug, Clone)]
+pub struct Sandbox<'v> {
+    variant: &'v Variant,
+    edits: BTreeMap<String, BTreeMap<String, Json>>,
+    deleted: BTreeSet<String>,
+    changes: Vec<StateChange>,
+}
+
+impl<'v> Sandbox<'v> {
+    /// A fresh sandbox over a variant.
+    pub fn new(variant: &'v Variant) -> Sandbox<'v> {
+        Sandbox {
+            variant,
+            edits: BTreeMap::new(),
+            deleted: BTreeSet::new(),
+            changes: Vec::new(),
+        }
+    }
+
+    /// Every state change so far, in order.
+    pub fn changes(&self) -> &[StateChange] {
+        &self.changes
+    }
+
+    /// Executes one call. Never panics, whatever the input.
+    pub fn execute(&mut self, tool_name: &str, raw_arguments: &str) -> Outcome {
+        let Some(tool) = self.variant.tool(tool_name) else {
+            return error(
+                None,
+                ErrorCode::UnknownTool,
+                &format!("no tool named `{tool_name}` is available"),
+            );
+        };
+        let args = match arguments::check(&tool.parameters, raw_arguments) {
+            Ok(a) => a,
+            Err(msg) => return error(Some(tool), ErrorCode::InvalidArguments, &msg),
+        };
+        let text = |k: &str| args.get(k).and_then(Json::as_str).unwrap_or_default().to_string();
+        match tool.op {
+            Operation::Search => {
+                let query = text("query");
+                let views: Vec<View> = self
+                    .variant
+                    .store
+                    .search(&tool.connector, &query)
+                    .into_iter()
+                    .filter(|r| !self.deleted.contains(&r.id))
+                    .map(|r| summary(r))
+                    .collect();
+                let status = if views.is_empty() {
+                    CallStatus::Miss
+                } else {
+                    CallStatus::Ok
+                };
+                self.records(tool, views, status)
+            }
+            Operation::Read => match self.reachable(tool, &text("id")) {
+                Some(r) => {
+                    let view = self.full(r);
+                    self.records(tool, vec![view], CallStatus::Ok)
+                }
+                None => not_found(tool, &text("id")),
+            },
+            Operation::Update | Operation::Delete | Operation::Pay | Operation::Send => {
+                let target = (tool.op != Operation::Send).then(|| text("id"));
+                if let Some(id) = &target {
+                    let exists = self
+                        .variant
+                        .store
+                        .by_id(id)
+                        .is_some_and(|r| r.connector == tool.connector && !self.deleted.contains(id));
+                    if !exists {
+                        return not_found(tool, id);
+                    }
+                }
+                match (tool.op, &target) {
+                    (Operation::Update, Some(id)) => {
+                        self.edits
+                            .entry(id.clone())
+                            .or_default()
+                            .insert(text("field"), args.get("value").cloned().unwrap_or(Json::Null));
+                    }
+                    (Operation::Delete, Some(id)) => {
+                        self.deleted.insert(id.clone());
+                    }
+                    _ => {}
+                }
+                let change = StateChange {
+                    tool: tool.name.clone(),
+                    op: tool.op,
+                    target: target.clone(),
+                    args,
+                };
+                self.changes.push(change.clone());
+                let observation = json!({
+                    "result": { "status": "applied", "change": change },
+                    "tool": tool_block(tool),
+                })
+                .to_string();
+                Outcome {
+                    observation,
+                    status: CallStatus::Ok,
+                    change: Some(change),
+                    returned: target.into_iter().collect(),
+                }
+            }
+        }
+    }
+
+    fn reachable(&self, tool: &Tool, id: &str) -> Option<&'v Record> {
+        let kind = tool.kind.as_deref()?;
+        self.variant
+            .store
+            .get(&tool.connector, kind, id)
+            .filter(|r| !self.deleted.contains(&r.id))
+    }
+
+    fn full(&self, r: &Record) -> View {
+        let mut fields = r.fields.clone();
+        if let Some(edits) = self.edits.get(&r.id) {
+            fields.extend(edits.iter().map(|(k, v)| (k.clone(), v.clone())));
+        }
+        View {
+            fields,
+            next_handoff: r.next_handoff.as_ref().map(|h| json!(h)),
+            ..summary(r)
+        }
+    }
+
+    fn records(&self, tool: &Tool, views: Vec<View>, status: CallStatus) -> Outcome {
+        Outcome {
+            observation: encode(self.variant.cell.d, tool, &views),
+            status,
+            change: None,
+            returned: views.into_iter().map(|v| v.id).collect(),
+        }
+    }
+}
+
+/// A search hit: the record's identity, version and reference, no fields.
+fn summary(r: &Record) -> View {
+    View {
+        id: r.id.clone(),
+        kind: r.kind.clone(),
+        version: u64::from(r.version),
+        status: match r.status {
+            Status::Current => "current",
+            Status::Superseded => "superseded",
+        }
+        .to_string(),
+        updated_on: r.updated_on.clone(),
+        fields: BTreeMap::from([("reference".to_string(), json!(r.reference))]),
+        next_handoff: None,
+        connector: r.connector.clone(),
+    }
+}
+
+fn not_found(tool: &Tool, id: &str) -> Outcome {
+    let what = tool.kind.as_deref().unwrap_or("record");
+    error(
+        Some(tool),
+        ErrorCode::NotFound,
+        &format!("no {what} with id `{id}` in this connector"),
+    )
+}
+
+fn error(tool: Option<&Tool>, code: ErrorCode, message: &str) -> Outcome {
+    let mut m = Map::new();
+    m.insert("error".into(), json!({ "code": code, "message": message }));
+    if let Some(t) = tool {
+        m.insert("tool".into(), tool_block(t));
+    }
+    Outcome {
+        observation: Json::Object(m).to_string(),
+        status: CallStatus::Error(code),
+        change: None,
+        returned: Vec::new(),
+    }
+}
