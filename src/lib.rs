@@ -16,6 +16,7 @@
 //! encodings.
 #![warn(missing_docs)]
 
+pub mod audit;
 pub mod cli;
 pub mod compile;
 pub mod family;

@@ -77,27 +77,33 @@ pub fn exec(cli: &Cli, args: &CompileArgs) -> Result<()> {
         });
         return Ok(());
     }
-    println!("variant {}  ({} at {})", v.variant_id, v.family, v.cell);
-    println!("\n== user request\n{}", v.user_request);
-    println!("\n== menu ({} tools; * operational)", v.menu.len());
+    say!("variant {}  ({} at {})", v.variant_id, v.family, v.cell);
+    say!("\n== user request\n{}", v.user_request);
+    say!("\n== menu ({} tools; * operational)", v.menu.len());
     for t in &v.menu {
-        println!("{} {}", if t.operational { "*" } else { " " }, t.name);
+        say!("{} {}", if t.operational { "*" } else { " " }, t.name);
     }
-    println!("\n== reference program");
+    say!("\n== reference program");
     for (i, s) in v.reference_program.steps.iter().enumerate() {
         let after: Vec<String> = s.after.iter().map(|a| format!("#{a}")).collect();
-        println!(
+        say!(
             "#{i} {} {}{}",
             s.call.tool,
             s.call.arguments,
-            if after.is_empty() { String::new() } else { format!("  after {}", after.join(", ")) }
+            if after.is_empty() {
+                String::new()
+            } else {
+                format!("  after {}", after.join(", "))
+            }
         );
     }
-    println!(
+    say!(
         "\ncertified minimum {} calls; call limit {}; turn limit {}",
-        v.certified_min_calls, v.call_limit, v.turn_limit
+        v.certified_min_calls,
+        v.call_limit,
+        v.turn_limit
     );
-    println!("answer {}", v.answer_text());
+    say!("answer {}", v.answer_text());
     Ok(())
 }
 
@@ -117,7 +123,7 @@ fn compile_all(set: &FamilySet) -> Result<()> {
         mins.sort_unstable();
         mins.dedup();
         let mins: Vec<String> = mins.iter().map(u32::to_string).collect();
-        println!(
+        say!(
             "{:<38} {:>2} cells  reference VTS {:>2}/{:<2}  certified minima {}",
             fam.name,
             cells.len(),
@@ -128,6 +134,6 @@ fn compile_all(set: &FamilySet) -> Result<()> {
         variants += cells.len();
         passed += ok;
     }
-    println!("{variants} variants compiled; {passed} reference traces graded VTS = true");
+    say!("{variants} variants compiled; {passed} reference traces graded VTS = true");
     Ok(())
 }

@@ -37,9 +37,15 @@ pub fn exec(cli: &Cli, args: &FamiliesArgs) -> Result<()> {
             intent: f.intent.name(),
             domain: f.domain(),
             split: f.split(),
-            route: format!("{}/{}/{}", f.route.workspace.name, f.route.region.name, f.route.collection.name),
+            route: format!(
+                "{}/{}/{}",
+                f.route.workspace.name, f.route.region.name, f.route.collection.name
+            ),
             decision: &f.decision,
-            state_change: f.permitted_change.as_ref().map(|c| f.route.tool_name(&c.tool)),
+            state_change: f
+                .permitted_change
+                .as_ref()
+                .map(|c| f.route.tool_name(&c.tool)),
             operational_tools: f.operational_tools(),
             content_hash: crate::family::hex(&f.content_hash),
         })
@@ -48,10 +54,17 @@ pub fn exec(cli: &Cli, args: &FamiliesArgs) -> Result<()> {
         print_json(&rows);
         return Ok(());
     }
-    println!("{:<38} {:<28} {:<10} {:<8} {:<12} ROUTE", "FAMILY", "INTENT", "DOMAIN", "SPLIT", "DECISION");
+    say!(
+        "{:<38} {:<30} {:<10} {:<8} {:<20} ROUTE",
+        "FAMILY",
+        "INTENT",
+        "DOMAIN",
+        "SPLIT",
+        "DECISION"
+    );
     for r in &rows {
-        println!(
-            "{:<38} {:<28} {:<10} {:<8} {:<12} {}",
+        say!(
+            "{:<38} {:<30} {:<10} {:<8} {:<20} {}",
             r.family,
             r.intent,
             crate::compile::cell::level_name(&r.domain),
@@ -61,7 +74,7 @@ pub fn exec(cli: &Cli, args: &FamiliesArgs) -> Result<()> {
         );
     }
     let count = |s: Split| rows.iter().filter(|r| r.split == s).count();
-    println!(
+    say!(
         "{} families: {} core, {} holdout, {} frontier ({} intents)",
         rows.len(),
         count(Split::Core),

@@ -19,7 +19,10 @@ pub struct GradeArgs {
 }
 
 pub fn exec(cli: &Cli, args: &GradeArgs) -> Result<()> {
-    let bad = |message: String| CliError::Trace { path: args.trace.clone(), message };
+    let bad = |message: String| CliError::Trace {
+        path: args.trace.clone(),
+        message,
+    };
     let text = std::fs::read_to_string(&args.trace).map_err(|e| bad(e.to_string()))?;
     let trace: Trace = serde_json::from_str(&text).map_err(|e| bad(e.to_string()))?;
     let set = load(&cli.families)?;
@@ -36,13 +39,16 @@ pub fn exec(cli: &Cli, args: &GradeArgs) -> Result<()> {
         .iter()
         .map(|(o, ok)| format!("{o:?}{}", if *ok { "✓" } else { "✗" }))
         .collect();
-    println!("variant {}  vts={}", verdict.variant_id, verdict.vts);
-    println!("obligations {}", marks.join(" "));
+    say!("variant {}  vts={}", verdict.variant_id, verdict.vts);
+    say!("obligations {}", marks.join(" "));
     if let (Some(o), Some(f)) = (verdict.first_unmet, verdict.terminal_flag) {
-        println!("failure record ({o:?}, {})", crate::compile::cell::level_name(&f));
+        say!(
+            "failure record ({o:?}, {})",
+            crate::compile::cell::level_name(&f)
+        );
     }
     for e in &verdict.integrity_errors {
-        println!("integrity: {e}");
+        say!("integrity: {e}");
     }
     Ok(())
 }

@@ -1,6 +1,15 @@
 //! Command-line plumbing: clap definitions, one file per command, printing. No benchmark
 //! logic lives here: each command calls the library and formats what comes back.
 
+/// `println!` that does not panic when stdout is closed early (`tbb ... | head`): a
+/// reader that has gone away is not an error of ours.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout().lock(), $($arg)*);
+    }};
+}
+
 mod compile;
 mod families;
 mod grade;
@@ -68,7 +77,13 @@ pub struct CellArgs {
 
 impl CellArgs {
     fn cell(&self) -> Cell {
-        Cell { v: self.v, w: self.w, d: self.d, r: self.r, depth: self.depth }
+        Cell {
+            v: self.v,
+            w: self.w,
+            d: self.d,
+            r: self.r,
+            depth: self.depth,
+        }
     }
 }
 
@@ -90,7 +105,10 @@ pub enum CliError {
     Compile(#[from] CompileError),
     /// A trace could not be read.
     #[error("cannot read trace {}: {message}", path.display())]
-    #[diagnostic(code(tbb::cli::trace), help("a trace is the JSON that `tbb reference-trace` or the harness writes"))]
+    #[diagnostic(
+        code(tbb::cli::trace),
+        help("a trace is the JSON that `tbb reference-trace` or the harness writes")
+    )]
     Trace {
         /// The file.
         path: PathBuf,
@@ -132,5 +150,8 @@ fn family<'a>(set: &'a FamilySet, name: &str) -> Result<&'a crate::family::Famil
 
 fn print_json<T: serde::Serialize>(value: &T) {
     // Serialising our own types to JSON cannot fail (no non-string map keys).
-    println!("{}", serde_json::to_string_pretty(value).unwrap_or_default());
+    say!(
+        "{}",
+        serde_json::to_string_pretty(value).unwrap_or_default()
+    );
 }

@@ -27,9 +27,11 @@ pub fn exec(cli: &Cli, args: &ReferenceTraceArgs) -> Result<()> {
     let trace = reference_trace(&variant);
     let text = serde_json::to_string_pretty(&trace).unwrap_or_default();
     match &args.output {
-        Some(path) => std::fs::write(path, text + "\n")
-            .map_err(|source| CliError::Write { path: path.clone(), source })?,
-        None => println!("{text}"),
+        Some(path) => std::fs::write(path, text + "\n").map_err(|source| CliError::Write {
+            path: path.clone(),
+            source,
+        })?,
+        None => say!("{text}"),
     }
     Ok(())
 }

@@ -97,13 +97,25 @@ impl Cell {
         }
     }
 
+    /// The canonical form: a frontier depth overrides the workflow level, which is then
+    /// always `high`, so that one chain has one cell (and one variant id).
+    pub fn normalized(&self) -> Cell {
+        match self.depth {
+            Some(_) => Cell {
+                w: Workflow::High,
+                ..*self
+            },
+            None => *self,
+        }
+    }
+
     /// Checks the levels.
     pub fn validate(&self) -> Result<(), CellError> {
         if !MENU_SIZES.contains(&self.v) {
             return Err(CellError::MenuSize(self.v));
         }
         if let Some(d) = self.depth {
-            if d < 2 || d > 60 || d % 2 != 0 {
+            if !(2..=60).contains(&d) || d % 2 != 0 {
                 return Err(CellError::Depth(d));
             }
         }

@@ -225,6 +225,7 @@ pub fn variant_key(family: &Family, cell: &Cell) -> [u8; 32] {
 /// Compiles a family at a cell.
 pub fn compile(family: &Family, cell: &Cell) -> Result<Variant, CompileError> {
     cell.validate()?;
+    let cell = &cell.normalized();
     let def = &family.intent.def;
     let length = match cell.depth {
         Some(depth) => usize::from(depth / 2),
@@ -252,11 +253,12 @@ pub fn compile(family: &Family, cell: &Cell) -> Result<Variant, CompileError> {
     seed.update(&(length as u64).to_le_bytes());
     let mut rng = ChaCha8Rng::from_seed(*seed.finalize().as_bytes());
     let store = store::build(family, &layout, &ids, &mut rng);
-    let menu = menu::menu(family, usize::from(cell.v), cell.r).ok_or_else(|| CompileError::Menu {
-        family: family.name.clone(),
-        v: cell.v,
-        operational: def.operational_tools.len(),
-    })?;
+    let menu =
+        menu::menu(family, usize::from(cell.v), cell.r).ok_or_else(|| CompileError::Menu {
+            family: family.name.clone(),
+            v: cell.v,
+            operational: def.operational_tools.len(),
+        })?;
     let route_id = family.route.id();
     let chain: Vec<&Record> = (0..length)
         .filter_map(|p| {

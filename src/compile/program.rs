@@ -305,8 +305,10 @@ pub fn shortest_program(
     };
     let covers = |state: &[u64], m: &[u64]| state.iter().zip(m).all(|(s, x)| s & x == *x);
     let goal_mask = mask(&goal_tokens);
-    let compiled: Vec<(Vec<u64>, Vec<u64>)> =
-        actions.iter().map(|a| (mask(&a.pre), mask(&a.post))).collect();
+    let compiled: Vec<(Vec<u64>, Vec<u64>)> = actions
+        .iter()
+        .map(|a| (mask(&a.pre), mask(&a.post)))
+        .collect();
     let start_state = mask(&[start]);
     let mut seen: HashMap<Vec<u64>, (Option<Vec<u64>>, usize)> = HashMap::new();
     seen.insert(start_state.clone(), (None, usize::MAX));

@@ -77,7 +77,9 @@ fn state_change_line(family: &Family) -> String {
             .iter()
             .find(|f| f.stage == stage)
             .map_or("", |f| f.name.as_str());
-        args.push(format!("id = the id of the current record holding {holder}"));
+        args.push(format!(
+            "id = the id of the current record holding {holder}"
+        ));
     }
     for (k, v) in &rule.args {
         let value = match v.strip_prefix("{fact:").and_then(|r| r.strip_suffix('}')) {

@@ -160,8 +160,15 @@ impl ChainLayout {
         let hop = def.hop_kind.clone().unwrap_or_else(|| def.chain[0].clone());
         ChainLayout {
             length,
-            kinds: kinds.into_iter().map(|k| k.unwrap_or_else(|| hop.clone())).collect(),
-            fact_position: def.facts.iter().map(|f| position(f.stage as usize)).collect(),
+            kinds: kinds
+                .into_iter()
+                .map(|k| k.unwrap_or_else(|| hop.clone()))
+                .collect(),
+            fact_position: def
+                .facts
+                .iter()
+                .map(|f| position(f.stage as usize))
+                .collect(),
         }
     }
 
@@ -209,7 +216,10 @@ impl Ids {
             .take(3)
             .collect::<String>()
             .to_ascii_uppercase();
-        format!("{prefix}-{}", crate::family::hex(&d.as_bytes()[..4]).to_ascii_uppercase())
+        format!(
+            "{prefix}-{}",
+            crate::family::hex(&d.as_bytes()[..4]).to_ascii_uppercase()
+        )
     }
 }
 
@@ -218,12 +228,20 @@ pub fn build(family: &Family, layout: &ChainLayout, ids: &Ids, rng: &mut ChaCha8
     let mut records = Vec::new();
     let facts = &family.intent.def.facts;
     let current: Vec<Json> = family.facts.iter().map(|(_, v)| v.clone()).collect();
-    chain_records(family, &family.route, layout, ids, rng, &mut records, |rng, i| {
-        // The route: current values on the current version, a differing alternative on
-        // the superseded one.
-        let stale = pick_other(rng, &facts[i].alternatives, &current[i]);
-        (current[i].clone(), Some(stale))
-    });
+    chain_records(
+        family,
+        &family.route,
+        layout,
+        ids,
+        rng,
+        &mut records,
+        |rng, i| {
+            // The route: current values on the current version, a differing alternative on
+            // the superseded one.
+            let stale = pick_other(rng, &facts[i].alternatives, &current[i]);
+            (current[i].clone(), Some(stale))
+        },
+    );
     let mirrors: Vec<Connector> = family
         .candidate_connectors()
         .into_iter()

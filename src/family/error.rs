@@ -10,7 +10,10 @@ use thiserror::Error;
 pub enum FamilyError {
     /// A file or directory could not be read.
     #[error("cannot read {}", path.display())]
-    #[diagnostic(code(tbb::family::io), help("run tbb from the project root, or pass --families DIR"))]
+    #[diagnostic(
+        code(tbb::family::io),
+        help("run tbb from the project root, or pass --families DIR")
+    )]
     Io {
         /// The path.
         path: PathBuf,
@@ -18,22 +21,8 @@ pub enum FamilyError {
         #[source]
         source: std::io::Error,
     },
-    /// A file is not valid TOML or does not fit the schema.
-    #[error("{} does not fit the family schema: {message}", path.display())]
-    #[diagnostic(code(tbb::family::parse))]
-    Parse {
-        /// The file.
-        path: PathBuf,
-        /// What the parser said.
-        message: String,
-        /// The file's text.
-        #[source_code]
-        src: NamedSource<String>,
-        /// Where.
-        #[label("here")]
-        span: Option<SourceSpan>,
-    },
-    /// The files parse but break rules of the benchmark; every problem is listed.
+    /// Files do not parse, or parse but break rules of the benchmark; every problem
+    /// found is listed.
     #[error("{} problem(s) in the family files; nothing was loaded", problems.len())]
     #[diagnostic(code(tbb::family::invalid))]
     Invalid {

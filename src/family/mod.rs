@@ -27,8 +27,8 @@ use serde_json::Value as Json;
 
 pub use error::{FamilyError, Problem};
 pub use schema::{
-    CollectionDef, CoordinateDef, Domain, FactType, IntentDef, Operation, Split,
-    StateChangeRule, ToolDef,
+    CollectionDef, CoordinateDef, Domain, FactType, IntentDef, Operation, Split, StateChangeRule,
+    ToolDef,
 };
 
 /// The placeholders every request template holds exactly once.
@@ -204,10 +204,21 @@ impl FamilySet {
     /// Loads `root/catalogue.toml` and every `root/{core,holdout,frontier}/*.toml`.
     /// All-or-nothing: any problem anywhere returns an error listing every problem.
     pub fn load(root: &Path) -> Result<FamilySet, FamilyError> {
-        let mut sources = Vec::new();
+        // Paths in messages are relative to the directory holding `root`, as the user
+        // usually typed them (`families/core/x.toml`).
+        let shown = |path: &Path| -> PathBuf {
+            path.strip_prefix(root.parent().unwrap_or(root))
+                .unwrap_or(path)
+                .to_path_buf()
+        };
+        let mut problems = Vec::new();
         let catalogue_path = root.join("catalogue.toml");
         let catalogue_text = read(&catalogue_path)?;
-        let catalogue: schema::CatalogueFile = parse(&catalogue_path, &catalogue_text)?;
+        let catalogue_shown = shown(&catalogue_path);
+        let catalogue: Option<schema::CatalogueFile> = parse(&catalogue_shown, &catalogue_text)
+            .map_err(|p| problems.push(*p))
+            .ok();
+        let mut sources = Vec::new();
         for split in ["core", "holdout", "frontier"] {
             let dir = root.join(split);
             let entries = std::fs::read_dir(&dir).map_err(|source| FamilyError::Io {
@@ -221,20 +232,25 @@ impl FamilySet {
             paths.sort();
             for path in paths {
                 let text = read(&path)?;
-                let file: schema::IntentFile = parse(&path, &text)?;
-                sources.push(validate::Source {
-                    dir_split: split,
-                    display: path
-                        .strip_prefix(root.parent().unwrap_or(root))
-                        .unwrap_or(&path)
-                        .to_path_buf(),
-                    text,
-                    file,
-                });
+                let display = shown(&path);
+                match parse::<schema::IntentFile>(&display, &text) {
+                    Ok(file) => sources.push(validate::Source {
+                        dir_split: split,
+                        display,
+                        text,
+                        file,
+                    }),
+                    Err(p) => problems.push(*p),
+                }
             }
         }
+        // Every file is parsed before any is judged, so all syntax errors show at once;
+        // resolution needs every file, so it waits until they all parse.
+        let Some(catalogue) = catalogue.filter(|_| problems.is_empty()) else {
+            return Err(FamilyError::Invalid { problems });
+        };
         let (intents, families) =
-            validate::resolve(&catalogue, (&catalogue_path, &catalogue_text), sources)?;
+            validate::resolve(&catalogue, (&catalogue_shown, &catalogue_text), sources)?;
         Ok(FamilySet {
             root: root.to_path_buf(),
             intents,
@@ -285,11 +301,19 @@ fn read(path: &Path) -> Result<String, FamilyError> {
     })
 }
 
-fn parse<T: serde::de::DeserializeOwned>(path: &Path, text: &str) -> Result<T, FamilyError> {
-    toml::from_str(text).map_err(|e| FamilyError::Parse {
-        path: path.to_path_buf(),
-        message: e.message().to_string(),
-        src: NamedSource::new(path.display().to_string(), text.to_string()),
-        span: e.span().map(Into::into),
+fn parse<T: serde::de::DeserializeOwned>(shown: &Path, text: &str) -> Result<T, Box<Problem>> {
+    toml::from_str(text).map_err(|e| {
+        let span = e.span().unwrap_or(0..0);
+        Box::new(Problem {
+            message: format!(
+                "{} does not fit the family schema: {}",
+                shown.display(),
+                e.message()
+            ),
+            src: NamedSource::new(shown.display().to_string(), text.to_string()),
+            span: span.into(),
+            label: "here".into(),
+            help: Some("see src/family/schema.rs for every key a family file may hold".into()),
+        })
     })
 }

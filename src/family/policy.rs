@@ -57,10 +57,7 @@ pub fn holds(cond: &ConditionDef, value: &Json) -> Option<bool> {
 
 /// The label the policy gives for `facts` (fact name -> value); `None` if a condition
 /// names a missing fact or compares incompatible types.
-pub fn decide(
-    policy: &PolicyDef,
-    fact: impl Fn(&str) -> Option<Json>,
-) -> Option<String> {
+pub fn decide(policy: &PolicyDef, fact: impl Fn(&str) -> Option<Json>) -> Option<String> {
     for rule in &policy.rules {
         let mut all = true;
         for cond in &rule.when {
@@ -145,14 +142,17 @@ mod tests {
     #[test]
     fn first_rule_whose_conditions_all_hold_decides() {
         let p = policy();
-        let facts = |s: &str, d: i64| {
+        let facts = |s: &'static str, d: i64| {
             move |k: &str| match k {
                 "status" => Some(json!(s)),
                 "days" => Some(json!(d)),
                 _ => None,
             }
         };
-        assert_eq!(decide(&p, facts("overdue", 31)).as_deref(), Some("escalate"));
+        assert_eq!(
+            decide(&p, facts("overdue", 31)).as_deref(),
+            Some("escalate")
+        );
         assert_eq!(decide(&p, facts("overdue", 30)).as_deref(), Some("hold"));
         assert_eq!(decide(&p, facts("open", 90)).as_deref(), Some("hold"));
         assert_eq!(decide(&p, |_| None), None);

@@ -66,29 +66,52 @@ pub(super) fn resolve(
     for c in &catalogue.collections {
         collections.insert(c.name.clone(), Arc::new(c.clone()));
     }
-    let mut codes: BTreeSet<String> = catalogue.collections.iter().map(|c| c.code.clone()).collect();
+    let mut codes: BTreeSet<String> = catalogue
+        .collections
+        .iter()
+        .map(|c| c.code.clone())
+        .collect();
     {
         let (display, text) = catalogue_source;
-        let mut sink = Sink { display, text, problems: &mut problems };
+        let mut sink = Sink {
+            display,
+            text,
+            problems: &mut problems,
+        };
         for c in &catalogue.collections {
             if let Some(msg) = collection_problem(c) {
                 let at = text.find(&format!("\"{}\"", c.name)).unwrap_or(0);
-                sink.push((at..at + c.name.len() + 2).into(), format!("collection `{}`: {msg}", c.name), None);
+                sink.push(
+                    (at..at + c.name.len() + 2).into(),
+                    format!("collection `{}`: {msg}", c.name),
+                    None,
+                );
             }
         }
     }
     for s in &sources {
         let c = &s.file.collection;
-        let mut sink = Sink { display: &s.display, text: &s.text, problems: &mut problems };
+        let mut sink = Sink {
+            display: &s.display,
+            text: &s.text,
+            problems: &mut problems,
+        };
         if collections.contains_key(&c.name) || !codes.insert(c.code.clone()) {
             sink.at(
                 &s.file.intent.name,
-                format!("collection `{}` (code `{}`) is defined twice", c.name, c.code),
+                format!(
+                    "collection `{}` (code `{}`) is defined twice",
+                    c.name, c.code
+                ),
                 Some("collection names and codes are unique across all family files".into()),
             );
         }
         if let Some(msg) = collection_problem(c) {
-            sink.at(&s.file.intent.name, format!("collection `{}`: {msg}", c.name), None);
+            sink.at(
+                &s.file.intent.name,
+                format!("collection `{}`: {msg}", c.name),
+                None,
+            );
         }
         collections.insert(c.name.clone(), Arc::new(c.clone()));
     }
@@ -99,16 +122,27 @@ pub(super) fn resolve(
     let mut family_names = BTreeSet::new();
     let mut case_refs = BTreeSet::new();
     for s in &sources {
-        let mut sink = Sink { display: &s.display, text: &s.text, problems: &mut problems };
+        let mut sink = Sink {
+            display: &s.display,
+            text: &s.text,
+            problems: &mut problems,
+        };
         let def = &s.file.intent;
         if !intent_names.insert(def.name.get_ref().clone()) {
-            sink.at(&def.name, format!("intent `{}` is defined twice", def.name.get_ref()), None);
+            sink.at(
+                &def.name,
+                format!("intent `{}` is defined twice", def.name.get_ref()),
+                None,
+            );
         }
         let split_name = serde_json::to_value(def.split).ok();
         if split_name.as_ref().and_then(Json::as_str) != Some(s.dir_split) {
             sink.at(
                 &def.name,
-                format!("an intent of split {:?} sits in families/{}/", def.split, s.dir_split),
+                format!(
+                    "an intent of split {:?} sits in families/{}/",
+                    def.split, s.dir_split
+                ),
                 Some("move the file or change `split`".into()),
             );
         }
@@ -120,10 +154,18 @@ pub(super) fn resolve(
         });
         for fam in &s.file.family {
             if !family_names.insert(fam.name.get_ref().clone()) {
-                sink.at(&fam.name, format!("family `{}` is defined twice", fam.name.get_ref()), None);
+                sink.at(
+                    &fam.name,
+                    format!("family `{}` is defined twice", fam.name.get_ref()),
+                    None,
+                );
             }
             if !case_refs.insert(fam.case_ref.clone()) {
-                sink.at(&fam.name, format!("case_ref `{}` is used twice", fam.case_ref), None);
+                sink.at(
+                    &fam.name,
+                    format!("case_ref `{}` is used twice", fam.case_ref),
+                    None,
+                );
             }
             if let Some(f) = resolve_family(&mut sink, catalogue, &collections, &intent, fam) {
                 families.push(f);
@@ -143,7 +185,9 @@ fn collection_problem(c: &CollectionDef) -> Option<String> {
     let mut suffixes = BTreeSet::new();
     let searches = c.tools.iter().filter(|t| t.op == Operation::Search).count();
     if searches != 1 {
-        return Some(format!("has {searches} search tools; exactly one is required"));
+        return Some(format!(
+            "has {searches} search tools; exactly one is required"
+        ));
     }
     for t in &c.tools {
         if !suffixes.insert(t.suffix.as_str()) {
@@ -177,7 +221,10 @@ fn collection_problem(c: &CollectionDef) -> Option<String> {
             ));
         }
         if t.parameters.get("type").and_then(Json::as_str) != Some("object") {
-            return Some(format!("tool `{}` parameters must be `type = \"object\"`", t.suffix));
+            return Some(format!(
+                "tool `{}` parameters must be `type = \"object\"`",
+                t.suffix
+            ));
         }
     }
     None
@@ -198,16 +245,27 @@ fn check_intent(sink: &mut Sink<'_>, file: &IntentFile) {
             sink.at(
                 &def.template,
                 format!("the template holds {p} {n} times"),
-                Some(format!("every template holds each of {} exactly once", PLACEHOLDERS.join(" "))),
+                Some(format!(
+                    "every template holds each of {} exactly once",
+                    PLACEHOLDERS.join(" ")
+                )),
             );
         }
     }
     if def.chain.is_empty() || def.chain.len() > 3 {
-        sink.at(&def.name, format!("chain has {} stages; 1 to 3 are allowed", def.chain.len()), None);
+        sink.at(
+            &def.name,
+            format!("chain has {} stages; 1 to 3 are allowed", def.chain.len()),
+            None,
+        );
     }
     for k in def.chain.iter().chain(def.hop_kind.iter()) {
         if !kind_read(k) {
-            sink.at(&def.name, format!("kind `{k}` has no read tool in collection `{}`", coll.name), None);
+            sink.at(
+                &def.name,
+                format!("kind `{k}` has no read tool in collection `{}`", coll.name),
+                None,
+            );
         }
     }
     let mut required: BTreeSet<String> = coll
@@ -216,7 +274,9 @@ fn check_intent(sink: &mut Sink<'_>, file: &IntentFile) {
         .filter(|t| {
             t.op == Operation::Search
                 || (t.op == Operation::Read
-                    && t.kind.as_ref().is_some_and(|k| def.chain.contains(k) || def.hop_kind.as_ref() == Some(k)))
+                    && t.kind
+                        .as_ref()
+                        .is_some_and(|k| def.chain.contains(k) || def.hop_kind.as_ref() == Some(k)))
         })
         .map(|t| t.suffix.clone())
         .collect();
@@ -235,18 +295,40 @@ fn check_intent(sink: &mut Sink<'_>, file: &IntentFile) {
     let stages = def.chain.len() as u8;
     for f in &def.facts {
         if !fact_names.insert(f.name.as_str()) {
-            sink.at(&def.name, format!("fact `{}` is declared twice", f.name), None);
+            sink.at(
+                &def.name,
+                format!("fact `{}` is declared twice", f.name),
+                None,
+            );
         }
         if f.stage == 0 || f.stage > stages {
-            sink.at(&def.name, format!("fact `{}` has stage {}; the chain has {stages}", f.name, f.stage), None);
+            sink.at(
+                &def.name,
+                format!(
+                    "fact `{}` has stage {}; the chain has {stages}",
+                    f.name, f.stage
+                ),
+                None,
+            );
         }
         if f.alternatives.len() < 2 || !f.alternatives.iter().all(|v| has_type(v, f.fact_type)) {
-            sink.at(&def.name, format!("fact `{}` needs at least two alternatives of type {:?}", f.name, f.fact_type), None);
+            sink.at(
+                &def.name,
+                format!(
+                    "fact `{}` needs at least two alternatives of type {:?}",
+                    f.name, f.fact_type
+                ),
+                None,
+            );
         }
     }
     for stage in 1..=stages {
         if !def.facts.iter().any(|f| f.stage == stage) {
-            sink.at(&def.name, format!("chain stage {stage} holds no fact"), None);
+            sink.at(
+                &def.name,
+                format!("chain stage {stage} holds no fact"),
+                None,
+            );
         }
     }
     let mut labels: BTreeSet<&str> = BTreeSet::from([def.policy.otherwise.as_str()]);
@@ -254,7 +336,11 @@ fn check_intent(sink: &mut Sink<'_>, file: &IntentFile) {
         labels.insert(rule.label.as_str());
         for c in &rule.when {
             let Some(fact) = def.facts.iter().find(|f| f.name == c.fact) else {
-                sink.at(&def.name, format!("policy condition names unknown fact `{}`", c.fact), None);
+                sink.at(
+                    &def.name,
+                    format!("policy condition names unknown fact `{}`", c.fact),
+                    None,
+                );
                 continue;
             };
             let ok = match c.op {
@@ -262,43 +348,89 @@ fn check_intent(sink: &mut Sink<'_>, file: &IntentFile) {
                 Op::GreaterThan | Op::LessThan | Op::AtLeast | Op::AtMost => {
                     fact.fact_type == FactType::Integer && c.value.is_i64()
                 }
-                Op::Before | Op::After => fact.fact_type == FactType::Date && has_type(&c.value, FactType::Date),
-                Op::OneOf => c
-                    .value
-                    .as_array()
-                    .is_some_and(|a| !a.is_empty() && a.iter().all(|v| has_type(v, fact.fact_type))),
+                Op::Before | Op::After => {
+                    fact.fact_type == FactType::Date && has_type(&c.value, FactType::Date)
+                }
+                Op::OneOf => c.value.as_array().is_some_and(|a| {
+                    !a.is_empty() && a.iter().all(|v| has_type(v, fact.fact_type))
+                }),
             };
             if !ok {
-                sink.at(&def.name, format!("condition `{} {:?} {}` does not fit a {:?} fact", c.fact, c.op, c.value, fact.fact_type), None);
+                sink.at(
+                    &def.name,
+                    format!(
+                        "condition `{} {:?} {}` does not fit a {:?} fact",
+                        c.fact, c.op, c.value, fact.fact_type
+                    ),
+                    None,
+                );
             }
         }
     }
     if let Some(sc) = &def.state_change {
         if !labels.contains(sc.when.as_str()) {
-            sink.at(&def.name, format!("state_change.when `{}` is not a policy label", sc.when), None);
+            sink.at(
+                &def.name,
+                format!("state_change.when `{}` is not a policy label", sc.when),
+                None,
+            );
         }
         match coll.tools.iter().find(|t| t.suffix == sc.tool) {
             Some(t) if t.op.is_write() => {
                 let takes_id = t.op != Operation::Send;
                 if takes_id != sc.target_stage.is_some() {
-                    sink.at(&def.name, format!("state change tool `{}` {} an id, so target_stage must {}", sc.tool, if takes_id { "takes" } else { "takes no" }, if takes_id { "be set" } else { "be absent" }), None);
+                    sink.at(
+                        &def.name,
+                        format!(
+                            "state change tool `{}` {} an id, so target_stage must {}",
+                            sc.tool,
+                            if takes_id { "takes" } else { "takes no" },
+                            if takes_id { "be set" } else { "be absent" }
+                        ),
+                        None,
+                    );
                 }
                 if sc.target_stage.is_some_and(|s| s == 0 || s > stages) {
-                    sink.at(&def.name, "state_change.target_stage is not a chain stage", None);
+                    sink.at(
+                        &def.name,
+                        "state_change.target_stage is not a chain stage",
+                        None,
+                    );
                 }
-                let params: BTreeSet<&str> = t.parameters["properties"].as_object().map(|m| m.keys().map(String::as_str).collect()).unwrap_or_default();
+                let params: BTreeSet<&str> = t.parameters["properties"]
+                    .as_object()
+                    .map(|m| m.keys().map(String::as_str).collect())
+                    .unwrap_or_default();
                 for (k, v) in &sc.args {
                     if !params.contains(k.as_str()) || k == "id" {
-                        sink.at(&def.name, format!("state_change arg `{k}` is not a parameter of `{}` other than id", sc.tool), None);
+                        sink.at(
+                            &def.name,
+                            format!(
+                                "state_change arg `{k}` is not a parameter of `{}` other than id",
+                                sc.tool
+                            ),
+                            None,
+                        );
                     }
                     if let Some(fact) = v.strip_prefix("{fact:").and_then(|r| r.strip_suffix('}')) {
                         if !fact_names.contains(fact) {
-                            sink.at(&def.name, format!("state_change arg `{k}` names unknown fact `{fact}`"), None);
+                            sink.at(
+                                &def.name,
+                                format!("state_change arg `{k}` names unknown fact `{fact}`"),
+                                None,
+                            );
                         }
                     }
                 }
             }
-            _ => sink.at(&def.name, format!("state_change.tool `{}` is not a write tool of the collection", sc.tool), None),
+            _ => sink.at(
+                &def.name,
+                format!(
+                    "state_change.tool `{}` is not a write tool of the collection",
+                    sc.tool
+                ),
+                None,
+            ),
         }
     }
 }
@@ -318,42 +450,92 @@ fn resolve_family(
     let ws = coordinate(&catalogue.workspaces, fam.workspace.get_ref());
     let region = coordinate(&catalogue.regions, fam.region.get_ref());
     if ws.is_none() {
-        sink.at(&fam.workspace, format!("unknown workspace `{}`", fam.workspace.get_ref()), Some(suggest(fam.workspace.get_ref(), catalogue.workspaces.iter().map(|c| c.name.as_str()))));
+        sink.at(
+            &fam.workspace,
+            format!("unknown workspace `{}`", fam.workspace.get_ref()),
+            Some(suggest(
+                fam.workspace.get_ref(),
+                catalogue.workspaces.iter().map(|c| c.name.as_str()),
+            )),
+        );
     }
     if region.is_none() {
-        sink.at(&fam.region, format!("unknown region `{}`", fam.region.get_ref()), Some(suggest(fam.region.get_ref(), catalogue.regions.iter().map(|c| c.name.as_str()))));
+        sink.at(
+            &fam.region,
+            format!("unknown region `{}`", fam.region.get_ref()),
+            Some(suggest(
+                fam.region.get_ref(),
+                catalogue.regions.iter().map(|c| c.name.as_str()),
+            )),
+        );
     }
     let mut facts = Vec::new();
     for f in &def.facts {
         match fam.facts.get_ref().get(&f.name) {
             Some(v) if has_type(v, f.fact_type) => facts.push((f.name.clone(), v.clone())),
-            Some(v) => sink.at(&fam.facts, format!("fact `{}` = {v} is not a {:?}", f.name, f.fact_type), None),
+            Some(v) => sink.at(
+                &fam.facts,
+                format!("fact `{}` = {v} is not a {:?}", f.name, f.fact_type),
+                None,
+            ),
             None => sink.at(&fam.facts, format!("fact `{}` is missing", f.name), None),
         }
     }
     for k in fam.facts.get_ref().keys() {
         if !def.facts.iter().any(|f| &f.name == k) {
-            sink.at(&fam.facts, format!("`{k}` is not a fact of intent `{}`", intent.name()), None);
+            sink.at(
+                &fam.facts,
+                format!("`{k}` is not a fact of intent `{}`", intent.name()),
+                None,
+            );
         }
     }
     if facts.len() == def.facts.len() {
         let lookup = |n: &str| facts.iter().find(|(k, _)| k == n).map(|(_, v)| v.clone());
         match decide(&def.policy, lookup) {
             Some(d) if &d == fam.decision.get_ref() => {}
-            Some(d) => sink.at(&fam.decision, format!("the policy gives `{d}` on these facts, not `{}`", fam.decision.get_ref()), Some("fix the facts or the decision: they must agree".into())),
-            None => sink.at(&fam.decision, "the policy cannot be evaluated on these facts", None),
+            Some(d) => sink.at(
+                &fam.decision,
+                format!(
+                    "the policy gives `{d}` on these facts, not `{}`",
+                    fam.decision.get_ref()
+                ),
+                Some("fix the facts or the decision: they must agree".into()),
+            ),
+            None => sink.at(
+                &fam.decision,
+                "the policy cannot be evaluated on these facts",
+                None,
+            ),
         }
         for f in &def.facts {
             let current = lookup(&f.name);
             if f.alternatives.iter().all(|a| Some(a) == current.as_ref()) {
-                sink.at(&fam.facts, format!("fact `{}` has no alternative different from its value", f.name), None);
+                sink.at(
+                    &fam.facts,
+                    format!(
+                        "fact `{}` has no alternative different from its value",
+                        f.name
+                    ),
+                    None,
+                );
             }
         }
     }
-    let permitted = def.state_change.as_ref().filter(|sc| &sc.when == fam.decision.get_ref());
+    let permitted = def
+        .state_change
+        .as_ref()
+        .filter(|sc| &sc.when == fam.decision.get_ref());
     let expected = permitted.map_or("none", |sc| sc.tool.as_str());
     if fam.state_change.get_ref() != expected {
-        sink.at(&fam.state_change, format!("with decision `{}` the permitted state change is `{expected}`", fam.decision.get_ref()), None);
+        sink.at(
+            &fam.state_change,
+            format!(
+                "with decision `{}` the permitted state change is `{expected}`",
+                fam.decision.get_ref()
+            ),
+            None,
+        );
     }
     let mut pools = Pools {
         workspaces: ws.into_iter().cloned().collect(),
@@ -363,33 +545,67 @@ fn resolve_family(
     for name in &fam.distractors.workspaces {
         match coordinate(&catalogue.workspaces, name) {
             Some(c) if !pools.workspaces.contains(c) => pools.workspaces.push(c.clone()),
-            Some(_) => sink.at(&fam.name, format!("distractor workspace `{name}` repeats"), None),
-            None => sink.at(&fam.name, format!("unknown distractor workspace `{name}`"), None),
+            Some(_) => sink.at(
+                &fam.name,
+                format!("distractor workspace `{name}` repeats"),
+                None,
+            ),
+            None => sink.at(
+                &fam.name,
+                format!("unknown distractor workspace `{name}`"),
+                None,
+            ),
         }
     }
     for name in &fam.distractors.regions {
         match coordinate(&catalogue.regions, name) {
             Some(c) if !pools.regions.contains(c) => pools.regions.push(c.clone()),
-            Some(_) => sink.at(&fam.name, format!("distractor region `{name}` repeats"), None),
-            None => sink.at(&fam.name, format!("unknown distractor region `{name}`"), None),
+            Some(_) => sink.at(
+                &fam.name,
+                format!("distractor region `{name}` repeats"),
+                None,
+            ),
+            None => sink.at(
+                &fam.name,
+                format!("unknown distractor region `{name}`"),
+                None,
+            ),
         }
     }
     for name in &fam.distractors.collections {
         match collections.get(name) {
-            Some(c) if !pools.collections.iter().any(|p| p.name == c.name) => pools.collections.push(c.clone()),
-            Some(_) => sink.at(&fam.name, format!("distractor collection `{name}` repeats"), None),
-            None => sink.at(&fam.name, format!("unknown distractor collection `{name}`"), Some(suggest(name, collections.keys().map(String::as_str)))),
+            Some(c) if !pools.collections.iter().any(|p| p.name == c.name) => {
+                pools.collections.push(c.clone())
+            }
+            Some(_) => sink.at(
+                &fam.name,
+                format!("distractor collection `{name}` repeats"),
+                None,
+            ),
+            None => sink.at(
+                &fam.name,
+                format!("unknown distractor collection `{name}`"),
+                Some(suggest(name, collections.keys().map(String::as_str))),
+            ),
         }
     }
     let (ws, region) = (ws?.clone(), region?.clone());
     if facts.len() != def.facts.len() {
         return None;
     }
-    let route = Connector { workspace: ws, region, collection: intent.collection.clone() };
+    let route = Connector {
+        workspace: ws,
+        region,
+        collection: intent.collection.clone(),
+    };
     for t in &route.collection.tools {
         let name = route.tool_name(&t.suffix);
         if name.len() > MAX_TOOL_NAME {
-            sink.at(&fam.name, format!("tool name `{name}` is longer than {MAX_TOOL_NAME}"), None);
+            sink.at(
+                &fam.name,
+                format!("tool name `{name}` is longer than {MAX_TOOL_NAME}"),
+                None,
+            );
         }
     }
     let content_hash = content_hash(intent, fam, &route, &pools);
@@ -433,7 +649,12 @@ fn suggest<'a>(name: &str, options: impl Iterator<Item = &'a str>) -> String {
 /// blake3 over the canonical JSON of everything that determines a family's variants:
 /// the intent, its collection, the family's own definition and its resolved route and
 /// pools (with the distractor collections' full definitions).
-fn content_hash(intent: &Intent, fam: &super::schema::FamilyDef, route: &Connector, pools: &Pools) -> [u8; 32] {
+fn content_hash(
+    intent: &Intent,
+    fam: &super::schema::FamilyDef,
+    route: &Connector,
+    pools: &Pools,
+) -> [u8; 32] {
     #[derive(serde::Serialize)]
     struct KeyInput<'a> {
         version: &'static str,
@@ -443,7 +664,14 @@ fn content_hash(intent: &Intent, fam: &super::schema::FamilyDef, route: &Connect
         route: &'a Connector,
         pools: &'a Pools,
     }
-    let input = KeyInput { version: "family-hash/1", intent: &intent.def, collection: &intent.collection, family: fam, route, pools };
+    let input = KeyInput {
+        version: "family-hash/1",
+        intent: &intent.def,
+        collection: &intent.collection,
+        family: fam,
+        route,
+        pools,
+    };
     // Serialising plain structs of strings, maps (sorted) and JSON values cannot fail.
     let bytes = serde_json::to_vec(&input).unwrap_or_default();
     *blake3::hash(&bytes).as_bytes()

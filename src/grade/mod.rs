@@ -150,13 +150,39 @@ pub struct Verdict {
     pub integrity_errors: Vec<String>,
 }
 
-/// Grades a trace against its variant. Never panics, whatever the trace holds.
+/// The frozen contract's episode budget, in reported tokens.
+pub const EPISODE_BUDGET: u64 = 128_000;
+
+/// Grades a trace against its variant under the frozen episode budget. Never panics,
+/// whatever the trace holds.
 pub fn grade(variant: &Variant, trace: &Trace) -> Verdict {
+    grade_with_budget(variant, trace, EPISODE_BUDGET)
+}
+
+/// Grades under a given episode budget. The call and turn limits always come from the
+/// variant, never from the trace: a trace that claims other limits breaks integrity.
+pub fn grade_with_budget(variant: &Variant, trace: &Trace, episode_budget: u64) -> Verdict {
     let mut integrity = Vec::new();
+    let limits = trace::Limits {
+        completion_cap: trace.limits.completion_cap,
+        episode_budget,
+        call_limit: variant.call_limit,
+        turn_limit: variant.turn_limit,
+    };
+    if trace.limits != limits {
+        integrity.push(format!(
+            "the trace claims limits {:?}, but the contract's are {:?}",
+            trace.limits, limits
+        ));
+    }
+    let answered_text = trace.turns.last().and_then(|t| t.response.text.as_deref());
+    if trace.final_answer.is_some() && trace.final_answer.as_deref() != answered_text {
+        integrity.push("final_answer is not the text of the last response".to_string());
+    }
     if trace.format != trace::TRACE_FORMAT {
         integrity.push(format!("unknown trace format `{}`", trace.format));
     }
-    if trace.variant_id != variant.variant_id || trace.cell != variant.cell {
+    if trace.variant_id != variant.variant_id || trace.cell.normalized() != variant.cell {
         integrity.push(format!(
             "the trace is for variant {} but was graded against {}",
             trace.variant_id, variant.variant_id
@@ -169,7 +195,10 @@ pub fn grade(variant: &Variant, trace: &Trace) -> Verdict {
     for (i, call) in executed.iter().enumerate() {
         let outcome = sandbox.execute(&call.tool, &call.arguments);
         if outcome.observation != call.observation {
-            integrity.push(format!("call {i} ({}): the recorded observation differs from the replay", call.tool));
+            integrity.push(format!(
+                "call {i} ({}): the recorded observation differs from the replay",
+                call.tool
+            ));
         }
     }
     for turn in &trace.turns {
@@ -178,13 +207,19 @@ pub fn grade(variant: &Variant, trace: &Trace) -> Verdict {
                 c.id == call.call_id && c.name == call.tool && c.arguments == call.arguments
             });
             if !requested {
-                integrity.push(format!("executed call `{}` was not requested by the response", call.call_id));
+                integrity.push(format!(
+                    "executed call `{}` was not requested by the response",
+                    call.call_id
+                ));
             }
         }
     }
 
     let menu: BTreeSet<&str> = trace.menu.iter().map(String::as_str).collect();
-    let ok_a = variant.required_tools().iter().all(|t| menu.contains(t.as_str()));
+    let ok_a = variant
+        .required_tools()
+        .iter()
+        .all(|t| menu.contains(t.as_str()));
     let ok_s = executed
         .iter()
         .any(|c| variant.operational_tools.contains(&c.tool));
@@ -198,9 +233,12 @@ pub fn grade(variant: &Variant, trace: &Trace) -> Verdict {
     let (ok_x, ok_g) = check_changes(variant, sandbox.changes());
     let calls = executed.len() as u32;
     let total_tokens = trace.total_tokens();
-    let over_budget = total_tokens > trace.limits.episode_budget
-        || calls > trace.limits.call_limit
-        || matches!(trace.stop, StopReason::BudgetExceeded | StopReason::CallLimit);
+    let over_budget = total_tokens > limits.episode_budget
+        || calls > limits.call_limit
+        || matches!(
+            trace.stop,
+            StopReason::BudgetExceeded | StopReason::CallLimit
+        );
     let ok_b = !over_budget;
     let requests = trace.turns.len() as u32;
     let truncated = trace.stop == StopReason::Truncated
@@ -213,7 +251,7 @@ pub fn grade(variant: &Variant, trace: &Trace) -> Verdict {
         .turns
         .last()
         .is_some_and(|t| t.response.finish_reason == FinishReason::Stop);
-    let over_turns = trace.stop == StopReason::TurnLimit || requests > trace.limits.turn_limit;
+    let over_turns = trace.stop == StopReason::TurnLimit || requests > limits.turn_limit;
     let ok_c = trace.stop == StopReason::Answer
         && trace.final_answer.is_some()
         && last_stopped
@@ -248,7 +286,10 @@ pub fn grade(variant: &Variant, trace: &Trace) -> Verdict {
             TerminalFlag::TurnLimit
         } else if !ok_a || matches!(trace.stop, StopReason::Infeasible | StopReason::Unavailable) {
             TerminalFlag::Infeasibility
-        } else if trace.stop == StopReason::Answer && trace.final_answer.is_some() && conclusion_wrong {
+        } else if trace.stop == StopReason::Answer
+            && trace.final_answer.is_some()
+            && conclusion_wrong
+        {
             TerminalFlag::WrongConclusion
         } else {
             TerminalFlag::ContractBreak
@@ -259,7 +300,9 @@ pub fn grade(variant: &Variant, trace: &Trace) -> Verdict {
         .turns
         .iter()
         .position(|t| t.response.finish_reason == FinishReason::Length)
-        .is_some_and(|tr| first_call_turn.is_none_or(|fc| tr <= fc && trace.turns[tr].executed.is_empty()));
+        .is_some_and(|tr| {
+            first_call_turn.is_none_or(|fc| tr <= fc && trace.turns[tr].executed.is_empty())
+        });
     Verdict {
         variant_id: variant.variant_id.clone(),
         vts,
@@ -315,11 +358,12 @@ fn check_answer(variant: &Variant, answer: Option<&Json>) -> (bool, Option<BTree
     let Some(Json::Object(obj)) = answer else {
         return (false, None);
     };
-    let cited: Option<BTreeSet<String>> = obj.get("sources").and_then(Json::as_array).and_then(|a| {
-        a.iter()
-            .map(|s| s.as_str().map(str::to_string))
-            .collect::<Option<BTreeSet<String>>>()
-    });
+    let cited: Option<BTreeSet<String>> =
+        obj.get("sources").and_then(Json::as_array).and_then(|a| {
+            a.iter()
+                .map(|s| s.as_str().map(str::to_string))
+                .collect::<Option<BTreeSet<String>>>()
+        });
     let mut expected_keys: BTreeSet<&str> = variant.facts.iter().map(|(k, _)| k.as_str()).collect();
     expected_keys.insert("decision");
     expected_keys.insert("sources");

@@ -9,8 +9,8 @@
 //! for the budget check, never to stand in for a provider's counts.
 
 use super::trace::{
-    ExecutedCall, FinishReason, Limits, RequestRecord, ResponseRecord, StopReason, ToolCall,
-    Trace, Turn, Usage, TRACE_FORMAT,
+    ExecutedCall, FinishReason, Limits, RequestRecord, ResponseRecord, StopReason, ToolCall, Trace,
+    Turn, Usage, TRACE_FORMAT,
 };
 use crate::compile::Variant;
 use crate::sandbox::Sandbox;
@@ -19,41 +19,68 @@ const BYTES_PER_TOKEN: u64 = 4;
 
 /// Builds the reference trace of a variant.
 pub fn reference_trace(variant: &Variant) -> Trace {
+    let order: Vec<usize> = (0..variant.reference_program.steps.len()).collect();
+    trace_in_order(variant, &order)
+}
+
+/// The trace of the reference program's steps executed in `order` (indices into the
+/// program's steps; any subset or permutation), followed by the reference answer.
+pub fn trace_in_order(variant: &Variant, order: &[usize]) -> Trace {
     let menu = variant.menu_names();
     let schema_bytes = |tools: &[&crate::compile::Tool]| -> u64 {
-        tools.iter().map(|t| t.wire_schema().to_string().len() as u64).sum()
+        tools
+            .iter()
+            .map(|t| t.wire_schema().to_string().len() as u64)
+            .sum()
     };
     let full: Vec<&crate::compile::Tool> = variant.menu.iter().collect();
-    let operational: Vec<&crate::compile::Tool> = variant.menu.iter().filter(|t| t.operational).collect();
+    let operational: Vec<&crate::compile::Tool> =
+        variant.menu.iter().filter(|t| t.operational).collect();
     let mut visible = (menu.clone(), schema_bytes(&full));
     let mut context = variant.user_request.len() as u64;
     let mut sandbox = Sandbox::new(variant);
     let mut turns = Vec::new();
     let estimate = |bytes: u64| bytes.div_ceil(BYTES_PER_TOKEN);
-    let response = |finish, text: Option<String>, calls: Vec<ToolCall>, input: u64, output: u64| ResponseRecord {
-        finish_reason: finish,
-        finish_reason_raw: "reference".into(),
-        usage: Usage {
-            input_tokens: input,
-            cached_tokens: 0,
-            output_tokens: output,
-            reasoning_tokens: None,
-            reasoning_reported: false,
-        },
-        text,
-        tool_calls: calls,
-        raw: None,
-        wall_ms: 0,
+    let response = |finish, text: Option<String>, calls: Vec<ToolCall>, input: u64, output: u64| {
+        ResponseRecord {
+            finish_reason: finish,
+            finish_reason_raw: "reference".into(),
+            usage: Usage {
+                input_tokens: input,
+                cached_tokens: 0,
+                output_tokens: output,
+                reasoning_tokens: None,
+                reasoning_reported: false,
+            },
+            text,
+            tool_calls: calls,
+            raw: None,
+            wall_ms: 0,
+        }
     };
-    for (i, step) in variant.reference_program.steps.iter().enumerate() {
+    let steps = &variant.reference_program.steps;
+    for (i, step) in order.iter().filter_map(|&i| steps.get(i)).enumerate() {
         let arguments = step.call.arguments.to_string();
         let outcome = sandbox.execute(&step.call.tool, &arguments);
         let id = format!("call_{i}");
-        let call = ToolCall { id: id.clone(), name: step.call.tool.clone(), arguments: arguments.clone() };
+        let call = ToolCall {
+            id: id.clone(),
+            name: step.call.tool.clone(),
+            arguments: arguments.clone(),
+        };
         let output = estimate((step.call.tool.len() + arguments.len()) as u64);
         turns.push(Turn {
-            request: RequestRecord { visible_tools: visible.0.clone(), body_ref: None },
-            response: response(FinishReason::ToolCalls, None, vec![call], estimate(context + visible.1), output),
+            request: RequestRecord {
+                visible_tools: visible.0.clone(),
+                body_ref: None,
+            },
+            response: response(
+                FinishReason::ToolCalls,
+                None,
+                vec![call],
+                estimate(context + visible.1),
+                output,
+            ),
             executed: vec![ExecutedCall {
                 call_id: id,
                 tool: step.call.tool.clone(),
@@ -71,8 +98,17 @@ pub fn reference_trace(variant: &Variant) -> Trace {
     }
     let answer = variant.answer_text();
     turns.push(Turn {
-        request: RequestRecord { visible_tools: visible.0, body_ref: None },
-        response: response(FinishReason::Stop, Some(answer.clone()), vec![], estimate(context + visible.1), estimate(answer.len() as u64)),
+        request: RequestRecord {
+            visible_tools: visible.0,
+            body_ref: None,
+        },
+        response: response(
+            FinishReason::Stop,
+            Some(answer.clone()),
+            vec![],
+            estimate(context + visible.1),
+            estimate(answer.len() as u64),
+        ),
         executed: vec![],
     });
     Trace {

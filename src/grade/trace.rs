@@ -57,7 +57,7 @@ impl Limits {
     pub fn frozen(call_limit: u32, turn_limit: u32) -> Limits {
         Limits {
             completion_cap: 1024,
-            episode_budget: 128_000,
+            episode_budget: super::EPISODE_BUDGET,
             call_limit,
             turn_limit,
         }

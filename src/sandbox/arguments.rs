@@ -47,7 +47,10 @@ pub fn check(schema: &Json, raw: &str) -> Result<Map<String, Json>, String> {
         }
         if let Some(allowed) = prop["enum"].as_array() {
             if !allowed.contains(value) {
-                return Err(format!("argument `{name}` must be one of {}", Json::Array(allowed.clone())));
+                return Err(format!(
+                    "argument `{name}` must be one of {}",
+                    Json::Array(allowed.clone())
+                ));
             }
         }
     }
@@ -67,10 +70,18 @@ mod tests {
     #[test]
     fn accepts_valid_and_names_each_kind_of_error() {
         assert!(check(&schema(), r#"{"id": "rec_1", "amount": 3}"#).is_ok());
-        assert!(check(&schema(), r#"{"id": "rec_1""#).unwrap_err().contains("not valid JSON"));
+        assert!(check(&schema(), r#"{"id": "rec_1""#)
+            .unwrap_err()
+            .contains("not valid JSON"));
         assert!(check(&schema(), "[1]").unwrap_err().contains("object"));
-        assert!(check(&schema(), "{}").unwrap_err().contains("missing required argument `id`"));
-        assert!(check(&schema(), r#"{"id": "x", "extra": 1}"#).unwrap_err().contains("unexpected"));
-        assert!(check(&schema(), r#"{"id": 7}"#).unwrap_err().contains("type string"));
+        assert!(check(&schema(), "{}")
+            .unwrap_err()
+            .contains("missing required argument `id`"));
+        assert!(check(&schema(), r#"{"id": "x", "extra": 1}"#)
+            .unwrap_err()
+            .contains("unexpected"));
+        assert!(check(&schema(), r#"{"id": 7}"#)
+            .unwrap_err()
+            .contains("type string"));
     }
 }

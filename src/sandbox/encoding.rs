@@ -8,7 +8,9 @@
 //! of the canonical records) and `tool` (name, operation, coordinates).
 //!
 //! - raw: `objects: [{id, kind, version, status, updated_on, payload: {...}, next_handoff?}]`
-//! - compact: `field_dictionary: [names]`, `objects: [[values in dictionary order]]`
+//! - compact: `field_dictionary: [names]`, `objects: [[values in dictionary order]]`;
+//!   the record envelope's columns are named with a leading `@` (`@id`, `@kind`, ...,
+//!   `@next_handoff`) so that they can never collide with a field called `status`.
 //! - typed: `type_dictionary: {kind: [field names]}`,
 //!   `objects: [{id, type, version, status, updated_on, fields, source, next_handoff?}]`
 //! - linked: typed plus `links: [{from, to, relation}]` (equal field values across
@@ -44,7 +46,8 @@ pub struct View {
     pub connector: String,
 }
 
-const FIXED: [&str; 5] = ["id", "kind", "version", "status", "updated_on"];
+const ENVELOPE: [&str; 5] = ["@id", "@kind", "@version", "@status", "@updated_on"];
+const HANDOFF_COLUMN: &str = "@next_handoff";
 
 /// The four encoding-independent blocks.
 pub fn shared_blocks(tool: &Tool, views: &[View]) -> Map<String, Json> {
@@ -106,9 +109,9 @@ pub fn encode(d: Encoding, tool: &Tool, views: &[View]) -> String {
         }
         Encoding::Compact => {
             let names: BTreeSet<&String> = views.iter().flat_map(|v| v.fields.keys()).collect();
-            let mut dictionary: Vec<String> = FIXED.iter().map(|s| s.to_string()).collect();
+            let mut dictionary: Vec<String> = ENVELOPE.iter().map(|s| s.to_string()).collect();
             dictionary.extend(names.iter().map(|s| s.to_string()));
-            dictionary.push("next_handoff".into());
+            dictionary.push(HANDOFF_COLUMN.into());
             let rows: Vec<Json> = views
                 .iter()
                 .map(|v| {
@@ -119,7 +122,11 @@ pub fn encode(d: Encoding, tool: &Tool, views: &[View]) -> String {
                         json!(v.status),
                         json!(v.updated_on),
                     ];
-                    row.extend(names.iter().map(|n| v.fields.get(*n).cloned().unwrap_or(Json::Null)));
+                    row.extend(
+                        names
+                            .iter()
+                            .map(|n| v.fields.get(*n).cloned().unwrap_or(Json::Null)),
+                    );
                     row.push(v.next_handoff.clone().unwrap_or(Json::Null));
                     Json::Array(row)
                 })
@@ -216,9 +223,18 @@ pub fn decode(d: Encoding, text: &str) -> Result<Vec<View>, DecodeError> {
         reason: reason.to_string(),
     };
     let doc: Json = serde_json::from_str(text).map_err(|e| fail(&e.to_string()))?;
-    let connector = doc["source"]["connector"].as_str().unwrap_or_default().to_string();
-    let objects = doc["objects"].as_array().ok_or_else(|| fail("no objects"))?;
-    let text_of = |v: &Json| v.as_str().map(str::to_string).ok_or_else(|| fail("not a string"));
+    let connector = doc["source"]["connector"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let objects = doc["objects"]
+        .as_array()
+        .ok_or_else(|| fail("no objects"))?;
+    let text_of = |v: &Json| {
+        v.as_str()
+            .map(str::to_string)
+            .ok_or_else(|| fail("not a string"))
+    };
     let mut out = Vec::new();
     for o in objects {
         let view = match d {
@@ -257,18 +273,18 @@ pub fn decode(d: Encoding, text: &str) -> Result<Vec<View>, DecodeError> {
                 let get = |name: &str| cell(name).ok_or_else(|| fail(name));
                 let mut fields = BTreeMap::new();
                 for (name, value) in dict.iter().zip(row) {
-                    if !FIXED.contains(name) && *name != "next_handoff" && !value.is_null() {
+                    if !name.starts_with('@') && !value.is_null() {
                         fields.insert(name.to_string(), value.clone());
                     }
                 }
                 View {
-                    id: text_of(get("id")?)?,
-                    kind: text_of(get("kind")?)?,
-                    version: get("version")?.as_u64().ok_or_else(|| fail("version"))?,
-                    status: text_of(get("status")?)?,
-                    updated_on: text_of(get("updated_on")?)?,
+                    id: text_of(get("@id")?)?,
+                    kind: text_of(get("@kind")?)?,
+                    version: get("@version")?.as_u64().ok_or_else(|| fail("version"))?,
+                    status: text_of(get("@status")?)?,
+                    updated_on: text_of(get("@updated_on")?)?,
                     fields,
-                    next_handoff: cell("next_handoff").filter(|h| !h.is_null()).cloned(),
+                    next_handoff: cell(HANDOFF_COLUMN).filter(|h| !h.is_null()).cloned(),
                     connector: connector.clone(),
                 }
             }

@@ -121,7 +121,12 @@ impl<'v> Sandbox<'v> {
             Ok(a) => a,
             Err(msg) => return error(Some(tool), ErrorCode::InvalidArguments, &msg),
         };
-        let text = |k: &str| args.get(k).and_then(Json::as_str).unwrap_or_default().to_string();
+        let text = |k: &str| {
+            args.get(k)
+                .and_then(Json::as_str)
+                .unwrap_or_default()
+                .to_string()
+        };
         match tool.op {
             Operation::Search => {
                 let query = text("query");
@@ -131,7 +136,7 @@ impl<'v> Sandbox<'v> {
                     .search(&tool.connector, &query)
                     .into_iter()
                     .filter(|r| !self.deleted.contains(&r.id))
-                    .map(|r| summary(r))
+                    .map(summary)
                     .collect();
                 let status = if views.is_empty() {
                     CallStatus::Miss
@@ -150,21 +155,19 @@ impl<'v> Sandbox<'v> {
             Operation::Update | Operation::Delete | Operation::Pay | Operation::Send => {
                 let target = (tool.op != Operation::Send).then(|| text("id"));
                 if let Some(id) = &target {
-                    let exists = self
-                        .variant
-                        .store
-                        .by_id(id)
-                        .is_some_and(|r| r.connector == tool.connector && !self.deleted.contains(id));
+                    let exists = self.variant.store.by_id(id).is_some_and(|r| {
+                        r.connector == tool.connector && !self.deleted.contains(id)
+                    });
                     if !exists {
                         return not_found(tool, id);
                     }
                 }
                 match (tool.op, &target) {
                     (Operation::Update, Some(id)) => {
-                        self.edits
-                            .entry(id.clone())
-                            .or_default()
-                            .insert(text("field"), args.get("value").cloned().unwrap_or(Json::Null));
+                        self.edits.entry(id.clone()).or_default().insert(
+                            text("field"),
+                            args.get("value").cloned().unwrap_or(Json::Null),
+                        );
                     }
                     (Operation::Delete, Some(id)) => {
                         self.deleted.insert(id.clone());
