@@ -322,3 +322,93 @@ fn reencode(v: &Variant, step: usize, tool: &str, views: &[View]) -> Vec<Finding
     }
     out
 }
+
+/// The structure of every observation along the reference program in the variant's own
+/// encoding: provenance covers exactly the returned fields, type dictionaries cover each
+/// type's fields, links resolve to equal values under a known relation; and a search
+/// that matches nothing is a legal miss (an empty `objects` list, no error).
+pub fn check_observations(v: &Variant) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let mut sandbox = Sandbox::new(v);
+    for (i, step) in v.reference_program.steps.iter().enumerate() {
+        let outcome = sandbox.execute(&step.call.tool, &step.call.arguments.to_string());
+        if v.tool(&step.call.tool).is_some_and(|t| t.op.is_write()) {
+            continue;
+        }
+        let doc: Json = serde_json::from_str(&outcome.observation).unwrap_or(Json::Null);
+        let Ok(views) = decode(v.cell.d, &outcome.observation) else {
+            out.push(finding(
+                "observations",
+                v,
+                format!("step {i} does not decode"),
+            ));
+            continue;
+        };
+        let provenance: BTreeSet<String> = doc["provenance"]
+            .as_object()
+            .map(|m| m.keys().cloned().collect())
+            .unwrap_or_default();
+        let expected: BTreeSet<String> = views
+            .iter()
+            .enumerate()
+            .flat_map(|(j, w)| w.fields.keys().map(move |f| format!("/{j}/{f}")))
+            .collect();
+        if provenance != expected {
+            out.push(finding(
+                "observations",
+                v,
+                format!("step {i}: provenance does not cover exactly the returned fields"),
+            ));
+        }
+        if matches!(v.cell.d, Encoding::Typed | Encoding::Linked) {
+            for w in &views {
+                let declared: BTreeSet<&str> = doc["type_dictionary"][&w.kind]
+                    .as_array()
+                    .map(|a| a.iter().filter_map(Json::as_str).collect())
+                    .unwrap_or_default();
+                if w.fields.keys().any(|f| !declared.contains(f.as_str())) {
+                    out.push(finding(
+                        "observations",
+                        v,
+                        format!("step {i}: type_dictionary misses fields of {}", w.kind),
+                    ));
+                }
+            }
+        }
+        if v.cell.d == Encoding::Linked {
+            for link in doc["links"].as_array().into_iter().flatten() {
+                let at = |k: &str| link[k].as_str().and_then(|p| doc.pointer(p));
+                let known = doc["relation_dictionary"]
+                    .get(link["relation"].as_str().unwrap_or_default())
+                    .is_some();
+                if at("from").is_none() || at("from") != at("to") || !known {
+                    out.push(finding(
+                        "observations",
+                        v,
+                        format!("step {i}: link {link} does not resolve to equal values"),
+                    ));
+                }
+            }
+        }
+    }
+    for tool in v
+        .menu
+        .iter()
+        .filter(|t| t.op == Operation::Search && t.connector == v.route.connector)
+    {
+        let outcome = Sandbox::new(v).execute(&tool.name, r#"{"query":"NO-SUCH-REFERENCE"}"#);
+        let doc: Json = serde_json::from_str(&outcome.observation).unwrap_or(Json::Null);
+        let empty = doc["objects"].as_array().is_some_and(Vec::is_empty);
+        if outcome.status != crate::sandbox::CallStatus::Miss
+            || !empty
+            || doc.get("error").is_some()
+        {
+            out.push(finding(
+                "observations",
+                v,
+                "a search that matches nothing is not a legal miss",
+            ));
+        }
+    }
+    out
+}

@@ -19,7 +19,7 @@ use std::fmt;
 use crate::compile::{compile, study_cells, Cell, Routing, Variant};
 use crate::family::Family;
 
-pub use certify::{brute_force_minimum, check_encodings, check_orders};
+pub use certify::{brute_force_minimum, check_encodings, check_observations, check_orders};
 pub use matched::{check_matched, check_nested_menus};
 pub use mutations::{check_mutations, mutations, Mutation};
 
@@ -85,12 +85,13 @@ pub fn audit_family(family: &Family) -> Vec<Finding> {
     findings
 }
 
-/// The runtime checks of one variant: regeneration, certified minimum, valid orders
-/// and grader mutations.
+/// The runtime checks of one variant: certified minimum, valid orders, observation
+/// structure and legal misses, and grader mutations.
 pub fn audit_variant(variant: &Variant) -> Vec<Finding> {
     let mut findings = Vec::new();
     findings.extend(certify::check_minimum(variant));
     findings.extend(check_orders(variant));
+    findings.extend(check_observations(variant));
     findings.extend(check_mutations(variant));
     findings
 }

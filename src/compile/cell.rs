@@ -59,7 +59,9 @@ pub struct Cell {
     pub d: Encoding,
     /// Routing difficulty.
     pub r: Routing,
-    /// Required calls along the handoff chain (frontier), overriding `w`.
+    /// Required calls along the handoff chain (frontier), overriding `w`: a search and a
+    /// read per record, so depth 30 is a chain of 15 records. A permitted write is not
+    /// on the chain and adds one call to the certified minimum.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub depth: Option<u8>,
 }

@@ -199,6 +199,12 @@ fn collection_problem(c: &CollectionDef) -> Option<String> {
                 return Some(format!("tool `{}` names unknown kind `{k}`", t.suffix))
             }
             (None, true) => return Some(format!("tool `{}` must name a `kind`", t.suffix)),
+            (Some(_), false) => {
+                return Some(format!(
+                    "tool `{}` ({:?}) acts on no record kind; remove its `kind`",
+                    t.suffix, t.op
+                ))
+            }
             _ => {}
         }
         let expected: &[&str] = match t.op {
@@ -293,7 +299,30 @@ fn check_intent(sink: &mut Sink<'_>, file: &IntentFile) {
     }
     let mut fact_names = BTreeSet::new();
     let stages = def.chain.len() as u8;
+    let fillers: BTreeSet<&str> = coll
+        .kinds
+        .iter()
+        .flat_map(|k| k.filler.keys().map(String::as_str))
+        .collect();
     for f in &def.facts {
+        let identifier = !f.name.is_empty()
+            && f.name
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+        if !identifier || f.name == "decision" || f.name == "sources" || f.name == "reference" {
+            sink.at(
+                &def.name,
+                format!("fact name `{}` must be a lowercase identifier other than decision, sources and reference", f.name),
+                Some("the answer holds decision, each fact and sources at one level; search summaries use reference".into()),
+            );
+        }
+        if fillers.contains(f.name.as_str()) {
+            sink.at(
+                &def.name,
+                format!("fact `{}` is also a filler field of a record kind", f.name),
+                Some("a record must hold each requested fact once; rename the filler".into()),
+            );
+        }
         if !fact_names.insert(f.name.as_str()) {
             sink.at(
                 &def.name,
@@ -401,6 +430,20 @@ fn check_intent(sink: &mut Sink<'_>, file: &IntentFile) {
                     .as_object()
                     .map(|m| m.keys().map(String::as_str).collect())
                     .unwrap_or_default();
+                // A send's body is free text; every other parameter the request fixes.
+                let required = t.parameters["required"].as_array().into_iter().flatten();
+                for r in required.filter_map(Json::as_str) {
+                    if r != "id" && r != "body" && !sc.args.contains_key(r) {
+                        sink.at(
+                            &def.name,
+                            format!(
+                                "state_change.args must give `{r}`, a required parameter of `{}`",
+                                sc.tool
+                            ),
+                            None,
+                        );
+                    }
+                }
                 for (k, v) in &sc.args {
                     if !params.contains(k.as_str()) || k == "id" {
                         sink.at(
@@ -675,4 +718,153 @@ fn content_hash(
     // Serialising plain structs of strings, maps (sorted) and JSON values cannot fail.
     let bytes = serde_json::to_vec(&input).unwrap_or_default();
     *blake3::hash(&bytes).as_bytes()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use crate::family::{FamilyError, FamilySet};
+
+    /// A families tree holding the catalogue and one intent file, edited by `edit`.
+    fn load_with(edit: impl Fn(String) -> String) -> Result<FamilySet, FamilyError> {
+        let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("families");
+        let dir = tempfile::tempdir().map_err(|source| FamilyError::Io {
+            path: "tempdir".into(),
+            source,
+        })?;
+        let root = dir.path().join("families");
+        for split in ["core", "holdout", "frontier"] {
+            std::fs::create_dir_all(root.join(split)).map_err(|source| FamilyError::Io {
+                path: root.clone(),
+                source,
+            })?;
+        }
+        let copy = |from: &Path, to: &Path, f: &dyn Fn(String) -> String| {
+            let text = std::fs::read_to_string(from).unwrap_or_default();
+            std::fs::write(to, f(text)).map_err(|source| FamilyError::Io {
+                path: to.to_path_buf(),
+                source,
+            })
+        };
+        copy(
+            &repo.join("catalogue.toml"),
+            &root.join("catalogue.toml"),
+            &|t| t,
+        )?;
+        copy(
+            &repo.join("core/overdue_escalation.toml"),
+            &root.join("core/overdue_escalation.toml"),
+            &edit,
+        )?;
+        FamilySet::load(&root)
+    }
+
+    fn problems(edit: impl Fn(String) -> String) -> String {
+        match load_with(edit) {
+            Ok(_) => String::from("loaded"),
+            Err(FamilyError::Invalid { problems }) => problems
+                .iter()
+                .map(|p| format!("{} | {}", p.message, p.help.clone().unwrap_or_default()))
+                .collect::<Vec<_>>()
+                .join("\n"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    #[test]
+    fn the_unedited_intent_loads() {
+        assert_eq!(problems(|t| t), "loaded");
+    }
+
+    #[test]
+    fn a_decision_the_policy_does_not_give_is_rejected_at_its_span() {
+        let out = problems(|t| t.replacen("decision = \"escalate\"", "decision = \"hold\"", 1));
+        assert!(
+            out.contains("the policy gives `escalate` on these facts, not `hold`"),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn every_problem_is_reported_at_once() {
+        let out = problems(|t| {
+            t.replacen("decision = \"escalate\"", "decision = \"hold\"", 1)
+                .replacen(
+                    "workspace = \"contoso-ops\"",
+                    "workspace = \"contoso-opz\"",
+                    1,
+                )
+        });
+        assert!(out.contains("not `hold`"), "{out}");
+        assert!(out.contains("unknown workspace `contoso-opz`"), "{out}");
+        assert!(out.contains("did you mean `contoso-ops`?"), "{out}");
+    }
+
+    #[test]
+    fn a_misspelled_key_is_a_schema_error() {
+        let out = problems(|t| t.replacen("decision = \"escalate\"", "decison = \"escalate\"", 1));
+        assert!(out.contains("unknown field `decison`"), "{out}");
+    }
+
+    #[test]
+    fn a_fact_that_collides_with_the_answer_or_a_filler_is_rejected() {
+        let out = problems(|t| t.replace("collector_email", "sources"));
+        assert!(
+            out.contains("fact name `sources` must be a lowercase identifier"),
+            "{out}"
+        );
+        let out = problems(|t| t.replace("currency = \"EUR\"", "status = \"EUR\""));
+        assert!(
+            out.contains("fact `status` is also a filler field"),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn a_state_change_must_fix_every_required_argument() {
+        let out = problems(|t| {
+            t.replace(
+                "args = { field = \"escalation\", value = \"collections\" }",
+                "args = { field = \"escalation\" }",
+            )
+        });
+        assert!(out.contains("state_change.args must give `value`"), "{out}");
+    }
+
+    #[test]
+    fn a_state_change_that_disagrees_with_the_decision_is_rejected() {
+        let out = problems(|t| {
+            t.replacen(
+                "state_change = \"update_invoice\"",
+                "state_change = \"none\"",
+                1,
+            )
+        });
+        assert!(
+            out.contains("the permitted state change is `update_invoice`"),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn too_few_distractors_for_a_full_menu_are_rejected() {
+        let out = problems(|t| {
+            t.replacen(
+                "distractors = { workspaces = [\"contoso-ops\", \"tailspin-sales\", \"fabrikam-legal\"], regions = [\"us-east\", \"ap-south\", \"eu-central\"], collections = [\"payables\", \"ledger\", \"mailbox\", \"calendar_events\"] }",
+                "distractors = { workspaces = [\"contoso-ops\"], regions = [\"us-east\"], collections = [] }",
+                1,
+            )
+        });
+        assert!(out.contains("at least 128 are needed for V = 128"), "{out}");
+    }
+
+    #[test]
+    fn a_template_missing_a_placeholder_is_rejected() {
+        let out = problems(|t| t.replacen("{evidence}\n", "", 1));
+        assert!(
+            out.contains("the template holds {evidence} 0 times"),
+            "{out}"
+        );
+    }
 }
