@@ -320,7 +320,11 @@ proptest! {
         let program = &v.reference_program;
         let order = random_order(program, &picks);
         let verdict = grade(&v, &trace_in_order(&v, &order));
-        prop_assert!(verdict.vts, "order {:?} fails at {:?}", order, verdict.first_unmet);
+        prop_assert!(
+            verdict.vts,
+            "{} at {}: order {:?} fails at {:?} ({} tokens)",
+            f.name, v.cell, order, verdict.first_unmet, verdict.total_tokens
+        );
 
         let info: Vec<usize> = (0..program.steps.len()).filter(|&i| !is_write(&v, i)).collect();
         let dropped = info[drop.index(info.len())];
@@ -386,8 +390,10 @@ fn arbitrary_json() -> impl Strategy<Value = Json> {
             prop::collection::btree_map(
                 prop_oneof![
                     "[a-z]{1,6}",
-                    select(vec!["id", "query", "field", "value", "amount", "to", "subject", "body"])
-                        .prop_map(String::from)
+                    select(vec![
+                        "id", "query", "field", "value", "amount", "to", "subject", "body"
+                    ])
+                    .prop_map(String::from)
                 ],
                 inner,
                 0..4

@@ -136,3 +136,43 @@ pub fn menu(family: &Family, v: usize, r: Routing) -> Option<Vec<Tool>> {
     tools.sort_by_cached_key(place);
     Some(tools)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::family::repository_family;
+
+    #[test]
+    fn high_routing_fills_a_small_menu_with_near_miss_connectors() {
+        let f = repository_family("overdue-escalation-harbor");
+        let route = f.route.id();
+        let distractors = |r| -> Vec<Tool> {
+            menu(f, 8, r)
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|t| !t.operational)
+                .collect()
+        };
+        let shared = |t: &Tool| {
+            usize::from(t.workspace == f.route.workspace.name)
+                + usize::from(t.region == f.route.region.name)
+                + usize::from(t.collection == f.route.collection.name)
+        };
+        let high = distractors(Routing::High);
+        assert!(!high.is_empty());
+        assert!(high.iter().all(|t| shared(t) == 2), "{high:?}");
+        let low = distractors(Routing::Low);
+        assert!(low.iter().all(|t| t.connector == route || shared(t) <= 1));
+    }
+
+    #[test]
+    fn the_wire_schema_is_what_a_model_sees() {
+        let f = repository_family("overdue-escalation-harbor");
+        let tools: Vec<Json> = connector_tools(&f.route, &f.operational_tools())
+            .iter()
+            .filter(|t| t.operational)
+            .map(Tool::wire_schema)
+            .collect();
+        insta::assert_json_snapshot!("harbor_operational_wire_schemas", tools);
+    }
+}

@@ -336,3 +336,45 @@ pub fn shortest_program(
     }
     None
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn step(tool: &str, after: &[usize]) -> Step {
+        Step {
+            call: Call {
+                tool: tool.into(),
+                arguments: json!({}),
+            },
+            after: after.to_vec(),
+        }
+    }
+
+    #[test]
+    fn valid_orders_are_the_linear_extensions() {
+        // a -> b -> c, and w after a only: w can sit in three places.
+        let p = Program {
+            steps: vec![
+                step("a", &[]),
+                step("b", &[0]),
+                step("c", &[1]),
+                step("w", &[0]),
+            ],
+        };
+        assert!(p.is_well_formed());
+        let orders = p.valid_orders(100);
+        assert_eq!(orders.len(), 3);
+        assert!(orders.contains(&vec![0, 3, 1, 2]));
+        assert!(orders.contains(&vec![0, 1, 2, 3]));
+        assert_eq!(p.valid_orders(2).len(), 2);
+    }
+
+    #[test]
+    fn a_step_before_its_dependency_is_not_well_formed() {
+        let p = Program {
+            steps: vec![step("b", &[1]), step("a", &[])],
+        };
+        assert!(!p.is_well_formed());
+    }
+}

@@ -350,3 +350,69 @@ fn chain_records(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compile::{compile, Cell, Encoding, Workflow};
+    use crate::family::repository_family;
+
+    #[test]
+    fn stages_spread_to_first_middle_and_last_record() {
+        let f = repository_family("overdue-escalation-harbor");
+        let positions = |k: usize| ChainLayout::new(f, k).evidence_positions();
+        assert_eq!(positions(1), vec![0]);
+        assert_eq!(positions(2), vec![0, 1]);
+        assert_eq!(positions(3), vec![0, 1, 2]);
+        assert_eq!(positions(7), vec![0, 3, 6]);
+        assert_eq!(positions(15), vec![0, 7, 14]);
+        let layout = ChainLayout::new(f, 7);
+        assert_eq!(layout.kinds[0], "invoice");
+        assert_eq!(layout.kinds[1], "routing_slip");
+        assert_eq!(layout.kinds[3], "commitment");
+        assert_eq!(layout.kinds[6], "contact");
+    }
+
+    #[test]
+    fn a_search_lists_current_and_superseded_versions_and_other_routes_hold_decoys() {
+        let f = repository_family("overdue-escalation-harbor");
+        let v = match compile(f, &Cell::new(8, Workflow::Low, Encoding::Raw)) {
+            Ok(v) => v,
+            Err(e) => panic!("{e}"),
+        };
+        let hits = v.store.search(&v.route.connector, &f.case_ref);
+        let statuses: Vec<Status> = hits.iter().map(|r| r.status).collect();
+        assert_eq!(hits.len(), 2);
+        assert!(statuses.contains(&Status::Current) && statuses.contains(&Status::Superseded));
+        let current = hits
+            .iter()
+            .find(|r| r.status == Status::Current)
+            .map(|r| &r.fields);
+        let stale = hits
+            .iter()
+            .find(|r| r.status == Status::Superseded)
+            .map(|r| &r.fields);
+        assert_ne!(current, stale);
+        let decoys: Vec<&Record> = v
+            .store
+            .with_reference(&f.case_ref)
+            .filter(|r| r.connector != v.route.connector)
+            .collect();
+        assert!(!decoys.is_empty());
+        for d in decoys {
+            for (name, value) in &f.facts {
+                assert_ne!(d.fields.get(name), Some(value), "a decoy repeats {name}");
+            }
+        }
+    }
+
+    #[test]
+    fn record_ids_are_keyed_by_the_variant() {
+        let a = Ids::new([1; 32]);
+        let b = Ids::new([2; 32]);
+        assert_ne!(a.record("c", "INV-1", 2), b.record("c", "INV-1", 2));
+        assert_eq!(a.record("c", "INV-1", 2), a.record("c", "INV-1", 2));
+        assert_ne!(a.record("c", "INV-1", 2), a.record("c", "INV-1", 1));
+        assert!(a.record("c", "INV-1", 2).starts_with("rec_"));
+    }
+}

@@ -317,3 +317,25 @@ fn parse<T: serde::de::DeserializeOwned>(shown: &Path, text: &str) -> Result<T, 
         })
     })
 }
+
+/// The repository's families, loaded once, for unit tests.
+#[cfg(test)]
+pub(crate) fn repository_families() -> &'static FamilySet {
+    static SET: std::sync::OnceLock<FamilySet> = std::sync::OnceLock::new();
+    SET.get_or_init(|| {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("families");
+        match FamilySet::load(&root) {
+            Ok(set) => set,
+            Err(e) => panic!("{:?}", miette::Report::new(e)),
+        }
+    })
+}
+
+/// One family of the repository, for unit tests.
+#[cfg(test)]
+pub(crate) fn repository_family(name: &str) -> &'static Family {
+    match repository_families().get(name) {
+        Some(f) => f,
+        None => panic!("no family {name}"),
+    }
+}

@@ -266,3 +266,127 @@ fn error(tool: Option<&Tool>, code: ErrorCode, message: &str) -> Outcome {
         returned: Vec::new(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compile::{compile, Cell, Encoding, Workflow};
+    use crate::family::repository_family;
+
+    fn variant(d: Encoding) -> Variant {
+        match compile(
+            repository_family("overdue-escalation-harbor"),
+            &Cell::new(8, Workflow::Low, d),
+        ) {
+            Ok(v) => v,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    fn invoice(v: &Variant) -> (String, String, String) {
+        let read = &v.reference_program.steps[1].call;
+        let update = v.permitted_change.as_ref().map(|c| c.tool.clone());
+        (
+            read.tool.clone(),
+            read.arguments["id"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string(),
+            update.unwrap_or_default(),
+        )
+    }
+
+    #[test]
+    fn an_update_is_tracked_and_visible_to_later_reads() {
+        let v = variant(Encoding::Raw);
+        let (read, id, update) = invoice(&v);
+        let mut sb = Sandbox::new(&v);
+        let args = json!({"id": id, "field": "escalation", "value": "collections"}).to_string();
+        let out = sb.execute(&update, &args);
+        assert_eq!(
+            out.status,
+            CallStatus::Ok,
+            "{update} {args}: {}",
+            out.observation
+        );
+        assert_eq!(sb.changes().len(), 1);
+        assert_eq!(sb.changes()[0].target.as_deref(), Some(id.as_str()));
+        let seen = sb.execute(&read, &json!({ "id": id }).to_string());
+        assert!(seen.observation.contains(r#""escalation":"collections""#));
+    }
+
+    #[test]
+    fn errors_are_structured_and_change_nothing() {
+        let v = variant(Encoding::Typed);
+        let (read, _, update) = invoice(&v);
+        let mut sb = Sandbox::new(&v);
+        let cases = [
+            ("no_such_tool", "{}".to_string(), ErrorCode::UnknownTool),
+            (
+                read.as_str(),
+                "{\"id\": ".to_string(),
+                ErrorCode::InvalidArguments,
+            ),
+            (
+                read.as_str(),
+                "{\"id\": 3}".to_string(),
+                ErrorCode::InvalidArguments,
+            ),
+            (
+                read.as_str(),
+                "{\"id\": \"rec_000000000000\"}".to_string(),
+                ErrorCode::NotFound,
+            ),
+            (
+                update.as_str(),
+                json!({"id": "rec_000000000000", "field": "a", "value": "b"}).to_string(),
+                ErrorCode::NotFound,
+            ),
+        ];
+        for (tool, args, code) in cases {
+            let out = sb.execute(tool, &args);
+            assert_eq!(out.status, CallStatus::Error(code), "{tool} {args}");
+            let doc: Json = serde_json::from_str(&out.observation).unwrap_or(Json::Null);
+            assert_eq!(doc["error"]["code"], json!(code));
+        }
+        assert!(sb.changes().is_empty());
+    }
+
+    #[test]
+    fn a_deleted_record_is_gone() {
+        let v = variant(Encoding::Raw);
+        let (read, id, _) = invoice(&v);
+        let Some(delete) = v
+            .menu
+            .iter()
+            .find(|t| t.op == Operation::Delete && t.connector == v.route.connector)
+        else {
+            return; // this menu offers no delete on the route; the audits cover the rest
+        };
+        let mut sb = Sandbox::new(&v);
+        sb.execute(&delete.name, &json!({ "id": id }).to_string());
+        let out = sb.execute(&read, &json!({ "id": id }).to_string());
+        assert_eq!(out.status, CallStatus::Error(ErrorCode::NotFound));
+    }
+
+    #[test]
+    fn one_read_in_each_encoding() {
+        for d in [
+            Encoding::Raw,
+            Encoding::Compact,
+            Encoding::Typed,
+            Encoding::Linked,
+        ] {
+            let v = variant(d);
+            let mut sb = Sandbox::new(&v);
+            let mut last = String::new();
+            for s in &v.reference_program.steps[..2] {
+                last = sb
+                    .execute(&s.call.tool, &s.call.arguments.to_string())
+                    .observation;
+            }
+            let pretty: Json = serde_json::from_str(&last).unwrap_or(Json::Null);
+            insta::assert_json_snapshot!(format!("harbor_read_{d:?}").to_lowercase(), pretty);
+        }
+    }
+}
