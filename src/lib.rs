@@ -21,4 +21,5 @@ pub mod cli;
 pub mod compile;
 pub mod family;
 pub mod grade;
+pub mod provider;
 pub mod sandbox;

@@ -1,0 +1,58 @@
+//! Token counting with a real tokenizer (tiktoken's `o200k_base`, through tiktoken-rs:
+//! the encoding of current OpenAI models, embedded in the crate so no download is
+//! needed). Counts are memoised by content hash, so each tool schema and each message
+//! is encoded once per process, not once per request.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock};
+
+use tiktoken_rs::CoreBPE;
+
+fn encoder() -> Option<&'static CoreBPE> {
+    static BPE: OnceLock<Option<CoreBPE>> = OnceLock::new();
+    BPE.get_or_init(|| tiktoken_rs::o200k_base().ok()).as_ref()
+}
+
+fn cache() -> &'static Mutex<HashMap<[u8; 32], u64>> {
+    static CACHE: OnceLock<Mutex<HashMap<[u8; 32], u64>>> = OnceLock::new();
+    CACHE.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
+/// Tokens of `text` under o200k_base (uncached: for short, one-off text).
+pub fn count_uncached(text: &str) -> u64 {
+    match encoder() {
+        Some(bpe) => bpe.encode_ordinary(text).len() as u64,
+        // The encoder is embedded; failing to build it would be a bug in the crate.
+        // Fall back to a byte estimate rather than failing an episode.
+        None => (text.len() as u64).div_ceil(4),
+    }
+}
+
+/// Tokens of `text`, memoised by its blake3 hash.
+pub fn count(text: &str) -> u64 {
+    let key = *blake3::hash(text.as_bytes()).as_bytes();
+    if let Ok(c) = cache().lock() {
+        if let Some(&n) = c.get(&key) {
+            return n;
+        }
+    }
+    let n = count_uncached(text);
+    if let Ok(mut c) = cache().lock() {
+        c.insert(key, n);
+    }
+    n
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_are_real_tokens_and_memoised() {
+        assert_eq!(count_uncached("hello world"), 2);
+        let s = "{\"name\": \"nwf_euw_recv_search\"}";
+        assert_eq!(count(s), count_uncached(s));
+        assert_eq!(count(s), count(s));
+        assert!(count_uncached(&"word ".repeat(100)) >= 100);
+    }
+}
