@@ -21,5 +21,6 @@ pub mod cli;
 pub mod compile;
 pub mod family;
 pub mod grade;
+pub mod harness;
 pub mod provider;
 pub mod sandbox;

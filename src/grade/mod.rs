@@ -319,38 +319,59 @@ pub fn grade_with_budget(variant: &Variant, trace: &Trace, episode_budget: u64) 
     }
 }
 
-/// P: each reference step matched by an executed call after the matches of its
-/// dependencies. Steps are matched in the program's stored (topological) order, each
-/// to the earliest call that comes after all its dependencies' matches, which finds a
-/// matching if any exists because dependencies only ever constrain "after".
+/// P: every information step matched by an executed call after its dependencies.
 fn program_done(variant: &Variant, executed: &[&trace::ExecutedCall]) -> bool {
+    unmatched_information_steps(variant, executed) == 0
+}
+
+/// Information steps (search, read) of the reference program that these calls do not
+/// accomplish. Steps are matched in the program's stored (topological) order, each to
+/// the earliest call after all its dependencies' matches; that finds a matching when
+/// one exists, because dependencies only ever constrain "after". A step whose
+/// dependency is unmatched is unmatched.
+pub fn unmatched_information_steps(variant: &Variant, executed: &[&trace::ExecutedCall]) -> usize {
     let parsed: Vec<Option<Json>> = executed
         .iter()
         .map(|c| serde_json::from_str(&c.arguments).ok())
         .collect();
     let is_write = |tool: &str| variant.tool(tool).is_some_and(|t| t.op.is_write());
     let mut matched: Vec<Option<usize>> = Vec::new();
+    let mut missing = 0;
     for step in &variant.reference_program.steps {
         if is_write(&step.call.tool) {
             matched.push(None);
             continue;
         }
-        let earliest = step
+        let deps: Option<Vec<usize>> = step
             .after
             .iter()
-            .filter_map(|&a| matched.get(a).copied().flatten())
-            .map(|i| i + 1)
-            .max()
-            .unwrap_or(0);
-        let found = (earliest..executed.len()).find(|&i| {
-            executed[i].tool == step.call.tool && parsed[i].as_ref() == Some(&step.call.arguments)
+            .map(|&a| matched.get(a).copied().flatten())
+            .collect();
+        let found = deps.and_then(|deps| {
+            let earliest = deps.iter().map(|i| i + 1).max().unwrap_or(0);
+            (earliest..executed.len()).find(|&i| {
+                executed[i].tool == step.call.tool
+                    && parsed[i].as_ref() == Some(&step.call.arguments)
+            })
         });
-        match found {
-            Some(i) => matched.push(Some(i)),
-            None => return false,
+        if found.is_none() {
+            missing += 1;
         }
+        matched.push(found);
     }
-    true
+    missing
+}
+
+/// Calls the reference program still needs after these calls and state changes: the
+/// unmatched information steps, plus the permitted write if it has not happened. The
+/// harness stops an episode as infeasible when this exceeds the calls left.
+pub fn remaining_steps(
+    variant: &Variant,
+    executed: &[&trace::ExecutedCall],
+    changes: &[crate::sandbox::StateChange],
+) -> usize {
+    let write_left = variant.permitted_change.is_some() && !check_changes(variant, changes).0;
+    unmatched_information_steps(variant, executed) + usize::from(write_left)
 }
 
 /// Q, and the cited set for E when the answer is well-formed enough to have one.

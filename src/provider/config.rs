@@ -41,7 +41,8 @@ pub struct Prices {
 impl Prices {
     /// Cost of an episode's tokens at these prices (no cache credit).
     pub fn cost_usd(&self, input_tokens: u64, output_tokens: u64) -> f64 {
-        (input_tokens as f64 * self.input_per_mtok + output_tokens as f64 * self.output_per_mtok) / 1e6
+        (input_tokens as f64 * self.input_per_mtok + output_tokens as f64 * self.output_per_mtok)
+            / 1e6
     }
 }
 
@@ -251,16 +252,20 @@ pub enum CatalogueError {
 
 impl Catalogue {
     /// Reads and checks a catalogue file.
+    // The error is a rich diagnostic built once per load; its size does not matter.
+    #[allow(clippy::result_large_err)]
     pub fn load(path: &Path) -> Result<Catalogue, CatalogueError> {
         let text = std::fs::read_to_string(path).map_err(|source| CatalogueError::Io {
             path: path.to_path_buf(),
             source,
         })?;
-        let invalid = |message: String, span: std::ops::Range<usize>, help: Option<String>| CatalogueError::Invalid {
-            message: format!("{}: {message}", path.display()),
-            src: NamedSource::new(path.display().to_string(), text.clone()),
-            span: span.into(),
-            help,
+        let invalid = |message: String, span: std::ops::Range<usize>, help: Option<String>| {
+            CatalogueError::Invalid {
+                message: format!("{}: {message}", path.display()),
+                src: NamedSource::new(path.display().to_string(), text.clone()),
+                span: span.into(),
+                help,
+            }
         };
         let file: CatalogueFile = toml::from_str(&text)
             .map_err(|e| invalid(e.message().to_string(), e.span().unwrap_or(0..0), None))?;
@@ -269,7 +274,11 @@ impl Catalogue {
             let at = text.find(&format!("\"{}\"", c.name)).unwrap_or(0);
             let span = at..at + c.name.len() + 2;
             if !names.insert(c.name.as_str()) {
-                return Err(invalid(format!("configuration `{}` is defined twice", c.name), span, None));
+                return Err(invalid(
+                    format!("configuration `{}` is defined twice", c.name),
+                    span,
+                    None,
+                ));
             }
             if (c.provider == ProviderKind::Sim) != c.sim.is_some() {
                 return Err(invalid(
@@ -279,7 +288,14 @@ impl Catalogue {
                 ));
             }
             if c.retry.max_attempts == 0 || c.concurrency == 0 {
-                return Err(invalid(format!("configuration `{}`: retry.max_attempts and concurrency must be at least 1", c.name), span, None));
+                return Err(invalid(
+                    format!(
+                        "configuration `{}`: retry.max_attempts and concurrency must be at least 1",
+                        c.name
+                    ),
+                    span,
+                    None,
+                ));
             }
         }
         Ok(Catalogue {

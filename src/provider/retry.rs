@@ -28,12 +28,23 @@ pub fn classify(error: &ProviderError) -> Option<Retryable> {
 
 /// The wait before retry number `retry` (1-based): `Retry-After` when the error carries
 /// one, else `base * 2^(retry-1)` with full jitter; never more than `max_delay_ms`.
-pub fn backoff(policy: &RetryPolicy, retry: u32, error: &ProviderError, rng: &mut ChaCha8Rng) -> Duration {
+pub fn backoff(
+    policy: &RetryPolicy,
+    retry: u32,
+    error: &ProviderError,
+    rng: &mut ChaCha8Rng,
+) -> Duration {
     let cap = Duration::from_millis(policy.max_delay_ms);
-    if let ProviderError::Http { retry_after: Some(after), .. } = error {
+    if let ProviderError::Http {
+        retry_after: Some(after),
+        ..
+    } = error
+    {
         return (*after).min(cap);
     }
-    let exp = policy.base_delay_ms.saturating_mul(1u64 << retry.saturating_sub(1).min(20));
+    let exp = policy
+        .base_delay_ms
+        .saturating_mul(1u64 << retry.saturating_sub(1).min(20));
     let ceiling = exp.min(policy.max_delay_ms);
     Duration::from_millis(rng.random_range(ceiling / 2..=ceiling.max(1)))
 }
@@ -48,8 +59,16 @@ pub struct Attempted {
 }
 
 /// Sends a request, retrying what the policy says may be retried.
-pub async fn send_with_retry(provider: &dyn Provider, policy: &RetryPolicy, request: &ChatRequest) -> Attempted {
-    let seed = blake3::hash(serde_json::to_string(request).unwrap_or_default().as_bytes());
+pub async fn send_with_retry(
+    provider: &dyn Provider,
+    policy: &RetryPolicy,
+    request: &ChatRequest,
+) -> Attempted {
+    let seed = blake3::hash(
+        serde_json::to_string(request)
+            .unwrap_or_default()
+            .as_bytes(),
+    );
     let mut rng = ChaCha8Rng::from_seed(*seed.as_bytes());
     let mut attempts = 0;
     loop {
@@ -117,7 +136,14 @@ mod tests {
         };
         let mut rng = ChaCha8Rng::from_seed([0; 32]);
         let transport = ProviderError::Transport("reset".into());
-        for (retry, ceiling) in [(1, 100), (2, 200), (3, 400), (4, 800), (5, 1_000), (9, 1_000)] {
+        for (retry, ceiling) in [
+            (1, 100),
+            (2, 200),
+            (3, 400),
+            (4, 800),
+            (5, 1_000),
+            (9, 1_000),
+        ] {
             let d = backoff(&policy, retry, &transport, &mut rng).as_millis() as u64;
             assert!(d >= ceiling / 2 && d <= ceiling, "retry {retry}: {d}");
         }
@@ -126,7 +152,10 @@ mod tests {
             body: String::new(),
             retry_after: Some(Duration::from_millis(250)),
         };
-        assert_eq!(backoff(&policy, 1, &limited, &mut rng), Duration::from_millis(250));
+        assert_eq!(
+            backoff(&policy, 1, &limited, &mut rng),
+            Duration::from_millis(250)
+        );
         assert_eq!(classify(&limited), Some(Retryable::RateLimited));
         assert_eq!(classify(&ProviderError::Decode("<html>".into())), None);
     }

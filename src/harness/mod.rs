@@ -1,0 +1,409 @@
+//! The harness: runs one episode — a configuration meeting a variant — under the frozen
+//! contract, and writes its trace and transcript.
+//!
+//! Owns: the episode loop, the menu lanes, the system prompts ([`prompts`]), the
+//! content-addressed transcripts ([`transcript`]), and the translation between a
+//! variant and the providers' chat types (providers never see a variant).
+//!
+//! The contract, as enforced here:
+//! - the system prompt of the episode's prompt variant, then the family's rendered
+//!   request as the user message; tools through the provider's native interface with
+//!   automatic tool choice; `parallel_tool_calls = false`, the temperature and a seed
+//!   derived from the episode key, each unless the execution profile omits it (every
+//!   omission is recorded in [`Episode::omitted`]);
+//! - if a tool the reference program needs is not on the menu, no request is sent and
+//!   the episode stops as unavailable;
+//! - each request carries the completion cap; a response that ends at the cap ends the
+//!   episode; so does reported usage (prompt + completion, summed) above the episode
+//!   budget, a refusal or content filter, a response with several tool calls (a break
+//!   of the contract: none of them is executed), a response without usage (the budget
+//!   cannot be enforced: an infrastructure failure), and a request that fails after the
+//!   configuration's retries (an infrastructure failure);
+//! - one tool call is executed as written — an invalid argument string is executed too
+//!   and gets the sandbox's error observation; the harness never repairs it — unless it
+//!   would exceed the call limit, which ends the episode;
+//! - after each executed call, the episode stops as infeasible as soon as the calls
+//!   left cannot complete what remains of the reference program;
+//! - a response with text and no tool call is the final answer; a response with
+//!   neither is answered with a fixed nudge (`prompts/nudge.txt`) and costs a turn; the
+//!   turn limit ends the episode;
+//! - lanes: *routed* shows the full menu until the first executed call to an
+//!   operational tool and the operational tools from then on; *fixed* shows the full
+//!   menu throughout.
+//!
+//! Never: repairs arguments, retries a response it did not like, or lets a provider
+//! see anything but messages and tool schemas. Wall time is recorded but never used.
+
+pub mod prompts;
+pub mod transcript;
+
+use std::collections::BTreeSet;
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use crate::compile::Variant;
+use crate::grade::trace::{
+    ExecutedCall, FinishReason, Limits, RequestRecord, ResponseRecord, StopReason, Trace, Turn,
+    TRACE_FORMAT,
+};
+use crate::grade::{grade_with_budget, remaining_steps, Verdict, EPISODE_BUDGET};
+use crate::provider::chat::Sampling;
+use crate::provider::config::RequestField;
+use crate::provider::retry::{send_with_retry, RouteLimits};
+use crate::provider::{
+    ChatRequest, ChatResponse, Configuration, Finish, Message, Provider, ReasoningSource,
+    ToolSchema,
+};
+use crate::sandbox::Sandbox;
+pub use prompts::{PromptVariant, Prompts};
+use transcript::{BlobStore, StoredOutcome, Transcript};
+
+/// The frozen completion cap per request.
+pub const COMPLETION_CAP: u32 = 1024;
+
+/// Menu lanes.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Default,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Lane {
+    /// Full menu until the first operational call, then the operational tools only
+    /// (oracle-assisted: the narrowing uses the ground truth).
+    #[default]
+    Routed,
+    /// Full menu throughout.
+    Fixed,
+}
+
+/// What to run.
+#[derive(Debug, Clone, Copy)]
+pub struct EpisodeSpec<'a> {
+    /// The variant.
+    pub variant: &'a Variant,
+    /// The configuration.
+    pub config: &'a Configuration,
+    /// Menu lane.
+    pub lane: Lane,
+    /// System prompt variant.
+    pub prompt: PromptVariant,
+    /// Completion cap per request.
+    pub completion_cap: u32,
+    /// Episode budget in reported tokens.
+    pub episode_budget: u64,
+    /// Repeat index (a different seed per repeat).
+    pub repeat: u32,
+}
+
+impl<'a> EpisodeSpec<'a> {
+    /// The frozen contract: routed lane, base prompt, cap 1,024, budget 128,000, repeat 0.
+    pub fn frozen(variant: &'a Variant, config: &'a Configuration) -> EpisodeSpec<'a> {
+        EpisodeSpec {
+            variant,
+            config,
+            lane: Lane::Routed,
+            prompt: PromptVariant::Base,
+            completion_cap: COMPLETION_CAP,
+            episode_budget: EPISODE_BUDGET,
+            repeat: 0,
+        }
+    }
+}
+
+/// A finished episode.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Episode {
+    /// Content key of the episode (variant, configuration, lane, prompt, cap, budget,
+    /// repeat): also the source of its seed.
+    pub key: String,
+    /// The trace the grader read.
+    pub trace: Trace,
+    /// The verdict.
+    pub verdict: Verdict,
+    /// Every request and response.
+    pub transcript: Transcript,
+    /// System prompts and menus the transcript refers to.
+    pub blobs: BlobStore,
+    /// Request fields the execution profile omitted.
+    pub omitted: Vec<RequestField>,
+    /// Provider attempts over the episode (retries included).
+    pub attempts: u32,
+    /// Wall time of the episode in milliseconds (never part of a result's identity).
+    pub wall_ms: u64,
+}
+
+/// The episode key: blake3 over the canonical JSON of everything that determines the
+/// episode.
+pub fn episode_key(spec: &EpisodeSpec<'_>, prompts: &Prompts) -> String {
+    let input = json!({
+        "kind": "episode/1",
+        "variant": spec.variant.variant_hash,
+        "config": spec.config,
+        "lane": spec.lane,
+        "prompt": prompts.system(spec.prompt),
+        "nudge": prompts.nudge,
+        "completion_cap": spec.completion_cap,
+        "episode_budget": spec.episode_budget,
+        "repeat": spec.repeat,
+    });
+    blake3::hash(input.to_string().as_bytes())
+        .to_hex()
+        .to_string()
+}
+
+fn schemas(variant: &Variant, operational_only: bool) -> Vec<ToolSchema> {
+    variant
+        .menu
+        .iter()
+        .filter(|t| !operational_only || t.operational)
+        .map(|t| ToolSchema {
+            name: t.name.clone(),
+            description: t.description.clone(),
+            parameters: t.parameters.clone(),
+        })
+        .collect()
+}
+
+fn finish_reason(f: Finish) -> FinishReason {
+    match f {
+        Finish::Stop => FinishReason::Stop,
+        Finish::ToolCalls => FinishReason::ToolCalls,
+        Finish::Length => FinishReason::Length,
+        Finish::ContentFilter => FinishReason::ContentFilter,
+        Finish::Other => FinishReason::Other,
+    }
+}
+
+fn response_record(r: &ChatResponse, wall_ms: u64) -> ResponseRecord {
+    let usage = r.usage.unwrap_or(crate::provider::Usage {
+        input_tokens: 0,
+        cached_tokens: 0,
+        output_tokens: 0,
+        reasoning_tokens: None,
+        reasoning_source: ReasoningSource::Unknown,
+    });
+    ResponseRecord {
+        finish_reason: finish_reason(r.finish),
+        finish_reason_raw: r.finish_raw.clone(),
+        usage: crate::grade::trace::Usage {
+            input_tokens: usage.input_tokens,
+            cached_tokens: usage.cached_tokens,
+            output_tokens: usage.output_tokens,
+            reasoning_tokens: usage.reasoning_tokens,
+            reasoning_reported: usage.reasoning_source == ReasoningSource::Reported,
+        },
+        text: r.text.clone(),
+        tool_calls: r
+            .tool_calls
+            .iter()
+            .map(|c| crate::grade::trace::ToolCall {
+                id: c.id.clone(),
+                name: c.name.clone(),
+                arguments: c.arguments.clone(),
+            })
+            .collect(),
+        raw: Some(r.raw.clone()),
+        wall_ms,
+    }
+}
+
+/// Runs one episode. Never panics and never fails: every provider failure becomes a
+/// recorded ending of the episode.
+pub async fn run_episode(
+    provider: &dyn Provider,
+    spec: &EpisodeSpec<'_>,
+    prompts: &Prompts,
+    routes: Option<&RouteLimits>,
+) -> Episode {
+    let started = Instant::now();
+    let variant = spec.variant;
+    let config = spec.config;
+    let key = episode_key(spec, prompts);
+    let omit = &config.profile.omit;
+    let omitted: Vec<RequestField> = omit.iter().copied().collect();
+    let seed = u64::from_le_bytes(
+        blake3::hash(key.as_bytes()).as_bytes()[..8]
+            .try_into()
+            .unwrap_or([0; 8]),
+    );
+    let sampling = Sampling {
+        temperature: (!omit.contains(&RequestField::Temperature))
+            .then_some(config.profile.temperature),
+        seed: (!omit.contains(&RequestField::Seed)).then_some(seed),
+        parallel_tool_calls: (!omit.contains(&RequestField::ParallelToolCalls)).then_some(false),
+    };
+    let menu = variant.menu_names();
+    let limits = Limits {
+        completion_cap: spec.completion_cap,
+        episode_budget: spec.episode_budget,
+        call_limit: variant.call_limit,
+        turn_limit: variant.turn_limit,
+    };
+    let mut trace = Trace {
+        format: TRACE_FORMAT.into(),
+        family: variant.family.clone(),
+        cell: variant.cell,
+        variant_id: variant.variant_id.clone(),
+        menu: menu.clone(),
+        limits,
+        turns: Vec::new(),
+        final_answer: None,
+        stop: StopReason::Answer,
+    };
+    let mut transcript = Transcript::new(&key);
+    let mut blobs = BlobStore::default();
+    let mut attempts = 0;
+
+    let offered: BTreeSet<&str> = menu.iter().map(String::as_str).collect();
+    let stop = if variant
+        .required_tools()
+        .iter()
+        .any(|t| !offered.contains(t.as_str()))
+    {
+        StopReason::Unavailable
+    } else {
+        let full = schemas(variant, false);
+        let operational = schemas(variant, true);
+        let mut visible = &full;
+        let mut messages = vec![
+            Message::System {
+                content: prompts.system(spec.prompt).to_string(),
+            },
+            Message::User {
+                content: variant.user_request.clone(),
+            },
+        ];
+        let mut sandbox = Sandbox::new(variant);
+        let mut executed: Vec<ExecutedCall> = Vec::new();
+        let mut tokens: u64 = 0;
+        loop {
+            if trace.turns.len() as u32 >= variant.turn_limit {
+                break StopReason::TurnLimit;
+            }
+            let request = ChatRequest {
+                model: config.model.clone(),
+                messages: messages.clone(),
+                tools: visible.clone(),
+                max_completion_tokens: spec.completion_cap,
+                sampling,
+            };
+            transcript.record_request(&request, &mut blobs);
+            let request_ref =
+                transcript::blob_ref(&serde_json::to_string(&request).unwrap_or_default());
+            let sent = Instant::now();
+            let outcome = {
+                let permit = match routes {
+                    Some(r) => r.for_config(config).acquire_owned().await.ok(),
+                    None => None,
+                };
+                let outcome = send_with_retry(provider, &config.retry, &request).await;
+                drop(permit);
+                outcome
+            };
+            attempts += outcome.attempts;
+            let wall_ms = sent.elapsed().as_millis() as u64;
+            let visible_names: Vec<String> = visible.iter().map(|t| t.name.clone()).collect();
+            let response = match outcome.result {
+                Ok(r) => r,
+                Err(error) => {
+                    transcript.outcomes.push(StoredOutcome::Failed {
+                        error: error.to_string(),
+                        attempts: outcome.attempts,
+                    });
+                    break StopReason::InfraFailure;
+                }
+            };
+            transcript
+                .outcomes
+                .push(StoredOutcome::Response(response.clone()));
+            let mut turn = Turn {
+                request: RequestRecord {
+                    visible_tools: visible_names,
+                    body_ref: Some(request_ref),
+                },
+                response: response_record(&response, wall_ms),
+                executed: Vec::new(),
+            };
+            let Some(usage) = response.usage else {
+                trace.turns.push(turn);
+                break StopReason::InfraFailure;
+            };
+            tokens += usage.input_tokens + usage.output_tokens;
+            let stop = match response.finish {
+                Finish::Length => Some(StopReason::Truncated),
+                _ if tokens > spec.episode_budget => Some(StopReason::BudgetExceeded),
+                Finish::ContentFilter => Some(StopReason::ContractBreak),
+                _ if response.tool_calls.len() > 1 => Some(StopReason::ContractBreak),
+                _ => None,
+            };
+            if let Some(stop) = stop {
+                trace.turns.push(turn);
+                break stop;
+            }
+            let text = response.text.clone().filter(|t| !t.trim().is_empty());
+            let Some(call) = response.tool_calls.first() else {
+                trace.turns.push(turn);
+                match text {
+                    Some(answer) => {
+                        trace.final_answer = Some(answer);
+                        break StopReason::Answer;
+                    }
+                    None => {
+                        messages.push(Message::Assistant {
+                            content: None,
+                            tool_calls: Vec::new(),
+                        });
+                        messages.push(Message::User {
+                            content: prompts.nudge.clone(),
+                        });
+                        continue;
+                    }
+                }
+            };
+            if executed.len() as u32 >= variant.call_limit {
+                trace.turns.push(turn);
+                break StopReason::CallLimit;
+            }
+            let result = sandbox.execute(&call.name, &call.arguments);
+            let done = ExecutedCall {
+                call_id: call.id.clone(),
+                tool: call.name.clone(),
+                arguments: call.arguments.clone(),
+                observation: result.observation.clone(),
+            };
+            turn.executed.push(done.clone());
+            executed.push(done);
+            trace.turns.push(turn);
+            messages.push(Message::Assistant {
+                content: response.text.clone(),
+                tool_calls: vec![call.clone()],
+            });
+            messages.push(Message::Tool {
+                call_id: call.id.clone(),
+                name: call.name.clone(),
+                content: result.observation,
+            });
+            if spec.lane == Lane::Routed && variant.operational_tools.contains(&call.name) {
+                visible = &operational;
+            }
+            let refs: Vec<&ExecutedCall> = executed.iter().collect();
+            let left = variant.call_limit.saturating_sub(executed.len() as u32) as usize;
+            if remaining_steps(variant, &refs, sandbox.changes()) > left {
+                break StopReason::Infeasible;
+            }
+        }
+    };
+    trace.stop = stop;
+    let verdict = grade_with_budget(variant, &trace, spec.episode_budget);
+    Episode {
+        key,
+        trace,
+        verdict,
+        transcript,
+        blobs,
+        omitted,
+        attempts,
+        wall_ms: started.elapsed().as_millis() as u64,
+    }
+}

@@ -1,0 +1,153 @@
+//! Content-addressed transcripts: every request and response of an episode, stored so
+//! that nothing large is repeated.
+//!
+//! System prompts and tool menus go into a [`BlobStore`] once, by blake3 hash (a
+//! 128-schema menu is ~60 KiB and is shared by every request and every episode that
+//! shows it). A request is stored as references to its system prompt and menu plus the
+//! messages appended since the previous request; a response is stored whole, raw body
+//! included. [`Transcript::rebuild`] gives back the exact request, byte for byte in its
+//! canonical JSON, from which each wire client's body is a pure function.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::provider::chat::Sampling;
+use crate::provider::{ChatRequest, ChatResponse, Message, ToolSchema};
+
+/// The format tag of stored transcripts.
+pub const TRANSCRIPT_FORMAT: &str = "tbb-transcript/1";
+
+/// Texts stored once by content hash.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BlobStore {
+    /// Hash reference -> text.
+    pub blobs: BTreeMap<String, String>,
+}
+
+/// The reference of a text: `b3:` and the first 32 hex digits of its blake3 hash.
+pub fn blob_ref(text: &str) -> String {
+    format!("b3:{}", &blake3::hash(text.as_bytes()).to_hex()[..32])
+}
+
+impl BlobStore {
+    /// Stores a text (once) and returns its reference.
+    pub fn put(&mut self, text: &str) -> String {
+        let r = blob_ref(text);
+        self.blobs
+            .entry(r.clone())
+            .or_insert_with(|| text.to_string());
+        r
+    }
+
+    /// The text of a reference.
+    pub fn get(&self, r: &str) -> Option<&str> {
+        self.blobs.get(r).map(String::as_str)
+    }
+
+    /// Adds every blob of another store.
+    pub fn extend(&mut self, other: &BlobStore) {
+        for (k, v) in &other.blobs {
+            self.blobs.entry(k.clone()).or_insert_with(|| v.clone());
+        }
+    }
+}
+
+/// A request as stored.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StoredRequest {
+    /// Model.
+    pub model: String,
+    /// Blob of the system prompt.
+    pub system_ref: String,
+    /// Blob of the tool list (JSON array of schemas).
+    pub tools_ref: String,
+    /// Messages after those of the previous request (after the system prompt for the
+    /// first).
+    pub appended: Vec<Message>,
+    /// Completion cap.
+    pub max_completion_tokens: u32,
+    /// Sampling as sent.
+    pub sampling: Sampling,
+}
+
+/// What came back for one request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StoredOutcome {
+    /// A response, whole.
+    Response(ChatResponse),
+    /// No response after the retry policy (the error, never containing a key).
+    Failed {
+        /// The error.
+        error: String,
+        /// Attempts made.
+        attempts: u32,
+    },
+}
+
+/// Every request and response of an episode.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Transcript {
+    /// Always [`TRANSCRIPT_FORMAT`].
+    pub format: String,
+    /// The episode's content key.
+    pub episode_key: String,
+    /// Requests in order.
+    pub requests: Vec<StoredRequest>,
+    /// One outcome per request.
+    pub outcomes: Vec<StoredOutcome>,
+}
+
+impl Transcript {
+    /// An empty transcript.
+    pub fn new(episode_key: &str) -> Transcript {
+        Transcript {
+            format: TRANSCRIPT_FORMAT.into(),
+            episode_key: episode_key.into(),
+            requests: Vec::new(),
+            outcomes: Vec::new(),
+        }
+    }
+
+    /// Stores `request`, the next request of the episode, as a delta from the previous.
+    pub fn record_request(&mut self, request: &ChatRequest, blobs: &mut BlobStore) {
+        let (system, rest) = match request.messages.split_first() {
+            Some((Message::System { content }, rest)) => (content.as_str(), rest),
+            _ => ("", request.messages.as_slice()),
+        };
+        let already: usize = self.requests.iter().map(|r| r.appended.len()).sum();
+        let tools = serde_json::to_string(&request.tools).unwrap_or_default();
+        self.requests.push(StoredRequest {
+            model: request.model.clone(),
+            system_ref: blobs.put(system),
+            tools_ref: blobs.put(&tools),
+            appended: rest.get(already..).unwrap_or_default().to_vec(),
+            max_completion_tokens: request.max_completion_tokens,
+            sampling: request.sampling,
+        });
+    }
+
+    /// Rebuilds request `index` exactly; `None` if a blob is missing or malformed.
+    pub fn rebuild(&self, index: usize, blobs: &BlobStore) -> Option<ChatRequest> {
+        let stored = self.requests.get(index)?;
+        let system = blobs.get(&stored.system_ref)?;
+        let tools: Vec<ToolSchema> = serde_json::from_str(blobs.get(&stored.tools_ref)?).ok()?;
+        let mut messages = Vec::new();
+        if !system.is_empty() {
+            messages.push(Message::System {
+                content: system.to_string(),
+            });
+        }
+        for r in &self.requests[..=index] {
+            messages.extend(r.appended.iter().cloned());
+        }
+        Some(ChatRequest {
+            model: stored.model.clone(),
+            messages,
+            tools,
+            max_completion_tokens: stored.max_completion_tokens,
+            sampling: stored.sampling,
+        })
+    }
+}

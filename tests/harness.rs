@@ -1,0 +1,393 @@
+//! The episode loop under the frozen contract, driven by scripted in-process providers:
+//! each ending of the contract, lanes, omissions and byte-exact transcript rebuilds.
+
+use std::path::Path;
+use std::sync::Mutex;
+
+use serde_json::{json, Value};
+use tbb::compile::{compile, Cell, Encoding, Variant, Workflow};
+use tbb::family::FamilySet;
+use tbb::grade::trace::StopReason;
+use tbb::grade::{grade, Obligation, TerminalFlag};
+use tbb::harness::{run_episode, Episode, EpisodeSpec, Lane, Prompts};
+use tbb::provider::{
+    BoxFuture, ChatRequest, ChatResponse, Configuration, Finish, Message, Provider, ProviderError,
+    ReasoningSource, ToolCall, Usage,
+};
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn variant(family: &str, cell: Cell) -> Variant {
+    let set = FamilySet::load(&root().join("families")).expect("families load");
+    compile(set.get(family).expect("family"), &cell).expect("compiles")
+}
+
+fn config(extra: &str) -> Configuration {
+    let text = format!(
+        "name = \"scripted\"\norganization = \"test\"\nprovider = \"openai\"\nmodel = \"scripted-1\"\nprices = {{ input_per_mtok = 1.0, output_per_mtok = 2.0 }}\nretry = {{ max_attempts = 1, base_delay_ms = 1, max_delay_ms = 1, retry_on = [] }}\n{extra}"
+    );
+    toml::from_str(&text).expect("config parses")
+}
+
+fn prompts() -> Prompts {
+    Prompts::load(&root().join("prompts")).expect("prompts load")
+}
+
+/// A provider that answers each request with `script(request, turn)` and keeps every
+/// request it saw.
+struct Scripted<F> {
+    script: F,
+    seen: Mutex<Vec<ChatRequest>>,
+}
+
+impl<F> Scripted<F>
+where
+    F: Fn(&ChatRequest, usize) -> Result<ChatResponse, ProviderError> + Send + Sync,
+{
+    fn new(script: F) -> Self {
+        Scripted {
+            script,
+            seen: Mutex::new(Vec::new()),
+        }
+    }
+    fn requests(&self) -> Vec<ChatRequest> {
+        self.seen.lock().expect("lock").clone()
+    }
+}
+
+impl<F> Provider for Scripted<F>
+where
+    F: Fn(&ChatRequest, usize) -> Result<ChatResponse, ProviderError> + Send + Sync,
+{
+    fn chat<'a>(
+        &'a self,
+        request: &'a ChatRequest,
+    ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
+        let turn = {
+            let mut seen = self.seen.lock().expect("lock");
+            seen.push(request.clone());
+            seen.len() - 1
+        };
+        let out = (self.script)(request, turn);
+        Box::pin(async move { out })
+    }
+}
+
+fn usage() -> Option<Usage> {
+    Some(Usage {
+        input_tokens: 1000,
+        cached_tokens: 0,
+        output_tokens: 50,
+        reasoning_tokens: None,
+        reasoning_source: ReasoningSource::Unknown,
+    })
+}
+
+fn call(id: usize, tool: &str, args: &Value) -> ChatResponse {
+    ChatResponse {
+        text: None,
+        tool_calls: vec![ToolCall {
+            id: format!("c{id}"),
+            name: tool.into(),
+            arguments: args.to_string(),
+        }],
+        finish: Finish::ToolCalls,
+        finish_raw: "tool_calls".into(),
+        usage: usage(),
+        raw: json!({}),
+    }
+}
+
+fn text(t: &str, finish: Finish) -> ChatResponse {
+    ChatResponse {
+        text: Some(t.into()),
+        tool_calls: vec![],
+        finish,
+        finish_raw: format!("{finish:?}"),
+        usage: usage(),
+        raw: json!({}),
+    }
+}
+
+/// Follows the reference program, then answers.
+fn reference_script(
+    v: &Variant,
+) -> impl Fn(&ChatRequest, usize) -> Result<ChatResponse, ProviderError> + Send + Sync {
+    let steps: Vec<(String, Value)> = v
+        .reference_program
+        .steps
+        .iter()
+        .map(|s| (s.call.tool.clone(), s.call.arguments.clone()))
+        .collect();
+    let answer = v.answer_text();
+    move |_, turn| {
+        Ok(match steps.get(turn) {
+            Some((tool, args)) => call(turn, tool, args),
+            None => text(&answer, Finish::Stop),
+        })
+    }
+}
+
+async fn run(v: &Variant, cfg: &Configuration, lane: Lane, p: &dyn Provider) -> Episode {
+    let spec = EpisodeSpec {
+        lane,
+        ..EpisodeSpec::frozen(v, cfg)
+    };
+    run_episode(p, &spec, &prompts(), None).await
+}
+
+const HARBOR: &str = "overdue-escalation-harbor";
+
+#[tokio::test]
+async fn the_reference_program_succeeds_and_regrades_identically() {
+    let v = variant(HARBOR, Cell::new(128, Workflow::High, Encoding::Linked));
+    let cfg = config("");
+    let p = Scripted::new(reference_script(&v));
+    let e = run(&v, &cfg, Lane::Routed, &p).await;
+    assert!(e.verdict.vts, "{:?}", e.verdict);
+    assert_eq!(e.trace.stop, StopReason::Answer);
+    assert_eq!(grade(&v, &e.trace), e.verdict);
+    assert_eq!(e.verdict.calls, v.certified_min_calls);
+    let requests = p.requests();
+    // The system prompt, then the rendered request; native tools; the contract's settings.
+    assert!(matches!(&requests[0].messages[0], Message::System { .. }));
+    assert_eq!(
+        requests[0].messages[1],
+        Message::User {
+            content: v.user_request.clone()
+        }
+    );
+    assert_eq!(requests[0].max_completion_tokens, 1024);
+    assert_eq!(requests[0].sampling.parallel_tool_calls, Some(false));
+    assert!(requests[0].sampling.seed.is_some() && requests[0].sampling.temperature.is_some());
+    assert!(e.omitted.is_empty());
+}
+
+#[tokio::test]
+async fn the_routed_lane_narrows_to_operational_tools_after_the_first_operational_call() {
+    let v = variant(HARBOR, Cell::new(128, Workflow::Low, Encoding::Raw));
+    for (lane, later) in [
+        (Lane::Routed, v.operational_tools.len()),
+        (Lane::Fixed, 128),
+    ] {
+        let p = Scripted::new(reference_script(&v));
+        let e = run(&v, &config(""), lane, &p).await;
+        assert!(e.verdict.vts);
+        let sizes: Vec<usize> = p.requests().iter().map(|r| r.tools.len()).collect();
+        assert_eq!(sizes[0], 128);
+        assert!(
+            sizes[1..].iter().all(|&n| n == later),
+            "{lane:?}: {sizes:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn omitted_request_fields_are_not_sent_and_are_recorded() {
+    let v = variant(HARBOR, Cell::new(8, Workflow::Low, Encoding::Raw));
+    let cfg = config("profile = { omit = [\"seed\", \"temperature\"] }");
+    let p = Scripted::new(reference_script(&v));
+    let e = run(&v, &cfg, Lane::Routed, &p).await;
+    let r = &p.requests()[0];
+    assert_eq!((r.sampling.seed, r.sampling.temperature), (None, None));
+    assert_eq!(r.sampling.parallel_tool_calls, Some(false));
+    assert_eq!(e.omitted.len(), 2);
+}
+
+fn record(e: &Episode) -> (Option<Obligation>, Option<TerminalFlag>) {
+    (e.verdict.first_unmet, e.verdict.terminal_flag)
+}
+
+#[tokio::test]
+async fn each_ending_of_the_contract_gets_its_failure_record() {
+    let v = variant(HARBOR, Cell::new(8, Workflow::High, Encoding::Raw));
+    let cfg = config("");
+    let first = v.reference_program.steps[0].call.clone();
+    let steps = v.reference_program.steps.clone();
+
+    // Cut at the cap before any call: reasoning only.
+    let p = Scripted::new(|_, _| {
+        Ok(ChatResponse {
+            text: None,
+            finish: Finish::Length,
+            ..text("", Finish::Length)
+        })
+    });
+    let e = run(&v, &cfg, Lane::Routed, &p).await;
+    assert_eq!(
+        record(&e),
+        (Some(Obligation::S), Some(TerminalFlag::Truncation))
+    );
+    assert!(e.verdict.truncated_before_first_call);
+    assert_eq!(p.requests().len(), 1);
+
+    // Two tool calls in one response: a contract break, neither executed.
+    let p = Scripted::new(|_, _| {
+        let mut r = call(0, &first.tool, &first.arguments);
+        r.tool_calls.push(r.tool_calls[0].clone());
+        Ok(r)
+    });
+    let e = run(&v, &cfg, Lane::Routed, &p).await;
+    assert_eq!(
+        record(&e),
+        (Some(Obligation::S), Some(TerminalFlag::ContractBreak))
+    );
+    assert_eq!(e.verdict.calls, 0);
+
+    // Repeating the first search wastes calls until the program cannot finish in time.
+    let p = Scripted::new(|_, t| Ok(call(t, &first.tool, &first.arguments)));
+    let e = run(&v, &cfg, Lane::Routed, &p).await;
+    assert_eq!(e.trace.stop, StopReason::Infeasible);
+    assert_eq!(
+        record(&e),
+        (Some(Obligation::P), Some(TerminalFlag::Infeasibility))
+    );
+    // 7 steps, limit 9: after 4 calls, 6 steps remain and 5 calls are left.
+    assert_eq!(e.verdict.calls, 4);
+
+    // After the whole program, more calls run into the call limit.
+    let extra = steps.clone();
+    let p = Scripted::new(move |_, t| {
+        let s = &extra[t.min(extra.len() - 1)];
+        Ok(call(t, &s.call.tool, &s.call.arguments))
+    });
+    let e = run(&v, &cfg, Lane::Routed, &p).await;
+    assert_eq!(e.trace.stop, StopReason::CallLimit);
+    assert_eq!(
+        record(&e),
+        (Some(Obligation::Q), Some(TerminalFlag::BudgetOrCallLimit))
+    );
+
+    // Empty responses are nudged, and use up the turn limit.
+    let p = Scripted::new(|_, _| {
+        Ok(ChatResponse {
+            text: None,
+            ..text("", Finish::Stop)
+        })
+    });
+    let e = run(&v, &cfg, Lane::Routed, &p).await;
+    assert_eq!(e.trace.stop, StopReason::TurnLimit);
+    assert_eq!(p.requests().len() as u32, v.turn_limit);
+    assert_eq!(
+        record(&e),
+        (Some(Obligation::S), Some(TerminalFlag::TurnLimit))
+    );
+    assert!(matches!(
+        p.requests()[1].messages.last(),
+        Some(Message::User { .. })
+    ));
+
+    // Reported usage over the budget.
+    let p = Scripted::new(|_, t| {
+        let mut r = call(t, &first.tool, &first.arguments);
+        r.usage = Some(Usage {
+            input_tokens: 130_000,
+            ..usage().expect("usage")
+        });
+        Ok(r)
+    });
+    let e = run(&v, &cfg, Lane::Routed, &p).await;
+    assert_eq!(e.trace.stop, StopReason::BudgetExceeded);
+    assert_eq!(
+        record(&e),
+        (Some(Obligation::S), Some(TerminalFlag::BudgetOrCallLimit))
+    );
+
+    // A wrong answer.
+    let p = Scripted::new(|_, _| Ok(text("{\"decision\": \"hold\"}", Finish::Stop)));
+    let e = run(&v, &cfg, Lane::Routed, &p).await;
+    assert_eq!(
+        record(&e),
+        (Some(Obligation::S), Some(TerminalFlag::WrongConclusion))
+    );
+
+    // Missing usage, and a failed request: infrastructure failures.
+    let p = Scripted::new(|_, _| {
+        Ok(ChatResponse {
+            usage: None,
+            ..text("{}", Finish::Stop)
+        })
+    });
+    let e = run(&v, &cfg, Lane::Routed, &p).await;
+    assert_eq!(e.trace.stop, StopReason::InfraFailure);
+    assert!(e.verdict.infra_failure);
+    let p = Scripted::new(|_, _| {
+        Err(ProviderError::Http {
+            status: 503,
+            body: "down".into(),
+            retry_after: None,
+        })
+    });
+    let e = run(&v, &cfg, Lane::Routed, &p).await;
+    assert!(e.verdict.infra_failure);
+    assert_eq!(
+        record(&e),
+        (Some(Obligation::S), Some(TerminalFlag::ContractBreak))
+    );
+
+    // Invalid argument strings are executed as written and never repaired.
+    let bad = first.clone();
+    let p = Scripted::new(move |_, t| {
+        Ok(if t == 0 {
+            ChatResponse {
+                tool_calls: vec![ToolCall {
+                    id: "x".into(),
+                    name: bad.tool.clone(),
+                    arguments: "{\"query\": ".into(),
+                }],
+                ..call(0, &bad.tool, &bad.arguments)
+            }
+        } else {
+            text("{}", Finish::Stop)
+        })
+    });
+    let e = run(&v, &cfg, Lane::Routed, &p).await;
+    assert_eq!(e.trace.turns[0].executed[0].arguments, "{\"query\": ");
+    assert!(e.trace.turns[0].executed[0]
+        .observation
+        .contains("invalid_arguments"));
+}
+
+#[tokio::test]
+async fn a_menu_without_a_required_tool_sends_nothing() {
+    let mut v = variant(HARBOR, Cell::new(8, Workflow::Low, Encoding::Raw));
+    let required = v.required_tools()[0].clone();
+    v.menu.retain(|t| t.name != required);
+    let p = Scripted::new(|_, _| Ok(text("{}", Finish::Stop)));
+    let e = run(&v, &config(""), Lane::Routed, &p).await;
+    assert!(p.requests().is_empty());
+    assert_eq!(e.trace.stop, StopReason::Unavailable);
+    assert_eq!(
+        record(&e),
+        (Some(Obligation::A), Some(TerminalFlag::Infeasibility))
+    );
+}
+
+#[tokio::test]
+async fn every_request_rebuilds_byte_for_byte_from_the_transcript() {
+    for lane in [Lane::Routed, Lane::Fixed] {
+        let v = variant(HARBOR, Cell::new(128, Workflow::High, Encoding::Compact));
+        let p = Scripted::new(reference_script(&v));
+        let e = run(&v, &config(""), lane, &p).await;
+        let sent = p.requests();
+        assert_eq!(e.transcript.requests.len(), sent.len());
+        for (i, r) in sent.iter().enumerate() {
+            let rebuilt = e.transcript.rebuild(i, &e.blobs).expect("rebuilds");
+            assert_eq!(
+                serde_json::to_string(&rebuilt).ok(),
+                serde_json::to_string(r).ok()
+            );
+            assert_eq!(
+                e.trace.turns[i].request.body_ref.as_deref(),
+                Some(
+                    tbb::harness::transcript::blob_ref(&serde_json::to_string(r).expect("json"))
+                        .as_str()
+                )
+            );
+        }
+        // Menus and the system prompt are stored once, not per request.
+        assert!(e.blobs.blobs.len() <= 3, "{}", e.blobs.blobs.len());
+    }
+}
