@@ -380,11 +380,8 @@ async fn every_request_rebuilds_byte_for_byte_from_the_transcript() {
                 serde_json::to_string(r).ok()
             );
             assert_eq!(
-                e.trace.turns[i].request.body_ref.as_deref(),
-                Some(
-                    tbb::harness::transcript::blob_ref(&serde_json::to_string(r).expect("json"))
-                        .as_str()
-                )
+                e.trace.turns[i].request.body_ref.as_ref(),
+                e.transcript.body_refs().get(i)
             );
         }
         // Menus and the system prompt are stored once, not per request.

@@ -2,7 +2,7 @@
 //! arbitrary records through the encoders, random linear extensions of the reference
 //! program, garbage tool calls against the sandbox, randomly damaged traces against the
 //! grader, and cells outside the studies (any menu size, workflow, encoding, routing and
-//! even frontier depth from 2 to 60).
+//! even frontier depth from 2 to 30).
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -71,14 +71,14 @@ fn encoding() -> impl Strategy<Value = Encoding> {
 }
 
 /// Any valid cell: every menu size, workflow, encoding and routing level, and with
-/// probability 0.3 an even frontier depth from 2 to 60 (the studies use 2, 6, 14, 30).
+/// probability 0.3 an even frontier depth from 2 to 30 (the studies use 2, 6, 14, 30).
 fn any_cell() -> impl Strategy<Value = Cell> {
     (
         select(MENU_SIZES.to_vec()),
         workflow(),
         encoding(),
         routing(),
-        prop::option::weighted(0.3, (1u8..=30).prop_map(|h| h * 2)),
+        prop::option::weighted(0.3, (1u8..=15).prop_map(|h| h * 2)),
     )
         .prop_map(|(v, w, d, r, depth)| Cell { v, w, d, r, depth })
 }
@@ -295,6 +295,56 @@ proptest! {
     }
 }
 
+/// Any field name an agent can write: the `update` tools take `field` as a free string,
+/// and a read returns the edited field alongside the record's own.
+fn agent_field_name() -> impl Strategy<Value = String> {
+    prop_oneof![
+        "\\PC{0,6}",
+        select(vec![
+            "@id",
+            "@kind",
+            "@version",
+            "@status",
+            "@updated_on",
+            "@next_handoff"
+        ])
+        .prop_map(String::from),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+
+    /// The same round trip when field names are whatever an agent's `update` may write:
+    /// the sandbox accepts only field names (`is_field_name`: lowercase identifiers) and
+    /// returns edited fields under them, so an encoding must not confuse them with its
+    /// own envelope. Other names (`@id`, `a/b`, ...) the sandbox rejects (see its tests).
+    #[test]
+    fn encodings_round_trip_agent_written_field_names(
+        fi in any::<Index>(),
+        ti in any::<Index>(),
+        views in prop::collection::vec(
+            (view(), prop::collection::btree_map(agent_field_name(), field_value(), 0..3)),
+            0..=3,
+        ),
+    ) {
+        let f = family(&fi);
+        let v = compiled(f, &Cell::new(128, Workflow::Low, Encoding::Raw))?;
+        let tool = &v.menu[ti.index(v.menu.len())];
+        let views: Vec<View> = views
+            .into_iter()
+            .map(|(mut w, edits)| {
+                w.fields.extend(edits.into_iter().filter(|(k, _)| tbb::family::is_field_name(k)));
+                View { connector: tool.connector.clone(), ..w }
+            })
+            .collect();
+        for d in ENCODINGS {
+            let text = encode(d, tool, &views);
+            prop_assert_eq!(decode(d, &text), Ok(views.clone()), "{:?}: {}", d, text);
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------------------
 // 3. Dependency-valid orders, missing steps, broken dependencies
 // ---------------------------------------------------------------------------------------
@@ -312,7 +362,7 @@ proptest! {
         use_study in any::<bool>(),
         study in any::<Index>(),
         picks in prop::collection::vec(any::<Index>(), 64),
-        drop in any::<Index>(),
+        drop_pick in any::<Index>(),
         mover in any::<Index>(),
         dep in any::<Index>(),
     ) {
@@ -321,7 +371,8 @@ proptest! {
         let program = &v.reference_program;
         // Off the studies, grade under an unlimited budget: a long chain's reference
         // trace alone can exceed the frozen one (see the reference-trace property).
-        let budget = if study_cells(f.split()).contains(&v.cell) { EPISODE_BUDGET } else { u64::MAX };
+        let studied = study_cells(f.split()).contains(&v.cell);
+        let budget = if studied { EPISODE_BUDGET } else { u64::MAX };
         let grade = |order: &[usize]| {
             let mut t = trace_in_order(&v, order);
             t.limits.episode_budget = budget;
@@ -336,7 +387,7 @@ proptest! {
         );
 
         let info: Vec<usize> = (0..program.steps.len()).filter(|&i| !is_write(&v, i)).collect();
-        let dropped = info[drop.index(info.len())];
+        let dropped = info[drop_pick.index(info.len())];
         let without: Vec<usize> = order.iter().copied().filter(|&i| i != dropped).collect();
         let verdict = grade(&without);
         prop_assert!(!verdict.obligations.ok_p, "passes P without step {}", dropped);
@@ -356,6 +407,7 @@ proptest! {
                 !verdict.obligations.ok_p,
                 "order {:?} puts step {} before its dependency {} yet passes P", broken, s, a
             );
+            prop_assert_eq!(verdict.first_unmet, Some(Obligation::P));
         }
     }
 }
@@ -363,8 +415,11 @@ proptest! {
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
 
-    /// At any cell `Cell::validate` accepts and the family compiles at, the reference
-    /// trace grades VTS under the frozen contract (the budget included).
+    /// At any cell without a frontier depth, and at any depth on the frontier study's
+    /// own cells (V = 8, raw), the reference trace grades VTS under the frozen contract,
+    /// the budget included. Deep chains under large menus or verbose encodings may
+    /// exceed the budget even when run perfectly — the paper's 30-call episodes reach
+    /// it before the call limit — so those cells are not claimed.
     #[test]
     fn reference_trace_passes_at_any_valid_cell(
         fi in any::<Index>(),
@@ -372,6 +427,10 @@ proptest! {
         study in any::<Index>(),
     ) {
         let f = family(&fi);
+        let cell = match cell.depth {
+            Some(depth) => Cell::frontier(depth),
+            None => cell,
+        };
         let v = compiled(f, &cell_for(f, cell, false, &study))?;
         let verdict = grade(&v, &reference_trace(&v));
         prop_assert!(
@@ -549,7 +608,11 @@ proptest! {
         }
         if sandbox.changes().is_empty() {
             let mut fresh = Sandbox::new(&v);
-            for step in &v.reference_program.steps {
+            // Writes are left out: replaying one would make a change (and carry the
+            // call index, which differs between the two sandboxes).
+            for step in v.reference_program.steps.iter().filter(|s| {
+                v.tool(&s.call.tool).is_some_and(|t| !t.op.is_write())
+            }) {
                 let arguments = step.call.arguments.to_string();
                 let used = sandbox.execute(&step.call.tool, &arguments);
                 let new = fresh.execute(&step.call.tool, &arguments);
@@ -841,30 +904,4 @@ proptest! {
         let verdict = grade(&v2, &t);
         prop_assert!(!verdict.vts && !verdict.obligations.ok_e);
     }
-}
-
-#[test]
-fn scratch_findings() {
-    let f = families().get("access-review-quartz").unwrap();
-    let v = compile(f, &Cell::new(8, Workflow::Low, Encoding::Compact)).unwrap();
-    // (a) the write first
-    let n = v.reference_program.steps.len();
-    let w = (0..n).find(|&i| is_write(&v, i)).unwrap();
-    let mut order: Vec<usize> = vec![w];
-    order.extend((0..n).filter(|&i| i != w));
-    let verdict = grade(&v, &trace_in_order(&v, &order));
-    eprintln!("write first: order {order:?} vts={} {:?} program {:?}", verdict.vts, verdict.first_unmet, v.reference_program.steps.iter().map(|s| (&s.call, &s.after)).collect::<Vec<_>>());
-    // (b) update a field named @id then read, compact
-    let mut sb = Sandbox::new(&v);
-    let read = &v.reference_program.steps[1].call;
-    let id = read.arguments["id"].as_str().unwrap().to_string();
-    let upd = v.menu.iter().find(|t| t.op == Operation::Update && t.connector == v.route.connector).unwrap();
-    for field in ["@id", "a/b", "@next_handoff"] {
-        let o = sb.execute(&upd.name, &json!({"id": id, "field": field, "value": "zzz"}).to_string());
-        eprintln!("update {field}: {:?}", o.status);
-    }
-    let o = sb.execute(&read.tool, &read.arguments.to_string());
-    eprintln!("compact read: {}", o.observation);
-    let views = decode(Encoding::Compact, &o.observation).unwrap();
-    eprintln!("decoded fields: {:?}", views[0].fields);
 }

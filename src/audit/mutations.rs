@@ -141,6 +141,13 @@ pub fn mutations(v: &Variant) -> Vec<Mutation> {
             .position(|s| s.call.tool == p.tool)
     }) {
         let order: Vec<usize> = all.iter().copied().filter(|&i| i != write).collect();
+        let mut early = vec![write];
+        early.extend(all.iter().copied().filter(|&i| i != write));
+        push(
+            "permitted write before its evidence",
+            trace_in_order(v, &early),
+            (O::X, F::WrongConclusion),
+        );
         push(
             "missing permitted write",
             trace_in_order(v, &order),

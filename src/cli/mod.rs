@@ -11,9 +11,11 @@ macro_rules! say {
 }
 
 mod compile;
+mod configs;
 mod families;
 mod grade;
 mod reference_trace;
+mod run_episode;
 
 use std::path::{Path, PathBuf};
 
@@ -39,6 +41,14 @@ pub struct Cli {
     /// Directory of the task families.
     #[arg(long, global = true, env = "TBB_FAMILIES", default_value = "families")]
     pub families: PathBuf,
+    /// The configuration catalogue.
+    #[arg(
+        long,
+        global = true,
+        env = "TBB_CONFIGS",
+        default_value = "manifests/configurations.toml"
+    )]
+    pub configs: PathBuf,
     #[command(subcommand)]
     command: Command,
 }
@@ -53,6 +63,15 @@ enum Command {
     Grade(grade::GradeArgs),
     /// Write the trace of a variant's reference program with the correct answer.
     ReferenceTrace(reference_trace::ReferenceTraceArgs),
+    /// List the configurations of the catalogue.
+    Configs(configs::ConfigsArgs),
+    /// Run one episode of one configuration on one variant and grade it.
+    RunEpisode(Box<run_episode::RunEpisodeArgs>),
+    /// Live provider routes.
+    Providers {
+        #[command(subcommand)]
+        command: configs::ProvidersCommand,
+    },
 }
 
 /// The levels of a cell, as flags.
@@ -134,7 +153,21 @@ pub fn run() -> Result<()> {
         Command::Compile(a) => compile::exec(&cli, a),
         Command::Grade(a) => grade::exec(&cli, a),
         Command::ReferenceTrace(a) => reference_trace::exec(&cli, a),
+        Command::Configs(a) => configs::exec(&cli, a),
+        Command::RunEpisode(a) => run_episode::exec(&cli, a),
+        Command::Providers { command } => configs::exec_providers(&cli, command),
     }
+}
+
+fn catalogue(cli: &Cli) -> Result<crate::provider::Catalogue> {
+    Ok(crate::provider::Catalogue::load(&cli.configs)?)
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| miette::miette!("cannot start the async runtime: {e}"))
 }
 
 fn load(root: &Path) -> Result<FamilySet> {

@@ -9,6 +9,9 @@ use thiserror::Error;
 
 /// The visible menu sizes of the paper.
 pub const MENU_SIZES: [u16; 3] = [8, 32, 128];
+/// The deepest chain: the paper's frontier ends at 30 calls, where its episodes already
+/// reach the 128,000-token budget before the call limit.
+pub const MAX_DEPTH: u8 = 30;
 /// The frontier depths of the paper (required calls along the handoff chain).
 pub const FRONTIER_DEPTHS: [u8; 4] = [2, 6, 14, 30];
 
@@ -72,8 +75,8 @@ pub enum CellError {
     /// Menu size outside the paper's levels.
     #[error("menu size V = {0} is not one of 8, 32, 128")]
     MenuSize(u16),
-    /// Depth must be an even number of calls from 2 to 60.
-    #[error("depth {0} is not an even number of calls between 2 and 60")]
+    /// Depth must be an even number of calls from 2 to 30.
+    #[error("depth {0} is not an even number of calls between 2 and 30")]
     Depth(u8),
     /// A level string that is not known.
     #[error("`{value}` is not a level of {axis} (expected one of {expected})")]
@@ -117,7 +120,7 @@ impl Cell {
             return Err(CellError::MenuSize(self.v));
         }
         if let Some(d) = self.depth {
-            if !(2..=60).contains(&d) || d % 2 != 0 {
+            if !(2..=MAX_DEPTH).contains(&d) || d % 2 != 0 {
                 return Err(CellError::Depth(d));
             }
         }

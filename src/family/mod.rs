@@ -184,6 +184,15 @@ impl Family {
     }
 }
 
+/// Field names are lowercase identifiers (`[a-z0-9_]+`), so they never collide with an
+/// encoding's own keys (compact's `@` columns) or need escaping in a JSON pointer.
+pub fn is_field_name(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+}
+
 /// Lowercase hex of bytes.
 pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()

@@ -304,11 +304,17 @@ fn check_intent(sink: &mut Sink<'_>, file: &IntentFile) {
         .iter()
         .flat_map(|k| k.filler.keys().map(String::as_str))
         .collect();
+    for name in &fillers {
+        if !super::is_field_name(name) {
+            sink.at(
+                &def.name,
+                format!("filler field `{name}` must be a lowercase identifier"),
+                None,
+            );
+        }
+    }
     for f in &def.facts {
-        let identifier = !f.name.is_empty()
-            && f.name
-                .chars()
-                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+        let identifier = super::is_field_name(&f.name);
         if !identifier || f.name == "decision" || f.name == "sources" || f.name == "reference" {
             sink.at(
                 &def.name,

@@ -223,14 +223,15 @@ pub fn grade_with_budget(variant: &Variant, trace: &Trace, episode_budget: u64) 
     let ok_s = executed
         .iter()
         .any(|c| variant.operational_tools.contains(&c.tool));
-    let ok_p = program_done(variant, &executed);
+    let matched = match_steps(variant, &executed);
+    let ok_p = unmatched_information_steps(variant, &executed) == 0;
     let answer = trace
         .final_answer
         .as_deref()
         .and_then(|a| serde_json::from_str::<Json>(a.trim()).ok());
     let (ok_q, cited) = check_answer(variant, answer.as_ref());
     let ok_e = cited.is_some_and(|c| c == variant.sources.iter().cloned().collect());
-    let (ok_x, ok_g) = check_changes(variant, sandbox.changes());
+    let (ok_x, ok_g) = check_changes(variant, sandbox.changes(), &matched);
     let calls = executed.len() as u32;
     let total_tokens = trace.total_tokens();
     let over_budget = total_tokens > limits.episode_budget
@@ -319,26 +320,19 @@ pub fn grade_with_budget(variant: &Variant, trace: &Trace, episode_budget: u64) 
     }
 }
 
-/// P: every information step matched by an executed call after its dependencies.
-fn program_done(variant: &Variant, executed: &[&trace::ExecutedCall]) -> bool {
-    unmatched_information_steps(variant, executed) == 0
-}
-
-/// Information steps (search, read) of the reference program that these calls do not
-/// accomplish. Steps are matched in the program's stored (topological) order, each to
-/// the earliest call after all its dependencies' matches; that finds a matching when
-/// one exists, because dependencies only ever constrain "after". A step whose
-/// dependency is unmatched is unmatched.
-pub fn unmatched_information_steps(variant: &Variant, executed: &[&trace::ExecutedCall]) -> usize {
+/// The executed call matching each step of the reference program (`None` for an
+/// unmatched step, and for the permitted write, which X judges). Steps are matched in
+/// the program's stored (topological) order, each to the earliest call after all its
+/// dependencies' matches; that finds a matching when one exists, because dependencies
+/// only ever constrain "after". A step whose dependency is unmatched is unmatched.
+fn match_steps(variant: &Variant, executed: &[&trace::ExecutedCall]) -> Vec<Option<usize>> {
     let parsed: Vec<Option<Json>> = executed
         .iter()
         .map(|c| serde_json::from_str(&c.arguments).ok())
         .collect();
-    let is_write = |tool: &str| variant.tool(tool).is_some_and(|t| t.op.is_write());
     let mut matched: Vec<Option<usize>> = Vec::new();
-    let mut missing = 0;
     for step in &variant.reference_program.steps {
-        if is_write(&step.call.tool) {
+        if is_write_step(variant, step) {
             matched.push(None);
             continue;
         }
@@ -354,12 +348,28 @@ pub fn unmatched_information_steps(variant: &Variant, executed: &[&trace::Execut
                     && parsed[i].as_ref() == Some(&step.call.arguments)
             })
         });
-        if found.is_none() {
-            missing += 1;
-        }
         matched.push(found);
     }
-    missing
+    matched
+}
+
+fn is_write_step(variant: &Variant, step: &crate::compile::Step) -> bool {
+    variant
+        .tool(&step.call.tool)
+        .is_some_and(|t| t.op.is_write())
+}
+
+/// Information steps (search, read) of the reference program that these calls do not
+/// accomplish.
+pub fn unmatched_information_steps(variant: &Variant, executed: &[&trace::ExecutedCall]) -> usize {
+    let matched = match_steps(variant, executed);
+    variant
+        .reference_program
+        .steps
+        .iter()
+        .zip(&matched)
+        .filter(|(s, m)| !is_write_step(variant, s) && m.is_none())
+        .count()
 }
 
 /// Calls the reference program still needs after these calls and state changes: the
@@ -370,7 +380,9 @@ pub fn remaining_steps(
     executed: &[&trace::ExecutedCall],
     changes: &[crate::sandbox::StateChange],
 ) -> usize {
-    let write_left = variant.permitted_change.is_some() && !check_changes(variant, changes).0;
+    let matched = match_steps(variant, executed);
+    let write_left =
+        variant.permitted_change.is_some() && !check_changes(variant, changes, &matched).0;
     unmatched_information_steps(variant, executed) + usize::from(write_left)
 }
 
@@ -396,15 +408,33 @@ fn check_answer(variant: &Variant, answer: Option<&Json>) -> (bool, Option<BTree
     (ok, cited)
 }
 
-/// X and G from the replayed state changes.
-fn check_changes(variant: &Variant, changes: &[crate::sandbox::StateChange]) -> (bool, bool) {
+/// X and G from the replayed state changes. The permitted change counts only when it
+/// was made after the calls that reveal what it needs (the write step's dependencies),
+/// so a write that guessed ahead of its evidence is not the permitted change.
+fn check_changes(
+    variant: &Variant,
+    changes: &[crate::sandbox::StateChange],
+    matched: &[Option<usize>],
+) -> (bool, bool) {
     let Some(expected) = &variant.permitted_change else {
         return (true, changes.is_empty());
+    };
+    let steps = &variant.reference_program.steps;
+    let write = steps.iter().find(|s| s.call.tool == expected.tool);
+    let ready_after: Option<usize> = match write {
+        Some(step) => step
+            .after
+            .iter()
+            .map(|&a| matched.get(a).copied().flatten())
+            .collect::<Option<Vec<usize>>>()
+            .map(|deps| deps.into_iter().max().map_or(0, |m| m + 1)),
+        None => Some(0),
     };
     let matches = |c: &crate::sandbox::StateChange| {
         c.tool == expected.tool
             && c.target == expected.target
             && expected.args.iter().all(|(k, v)| c.args.get(k) == Some(v))
+            && ready_after.is_some_and(|r| c.call >= r)
     };
     let permitted = changes.iter().position(matches);
     let others = changes.len() - usize::from(permitted.is_some());

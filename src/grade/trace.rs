@@ -198,8 +198,13 @@ impl Trace {
     pub fn total_tokens(&self) -> u64 {
         self.turns
             .iter()
-            .map(|t| t.response.usage.input_tokens + t.response.usage.output_tokens)
-            .sum()
+            .map(|t| {
+                t.response
+                    .usage
+                    .input_tokens
+                    .saturating_add(t.response.usage.output_tokens)
+            })
+            .fold(0, u64::saturating_add)
     }
 
     /// Executed calls over the episode.

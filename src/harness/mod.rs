@@ -265,15 +265,26 @@ pub async fn run_episode(
     } else {
         let full = schemas(variant, false);
         let operational = schemas(variant, true);
-        let mut visible = &full;
-        let mut messages = vec![
-            Message::System {
-                content: prompts.system(spec.prompt).to_string(),
-            },
-            Message::User {
-                content: variant.user_request.clone(),
-            },
-        ];
+        let full_ref = transcript::put_tools(&full, &mut blobs);
+        let operational_ref = transcript::put_tools(&operational, &mut blobs);
+        let operational_names: Vec<String> = operational.iter().map(|t| t.name.clone()).collect();
+        let mut visible = (&menu, &full_ref);
+        // One request object for the whole episode: messages are appended to it and the
+        // tools swapped when the lane narrows, so nothing is copied per turn.
+        let mut request = ChatRequest {
+            model: config.model.clone(),
+            messages: vec![
+                Message::System {
+                    content: prompts.system(spec.prompt).to_string(),
+                },
+                Message::User {
+                    content: variant.user_request.clone(),
+                },
+            ],
+            tools: full,
+            max_completion_tokens: spec.completion_cap,
+            sampling,
+        };
         let mut sandbox = Sandbox::new(variant);
         let mut executed: Vec<ExecutedCall> = Vec::new();
         let mut tokens: u64 = 0;
@@ -281,16 +292,7 @@ pub async fn run_episode(
             if trace.turns.len() as u32 >= variant.turn_limit {
                 break StopReason::TurnLimit;
             }
-            let request = ChatRequest {
-                model: config.model.clone(),
-                messages: messages.clone(),
-                tools: visible.clone(),
-                max_completion_tokens: spec.completion_cap,
-                sampling,
-            };
-            transcript.record_request(&request, &mut blobs);
-            let request_ref =
-                transcript::blob_ref(&serde_json::to_string(&request).unwrap_or_default());
+            let request_ref = transcript.record_request(&request, visible.1, &mut blobs);
             let sent = Instant::now();
             let outcome = {
                 let permit = match routes {
@@ -303,7 +305,7 @@ pub async fn run_episode(
             };
             attempts += outcome.attempts;
             let wall_ms = sent.elapsed().as_millis() as u64;
-            let visible_names: Vec<String> = visible.iter().map(|t| t.name.clone()).collect();
+            let visible_names: Vec<String> = visible.0.clone();
             let response = match outcome.result {
                 Ok(r) => r,
                 Err(error) => {
@@ -329,7 +331,9 @@ pub async fn run_episode(
                 trace.turns.push(turn);
                 break StopReason::InfraFailure;
             };
-            tokens += usage.input_tokens + usage.output_tokens;
+            tokens = tokens
+                .saturating_add(usage.input_tokens)
+                .saturating_add(usage.output_tokens);
             let stop = match response.finish {
                 Finish::Length => Some(StopReason::Truncated),
                 _ if tokens > spec.episode_budget => Some(StopReason::BudgetExceeded),
@@ -350,11 +354,11 @@ pub async fn run_episode(
                         break StopReason::Answer;
                     }
                     None => {
-                        messages.push(Message::Assistant {
+                        request.messages.push(Message::Assistant {
                             content: None,
                             tool_calls: Vec::new(),
                         });
-                        messages.push(Message::User {
+                        request.messages.push(Message::User {
                             content: prompts.nudge.clone(),
                         });
                         continue;
@@ -375,17 +379,20 @@ pub async fn run_episode(
             turn.executed.push(done.clone());
             executed.push(done);
             trace.turns.push(turn);
-            messages.push(Message::Assistant {
+            request.messages.push(Message::Assistant {
                 content: response.text.clone(),
                 tool_calls: vec![call.clone()],
             });
-            messages.push(Message::Tool {
+            request.messages.push(Message::Tool {
                 call_id: call.id.clone(),
                 name: call.name.clone(),
                 content: result.observation,
             });
             if spec.lane == Lane::Routed && variant.operational_tools.contains(&call.name) {
-                visible = &operational;
+                if visible.1 != &operational_ref {
+                    visible = (&operational_names, &operational_ref);
+                    request.tools = operational.clone();
+                }
             }
             let refs: Vec<&ExecutedCall> = executed.iter().collect();
             let left = variant.call_limit.saturating_sub(executed.len() as u32) as usize;

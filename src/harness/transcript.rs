@@ -86,6 +86,11 @@ pub enum StoredOutcome {
     },
 }
 
+/// Puts a tool list into the blob store and returns its reference.
+pub fn put_tools(tools: &[ToolSchema], blobs: &mut BlobStore) -> String {
+    blobs.put(&serde_json::to_string(tools).unwrap_or_default())
+}
+
 /// Every request and response of an episode.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Transcript {
@@ -97,6 +102,9 @@ pub struct Transcript {
     pub requests: Vec<StoredRequest>,
     /// One outcome per request.
     pub outcomes: Vec<StoredOutcome>,
+    /// The body reference of the last request recorded (chained into the next).
+    #[serde(default)]
+    pub last_ref: String,
 }
 
 impl Transcript {
@@ -107,25 +115,62 @@ impl Transcript {
             episode_key: episode_key.into(),
             requests: Vec::new(),
             outcomes: Vec::new(),
+            last_ref: String::new(),
         }
     }
 
-    /// Stores `request`, the next request of the episode, as a delta from the previous.
-    pub fn record_request(&mut self, request: &ChatRequest, blobs: &mut BlobStore) {
+    /// Stores `request`, the next request of the episode, as a delta from the previous,
+    /// and returns its body reference. `tools_ref` is the blob of `request.tools`, put
+    /// once per menu by the caller (see [`put_tools`]) so a 128-schema menu is not
+    /// serialised again for every request.
+    ///
+    /// The body reference chains: blake3 of the previous request's reference and this
+    /// stored request. It identifies the exact request (which [`Transcript::rebuild`]
+    /// restores) without serialising the whole body at every turn.
+    pub fn record_request(
+        &mut self,
+        request: &ChatRequest,
+        tools_ref: &str,
+        blobs: &mut BlobStore,
+    ) -> String {
         let (system, rest) = match request.messages.split_first() {
             Some((Message::System { content }, rest)) => (content.as_str(), rest),
             _ => ("", request.messages.as_slice()),
         };
         let already: usize = self.requests.iter().map(|r| r.appended.len()).sum();
-        let tools = serde_json::to_string(&request.tools).unwrap_or_default();
-        self.requests.push(StoredRequest {
+        let stored = StoredRequest {
             model: request.model.clone(),
             system_ref: blobs.put(system),
-            tools_ref: blobs.put(&tools),
+            tools_ref: tools_ref.to_string(),
             appended: rest.get(already..).unwrap_or_default().to_vec(),
             max_completion_tokens: request.max_completion_tokens,
             sampling: request.sampling,
-        });
+        };
+        let mut h = blake3::Hasher::new();
+        h.update(self.last_ref.as_bytes());
+        h.update(
+            serde_json::to_string(&stored)
+                .unwrap_or_default()
+                .as_bytes(),
+        );
+        self.last_ref = format!("b3:{}", &h.finalize().to_hex()[..32]);
+        self.requests.push(stored);
+        self.last_ref.clone()
+    }
+
+    /// The body references of every request, recomputed from the stored requests.
+    pub fn body_refs(&self) -> Vec<String> {
+        let mut last = String::new();
+        self.requests
+            .iter()
+            .map(|stored| {
+                let mut h = blake3::Hasher::new();
+                h.update(last.as_bytes());
+                h.update(serde_json::to_string(stored).unwrap_or_default().as_bytes());
+                last = format!("b3:{}", &h.finalize().to_hex()[..32]);
+                last.clone()
+            })
+            .collect()
     }
 
     /// Rebuilds request `index` exactly; `None` if a blob is missing or malformed.

@@ -1,8 +1,9 @@
 //! Retries with exponential backoff and jitter, honouring `Retry-After`, and the
 //! per-route concurrency limit.
 //!
-//! Backoff jitter is drawn from ChaCha seeded by the request's content, so a rerun waits
-//! the same way; waiting never enters a result.
+//! Backoff jitter is drawn from ChaCha seeded by the request's model and conversation
+//! (hashed only once a retry is needed, never on the happy path), so a rerun waits the
+//! same way; waiting never enters a result.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -64,12 +65,7 @@ pub async fn send_with_retry(
     policy: &RetryPolicy,
     request: &ChatRequest,
 ) -> Attempted {
-    let seed = blake3::hash(
-        serde_json::to_string(request)
-            .unwrap_or_default()
-            .as_bytes(),
-    );
-    let mut rng = ChaCha8Rng::from_seed(*seed.as_bytes());
+    let mut rng: Option<ChaCha8Rng> = None;
     let mut attempts = 0;
     loop {
         attempts += 1;
@@ -98,7 +94,12 @@ pub async fn send_with_retry(
                 attempts,
             };
         }
-        tokio::time::sleep(backoff(policy, attempts, &error, &mut rng)).await;
+        let rng = rng.get_or_insert_with(|| {
+            let conversation = serde_json::to_string(&request.messages).unwrap_or_default();
+            let seed = blake3::hash(format!("{}\0{conversation}", request.model).as_bytes());
+            ChaCha8Rng::from_seed(*seed.as_bytes())
+        });
+        tokio::time::sleep(backoff(policy, attempts, &error, rng)).await;
     }
 }
 

@@ -14,6 +14,7 @@
 //! - `read {id}` returns the full record if the id is a record of the tool's kind in the
 //!   tool's connector, else a `not_found` error;
 //! - write tools (`update`, `delete`, `pay`, `send`) change state and record the change;
+//!   an update's `field` must be a lowercase identifier (else `invalid_arguments`);
 //!   those that target a record need it to exist in the tool's connector (else
 //!   `not_found`, no change). A write tool's kind describes its usual target but does
 //!   not restrict it: at low workflow depth one record carries what deeper chains
@@ -44,6 +45,10 @@ pub struct StateChange {
     pub target: Option<String>,
     /// All arguments as given.
     pub args: Map<String, Json>,
+    /// Index of the call that made it, counting every call this sandbox executed. Not
+    /// part of the observation the agent sees.
+    #[serde(skip)]
+    pub call: usize,
 }
 
 /// Error codes of error observations.
@@ -90,6 +95,7 @@ pub struct Sandbox<'v> {
     edits: BTreeMap<String, BTreeMap<String, Json>>,
     deleted: BTreeSet<String>,
     changes: Vec<StateChange>,
+    calls: usize,
 }
 
 impl<'v> Sandbox<'v> {
@@ -100,6 +106,7 @@ impl<'v> Sandbox<'v> {
             edits: BTreeMap::new(),
             deleted: BTreeSet::new(),
             changes: Vec::new(),
+            calls: 0,
         }
     }
 
@@ -110,6 +117,7 @@ impl<'v> Sandbox<'v> {
 
     /// Executes one call. Never panics, whatever the input.
     pub fn execute(&mut self, tool_name: &str, raw_arguments: &str) -> Outcome {
+        self.calls += 1;
         let Some(tool) = self.variant.tool(tool_name) else {
             return error(
                 None,
@@ -153,6 +161,14 @@ impl<'v> Sandbox<'v> {
                 None => not_found(tool, &text("id")),
             },
             Operation::Update | Operation::Delete | Operation::Pay | Operation::Send => {
+                let field = text("field");
+                if tool.op == Operation::Update && !crate::family::is_field_name(&field) {
+                    return error(
+                        Some(tool),
+                        ErrorCode::InvalidArguments,
+                        "argument `field` must be a field name: lowercase letters, digits and _",
+                    );
+                }
                 let target = (tool.op != Operation::Send).then(|| text("id"));
                 if let Some(id) = &target {
                     let exists = self.variant.store.by_id(id).is_some_and(|r| {
@@ -179,6 +195,7 @@ impl<'v> Sandbox<'v> {
                     op: tool.op,
                     target: target.clone(),
                     args,
+                    call: self.calls - 1,
                 };
                 self.changes.push(change.clone());
                 let observation = json!({
@@ -341,6 +358,16 @@ mod tests {
                 update.as_str(),
                 json!({"id": "rec_000000000000", "field": "a", "value": "b"}).to_string(),
                 ErrorCode::NotFound,
+            ),
+            (
+                update.as_str(),
+                json!({"id": invoice(&v).1, "field": "@next_handoff", "value": "b"}).to_string(),
+                ErrorCode::InvalidArguments,
+            ),
+            (
+                update.as_str(),
+                json!({"id": invoice(&v).1, "field": "a/b", "value": "b"}).to_string(),
+                ErrorCode::InvalidArguments,
             ),
         ];
         for (tool, args, code) in cases {

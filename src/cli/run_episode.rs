@@ -1,0 +1,203 @@
+//! `tbb run-episode --config NAME --family F --v --w --d [--lane] [--cap N] [--json]`.
+
+use std::path::PathBuf;
+
+use clap::Args;
+use miette::Result;
+use serde::Serialize;
+
+use super::{catalogue, family, load, print_json, runtime, CellArgs, Cli, CliError};
+use crate::compile::compile;
+use crate::grade::Verdict;
+use crate::harness::{run_episode, EpisodeSpec, Lane, PromptVariant, Prompts};
+use crate::provider::build;
+
+#[derive(Debug, Args)]
+pub struct RunEpisodeArgs {
+    /// Configuration name (see `tbb configs`).
+    #[arg(long)]
+    config: String,
+    /// Family name (see `tbb families`).
+    #[arg(long)]
+    family: String,
+    #[command(flatten)]
+    cell: CellArgs,
+    /// Menu lane.
+    #[arg(long, value_enum, default_value = "routed")]
+    lane: LaneArg,
+    /// System prompt variant.
+    #[arg(long, value_enum, default_value = "base")]
+    prompt: PromptArg,
+    /// Completion cap per request.
+    #[arg(long, default_value_t = crate::harness::COMPLETION_CAP)]
+    cap: u32,
+    /// Repeat index.
+    #[arg(long, default_value_t = 0)]
+    repeat: u32,
+    /// Directory of the system prompts.
+    #[arg(long, default_value = "prompts")]
+    prompts: PathBuf,
+    /// Also write the trace (gradable with `tbb grade`) to this file.
+    #[arg(long)]
+    trace_out: Option<PathBuf>,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum LaneArg {
+    Routed,
+    Fixed,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum PromptArg {
+    Base,
+    Workflow,
+    InterfaceGuide,
+}
+
+#[derive(Serialize)]
+struct Totals {
+    requests: u32,
+    calls: u32,
+    input_tokens: u64,
+    output_tokens: u64,
+    reasoning_tokens: u64,
+    total_tokens: u64,
+    cost_usd: f64,
+}
+
+#[derive(Serialize)]
+struct Output<'a> {
+    episode_key: &'a str,
+    configuration: &'a str,
+    variant_id: &'a str,
+    stop: crate::grade::trace::StopReason,
+    verdict: &'a Verdict,
+    usage: Totals,
+    omitted: &'a [crate::provider::config::RequestField],
+}
+
+pub fn exec(cli: &Cli, args: &RunEpisodeArgs) -> Result<()> {
+    crate::provider::install_crypto();
+    let cat = catalogue(cli)?;
+    let Some(config) = cat.get(&args.config) else {
+        let names: Vec<&str> = cat.configurations.iter().map(|c| c.name.as_str()).collect();
+        let best = names
+            .iter()
+            .min_by_key(|n| crate::family::edit_distance(n, &args.config));
+        return Err(miette::miette!(
+            help = best.map_or(String::from("run `tbb configs`"), |b| format!(
+                "did you mean `{b}`?"
+            )),
+            "there is no configuration `{}`",
+            args.config
+        ));
+    };
+    let set = load(&cli.families)?;
+    let fam = family(&set, &args.family)?;
+    let variant = compile(fam, &args.cell.cell()).map_err(CliError::from)?;
+    let prompts = Prompts::load(&args.prompts)?;
+    let provider = build(config).map_err(|e| miette::miette!("{e}"))?;
+    let spec = EpisodeSpec {
+        lane: match args.lane {
+            LaneArg::Routed => Lane::Routed,
+            LaneArg::Fixed => Lane::Fixed,
+        },
+        prompt: match args.prompt {
+            PromptArg::Base => PromptVariant::Base,
+            PromptArg::Workflow => PromptVariant::Workflow,
+            PromptArg::InterfaceGuide => PromptVariant::InterfaceGuide,
+        },
+        completion_cap: args.cap,
+        repeat: args.repeat,
+        ..EpisodeSpec::frozen(&variant, config)
+    };
+    let rt = runtime()?;
+    let episode = rt.block_on(run_episode(provider.as_ref(), &spec, &prompts, None));
+    if let Some(path) = &args.trace_out {
+        let text = serde_json::to_string_pretty(&episode.trace).unwrap_or_default();
+        std::fs::write(path, text + "\n").map_err(|source| CliError::Write {
+            path: path.clone(),
+            source,
+        })?;
+    }
+    let t = &episode.trace;
+    let sum = |f: fn(&crate::grade::trace::Usage) -> u64| {
+        t.turns.iter().map(|x| f(&x.response.usage)).sum::<u64>()
+    };
+    let (input, output) = (sum(|u| u.input_tokens), sum(|u| u.output_tokens));
+    let totals = Totals {
+        requests: episode.verdict.requests,
+        calls: episode.verdict.calls,
+        input_tokens: input,
+        output_tokens: output,
+        reasoning_tokens: sum(|u| u.reasoning_tokens.unwrap_or(0)),
+        total_tokens: input + output,
+        cost_usd: config.prices.cost_usd(input, output),
+    };
+    if args.json {
+        print_json(&Output {
+            episode_key: &episode.key,
+            configuration: &config.name,
+            variant_id: &variant.variant_id,
+            stop: t.stop,
+            verdict: &episode.verdict,
+            usage: totals,
+            omitted: &episode.omitted,
+        });
+        return Ok(());
+    }
+    say!(
+        "episode {} — {} on {} ({} at {})",
+        &episode.key[..16],
+        config.name,
+        variant.variant_id,
+        variant.family,
+        variant.cell
+    );
+    for (i, turn) in t.turns.iter().enumerate() {
+        let r = &turn.response;
+        let action = match (turn.executed.first(), r.tool_calls.len(), &r.text) {
+            (Some(c), _, _) => format!("{} {}", c.tool, c.arguments),
+            (None, n, _) if n > 1 => format!("{n} tool calls (not executed)"),
+            (None, _, Some(text)) if !text.trim().is_empty() => {
+                format!("answer {}", text.chars().take(120).collect::<String>())
+            }
+            _ => "(no text, no call)".to_string(),
+        };
+        say!(
+            "#{i:<2} {:>6} in {:>5} out {:>5} reasoning  {:<10} {action}",
+            r.usage.input_tokens,
+            r.usage.output_tokens,
+            r.usage
+                .reasoning_tokens
+                .map_or("-".into(), |n| n.to_string()),
+            r.finish_reason_raw
+        );
+    }
+    let v = &episode.verdict;
+    let marks: Vec<String> = v
+        .obligations
+        .in_order()
+        .iter()
+        .map(|(o, ok)| format!("{o:?}{}", if *ok { "✓" } else { "✗" }))
+        .collect();
+    say!("stop {:?}; vts={}; {}", t.stop, v.vts, marks.join(" "));
+    if let (Some(o), Some(f)) = (v.first_unmet, v.terminal_flag) {
+        say!(
+            "failure record ({o:?}, {})",
+            crate::compile::cell::level_name(&f)
+        );
+    }
+    say!(
+        "{} tokens ({} in, {} out), ${:.5}",
+        totals.total_tokens,
+        totals.input_tokens,
+        totals.output_tokens,
+        totals.cost_usd
+    );
+    Ok(())
+}
