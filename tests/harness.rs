@@ -130,14 +130,23 @@ fn reference_script(
     }
 }
 
+/// Runs an episode and checks that its stored transcript gives back the same trace
+/// (and so the same verdict) offline.
 async fn run(v: &Variant, cfg: &Configuration, lane: Lane, p: &dyn Provider) -> Episode {
     let spec = EpisodeSpec {
         lane,
         ..EpisodeSpec::frozen(v, cfg)
     };
-    run_episode(p, &spec, &prompts(), None).await
+    let e = run_episode(p, &spec, &prompts(), None).await;
+    let stored = serde_json::to_string(&e.transcript).expect("serialises");
+    let back: tbb::harness::transcript::Transcript = serde_json::from_str(&stored).expect("parses");
+    assert_eq!(
+        back.trace(&e.blobs, v).as_ref(),
+        Some(&e.trace),
+        "the transcript rebuilds the trace"
+    );
+    e
 }
-
 const HARBOR: &str = "overdue-escalation-harbor";
 
 #[tokio::test]
@@ -386,5 +395,36 @@ async fn every_request_rebuilds_byte_for_byte_from_the_transcript() {
         }
         // Menus and the system prompt are stored once, not per request.
         assert!(e.blobs.blobs.len() <= 3, "{}", e.blobs.blobs.len());
+    }
+}
+
+#[tokio::test]
+async fn an_episode_transcript_costs_under_10_kib_compressed() {
+    for (family, cell) in [
+        (HARBOR, Cell::new(128, Workflow::High, Encoding::Linked)),
+        (HARBOR, Cell::new(128, Workflow::High, Encoding::Compact)),
+        (
+            "customer-reply-routing-marigold",
+            Cell::new(128, Workflow::High, Encoding::Raw),
+        ),
+    ] {
+        let v = variant(family, cell);
+        for lane in [Lane::Routed, Lane::Fixed] {
+            let p = Scripted::new(reference_script(&v));
+            let e = run(&v, &config(""), lane, &p).await;
+            let stored = serde_json::to_vec(&e.transcript).expect("serialises");
+            let compressed = zstd::bulk::compress(&stored, 3).expect("compresses");
+            eprintln!(
+                "{family} {lane:?}: {} bytes, {} compressed",
+                stored.len(),
+                compressed.len()
+            );
+            assert!(
+                compressed.len() < 10 * 1024,
+                "{family} {lane:?}: {} bytes raw, {} compressed",
+                stored.len(),
+                compressed.len()
+            );
+        }
     }
 }

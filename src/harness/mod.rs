@@ -175,7 +175,7 @@ fn finish_reason(f: Finish) -> FinishReason {
     }
 }
 
-fn response_record(r: &ChatResponse, wall_ms: u64) -> ResponseRecord {
+pub(crate) fn response_record(r: &ChatResponse, wall_ms: u64) -> ResponseRecord {
     let usage = r.usage.unwrap_or(crate::provider::Usage {
         input_tokens: 0,
         cached_tokens: 0,
@@ -288,7 +288,7 @@ pub async fn run_episode(
         let mut sandbox = Sandbox::new(variant);
         let mut executed: Vec<ExecutedCall> = Vec::new();
         let mut tokens: u64 = 0;
-        loop {
+        let stop = loop {
             if trace.turns.len() as u32 >= variant.turn_limit {
                 break StopReason::TurnLimit;
             }
@@ -305,6 +305,7 @@ pub async fn run_episode(
             };
             attempts += outcome.attempts;
             let wall_ms = sent.elapsed().as_millis() as u64;
+            transcript.wall_ms.push(wall_ms);
             let visible_names: Vec<String> = visible.0.clone();
             let response = match outcome.result {
                 Ok(r) => r,
@@ -399,8 +400,13 @@ pub async fn run_episode(
             if remaining_steps(variant, &refs, sandbox.changes()) > left {
                 break StopReason::Infeasible;
             }
-        }
+        };
+        transcript.close(&request.messages, stop, limits);
+        stop
     };
+    if stop == StopReason::Unavailable {
+        transcript.close(&[], stop, limits);
+    }
     trace.stop = stop;
     let verdict = grade_with_budget(variant, &trace, spec.episode_budget);
     Episode {

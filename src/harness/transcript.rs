@@ -12,6 +12,10 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::compile::Variant;
+use crate::grade::trace::{
+    ExecutedCall, Limits, RequestRecord, StopReason, Trace, Turn, TRACE_FORMAT,
+};
 use crate::provider::chat::Sampling;
 use crate::provider::{ChatRequest, ChatResponse, Message, ToolSchema};
 
@@ -102,6 +106,19 @@ pub struct Transcript {
     pub requests: Vec<StoredRequest>,
     /// One outcome per request.
     pub outcomes: Vec<StoredOutcome>,
+    /// Wall time of each request in milliseconds (never part of a result's identity).
+    #[serde(default)]
+    pub wall_ms: Vec<u64>,
+    /// Messages after the last request (the observation of a call executed just before
+    /// the episode stopped).
+    #[serde(default)]
+    pub trailing: Vec<Message>,
+    /// Why the episode stopped.
+    #[serde(default)]
+    pub stop: Option<StopReason>,
+    /// The limits in force.
+    #[serde(default)]
+    pub limits: Option<Limits>,
     /// The body reference of the last request recorded (chained into the next).
     #[serde(default)]
     pub last_ref: String,
@@ -115,6 +132,10 @@ impl Transcript {
             episode_key: episode_key.into(),
             requests: Vec::new(),
             outcomes: Vec::new(),
+            wall_ms: Vec::new(),
+            trailing: Vec::new(),
+            stop: None,
+            limits: None,
             last_ref: String::new(),
         }
     }
@@ -158,6 +179,63 @@ impl Transcript {
         self.last_ref.clone()
     }
 
+    /// Closes the transcript: the messages after the last recorded request, the stop
+    /// reason and the limits.
+    pub fn close(&mut self, messages: &[Message], stop: StopReason, limits: Limits) {
+        let recorded = 1 + self
+            .requests
+            .iter()
+            .map(|r| r.appended.len())
+            .sum::<usize>();
+        self.trailing = messages.get(recorded..).unwrap_or_default().to_vec();
+        self.stop = Some(stop);
+        self.limits = Some(limits);
+    }
+
+    /// Rebuilds the episode's trace from the stored requests and responses, so that a
+    /// verdict can be re-derived offline. `None` if the transcript is incomplete.
+    pub fn trace(&self, blobs: &BlobStore, variant: &Variant) -> Option<Trace> {
+        let refs = self.body_refs();
+        let mut turns: Vec<Turn> = Vec::new();
+        for (i, (request, outcome)) in self.requests.iter().zip(&self.outcomes).enumerate() {
+            // Calls executed after response i-1 arrive as tool messages in request i.
+            attach_executed(turns.last_mut(), &request.appended);
+            let StoredOutcome::Response(response) = outcome else {
+                continue;
+            };
+            let tools: Vec<ToolSchema> =
+                serde_json::from_str(blobs.get(&request.tools_ref)?).ok()?;
+            turns.push(Turn {
+                request: RequestRecord {
+                    visible_tools: tools.into_iter().map(|t| t.name).collect(),
+                    body_ref: refs.get(i).cloned(),
+                },
+                response: super::response_record(
+                    response,
+                    self.wall_ms.get(i).copied().unwrap_or(0),
+                ),
+                executed: Vec::new(),
+            });
+        }
+        attach_executed(turns.last_mut(), &self.trailing);
+        let stop = self.stop?;
+        let final_answer = match stop {
+            StopReason::Answer => turns.last().and_then(|t| t.response.text.clone()),
+            _ => None,
+        };
+        Some(Trace {
+            format: TRACE_FORMAT.into(),
+            family: variant.family.clone(),
+            cell: variant.cell,
+            variant_id: variant.variant_id.clone(),
+            menu: variant.menu_names(),
+            limits: self.limits?,
+            turns,
+            final_answer,
+            stop,
+        })
+    }
+
     /// The body references of every request, recomputed from the stored requests.
     pub fn body_refs(&self) -> Vec<String> {
         let mut last = String::new();
@@ -194,5 +272,33 @@ impl Transcript {
             max_completion_tokens: stored.max_completion_tokens,
             sampling: stored.sampling,
         })
+    }
+}
+
+/// Adds the tool messages among `messages` to `turn` as executed calls, with the
+/// argument strings the turn's response gave for those call ids.
+fn attach_executed(turn: Option<&mut Turn>, messages: &[Message]) {
+    let Some(turn) = turn else { return };
+    for m in messages {
+        if let Message::Tool {
+            call_id,
+            name,
+            content,
+        } = m
+        {
+            let arguments = turn
+                .response
+                .tool_calls
+                .iter()
+                .find(|c| &c.id == call_id)
+                .map(|c| c.arguments.clone())
+                .unwrap_or_default();
+            turn.executed.push(ExecutedCall {
+                call_id: call_id.clone(),
+                tool: name.clone(),
+                arguments,
+                observation: content.clone(),
+            });
+        }
     }
 }
