@@ -24,3 +24,4 @@ pub mod grade;
 pub mod harness;
 pub mod provider;
 pub mod sandbox;
+pub mod store;

@@ -1,0 +1,248 @@
+//! Arrow schemas and Parquet files of the tables researchers load (DESIGN.md, "Tables").
+//!
+//! Owns: the column layout of each table, the Parquet writer settings (zstd, row-group
+//! size, provenance in the key-value metadata: tbb version, manifest hash, lockfile
+//! hash), atomic writes (temporary file, fsync, rename), and reading tables back.
+//!
+//! Never: decides what goes into a row (the pipeline and the analyses do), or writes
+//! anything outside the path it is given.
+
+pub mod tables;
+
+use std::fs::File;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use arrow_array::builder::{
+    BooleanBuilder, Float64Builder, StringBuilder, UInt32Builder, UInt64Builder,
+};
+use arrow_array::{ArrayRef, RecordBatch};
+use arrow_schema::{ArrowError, DataType, Field, Schema};
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::arrow::ArrowWriter;
+use parquet::basic::{Compression, ZstdLevel};
+use parquet::errors::ParquetError;
+use parquet::file::metadata::KeyValue;
+use parquet::file::properties::WriterProperties;
+use thiserror::Error;
+
+/// Rows per row group: large enough for zstd to find repetition across rows, small
+/// enough that a notebook can read one configuration's rows without the rest.
+pub const ROW_GROUP_SIZE: usize = 64 * 1024;
+
+/// A table that cannot be written or read.
+#[derive(Debug, Error, miette::Diagnostic)]
+pub enum StoreError {
+    /// File system.
+    #[error("{}: {source}", path.display())]
+    #[diagnostic(code(tbb::store::io))]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// Cause.
+        source: std::io::Error,
+    },
+    /// Parquet encoding or decoding.
+    #[error("{}: {source}", path.display())]
+    #[diagnostic(code(tbb::store::parquet))]
+    Parquet {
+        /// The file.
+        path: PathBuf,
+        /// Cause.
+        source: ParquetError,
+    },
+    /// Arrow (a column of the wrong length or type: a bug in a table's layout).
+    #[error("building table {table}: {source}")]
+    #[diagnostic(code(tbb::store::arrow))]
+    Arrow {
+        /// Table name.
+        table: String,
+        /// Cause.
+        source: ArrowError,
+    },
+}
+
+/// Where a table came from, written into its Parquet key-value metadata.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Provenance {
+    /// blake3 of the manifest the table was produced for.
+    pub manifest_hash: String,
+    /// blake3 of the lockfile in force.
+    pub lockfile_hash: String,
+}
+
+/// Builds a record batch column by column.
+#[derive(Default)]
+pub struct TableBuilder {
+    fields: Vec<Field>,
+    columns: Vec<ArrayRef>,
+}
+
+impl TableBuilder {
+    /// An empty table.
+    pub fn new() -> TableBuilder {
+        TableBuilder::default()
+    }
+
+    fn push(mut self, name: &str, data_type: DataType, nullable: bool, column: ArrayRef) -> Self {
+        self.fields.push(Field::new(name, data_type, nullable));
+        self.columns.push(column);
+        self
+    }
+
+    /// A UTF-8 column.
+    pub fn text<S: AsRef<str>>(self, name: &str, values: impl IntoIterator<Item = S>) -> Self {
+        let mut b = StringBuilder::new();
+        for v in values {
+            b.append_value(v.as_ref());
+        }
+        self.push(name, DataType::Utf8, false, Arc::new(b.finish()))
+    }
+
+    /// A nullable UTF-8 column.
+    pub fn text_opt<S: AsRef<str>>(
+        self,
+        name: &str,
+        values: impl IntoIterator<Item = Option<S>>,
+    ) -> Self {
+        let mut b = StringBuilder::new();
+        for v in values {
+            b.append_option(v.as_ref().map(|s| s.as_ref()));
+        }
+        self.push(name, DataType::Utf8, true, Arc::new(b.finish()))
+    }
+
+    /// A u32 column.
+    pub fn u32(self, name: &str, values: impl IntoIterator<Item = u32>) -> Self {
+        let mut b = UInt32Builder::new();
+        for v in values {
+            b.append_value(v);
+        }
+        self.push(name, DataType::UInt32, false, Arc::new(b.finish()))
+    }
+
+    /// A nullable u32 column.
+    pub fn u32_opt(self, name: &str, values: impl IntoIterator<Item = Option<u32>>) -> Self {
+        let mut b = UInt32Builder::new();
+        for v in values {
+            b.append_option(v);
+        }
+        self.push(name, DataType::UInt32, true, Arc::new(b.finish()))
+    }
+
+    /// A u64 column.
+    pub fn u64(self, name: &str, values: impl IntoIterator<Item = u64>) -> Self {
+        let mut b = UInt64Builder::new();
+        for v in values {
+            b.append_value(v);
+        }
+        self.push(name, DataType::UInt64, false, Arc::new(b.finish()))
+    }
+
+    /// An f64 column.
+    pub fn f64(self, name: &str, values: impl IntoIterator<Item = f64>) -> Self {
+        let mut b = Float64Builder::new();
+        for v in values {
+            b.append_value(v);
+        }
+        self.push(name, DataType::Float64, false, Arc::new(b.finish()))
+    }
+
+    /// A boolean column.
+    pub fn bool(self, name: &str, values: impl IntoIterator<Item = bool>) -> Self {
+        let mut b = BooleanBuilder::new();
+        for v in values {
+            b.append_value(v);
+        }
+        self.push(name, DataType::Boolean, false, Arc::new(b.finish()))
+    }
+
+    /// The batch.
+    pub fn build(self, table: &str) -> Result<RecordBatch, StoreError> {
+        RecordBatch::try_new(Arc::new(Schema::new(self.fields)), self.columns).map_err(|source| {
+            StoreError::Arrow {
+                table: table.to_string(),
+                source,
+            }
+        })
+    }
+}
+
+/// Writes a batch to `path` atomically: into a temporary file beside it, fsync, rename.
+/// Readers never see a partial table.
+pub fn write_table(
+    path: &Path,
+    batch: &RecordBatch,
+    provenance: &Provenance,
+) -> Result<(), StoreError> {
+    let io = |source| StoreError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let pq = |source| StoreError::Parquet {
+        path: path.to_path_buf(),
+        source,
+    };
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(io)?;
+    }
+    let metadata = vec![
+        KeyValue::new(
+            "tbb.version".to_string(),
+            env!("CARGO_PKG_VERSION").to_string(),
+        ),
+        KeyValue::new(
+            "tbb.manifest_hash".to_string(),
+            provenance.manifest_hash.clone(),
+        ),
+        KeyValue::new(
+            "tbb.lockfile_hash".to_string(),
+            provenance.lockfile_hash.clone(),
+        ),
+    ];
+    let props = WriterProperties::builder()
+        .set_compression(Compression::ZSTD(ZstdLevel::try_new(3).map_err(pq)?))
+        .set_max_row_group_row_count(Some(ROW_GROUP_SIZE))
+        .set_key_value_metadata(Some(metadata))
+        // No creation time or host in the file: the same rows give the same bytes.
+        .set_created_by(format!("tbb {}", env!("CARGO_PKG_VERSION")))
+        .build();
+    let tmp = path.with_extension("parquet.tmp");
+    let file = File::create(&tmp).map_err(io)?;
+    let mut writer = ArrowWriter::try_new(file, batch.schema(), Some(props)).map_err(pq)?;
+    writer.write(batch).map_err(pq)?;
+    let mut file = writer.into_inner().map_err(pq)?;
+    file.flush().map_err(io)?;
+    file.sync_all().map_err(io)?;
+    std::fs::rename(&tmp, path).map_err(io)?;
+    Ok(())
+}
+
+/// Reads a whole table back, with its key-value metadata.
+pub fn read_table(path: &Path) -> Result<(Vec<RecordBatch>, Vec<(String, String)>), StoreError> {
+    let pq = |source| StoreError::Parquet {
+        path: path.to_path_buf(),
+        source,
+    };
+    let file = File::open(path).map_err(|source| StoreError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(pq)?;
+    let metadata = builder
+        .metadata()
+        .file_metadata()
+        .key_value_metadata()
+        .map(|kv| {
+            kv.iter()
+                .map(|k| (k.key.clone(), k.value.clone().unwrap_or_default()))
+                .collect()
+        })
+        .unwrap_or_default();
+    let reader = builder.build().map_err(pq)?;
+    let batches = reader
+        .collect::<Result<Vec<_>, ArrowError>>()
+        .map_err(|e| pq(ParquetError::External(Box::new(e))))?;
+    Ok((batches, metadata))
+}

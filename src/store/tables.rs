@@ -1,0 +1,322 @@
+//! The layouts of `variants.parquet` and `episodes.parquet` (the notebook contract of
+//! DESIGN.md: stable snake_case column names).
+
+use arrow_array::RecordBatch;
+use serde::Serialize;
+
+use super::{StoreError, TableBuilder};
+use crate::compile::cell::level_name;
+use crate::compile::Variant;
+use crate::grade::trace::Usage;
+use crate::harness::{Episode, EpisodeSpec};
+
+/// `variants.parquet`: one row per compiled variant.
+pub fn variants(variants: &[&Variant]) -> Result<RecordBatch, StoreError> {
+    let json = |v: &serde_json::Value| v.to_string();
+    TableBuilder::new()
+        .text("variant_id", variants.iter().map(|v| &v.variant_id))
+        .text("family", variants.iter().map(|v| &v.family))
+        .text("intent", variants.iter().map(|v| &v.intent))
+        .text("domain", variants.iter().map(|v| level_name(&v.domain)))
+        .text("split", variants.iter().map(|v| level_name(&v.split)))
+        .u32("v", variants.iter().map(|v| u32::from(v.cell.v)))
+        .text("w", variants.iter().map(|v| level_name(&v.cell.w)))
+        .text("d", variants.iter().map(|v| level_name(&v.cell.d)))
+        .text("r", variants.iter().map(|v| level_name(&v.cell.r)))
+        .u32_opt(
+            "depth",
+            variants.iter().map(|v| v.cell.depth.map(u32::from)),
+        )
+        .u32(
+            "certified_min_calls",
+            variants.iter().map(|v| v.certified_min_calls),
+        )
+        .u32("call_limit", variants.iter().map(|v| v.call_limit))
+        .u32("turn_limit", variants.iter().map(|v| v.turn_limit))
+        .u32("menu_size", variants.iter().map(|v| v.menu.len() as u32))
+        .u32(
+            "n_operational_tools",
+            variants.iter().map(|v| v.operational_tools.len() as u32),
+        )
+        .text("answer_json", variants.iter().map(|v| json(&v.answer())))
+        .text(
+            "sources_json",
+            variants.iter().map(|v| json(&serde_json::json!(v.sources))),
+        )
+        .text("variant_hash", variants.iter().map(|v| &v.variant_hash))
+        .build("variants")
+}
+
+/// One row of `episodes.parquet`: one scored condition.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EpisodeRow {
+    /// Study (manifest) name.
+    pub study: String,
+    /// Configuration name.
+    pub configuration: String,
+    /// Its organization.
+    pub organization: String,
+    /// Its model.
+    pub model: String,
+    /// Its provider route.
+    pub route: String,
+    /// Menu lane.
+    pub lane: String,
+    /// Repair applied (`none`, `workflow_prompt`, `interface_guide`, ...).
+    pub repair: String,
+    /// Completion cap.
+    pub completion_cap: u32,
+    /// Repeat index.
+    pub repeat: u32,
+    /// The variant.
+    pub variant_id: String,
+    /// Family.
+    pub family: String,
+    /// Intent.
+    pub intent: String,
+    /// Menu size.
+    pub v: u32,
+    /// Workflow level.
+    pub w: String,
+    /// Encoding.
+    pub d: String,
+    /// Routing difficulty.
+    pub r: String,
+    /// Frontier depth.
+    pub depth: Option<u32>,
+    /// Verified task success.
+    pub vts: bool,
+    /// The nine obligations.
+    pub ok: [bool; 9],
+    /// First unmet obligation.
+    pub first_unmet: Option<String>,
+    /// Terminal flag.
+    pub terminal_flag: Option<String>,
+    /// Some response ended at the cap.
+    pub truncated: bool,
+    /// ... before any call was executed.
+    pub truncated_before_first_call: bool,
+    /// Executed calls.
+    pub calls: u32,
+    /// Model requests.
+    pub requests: u32,
+    /// Turns (requests answered).
+    pub turns: u32,
+    /// Prompt tokens over the episode.
+    pub prompt_tokens: u64,
+    /// Completion tokens over the episode.
+    pub completion_tokens: u64,
+    /// Reasoning tokens over the episode (reported or derived; 0 when unknown).
+    pub reasoning_tokens: u64,
+    /// Prompt + completion.
+    pub total_tokens: u64,
+    /// Tokens × frozen prices.
+    pub cost_usd: f64,
+    /// Wall time (excluded from determinism checks).
+    pub wall_ms: u64,
+    /// Provider failure after retries, or missing usage.
+    pub infra_failure: bool,
+    /// Why the harness stopped.
+    pub stop_reason: String,
+    /// Content address of the stored transcript.
+    pub transcript_ref: String,
+    /// The execute node's key.
+    pub node_key: String,
+}
+
+impl EpisodeRow {
+    /// The row of a finished episode.
+    pub fn new(
+        study: &str,
+        repair: &str,
+        spec: &EpisodeSpec<'_>,
+        episode: &Episode,
+        transcript_ref: &str,
+        node_key: &str,
+    ) -> EpisodeRow {
+        let v = spec.variant;
+        let verdict = &episode.verdict;
+        let usage: Vec<&Usage> = episode
+            .trace
+            .turns
+            .iter()
+            .map(|t| &t.response.usage)
+            .collect();
+        let prompt_tokens = usage
+            .iter()
+            .map(|u| u.input_tokens)
+            .fold(0, u64::saturating_add);
+        let completion_tokens = usage
+            .iter()
+            .map(|u| u.output_tokens)
+            .fold(0, u64::saturating_add);
+        EpisodeRow {
+            study: study.into(),
+            configuration: spec.config.name.clone(),
+            organization: spec.config.organization.clone(),
+            model: spec.config.model.clone(),
+            route: spec.config.route(),
+            lane: level_name(&spec.lane),
+            repair: repair.into(),
+            completion_cap: spec.completion_cap,
+            repeat: spec.repeat,
+            variant_id: v.variant_id.clone(),
+            family: v.family.clone(),
+            intent: v.intent.clone(),
+            v: u32::from(v.cell.v),
+            w: level_name(&v.cell.w),
+            d: level_name(&v.cell.d),
+            r: level_name(&v.cell.r),
+            depth: v.cell.depth.map(u32::from),
+            vts: verdict.vts,
+            ok: verdict.obligations.in_order().map(|(_, ok)| ok),
+            first_unmet: verdict.first_unmet.map(|o| format!("{o:?}")),
+            terminal_flag: verdict.terminal_flag.map(|f| level_name(&f)),
+            truncated: verdict.truncated,
+            truncated_before_first_call: verdict.truncated_before_first_call,
+            calls: verdict.calls,
+            requests: episode.transcript.requests.len() as u32,
+            turns: verdict.requests,
+            prompt_tokens,
+            completion_tokens,
+            reasoning_tokens: usage
+                .iter()
+                .filter_map(|u| u.reasoning_tokens)
+                .fold(0, u64::saturating_add),
+            total_tokens: prompt_tokens.saturating_add(completion_tokens),
+            cost_usd: spec
+                .config
+                .prices
+                .cost_usd(prompt_tokens, completion_tokens),
+            wall_ms: episode.wall_ms,
+            infra_failure: verdict.infra_failure,
+            stop_reason: level_name(&episode.trace.stop),
+            transcript_ref: transcript_ref.into(),
+            node_key: node_key.into(),
+        }
+    }
+}
+
+/// `episodes.parquet`.
+pub fn episodes(rows: &[EpisodeRow]) -> Result<RecordBatch, StoreError> {
+    let mut t = TableBuilder::new()
+        .text("study", rows.iter().map(|r| &r.study))
+        .text("configuration", rows.iter().map(|r| &r.configuration))
+        .text("organization", rows.iter().map(|r| &r.organization))
+        .text("model", rows.iter().map(|r| &r.model))
+        .text("route", rows.iter().map(|r| &r.route))
+        .text("lane", rows.iter().map(|r| &r.lane))
+        .text("repair", rows.iter().map(|r| &r.repair))
+        .u32("completion_cap", rows.iter().map(|r| r.completion_cap))
+        .u32("repeat", rows.iter().map(|r| r.repeat))
+        .text("variant_id", rows.iter().map(|r| &r.variant_id))
+        .text("family", rows.iter().map(|r| &r.family))
+        .text("intent", rows.iter().map(|r| &r.intent))
+        .u32("v", rows.iter().map(|r| r.v))
+        .text("w", rows.iter().map(|r| &r.w))
+        .text("d", rows.iter().map(|r| &r.d))
+        .text("r", rows.iter().map(|r| &r.r))
+        .u32_opt("depth", rows.iter().map(|r| r.depth))
+        .bool("vts", rows.iter().map(|r| r.vts));
+    for (i, name) in [
+        "ok_a", "ok_s", "ok_p", "ok_q", "ok_e", "ok_x", "ok_g", "ok_b", "ok_c",
+    ]
+    .iter()
+    .enumerate()
+    {
+        t = t.bool(name, rows.iter().map(|r| r.ok[i]));
+    }
+    t.text_opt("first_unmet", rows.iter().map(|r| r.first_unmet.as_ref()))
+        .text_opt(
+            "terminal_flag",
+            rows.iter().map(|r| r.terminal_flag.as_ref()),
+        )
+        .bool("truncated", rows.iter().map(|r| r.truncated))
+        .bool(
+            "truncated_before_first_call",
+            rows.iter().map(|r| r.truncated_before_first_call),
+        )
+        .u32("calls", rows.iter().map(|r| r.calls))
+        .u32("requests", rows.iter().map(|r| r.requests))
+        .u32("turns", rows.iter().map(|r| r.turns))
+        .u64("prompt_tokens", rows.iter().map(|r| r.prompt_tokens))
+        .u64(
+            "completion_tokens",
+            rows.iter().map(|r| r.completion_tokens),
+        )
+        .u64("reasoning_tokens", rows.iter().map(|r| r.reasoning_tokens))
+        .u64("total_tokens", rows.iter().map(|r| r.total_tokens))
+        .f64("cost_usd", rows.iter().map(|r| r.cost_usd))
+        .u64("wall_ms", rows.iter().map(|r| r.wall_ms))
+        .bool("infra_failure", rows.iter().map(|r| r.infra_failure))
+        .text("stop_reason", rows.iter().map(|r| &r.stop_reason))
+        .text("transcript_ref", rows.iter().map(|r| &r.transcript_ref))
+        .text("node_key", rows.iter().map(|r| &r.node_key))
+        .build("episodes")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compile::{compile, Cell};
+    use crate::family::repository_families;
+    use crate::store::{read_table, write_table, Provenance};
+
+    #[test]
+    fn the_variants_table_round_trips_with_its_columns_and_provenance() {
+        let set = repository_families();
+        let compiled: Vec<Variant> = set
+            .families
+            .iter()
+            .take(3)
+            .flat_map(|f| {
+                Cell::capacity()
+                    .into_iter()
+                    .filter_map(move |c| compile(f, &c).ok())
+            })
+            .collect();
+        let refs: Vec<&Variant> = compiled.iter().collect();
+        let batch = match variants(&refs) {
+            Ok(b) => b,
+            Err(e) => panic!("{e}"),
+        };
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.path().join("variants.parquet");
+        let provenance = Provenance {
+            manifest_hash: "m".into(),
+            lockfile_hash: "l".into(),
+        };
+        if let Err(e) = write_table(&path, &batch, &provenance) {
+            panic!("{e}");
+        }
+        let (back, meta) = read_table(&path).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(back.iter().map(RecordBatch::num_rows).sum::<usize>(), 36);
+        assert_eq!(back[0].schema(), batch.schema());
+        for column in [
+            "variant_id",
+            "family",
+            "intent",
+            "domain",
+            "v",
+            "w",
+            "d",
+            "r",
+            "depth",
+            "certified_min_calls",
+            "call_limit",
+            "turn_limit",
+            "menu_size",
+            "n_operational_tools",
+            "answer_json",
+            "sources_json",
+            "variant_hash",
+        ] {
+            assert!(batch.schema().field_with_name(column).is_ok(), "{column}");
+        }
+        assert!(meta.contains(&("tbb.manifest_hash".to_string(), "m".to_string())));
+        // The same rows give the same bytes.
+        let again = dir.path().join("again.parquet");
+        let _ = write_table(&again, &batch, &provenance);
+        assert_eq!(std::fs::read(&path).ok(), std::fs::read(&again).ok());
+    }
+}
