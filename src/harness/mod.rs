@@ -389,11 +389,12 @@ pub async fn run_episode(
                 name: call.name.clone(),
                 content: result.observation,
             });
-            if spec.lane == Lane::Routed && variant.operational_tools.contains(&call.name) {
-                if visible.1 != &operational_ref {
-                    visible = (&operational_names, &operational_ref);
-                    request.tools = operational.clone();
-                }
+            if spec.lane == Lane::Routed
+                && variant.operational_tools.contains(&call.name)
+                && visible.1 != &operational_ref
+            {
+                visible = (&operational_names, &operational_ref);
+                request.tools = operational.clone();
             }
             let refs: Vec<&ExecutedCall> = executed.iter().collect();
             let left = variant.call_limit.saturating_sub(executed.len() as u32) as usize;

@@ -219,8 +219,11 @@ pub fn write_table(
     Ok(())
 }
 
+/// A table read back: its batches and its key-value metadata.
+pub type Table = (Vec<RecordBatch>, Vec<(String, String)>);
+
 /// Reads a whole table back, with its key-value metadata.
-pub fn read_table(path: &Path) -> Result<(Vec<RecordBatch>, Vec<(String, String)>), StoreError> {
+pub fn read_table(path: &Path) -> Result<Table, StoreError> {
     let pq = |source| StoreError::Parquet {
         path: path.to_path_buf(),
         source,
