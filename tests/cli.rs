@@ -1068,3 +1068,123 @@ fn a_depth_cell_is_the_same_variant_whatever_workflow_level_is_given() {
     };
     assert_eq!(id("low"), id("high"));
 }
+
+#[test]
+fn configs_json_lists_the_sim_panel_and_disabled_live_routes() {
+    let rows = match json_of(&["configs", "--json"]) {
+        Value::Array(rows) => rows,
+        other => panic!("not an array: {other}"),
+    };
+    let sims: Vec<&Value> = rows.iter().filter(|r| r["provider"] == "sim").collect();
+    let orgs: BTreeSet<&str> = sims.iter().map(|r| str_field(r, "organization")).collect();
+    assert!(sims.len() >= 21 && orgs.len() >= 7);
+    for r in &rows {
+        for key in ["name", "organization", "provider", "model"] {
+            assert!(r[key].is_string(), "{key} in {r}");
+        }
+    }
+    for provider in ["openai", "anthropic", "gemini"] {
+        assert!(
+            rows.iter()
+                .any(|r| r["provider"] == provider && r["enabled"] == false),
+            "{provider}"
+        );
+    }
+}
+
+#[test]
+fn run_episode_json_holds_the_verdict_and_usage_totals() {
+    let out = json_of(&[
+        "run-episode",
+        "--config",
+        "sim-dunlin-max",
+        "--family",
+        HARBOR,
+        "--v",
+        "8",
+        "--w",
+        "high",
+        "--d",
+        "raw",
+        "--json",
+    ]);
+    for key in ["vts", "ok_a", "ok_c", "first_unmet", "terminal_flag"] {
+        assert!(out["verdict"].get(key).is_some(), "{key} in {out}");
+    }
+    let usage = &out["usage"];
+    assert!(usage["total_tokens"].as_u64().unwrap_or(0) > 0, "{out}");
+    assert_eq!(
+        usage["total_tokens"].as_u64(),
+        Some(
+            usage["input_tokens"].as_u64().unwrap_or(0)
+                + usage["output_tokens"].as_u64().unwrap_or(0)
+        )
+    );
+    // Deterministic: the same episode twice.
+    let again = json_of(&[
+        "run-episode",
+        "--config",
+        "sim-dunlin-max",
+        "--family",
+        HARBOR,
+        "--v",
+        "8",
+        "--w",
+        "high",
+        "--d",
+        "raw",
+        "--json",
+    ]);
+    assert_eq!(out["verdict"], again["verdict"]);
+    assert_eq!(out["episode_key"], again["episode_key"]);
+}
+
+#[test]
+fn run_episode_traces_grade_like_the_harness_did() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("trace.json");
+    let path_text = path.to_string_lossy().to_string();
+    let out = json_of(&[
+        "run-episode",
+        "--config",
+        "sim-aurora-flash",
+        "--family",
+        HARBOR,
+        "--v",
+        "128",
+        "--w",
+        "high",
+        "--d",
+        "linked",
+        "--json",
+        "--trace-out",
+        &path_text,
+    ]);
+    let graded = json_of(&["grade", &path_text, "--json"]);
+    assert_eq!(out["verdict"], graded);
+}
+
+#[test]
+fn an_unknown_configuration_is_answered_with_did_you_mean() {
+    let stderr = failure_of(tbb().args([
+        "run-episode",
+        "--config",
+        "sim-aurora-flsh",
+        "--family",
+        HARBOR,
+    ]));
+    assert!(
+        stderr.contains("did you mean `sim-aurora-flash`"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn providers_check_skips_disabled_routes_without_a_network_call() {
+    let out = stdout_of(&["providers", "check"]);
+    assert!(out.contains("skipped (disabled)"), "{out}");
+    assert!(
+        !out.contains("sim-"),
+        "the simulated panel has nothing to check: {out}"
+    );
+}

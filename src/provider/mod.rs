@@ -12,14 +12,15 @@
 //! structural: nothing in this module tree can name those types.
 
 // WIRE CLIENTS: uncomment when src/provider/{openai,anthropic,gemini}.rs exist.
-// pub mod anthropic;
+pub mod anthropic;
 pub mod chat;
 pub mod config;
-// pub mod gemini;
-// pub mod openai;
+pub mod gemini;
+mod http;
+pub mod openai;
 pub mod retry;
 // SIM: uncomment when src/provider/sim/mod.rs exists.
-// pub mod sim;
+pub mod sim;
 pub mod tokens;
 
 use std::future::Future;
@@ -29,7 +30,9 @@ use std::time::Duration;
 
 use thiserror::Error;
 
-pub use chat::{ChatRequest, ChatResponse, Finish, Message, ReasoningSource, ToolCall, ToolSchema, Usage};
+pub use chat::{
+    ChatRequest, ChatResponse, Finish, Message, ReasoningSource, ToolCall, ToolSchema, Usage,
+};
 pub use config::{Catalogue, Configuration, ProviderKind};
 
 /// A boxed future, so that providers can sit behind `dyn Provider`.
@@ -38,7 +41,10 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 /// One model behind one route.
 pub trait Provider: Send + Sync {
     /// Sends one request and returns the response, or why there is none.
-    fn chat<'a>(&'a self, request: &'a ChatRequest) -> BoxFuture<'a, Result<ChatResponse, ProviderError>>;
+    fn chat<'a>(
+        &'a self,
+        request: &'a ChatRequest,
+    ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>>;
 
     /// Checks credentials and reachability without spending tokens where the protocol
     /// allows (listing models, say). The default sends nothing and reports success.
@@ -113,16 +119,10 @@ pub fn api_key(config: &Configuration) -> Result<Option<String>, ProviderError> 
 /// Builds the provider a configuration describes.
 pub fn build(config: &Configuration) -> Result<Arc<dyn Provider>, ProviderError> {
     Ok(match config.provider {
-        // SIM: ProviderKind::Sim => Arc::new(sim::SimAgent::new(config)?),
-        // WIRE CLIENTS: ProviderKind::Openai => Arc::new(openai::OpenAi::new(config, api_key(config)?)?),
-        // WIRE CLIENTS: ProviderKind::Anthropic => Arc::new(anthropic::Anthropic::new(config, api_key(config)?)?),
-        // WIRE CLIENTS: ProviderKind::Gemini => Arc::new(gemini::Gemini::new(config, api_key(config)?)?),
-        kind => {
-            return Err(ProviderError::Config {
-                config: config.name.clone(),
-                message: format!("no client for {kind:?} is built into this binary yet"),
-            })
-        }
+        ProviderKind::Sim => Arc::new(sim::SimAgent::new(config)?),
+        ProviderKind::Openai => Arc::new(openai::OpenAi::new(config, api_key(config)?)?),
+        ProviderKind::Anthropic => Arc::new(anthropic::Anthropic::new(config, api_key(config)?)?),
+        ProviderKind::Gemini => Arc::new(gemini::Gemini::new(config, api_key(config)?)?),
     })
 }
 

@@ -1,0 +1,464 @@
+//! HTTP plumbing shared by the three wire clients: building the reqwest client, sending
+//! one JSON request, and turning what comes back into JSON or a typed
+//! [`ProviderError`].
+//!
+//! Owns: status handling (`Http` with a body snippet and `Retry-After`), `Timeout`,
+//! `Transport` and `Decode` errors, and keeping the key out of all of them.
+//!
+//! Invariants: the key lives in a [`Secret`] (whose `Debug` prints nothing of it) and in
+//! reqwest's default headers, marked sensitive; error bodies are cut to
+//! [`SNIPPET_CHARS`] characters *after* every occurrence of the key has been replaced,
+//! so no cut can leave a prefix of it; request headers are never echoed; redirects are
+//! not followed (they would carry the key elsewhere). A response
+//! body that contains the key (a server echoing it) has the key replaced in every
+//! string before it is returned as `raw`.
+//!
+//! Never: retries (that is [`super::retry`]), logs, or reads the environment.
+
+use std::fmt;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
+use reqwest::{StatusCode, Url};
+use serde_json::Value as Json;
+
+use super::config::Configuration;
+use super::ProviderError;
+
+/// Characters of a response body kept in an error.
+pub(crate) const SNIPPET_CHARS: usize = 300;
+
+/// What replaces the key wherever a server echoed it.
+pub(crate) const REDACTED: &str = "[redacted]";
+
+/// Keys shorter than this are placeholders of local servers ("EMPTY", "ollama"), not
+/// secrets; redacting them would mangle ordinary words in error bodies.
+const MIN_SECRET_LEN: usize = 8;
+
+/// An API key. `Debug` and `Display` never show it.
+#[derive(Clone)]
+pub(crate) struct Secret(String);
+
+impl Secret {
+    pub(crate) fn new(key: String) -> Secret {
+        Secret(key)
+    }
+
+    pub(crate) fn expose(&self) -> &str {
+        &self.0
+    }
+
+    /// Replaces every occurrence of the key in `text`.
+    pub(crate) fn redact(&self, text: &str) -> String {
+        if self.0.len() < MIN_SECRET_LEN {
+            return text.to_string();
+        }
+        text.replace(&self.0, REDACTED)
+    }
+
+    fn occurs_in(&self, text: &str) -> bool {
+        self.0.len() >= MIN_SECRET_LEN && text.contains(&self.0)
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Secret([redacted])")
+    }
+}
+
+/// The key of a protocol that always needs one; its absence is
+/// [`ProviderError::MissingKey`].
+pub(crate) fn required_key(
+    config: &Configuration,
+    api_key: Option<String>,
+) -> Result<Secret, ProviderError> {
+    match api_key {
+        Some(k) if !k.is_empty() => Ok(Secret::new(k)),
+        _ => Err(ProviderError::MissingKey {
+            config: config.name.clone(),
+            env: config.api_key_env.clone().unwrap_or_else(|| {
+                "named by api_key_env (which the configuration does not set)".to_string()
+            }),
+        }),
+    }
+}
+
+/// A header value carrying a secret (`prefix` + key), marked sensitive so that reqwest
+/// and hyper never print it.
+pub(crate) fn secret_header(
+    config: &str,
+    prefix: &str,
+    key: &Secret,
+) -> Result<HeaderValue, ProviderError> {
+    let mut value = HeaderValue::from_str(&format!("{prefix}{}", key.expose())).map_err(|_| {
+        ProviderError::Config {
+            config: config.to_string(),
+            message: "the API key contains characters that cannot go in an HTTP header".to_string(),
+        }
+    })?;
+    value.set_sensitive(true);
+    Ok(value)
+}
+
+/// The base URL of a configuration (or the protocol default), checked.
+pub(crate) fn base_url(config: &Configuration, default: &str) -> Result<Url, ProviderError> {
+    let text = config.base_url.as_deref().unwrap_or(default);
+    let url = Url::parse(text).map_err(|e| ProviderError::Config {
+        config: config.name.clone(),
+        message: format!("base_url `{text}` is not a URL: {e}"),
+    })?;
+    if !matches!(url.scheme(), "http" | "https") || url.cannot_be_a_base() {
+        return Err(ProviderError::Config {
+            config: config.name.clone(),
+            message: format!("base_url `{text}` must be an http or https URL"),
+        });
+    }
+    Ok(url)
+}
+
+/// `base` with `segments` appended as path segments (a trailing slash on `base` is
+/// ignored; segments are percent-encoded where needed).
+pub(crate) fn endpoint(base: &Url, segments: &[&str]) -> Url {
+    let mut url = base.clone();
+    if let Ok(mut path) = url.path_segments_mut() {
+        path.pop_if_empty().extend(segments);
+    }
+    url
+}
+
+/// A reqwest client with the configuration's timeout and the protocol's headers.
+#[derive(Debug, Clone)]
+pub(crate) struct Client {
+    inner: reqwest::Client,
+    timeout: Duration,
+    key: Option<Secret>,
+}
+
+impl Client {
+    /// Builds the client. `headers` go on every request (secret ones must already be
+    /// marked sensitive); `key` is kept only to redact it from what comes back.
+    pub(crate) fn new(
+        config: &Configuration,
+        headers: Vec<(HeaderName, HeaderValue)>,
+        key: Option<Secret>,
+    ) -> Result<Client, ProviderError> {
+        if config.timeout_ms == 0 {
+            return Err(ProviderError::Config {
+                config: config.name.clone(),
+                message: "timeout_ms must be at least 1".to_string(),
+            });
+        }
+        super::install_crypto();
+        let timeout = Duration::from_millis(config.timeout_ms);
+        let mut map = HeaderMap::new();
+        for (name, value) in headers {
+            map.insert(name, value);
+        }
+        let inner = reqwest::Client::builder()
+            .timeout(timeout)
+            .default_headers(map)
+            // A redirect would carry `x-api-key` / `x-goog-api-key` to wherever it
+            // points (reqwest strips only `Authorization` across hosts); none of the
+            // APIs redirect, so a 3xx is reported as an `Http` error instead.
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .map_err(|e| ProviderError::Config {
+                config: config.name.clone(),
+                message: format!("cannot build the HTTP client: {}", error_chain(&e)),
+            })?;
+        Ok(Client {
+            inner,
+            timeout,
+            key,
+        })
+    }
+
+    /// POSTs a JSON body and returns the response's JSON.
+    pub(crate) async fn post_json(&self, url: Url, body: &Json) -> Result<Json, ProviderError> {
+        let bytes = serde_json::to_vec(body)
+            .map_err(|e| ProviderError::Decode(format!("cannot encode the request: {e}")))?;
+        let request = self
+            .inner
+            .post(url)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(bytes);
+        self.send(request).await
+    }
+
+    /// GETs a URL and returns the response's JSON.
+    pub(crate) async fn get_json(&self, url: Url) -> Result<Json, ProviderError> {
+        self.send(self.inner.get(url)).await
+    }
+
+    async fn send(&self, request: reqwest::RequestBuilder) -> Result<Json, ProviderError> {
+        let response = request.send().await.map_err(|e| self.transport(&e))?;
+        let status = response.status();
+        let retry_after = response
+            .headers()
+            .get(RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| parse_retry_after(v, SystemTime::now()));
+        let text = response.text().await.map_err(|e| self.transport(&e))?;
+        interpret(status, retry_after, &text, self.key.as_ref())
+    }
+
+    fn transport(&self, e: &reqwest::Error) -> ProviderError {
+        if e.is_timeout() {
+            return ProviderError::Timeout(self.timeout);
+        }
+        let message = error_chain(e);
+        ProviderError::Transport(match &self.key {
+            Some(k) => k.redact(&message),
+            None => message,
+        })
+    }
+}
+
+/// An error and its sources, joined (reqwest's own message names only the URL).
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut message = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        message.push_str(": ");
+        message.push_str(&s.to_string());
+        source = s.source();
+    }
+    message
+}
+
+/// A status and a body as the protocol's JSON, or the error they amount to.
+pub(crate) fn interpret(
+    status: StatusCode,
+    retry_after: Option<Duration>,
+    text: &str,
+    key: Option<&Secret>,
+) -> Result<Json, ProviderError> {
+    if !status.is_success() {
+        return Err(ProviderError::Http {
+            status: status.as_u16(),
+            body: snippet(text, key),
+            retry_after,
+        });
+    }
+    let mut json: Json = serde_json::from_str(text).map_err(|e| {
+        ProviderError::Decode(format!("{e}; the body starts: {}", snippet(text, key)))
+    })?;
+    if let Some(k) = key.filter(|k| k.occurs_in(text)) {
+        scrub(&mut json, k);
+    }
+    Ok(json)
+}
+
+/// The start of a body for an error message: the key replaced first, then cut to
+/// [`SNIPPET_CHARS`] characters.
+pub(crate) fn snippet(text: &str, key: Option<&Secret>) -> String {
+    let clean = match key {
+        Some(k) => k.redact(text),
+        None => text.to_string(),
+    };
+    let mut cut: String = clean.chars().take(SNIPPET_CHARS).collect();
+    if cut.len() < clean.len() {
+        cut.push('…');
+    }
+    cut
+}
+
+/// A `Decode` error for a body that is JSON but not the protocol's.
+pub(crate) fn not_protocol(what: &str, body: &Json) -> ProviderError {
+    ProviderError::Decode(format!(
+        "{what}; the body starts: {}",
+        snippet(&body.to_string(), None)
+    ))
+}
+
+fn scrub(value: &mut Json, key: &Secret) {
+    match value {
+        Json::String(s) if key.occurs_in(s) => *s = key.redact(s),
+        Json::Array(items) => items.iter_mut().for_each(|v| scrub(v, key)),
+        Json::Object(map) => {
+            let names: Vec<String> = map.keys().filter(|k| key.occurs_in(k)).cloned().collect();
+            for name in names {
+                if let Some(v) = map.remove(&name) {
+                    map.insert(key.redact(&name), v);
+                }
+            }
+            map.values_mut().for_each(|v| scrub(v, key));
+        }
+        _ => {}
+    }
+}
+
+/// `Retry-After` as delay-seconds (fractions accepted) or an IMF-fixdate HTTP-date
+/// (`Sun, 06 Nov 1994 08:49:37 GMT`), relative to `now`. A date in the past is zero.
+pub(crate) fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
+    let value = value.trim();
+    if let Ok(secs) = value.parse::<f64>() {
+        return (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs.min(1e9)));
+    }
+    let at = parse_imf_fixdate(value)?;
+    let now = now.duration_since(UNIX_EPOCH).ok()?.as_secs();
+    Some(Duration::from_secs(at.saturating_sub(now)))
+}
+
+/// Seconds since the epoch of an IMF-fixdate.
+fn parse_imf_fixdate(value: &str) -> Option<u64> {
+    let parts: Vec<&str> = value.split_whitespace().collect();
+    let [_weekday, day, month, year, time, "GMT"] = parts.as_slice() else {
+        return None;
+    };
+    let day: u64 = day.parse().ok()?;
+    let month = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ]
+    .iter()
+    .position(|m| m == month)? as u64
+        + 1;
+    let year: u64 = year.parse().ok()?;
+    let hms: Vec<u64> = time
+        .split(':')
+        .map(|p| p.parse().ok())
+        .collect::<Option<_>>()?;
+    let [h, m, s] = hms.as_slice() else {
+        return None;
+    };
+    if !(1..=31).contains(&day) || year < 1970 || *h > 23 || *m > 59 || *s > 60 {
+        return None;
+    }
+    // Days from civil (Howard Hinnant's algorithm), years from 1970 on only.
+    let (y, mo) = if month <= 2 {
+        (year - 1, month + 9)
+    } else {
+        (year, month - 3)
+    };
+    let era = y / 400;
+    let yoe = y - era * 400;
+    let doy = (153 * mo + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = (era * 146_097 + doe).checked_sub(719_468)?;
+    Some(days * 86_400 + h * 3_600 + m * 60 + s)
+}
+
+/// A non-negative integer at `key` of an object, 0 when absent or not a number.
+pub(crate) fn count(value: &Json, key: &str) -> u64 {
+    value.get(key).and_then(Json::as_u64).unwrap_or(0)
+}
+
+/// A non-negative integer at `key`, `None` when absent.
+pub(crate) fn count_opt(value: &Json, key: &str) -> Option<u64> {
+    value.get(key).and_then(Json::as_u64)
+}
+
+/// The arguments of a recorded tool call as a JSON object, for protocols that take
+/// parsed arguments (Anthropic `input`, Gemini `args`). Arguments that are not a JSON
+/// object (an invalid string the harness chose to answer with an error observation)
+/// are replayed as `{}`: these protocols cannot carry a raw string.
+pub(crate) fn arguments_object(arguments: &str) -> Json {
+    match serde_json::from_str::<Json>(arguments) {
+        Ok(v @ Json::Object(_)) => v,
+        _ => Json::Object(Default::default()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const KEY: &str = "sk-test-DO-NOT-LEAK-0123456789";
+
+    #[test]
+    fn retry_after_reads_seconds_and_http_dates() {
+        let now = UNIX_EPOCH + Duration::from_secs(784_111_777); // Sun, 06 Nov 1994 08:49:37 GMT
+        assert_eq!(parse_retry_after("2", now), Some(Duration::from_secs(2)));
+        assert_eq!(
+            parse_retry_after(" 0.25 ", now),
+            Some(Duration::from_millis(250))
+        );
+        assert_eq!(parse_retry_after("-1", now), None);
+        assert_eq!(
+            parse_retry_after("Sun, 06 Nov 1994 08:49:47 GMT", now),
+            Some(Duration::from_secs(10))
+        );
+        assert_eq!(
+            parse_retry_after("Sun, 06 Nov 1994 08:49:00 GMT", now),
+            Some(Duration::ZERO)
+        );
+        assert_eq!(
+            parse_retry_after("Thu, 01 Jan 1970 00:00:00 GMT", UNIX_EPOCH),
+            Some(Duration::ZERO)
+        );
+        assert_eq!(parse_retry_after("soon", now), None);
+        assert_eq!(
+            parse_retry_after("Sun, 06 Foo 1994 08:49:47 GMT", now),
+            None
+        );
+    }
+
+    #[test]
+    fn snippets_are_cut_after_the_key_is_gone() {
+        let key = Secret::new(KEY.to_string());
+        // The key straddles the cut: redacting first leaves no prefix of it.
+        let body = format!("{}{KEY}{}", "x".repeat(290), "y".repeat(100));
+        let s = snippet(&body, Some(&key));
+        assert!(!s.contains("sk-test"), "{s}");
+        assert_eq!(s.chars().count(), SNIPPET_CHARS + 1);
+        // Multi-byte characters are cut on a character boundary.
+        assert_eq!(
+            snippet(&"é".repeat(400), None).chars().count(),
+            SNIPPET_CHARS + 1
+        );
+        assert_eq!(snippet("short", None), "short");
+    }
+
+    #[test]
+    fn statuses_and_bodies_become_typed_errors() {
+        let key = Secret::new(KEY.to_string());
+        let html = "<html><body>502 Bad Gateway</body></html>";
+        match interpret(StatusCode::BAD_GATEWAY, None, html, Some(&key)) {
+            Err(ProviderError::Http {
+                status: 502, body, ..
+            }) => assert_eq!(body, html),
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            interpret(StatusCode::OK, None, html, None),
+            Err(ProviderError::Decode(_))
+        ));
+        assert!(matches!(
+            interpret(StatusCode::OK, None, "{\"a\": [1,", None),
+            Err(ProviderError::Decode(_))
+        ));
+        let echoed = format!("{{\"error\": \"bad key {KEY}\", \"{KEY}\": 1}}");
+        let json = interpret(StatusCode::OK, None, &echoed, Some(&key)).expect("json");
+        assert!(!json.to_string().contains(KEY));
+        let err = interpret(StatusCode::UNAUTHORIZED, None, &echoed, Some(&key)).expect_err("401");
+        assert!(!err.to_string().contains(KEY) && !format!("{err:?}").contains(KEY));
+        assert_eq!(format!("{key:?}"), "Secret([redacted])");
+    }
+
+    #[test]
+    fn endpoints_append_segments_to_any_base() {
+        for base in ["http://127.0.0.1:8080/v1", "http://127.0.0.1:8080/v1/"] {
+            let url = Url::parse(base).expect("url");
+            assert_eq!(
+                endpoint(&url, &["chat", "completions"]).as_str(),
+                "http://127.0.0.1:8080/v1/chat/completions"
+            );
+        }
+        let url = Url::parse("https://example.test/v1beta").expect("url");
+        assert_eq!(
+            endpoint(&url, &["models", "gemini-2.5-flash:generateContent"]).as_str(),
+            "https://example.test/v1beta/models/gemini-2.5-flash:generateContent"
+        );
+    }
+
+    #[test]
+    fn arguments_that_are_not_objects_replay_as_empty_objects() {
+        assert_eq!(
+            arguments_object("{\"id\": \"rec_1\"}"),
+            serde_json::json!({"id": "rec_1"})
+        );
+        assert_eq!(arguments_object("{\"id\": \"rec_"), serde_json::json!({}));
+        assert_eq!(arguments_object("[1]"), serde_json::json!({}));
+    }
+}

@@ -1,0 +1,295 @@
+//! The mechanism parameters of a simulated agent: the `[configuration.sim]` table of a
+//! catalogue entry, deserialized strictly (unknown keys are errors).
+//!
+//! Every field has a documented default; the defaults describe a careful agent that never
+//! reasons visibly long enough to reach a cap and never errs, so a table lists only what
+//! makes its configuration different. Probabilities must lie in `[0, 1]`; token amounts
+//! and rates must be finite and non-negative.
+//!
+//! Nothing here names a pressure level: each parameter is the rate of a mechanism, and
+//! the mechanism's inputs (visible schemas, look-alike connectors, prompt tokens, hops
+//! followed, requested facts per record, the observation's structure, the system
+//! prompt's wording) come from the request itself.
+
+use serde::{Deserialize, Serialize};
+
+/// Mechanism parameters (see the module docs of [`super`] for how each one acts).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Params {
+    // ---- reasoning spend -------------------------------------------------------------
+    /// Reasoning tokens spent on every request before anything else. Default 0.
+    pub reasoning_base: f64,
+    /// Reasoning tokens per visible tool schema while the agent has not yet made a
+    /// successful call (it is still scanning the menu for its tools). Default 0.
+    pub reasoning_per_schema: f64,
+    /// Share of the per-schema spend paid again on later requests, once a call has
+    /// succeeded and the agent knows its tools. Default 0.25.
+    pub menu_rescan: f64,
+    /// Reasoning tokens per 1,000 prompt tokens (long contexts make it think longer).
+    /// Default 0.
+    pub reasoning_per_ktok: f64,
+    /// Sigma of the lognormal noise (median 1) multiplying the reasoning spend.
+    /// Default 0.3.
+    pub reasoning_sigma: f64,
+    /// Chance that a request's reasoning runs long (a deliberation spike). Default 0.
+    pub reasoning_spike: f64,
+    /// Multiplier on the spend of a spiking request. Default 6.
+    pub spike_factor: f64,
+    /// Multiplier on the reasoning spend when the system prompt asks the agent to verify
+    /// privately before each tool request (the workflow prompt). Default 1.
+    pub verify_prompt_reasoning: f64,
+    /// Whether reasoning tokens count against the completion cap. Default true.
+    pub reasoning_counts_against_cap: bool,
+    /// Whether the usage reports reasoning tokens (`Reported`) or hides them inside the
+    /// output count (`Unknown`). Default false.
+    pub reports_reasoning: bool,
+
+    // ---- route choice ----------------------------------------------------------------
+    /// Chance, per visible near-miss connector (sharing two of the route's three
+    /// coordinates), of searching that connector instead of the route. Default 0.
+    pub near_miss_confusion: f64,
+    /// Chance, per visible look-alike connector (same collection, sharing only that
+    /// coordinate with the route), of searching it instead of the route. Default 0.
+    pub lookalike_confusion: f64,
+    /// Chance, per 100 visible schemas, of searching some unrelated visible connector
+    /// (attention diluted by a long menu). Default 0.
+    pub menu_dilution: f64,
+
+    // ---- handoffs and versions --------------------------------------------------------
+    /// Chance of following the first hand-off correctly when facts are still missing.
+    /// Default 1.
+    pub handoff_reliability: f64,
+    /// Multiplier on the reliability for each further hop (below 1: long chains wear the
+    /// agent down). Default 1.
+    pub hop_decay: f64,
+    /// Share of hand-off failures that answer at once, guessing the missing facts; the
+    /// rest repeat the previous search (a wasted call). Default 0.5.
+    pub premature_share: f64,
+    /// Chance of reading a superseded search hit instead of the current one. Default 0.
+    pub stale_confusion: f64,
+    /// Chance, on each request, that an agent caught repeating a search instead of
+    /// following a hand-off breaks out and follows it. Default 0.5.
+    pub loop_escape: f64,
+    /// Chance of noticing that the record just read is superseded (facts still missing,
+    /// no hand-off to follow) and reading the current version; otherwise it answers with
+    /// what it has. Default 1.
+    pub stale_recovery: f64,
+
+    // ---- record reading ---------------------------------------------------------------
+    /// Misread chance per requested fact in a raw observation (`payload`). Default 0.
+    pub misread_raw: f64,
+    /// Misread chance per requested fact in a compact observation (a value taken from a
+    /// neighbouring column of the row). Default 0.
+    pub misread_compact: f64,
+    /// Misread chance per requested fact in a typed observation (`fields`). Default 0.
+    pub misread_typed: f64,
+    /// Misread chance per requested fact in a linked observation. Default 0.
+    pub misread_linked: f64,
+    /// Growth of the misread chance per further requested fact held by the same record
+    /// (a crowded record is harder to read). Default 0.
+    pub crowding: f64,
+    /// Relative reduction of misread and stale-hit chances per hand-off already followed
+    /// (a long, structured chain makes the agent more careful). Default 0.
+    pub hop_care: f64,
+    /// Share of the misread chance removed when the system prompt explains how to read
+    /// records by interface. Default 0.2.
+    pub guide_relief: f64,
+    /// Relative growth of the misread chance per 10,000 prompt tokens. Default 0.
+    pub context_misread: f64,
+    /// Chance of noticing that a value just read does not have the type the answer
+    /// schema asks for (a misread that took a neighbouring column, say), and of reading
+    /// the record again (a further call) instead of keeping it. Default 1.
+    pub type_check: f64,
+
+    // ---- stalls -----------------------------------------------------------------------
+    /// Chance of an empty response (no text, no call). Default 0.
+    pub stall: f64,
+    /// Added stall chance per 10,000 prompt tokens. Default 0.
+    pub stall_per_10k: f64,
+
+    // ---- contract ---------------------------------------------------------------------
+    /// Chance of emitting two tool calls in one response. Default 0.
+    pub double_call: f64,
+    /// Chance of writing an argument string that is not valid JSON. Default 0.
+    pub invalid_json: f64,
+
+    // ---- decision, writes and answer ---------------------------------------------------
+    /// Chance, when about to answer, of making a state change the request did not ask
+    /// for (the named write when its condition does not hold, or another write tool of
+    /// the route). Default 0.
+    pub overeager_write: f64,
+    /// Chance of wrapping the JSON answer in a markdown fence or adding prose. Default 0.
+    pub format_slip: f64,
+    /// Chance of writing a short visible note (what it does next and what is still
+    /// missing) before a tool call; a cap can then fall inside the note or the call.
+    /// Default 0.
+    pub narration: f64,
+    /// Share of hand-off and stale errors removed when the system prompt asks for private
+    /// verification before each tool request. Default 0.
+    pub verify_prompt_care: f64,
+}
+
+impl Default for Params {
+    fn default() -> Self {
+        Params {
+            reasoning_base: 0.0,
+            reasoning_per_schema: 0.0,
+            menu_rescan: 0.25,
+            reasoning_per_ktok: 0.0,
+            reasoning_sigma: 0.3,
+            reasoning_spike: 0.0,
+            spike_factor: 6.0,
+            verify_prompt_reasoning: 1.0,
+            reasoning_counts_against_cap: true,
+            reports_reasoning: false,
+            near_miss_confusion: 0.0,
+            lookalike_confusion: 0.0,
+            menu_dilution: 0.0,
+            handoff_reliability: 1.0,
+            hop_decay: 1.0,
+            premature_share: 0.5,
+            loop_escape: 0.5,
+            stale_confusion: 0.0,
+            stale_recovery: 1.0,
+            misread_raw: 0.0,
+            misread_compact: 0.0,
+            misread_typed: 0.0,
+            misread_linked: 0.0,
+            crowding: 0.0,
+            hop_care: 0.0,
+            guide_relief: 0.2,
+            context_misread: 0.0,
+            type_check: 1.0,
+            stall: 0.0,
+            stall_per_10k: 0.0,
+            double_call: 0.0,
+            invalid_json: 0.0,
+            overeager_write: 0.0,
+            format_slip: 0.0,
+            narration: 0.0,
+            verify_prompt_care: 0.0,
+        }
+    }
+}
+
+impl Params {
+    /// Reads a `[configuration.sim]` table (absent: all defaults) and checks ranges.
+    pub fn from_table(table: Option<&toml::Table>) -> Result<Params, String> {
+        let params: Params = match table {
+            None => Params::default(),
+            Some(t) => t
+                .clone()
+                .try_into()
+                .map_err(|e: toml::de::Error| format!("sim parameters: {}", e.message()))?,
+        };
+        params.validate()?;
+        Ok(params)
+    }
+
+    /// Checks that probabilities are probabilities and amounts are amounts.
+    pub fn validate(&self) -> Result<(), String> {
+        let probabilities = [
+            ("menu_rescan", self.menu_rescan),
+            ("reasoning_spike", self.reasoning_spike),
+            ("near_miss_confusion", self.near_miss_confusion),
+            ("lookalike_confusion", self.lookalike_confusion),
+            ("menu_dilution", self.menu_dilution),
+            ("handoff_reliability", self.handoff_reliability),
+            ("hop_decay", self.hop_decay),
+            ("premature_share", self.premature_share),
+            ("loop_escape", self.loop_escape),
+            ("stale_confusion", self.stale_confusion),
+            ("stale_recovery", self.stale_recovery),
+            ("misread_raw", self.misread_raw),
+            ("misread_compact", self.misread_compact),
+            ("misread_typed", self.misread_typed),
+            ("misread_linked", self.misread_linked),
+            ("hop_care", self.hop_care),
+            ("guide_relief", self.guide_relief),
+            ("type_check", self.type_check),
+            ("narration", self.narration),
+            ("stall", self.stall),
+            ("stall_per_10k", self.stall_per_10k),
+            ("double_call", self.double_call),
+            ("invalid_json", self.invalid_json),
+            ("overeager_write", self.overeager_write),
+            ("format_slip", self.format_slip),
+            ("verify_prompt_care", self.verify_prompt_care),
+        ];
+        for (name, p) in probabilities {
+            if !(0.0..=1.0).contains(&p) {
+                return Err(format!("sim parameter {name} = {p} must lie in [0, 1]"));
+            }
+        }
+        let amounts = [
+            ("reasoning_base", self.reasoning_base),
+            ("reasoning_per_schema", self.reasoning_per_schema),
+            ("reasoning_per_ktok", self.reasoning_per_ktok),
+            ("reasoning_sigma", self.reasoning_sigma),
+            ("spike_factor", self.spike_factor),
+            ("verify_prompt_reasoning", self.verify_prompt_reasoning),
+            ("crowding", self.crowding),
+            ("context_misread", self.context_misread),
+        ];
+        for (name, x) in amounts {
+            if !x.is_finite() || x < 0.0 {
+                return Err(format!(
+                    "sim parameter {name} = {x} must be finite and non-negative"
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether any error mechanism is switched on (used by docs and tests).
+    pub fn is_error_free(&self) -> bool {
+        let zero = [
+            self.near_miss_confusion,
+            self.lookalike_confusion,
+            self.menu_dilution,
+            self.stale_confusion,
+            self.misread_raw,
+            self.misread_compact,
+            self.misread_typed,
+            self.misread_linked,
+            self.stall,
+            self.stall_per_10k,
+            self.double_call,
+            self.invalid_json,
+            self.overeager_write,
+            self.format_slip,
+        ];
+        zero.iter().all(|&x| x == 0.0) && self.handoff_reliability == 1.0 && self.hop_decay == 1.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_error_free_and_valid() {
+        let p = Params::from_table(None).unwrap_or_default();
+        assert!(p.is_error_free());
+        assert_eq!(p, Params::default());
+    }
+
+    #[test]
+    fn unknown_keys_and_bad_ranges_are_errors() {
+        let t: toml::Table = toml::from_str("reasoning_bse = 3.0").unwrap_or_default();
+        let e = Params::from_table(Some(&t)).err().unwrap_or_default();
+        assert!(e.contains("reasoning_bse"), "{e}");
+        let t: toml::Table = toml::from_str("stall = 1.5").unwrap_or_default();
+        assert!(Params::from_table(Some(&t)).is_err());
+        let t: toml::Table = toml::from_str("reasoning_base = -1.0").unwrap_or_default();
+        assert!(Params::from_table(Some(&t)).is_err());
+        let t: toml::Table =
+            toml::from_str("reasoning_per_schema = 6.5\nstall = 0.02\nreasoning_base = 150")
+                .unwrap_or_default();
+        let p = Params::from_table(Some(&t)).unwrap_or_default();
+        assert_eq!(p.reasoning_per_schema, 6.5);
+        assert_eq!(p.stall, 0.02);
+        assert_eq!(p.reasoning_base, 150.0, "an integer is read as a float");
+    }
+}
