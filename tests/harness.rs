@@ -428,3 +428,27 @@ async fn an_episode_transcript_costs_under_10_kib_compressed() {
         }
     }
 }
+
+#[tokio::test]
+async fn an_episode_row_fills_the_episodes_table_contract() {
+    let v = variant(HARBOR, Cell::new(8, Workflow::High, Encoding::Raw));
+    let cfg = config("");
+    let p = Scripted::new(reference_script(&v));
+    let e = run(&v, &cfg, Lane::Routed, &p).await;
+    let spec = EpisodeSpec::frozen(&v, &cfg);
+    let row = e.row("capacity", "none", &spec, "b3:transcript", "node-key");
+    assert!(row.vts && row.ok.iter().all(|&ok| ok));
+    assert_eq!(row.total_tokens, row.prompt_tokens + row.completion_tokens);
+    assert_eq!(row.calls, v.certified_min_calls);
+    let batch = tbb::store::tables::episodes(&[row]).expect("builds");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("episodes.parquet");
+    tbb::store::write_table(&path, &batch, &tbb::store::Provenance::default()).expect("writes");
+    let (back, _) = tbb::store::read_table(&path).expect("reads");
+    let columns = "study, configuration, organization, model, route, lane, repair, completion_cap, repeat, variant_id, family, intent, v, w, d, r, depth, vts, ok_a, ok_s, ok_p, ok_q, ok_e, ok_x, ok_g, ok_b, ok_c, first_unmet, terminal_flag, truncated, truncated_before_first_call, calls, requests, turns, prompt_tokens, completion_tokens, reasoning_tokens, total_tokens, cost_usd, wall_ms, infra_failure, stop_reason, transcript_ref, node_key";
+    let schema = back[0].schema();
+    for c in columns.split(", ") {
+        assert!(schema.field_with_name(c).is_ok(), "missing column {c}");
+    }
+    assert_eq!(back[0].num_rows(), 1);
+}

@@ -84,10 +84,8 @@ pub fn exec(cli: &Cli, args: &RunEpisodeArgs) -> Result<()> {
     crate::provider::install_crypto();
     let cat = catalogue(cli)?;
     let Some(config) = cat.get(&args.config) else {
-        let names: Vec<&str> = cat.configurations.iter().map(|c| c.name.as_str()).collect();
-        let best = names
-            .iter()
-            .min_by_key(|n| crate::family::edit_distance(n, &args.config));
+        let names = cat.configurations.iter().map(|c| c.name.as_str());
+        let best = crate::family::closest(&args.config, names);
         return Err(miette::miette!(
             help = best.map_or(String::from("run `tbb configs`"), |b| format!(
                 "did you mean `{b}`?"

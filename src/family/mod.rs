@@ -274,18 +274,23 @@ impl FamilySet {
 
     /// Family names closest to `name`, for "did you mean".
     pub fn suggest(&self, name: &str) -> Option<&str> {
-        self.families
-            .iter()
-            .map(|f| (edit_distance(&f.name, name), f.name.as_str()))
-            .min()
-            .filter(|(d, _)| *d <= name.len().max(3) / 2 + 2)
-            .map(|(_, n)| n)
+        closest(name, self.families.iter().map(|f| f.name.as_str()))
     }
 
     /// Families of one split.
     pub fn split(&self, split: Split) -> impl Iterator<Item = &Family> {
         self.families.iter().filter(move |f| f.split() == split)
     }
+}
+
+/// The option nearest to `name` by edit distance, if it is near enough to be what the
+/// user meant: the "did you mean" of every unknown name.
+pub fn closest<'a>(name: &str, options: impl Iterator<Item = &'a str>) -> Option<&'a str> {
+    options
+        .map(|o| (edit_distance(o, name), o))
+        .min()
+        .filter(|(d, _)| *d <= name.len().max(3) / 2 + 2)
+        .map(|(_, o)| o)
 }
 
 /// Levenshtein distance; small inputs only (names).

@@ -688,10 +688,10 @@ fn resolve_family(
     Some(family)
 }
 
-fn suggest<'a>(name: &str, options: impl Iterator<Item = &'a str>) -> String {
-    match options.map(|o| (super::edit_distance(o, name), o)).min() {
-        Some((_, best)) => format!("did you mean `{best}`?"),
-        None => "no names are defined".into(),
+fn suggest<'a>(name: &str, options: impl Iterator<Item = &'a str> + Clone) -> String {
+    match super::closest(name, options.clone()) {
+        Some(best) => format!("did you mean `{best}`?"),
+        None => format!("known names: {}", options.collect::<Vec<_>>().join(", ")),
     }
 }
 

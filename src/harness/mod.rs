@@ -43,6 +43,7 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
+use crate::compile::cell::level_name;
 use crate::compile::Variant;
 use crate::grade::trace::{
     ExecutedCall, FinishReason, Limits, RequestRecord, ResponseRecord, StopReason, Trace, Turn,
@@ -131,6 +132,75 @@ pub struct Episode {
     pub attempts: u32,
     /// Wall time of the episode in milliseconds (never part of a result's identity).
     pub wall_ms: u64,
+}
+
+impl Episode {
+    /// The episode's row of `episodes.parquet`.
+    pub fn row(
+        &self,
+        study: &str,
+        repair: &str,
+        spec: &EpisodeSpec<'_>,
+        transcript_ref: &str,
+        node_key: &str,
+    ) -> crate::store::tables::EpisodeRow {
+        let v = spec.variant;
+        let verdict = &self.verdict;
+        let usage: Vec<&crate::grade::trace::Usage> =
+            self.trace.turns.iter().map(|t| &t.response.usage).collect();
+        let prompt_tokens = usage
+            .iter()
+            .map(|u| u.input_tokens)
+            .fold(0, u64::saturating_add);
+        let completion_tokens = usage
+            .iter()
+            .map(|u| u.output_tokens)
+            .fold(0, u64::saturating_add);
+        crate::store::tables::EpisodeRow {
+            study: study.into(),
+            configuration: spec.config.name.clone(),
+            organization: spec.config.organization.clone(),
+            model: spec.config.model.clone(),
+            route: spec.config.route(),
+            lane: level_name(&spec.lane),
+            repair: repair.into(),
+            completion_cap: spec.completion_cap,
+            repeat: spec.repeat,
+            variant_id: v.variant_id.clone(),
+            family: v.family.clone(),
+            intent: v.intent.clone(),
+            v: u32::from(v.cell.v),
+            w: level_name(&v.cell.w),
+            d: level_name(&v.cell.d),
+            r: level_name(&v.cell.r),
+            depth: v.cell.depth.map(u32::from),
+            vts: verdict.vts,
+            ok: verdict.obligations.in_order().map(|(_, ok)| ok),
+            first_unmet: verdict.first_unmet.map(|o| format!("{o:?}")),
+            terminal_flag: verdict.terminal_flag.map(|f| level_name(&f)),
+            truncated: verdict.truncated,
+            truncated_before_first_call: verdict.truncated_before_first_call,
+            calls: verdict.calls,
+            requests: self.transcript.requests.len() as u32,
+            turns: verdict.requests,
+            prompt_tokens,
+            completion_tokens,
+            reasoning_tokens: usage
+                .iter()
+                .filter_map(|u| u.reasoning_tokens)
+                .fold(0, u64::saturating_add),
+            total_tokens: prompt_tokens.saturating_add(completion_tokens),
+            cost_usd: spec
+                .config
+                .prices
+                .cost_usd(prompt_tokens, completion_tokens),
+            wall_ms: self.wall_ms,
+            infra_failure: verdict.infra_failure,
+            stop_reason: level_name(&self.trace.stop),
+            transcript_ref: transcript_ref.into(),
+            node_key: node_key.into(),
+        }
+    }
 }
 
 /// The episode key: blake3 over the canonical JSON of everything that determines the

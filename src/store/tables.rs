@@ -7,8 +7,6 @@ use serde::Serialize;
 use super::{StoreError, TableBuilder};
 use crate::compile::cell::level_name;
 use crate::compile::Variant;
-use crate::grade::trace::Usage;
-use crate::harness::{Episode, EpisodeSpec};
 
 /// `variants.parquet`: one row per compiled variant.
 pub fn variants(variants: &[&Variant]) -> Result<RecordBatch, StoreError> {
@@ -122,79 +120,6 @@ pub struct EpisodeRow {
     pub transcript_ref: String,
     /// The execute node's key.
     pub node_key: String,
-}
-
-impl EpisodeRow {
-    /// The row of a finished episode.
-    pub fn new(
-        study: &str,
-        repair: &str,
-        spec: &EpisodeSpec<'_>,
-        episode: &Episode,
-        transcript_ref: &str,
-        node_key: &str,
-    ) -> EpisodeRow {
-        let v = spec.variant;
-        let verdict = &episode.verdict;
-        let usage: Vec<&Usage> = episode
-            .trace
-            .turns
-            .iter()
-            .map(|t| &t.response.usage)
-            .collect();
-        let prompt_tokens = usage
-            .iter()
-            .map(|u| u.input_tokens)
-            .fold(0, u64::saturating_add);
-        let completion_tokens = usage
-            .iter()
-            .map(|u| u.output_tokens)
-            .fold(0, u64::saturating_add);
-        EpisodeRow {
-            study: study.into(),
-            configuration: spec.config.name.clone(),
-            organization: spec.config.organization.clone(),
-            model: spec.config.model.clone(),
-            route: spec.config.route(),
-            lane: level_name(&spec.lane),
-            repair: repair.into(),
-            completion_cap: spec.completion_cap,
-            repeat: spec.repeat,
-            variant_id: v.variant_id.clone(),
-            family: v.family.clone(),
-            intent: v.intent.clone(),
-            v: u32::from(v.cell.v),
-            w: level_name(&v.cell.w),
-            d: level_name(&v.cell.d),
-            r: level_name(&v.cell.r),
-            depth: v.cell.depth.map(u32::from),
-            vts: verdict.vts,
-            ok: verdict.obligations.in_order().map(|(_, ok)| ok),
-            first_unmet: verdict.first_unmet.map(|o| format!("{o:?}")),
-            terminal_flag: verdict.terminal_flag.map(|f| level_name(&f)),
-            truncated: verdict.truncated,
-            truncated_before_first_call: verdict.truncated_before_first_call,
-            calls: verdict.calls,
-            requests: episode.transcript.requests.len() as u32,
-            turns: verdict.requests,
-            prompt_tokens,
-            completion_tokens,
-            reasoning_tokens: usage
-                .iter()
-                .filter_map(|u| u.reasoning_tokens)
-                .fold(0, u64::saturating_add),
-            total_tokens: prompt_tokens.saturating_add(completion_tokens),
-            cost_usd: spec
-                .config
-                .prices
-                .cost_usd(prompt_tokens, completion_tokens),
-            wall_ms: episode.wall_ms,
-            infra_failure: verdict.infra_failure,
-            stop_reason: level_name(&episode.trace.stop),
-            transcript_ref: transcript_ref.into(),
-            node_key: node_key.into(),
-        }
-    }
 }
 
 /// `episodes.parquet`.
