@@ -452,3 +452,81 @@ async fn an_episode_row_fills_the_episodes_table_contract() {
     }
     assert_eq!(back[0].num_rows(), 1);
 }
+
+/// Counts requests in flight; each takes a few milliseconds.
+struct Slow {
+    inner: Scripted<
+        Box<dyn Fn(&ChatRequest, usize) -> Result<ChatResponse, ProviderError> + Send + Sync>,
+    >,
+    in_flight: std::sync::atomic::AtomicUsize,
+    most: std::sync::atomic::AtomicUsize,
+}
+
+impl Provider for Slow {
+    fn chat<'a>(
+        &'a self,
+        request: &'a ChatRequest,
+    ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
+        use std::sync::atomic::Ordering::SeqCst;
+        Box::pin(async move {
+            let now = self.in_flight.fetch_add(1, SeqCst) + 1;
+            self.most.fetch_max(now, SeqCst);
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+            let out = self.inner.chat(request).await;
+            self.in_flight.fetch_sub(1, SeqCst);
+            out
+        })
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn requests_on_one_route_respect_its_concurrency_limit() {
+    let v = variant(HARBOR, Cell::new(8, Workflow::Low, Encoding::Raw));
+    let prompts = prompts();
+    for limit in [1u32, 2] {
+        let cfg = config(&format!("concurrency = {limit}"));
+        let answer = v.answer_text();
+        let provider = Slow {
+            inner: Scripted::new(Box::new(move |_, _| Ok(text(&answer, Finish::Stop)))),
+            in_flight: Default::default(),
+            most: Default::default(),
+        };
+        let routes = tbb::provider::retry::RouteLimits::default();
+        let spec = EpisodeSpec::frozen(&v, &cfg);
+        let runs = (0..6).map(|_| run_episode(&provider, &spec, &prompts, Some(&routes)));
+        futures_join_all(runs).await;
+        assert_eq!(
+            provider.most.load(std::sync::atomic::Ordering::SeqCst),
+            limit as usize
+        );
+    }
+}
+
+/// Polls futures concurrently on the current task (no extra dependency needed).
+async fn futures_join_all<F: std::future::Future>(
+    futures: impl Iterator<Item = F>,
+) -> Vec<F::Output> {
+    let mut set = Vec::new();
+    for f in futures {
+        set.push(Box::pin(f));
+    }
+    let mut out: Vec<Option<F::Output>> = (0..set.len()).map(|_| None).collect();
+    std::future::poll_fn(|cx| {
+        let mut pending = false;
+        for (i, f) in set.iter_mut().enumerate() {
+            if out[i].is_none() {
+                match f.as_mut().poll(cx) {
+                    std::task::Poll::Ready(v) => out[i] = Some(v),
+                    std::task::Poll::Pending => pending = true,
+                }
+            }
+        }
+        if pending {
+            std::task::Poll::Pending
+        } else {
+            std::task::Poll::Ready(())
+        }
+    })
+    .await;
+    out.into_iter().flatten().collect()
+}
