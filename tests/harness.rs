@@ -453,11 +453,13 @@ async fn an_episode_row_fills_the_episodes_table_contract() {
     assert_eq!(back[0].num_rows(), 1);
 }
 
+/// A script behind a box, so providers can hold one without a type parameter.
+type BoxedScript =
+    Box<dyn Fn(&ChatRequest, usize) -> Result<ChatResponse, ProviderError> + Send + Sync>;
+
 /// Counts requests in flight; each takes a few milliseconds.
 struct Slow {
-    inner: Scripted<
-        Box<dyn Fn(&ChatRequest, usize) -> Result<ChatResponse, ProviderError> + Send + Sync>,
-    >,
+    inner: Scripted<BoxedScript>,
     in_flight: std::sync::atomic::AtomicUsize,
     most: std::sync::atomic::AtomicUsize,
 }
