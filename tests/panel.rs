@@ -16,12 +16,10 @@ fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// One family per core intent, at every capacity cell.
+/// Every core family at every capacity cell.
 fn variants() -> Vec<Variant> {
     let set = FamilySet::load(&root().join("families")).expect("families load");
-    let mut seen = BTreeSet::new();
     set.split(Split::Core)
-        .filter(|f| seen.insert(f.intent.name().to_string()))
         .flat_map(|f| {
             Cell::capacity()
                 .into_iter()
