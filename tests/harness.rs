@@ -532,3 +532,13 @@ async fn futures_join_all<F: std::future::Future>(
     .await;
     out.into_iter().flatten().collect()
 }
+
+#[test]
+fn the_episode_key_ignores_concurrency_but_not_the_configuration() {
+    let v = variant(HARBOR, Cell::new(8, Workflow::Low, Encoding::Raw));
+    let p = prompts();
+    let key = |extra: &str| tbb::harness::episode_key(&EpisodeSpec::frozen(&v, &config(extra)), &p);
+    assert_eq!(key(""), key("concurrency = 16"));
+    assert_ne!(key(""), key("profile = { omit = [\"seed\"] }"));
+    assert_ne!(key(""), key("timeout_ms = 1000"));
+}
