@@ -1348,6 +1348,27 @@ mod episodes {
                 "{proto:?}: request {i}"
             );
         }
+        // Each body on the wire rebuilds byte for byte from the stored transcript: the
+        // request from its deltas and blobs, the body by the client's pure translation.
+        for (i, request) in received.iter().enumerate() {
+            let rebuilt = episode
+                .transcript
+                .rebuild(i, &episode.blobs)
+                .expect("the transcript rebuilds every request");
+            let body = match proto {
+                Proto::OpenAi => tbb::provider::openai::request_body(
+                    &rebuilt,
+                    tbb::provider::config::MaxTokensField::MaxCompletionTokens,
+                ),
+                Proto::Anthropic => tbb::provider::anthropic::request_body(&rebuilt),
+                Proto::Gemini => tbb::provider::gemini::request_body(&rebuilt),
+            };
+            assert_eq!(
+                serde_json::to_string(&body).expect("json"),
+                request.body,
+                "{proto:?}: request {i} does not rebuild byte for byte"
+            );
+        }
         if proto == Proto::Gemini {
             // Each replayed call carries the thought signature it came with.
             for (i, request) in received.iter().enumerate() {
