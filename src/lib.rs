@@ -22,6 +22,7 @@ pub mod compile;
 pub mod family;
 pub mod grade;
 pub mod harness;
+pub mod manifest;
 pub mod provider;
 pub mod sandbox;
 pub mod store;

@@ -1188,3 +1188,27 @@ fn providers_check_skips_disabled_routes_without_a_network_call() {
         "the simulated panel has nothing to check: {out}"
     );
 }
+
+#[test]
+fn manifest_check_resolves_the_capacity_factorial_and_applies_overrides() {
+    let out = json_of(&["manifest", "check", "manifests/capacity.toml", "--json"]);
+    assert_eq!(out["episodes"], 18_144);
+    assert_eq!(out["configurations"].as_array().map(Vec::len), Some(21));
+    let out = json_of(&[
+        "manifest",
+        "check",
+        "manifests/smoke.toml",
+        "--set",
+        "repeats=2",
+        "--json",
+    ]);
+    assert_eq!(out["repeats"], 2);
+    let stderr = failure_of(tbb().args([
+        "manifest",
+        "check",
+        "manifests/smoke.toml",
+        "--set",
+        "repeats=0",
+    ]));
+    assert!(stderr.contains("--set repeats"), "{stderr}");
+}

@@ -14,6 +14,7 @@ mod compile;
 mod configs;
 mod families;
 mod grade;
+mod manifest;
 mod reference_trace;
 mod run_episode;
 
@@ -71,6 +72,11 @@ enum Command {
     Providers {
         #[command(subcommand)]
         command: configs::ProvidersCommand,
+    },
+    /// Study manifests.
+    Manifest {
+        #[command(subcommand)]
+        command: manifest::ManifestCommand,
     },
 }
 
@@ -156,6 +162,7 @@ pub fn run() -> Result<()> {
         Command::Configs(a) => configs::exec(&cli, a),
         Command::RunEpisode(a) => run_episode::exec(&cli, a),
         Command::Providers { command } => configs::exec_providers(&cli, command),
+        Command::Manifest { command } => manifest::exec(&cli, command),
     }
 }
 

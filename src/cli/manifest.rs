@@ -1,0 +1,81 @@
+//! `tbb manifest check MANIFEST [--set key=value ...] [--json]`: loads a manifest through
+//! every layer (file, `TBB_*` environment, `--set`), validates it against the families
+//! and the catalogue, and prints what it resolves to.
+
+use std::path::PathBuf;
+
+use clap::{Args, Subcommand};
+use miette::Result;
+use serde_json::json;
+
+use super::{load, print_json, Cli};
+use crate::manifest::Manifest;
+
+#[derive(Debug, Subcommand)]
+pub enum ManifestCommand {
+    /// Validate a manifest and print what it resolves to.
+    Check(CheckArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// The manifest file.
+    manifest: PathBuf,
+    /// Override a key (`budgets.completion_caps=[4096]`, `repeats=2`); repeatable;
+    /// applied after the file and the `TBB_*` environment.
+    #[arg(long = "set", value_name = "KEY=VALUE", value_parser = parse_set)]
+    set: Vec<(String, String)>,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+fn parse_set(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.to_string())),
+        _ => Err(format!("`{s}` is not KEY=VALUE")),
+    }
+}
+
+pub fn exec(cli: &Cli, command: &ManifestCommand) -> Result<()> {
+    let ManifestCommand::Check(args) = command;
+    let families = load(&cli.families)?;
+    let loaded = Manifest::load(&args.manifest, &families, &args.set)?;
+    for w in &loaded.warnings {
+        eprintln!("warning: {w}");
+    }
+    let m = &loaded.manifest;
+    if args.json {
+        print_json(&json!({
+            "study": m.study,
+            "content_hash": m.content_hash,
+            "families": m.families.len(),
+            "cells": m.cells.len(),
+            "configurations": m.configurations.iter().map(|c| c.name.clone()).collect::<Vec<_>>(),
+            "lanes": m.lanes,
+            "repairs": m.repairs,
+            "completion_caps": m.budgets.completion_caps,
+            "repeats": m.repeats,
+            "episodes": m.episode_count(),
+            "warnings": loaded.warnings,
+        }));
+        return Ok(());
+    }
+    say!(
+        "study {} ({})",
+        m.study,
+        &m.content_hash[..16.min(m.content_hash.len())]
+    );
+    say!(
+        "{} families × {} cells × {} configurations × {} lanes × {} repairs × {} caps × {} repeats = {} episodes",
+        m.families.len(),
+        m.cells.len(),
+        m.configurations.len(),
+        m.lanes.len(),
+        m.repairs.len(),
+        m.budgets.completion_caps.len(),
+        m.repeats,
+        m.episode_count()
+    );
+    Ok(())
+}

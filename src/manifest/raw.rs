@@ -1,0 +1,253 @@
+//! Stage 1: the manifest as written ([`RawManifest`]), after layering, before any name
+//! is looked up; and the byte spans of every value in the manifest file ([`SpanIndex`]).
+//!
+//! Values are kept loose here (names as strings, numbers as `i64`) so that stage 2
+//! can say *which* name is unknown and *what* the allowed values are, at the value's
+//! span, instead of stopping at serde's first type error. Unknown keys are not errors:
+//! [`super::layers`] collects them with `serde_ignored` as warnings.
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+
+use serde::de::{Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::Deserialize;
+use toml::Spanned;
+
+/// The whole manifest.
+#[derive(Debug, Clone, Deserialize)]
+pub struct RawManifest {
+    /// `lanes = ["routed", "fixed"]` (default `["routed"]`).
+    #[serde(default)]
+    pub lanes: Option<Vec<String>>,
+    /// `repairs = ["none", "workflow_prompt", "interface_guide"]` (default `["none"]`).
+    #[serde(default)]
+    pub repairs: Option<Vec<String>>,
+    /// `repeats = 1`.
+    #[serde(default)]
+    pub repeats: Option<i64>,
+    /// `[study]`.
+    pub study: RawStudy,
+    /// `[families]`.
+    #[serde(default)]
+    pub families: RawFamilies,
+    /// `[cells]`.
+    #[serde(default)]
+    pub cells: RawCells,
+    /// `[configurations]`.
+    #[serde(default)]
+    pub configurations: RawConfigurations,
+    /// `[budgets]`.
+    #[serde(default)]
+    pub budgets: RawBudgets,
+    /// `[[analyses]]`.
+    #[serde(default)]
+    pub analyses: Vec<RawAnalysis>,
+}
+
+/// `[study]`.
+#[derive(Debug, Clone, Deserialize)]
+pub struct RawStudy {
+    /// The study's name.
+    pub name: String,
+    /// The configuration catalogue, relative to the manifest's directory (default
+    /// `configurations.toml` beside the manifest).
+    #[serde(default)]
+    pub catalogue: Option<String>,
+}
+
+/// `[families]`: `select = "all"`, or any of the filters (a family must pass all given).
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct RawFamilies {
+    /// `"all"`.
+    #[serde(default)]
+    pub select: Option<String>,
+    /// Intent names.
+    #[serde(default)]
+    pub intents: Option<Vec<String>>,
+    /// Domains (`accounting`, `email`, `file`, `calendar`).
+    #[serde(default)]
+    pub domains: Option<Vec<String>>,
+    /// Family names.
+    #[serde(default)]
+    pub names: Option<Vec<String>>,
+    /// Splits (`core`, `holdout`, `frontier`).
+    #[serde(default)]
+    pub splits: Option<Vec<String>>,
+}
+
+/// `[cells]`: a preset or a list.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct RawCells {
+    /// `"capacity"` (the default when no list is given).
+    #[serde(default)]
+    pub preset: Option<String>,
+    /// `[[cells.list]]`.
+    #[serde(default)]
+    pub list: Option<Vec<RawCell>>,
+}
+
+/// One `[[cells.list]]` entry.
+#[derive(Debug, Clone, Deserialize)]
+pub struct RawCell {
+    /// Menu size.
+    pub v: i64,
+    /// Workflow level.
+    pub w: String,
+    /// Encoding.
+    pub d: String,
+    /// Routing difficulty (default `low`).
+    #[serde(default)]
+    pub r: Option<String>,
+    /// Frontier depth.
+    #[serde(default)]
+    pub depth: Option<i64>,
+}
+
+/// `[configurations]`: the union of what each selector picks, in catalogue order.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct RawConfigurations {
+    /// By name.
+    #[serde(default)]
+    pub names: Option<Vec<String>>,
+    /// Every configuration of these organizations.
+    #[serde(default)]
+    pub organizations: Option<Vec<String>>,
+    /// Every `provider = "sim"` configuration.
+    #[serde(default)]
+    pub all_sim: Option<bool>,
+}
+
+/// `[budgets]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct RawBudgets {
+    /// Completion caps per request (one factor level each).
+    #[serde(default)]
+    pub completion_caps: Option<Vec<i64>>,
+    /// Tokens per episode.
+    #[serde(default)]
+    pub episode_budget: Option<i64>,
+    /// Calls allowed above the certified minimum (only 2 is supported).
+    #[serde(default)]
+    pub call_slack: Option<i64>,
+}
+
+/// One `[[analyses]]` entry.
+#[derive(Debug, Clone, Deserialize)]
+pub struct RawAnalysis {
+    /// Which analysis.
+    pub kind: String,
+    /// Bootstrap draws.
+    #[serde(default)]
+    pub draws: Option<i64>,
+    /// Bootstrap seed.
+    #[serde(default)]
+    pub seed: Option<i64>,
+    /// Units resampled together.
+    #[serde(default)]
+    pub cluster_units: Option<Vec<String>>,
+}
+
+/// Byte spans of every value in the manifest file, by dotted path
+/// (`cells.list.0.v`, `configurations.names.2`).
+#[derive(Debug, Default)]
+pub struct SpanIndex {
+    spans: BTreeMap<String, Range<usize>>,
+}
+
+impl SpanIndex {
+    /// Indexes a file's text. Fails with the TOML syntax error and its span.
+    pub fn parse(text: &str) -> Result<SpanIndex, toml::de::Error> {
+        let root: Node = toml::from_str(text)?;
+        let mut index = SpanIndex::default();
+        index.walk(String::new(), &root);
+        Ok(index)
+    }
+
+    fn walk(&mut self, path: String, node: &Node) {
+        let child = |key: &str| {
+            if path.is_empty() {
+                key.to_string()
+            } else {
+                format!("{path}.{key}")
+            }
+        };
+        match node {
+            Node::Table(entries) => {
+                for (key, value) in entries {
+                    let p = child(key);
+                    self.spans.insert(p.clone(), value.span());
+                    self.walk(p, value.get_ref());
+                }
+            }
+            Node::Array(items) => {
+                for (i, value) in items.iter().enumerate() {
+                    let p = child(&i.to_string());
+                    self.spans.insert(p.clone(), value.span());
+                    self.walk(p, value.get_ref());
+                }
+            }
+            Node::Leaf => {}
+        }
+    }
+
+    /// The span of the value at `path`, or of its nearest ancestor in the file.
+    pub fn find(&self, path: &str) -> Option<Range<usize>> {
+        let mut p = path;
+        loop {
+            if let Some(span) = self.spans.get(p) {
+                return Some(span.clone());
+            }
+            p = &p[..p.rfind('.')?];
+        }
+    }
+}
+
+/// A TOML value reduced to its shape, with the span of every child.
+enum Node {
+    Table(Vec<(String, Spanned<Node>)>),
+    Array(Vec<Spanned<Node>>),
+    Leaf,
+}
+
+impl<'de> Deserialize<'de> for Node {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct NodeVisitor;
+        impl<'de> Visitor<'de> for NodeVisitor {
+            type Value = Node;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a TOML value")
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Node, E> {
+                Ok(Node::Leaf)
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Node, E> {
+                Ok(Node::Leaf)
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<Node, E> {
+                Ok(Node::Leaf)
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Node, E> {
+                Ok(Node::Leaf)
+            }
+            fn visit_str<E>(self, _: &str) -> Result<Node, E> {
+                Ok(Node::Leaf)
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Node, A::Error> {
+                let mut items = Vec::new();
+                while let Some(item) = seq.next_element::<Spanned<Node>>()? {
+                    items.push(item);
+                }
+                Ok(Node::Array(items))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Node, A::Error> {
+                let mut entries = Vec::new();
+                while let Some(key) = map.next_key::<String>()? {
+                    let value = map.next_value::<Spanned<Node>>()?;
+                    entries.push((key, value));
+                }
+                Ok(Node::Table(entries))
+            }
+        }
+        deserializer.deserialize_any(NodeVisitor)
+    }
+}

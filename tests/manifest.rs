@@ -1,0 +1,423 @@
+//! The manifest layer: the shipped manifests load with the expected counts, layering
+//! precedence, the content hash, and diagnostics for bad input.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, OnceLock};
+
+use tbb::family::FamilySet;
+use tbb::harness::Lane;
+use tbb::manifest::{AnalysisKind, Loaded, Manifest, ManifestError};
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn families() -> &'static FamilySet {
+    static SET: OnceLock<FamilySet> = OnceLock::new();
+    SET.get_or_init(|| match FamilySet::load(&root().join("families")) {
+        Ok(set) => set,
+        Err(e) => panic!("{:?}", miette::Report::new(e)),
+    })
+}
+
+/// Tests that read or change the process environment hold this.
+static ENV: Mutex<()> = Mutex::new(());
+
+fn sets(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+fn load_at(
+    path: &Path,
+    overrides: &[(&str, &str)],
+    env: &[(&str, &str)],
+) -> Result<Loaded, ManifestError> {
+    Manifest::load_with_env(path, families(), &sets(overrides), &sets(env))
+}
+
+fn load(path: &Path) -> Loaded {
+    match load_at(path, &[], &[]) {
+        Ok(l) => l,
+        Err(e) => panic!("{}", render(&e)),
+    }
+}
+
+fn shipped(name: &str) -> PathBuf {
+    root().join("manifests").join(name)
+}
+
+/// A copy of a shipped manifest, edited, beside a copy of the catalogue.
+struct Edited {
+    _dir: tempfile::TempDir,
+    path: PathBuf,
+}
+
+fn edited(name: &str, edit: impl Fn(String) -> String) -> Edited {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        shipped("configurations.toml"),
+        dir.path().join("configurations.toml"),
+    )
+    .unwrap();
+    let text = std::fs::read_to_string(shipped(name)).unwrap();
+    let path = dir.path().join(name);
+    std::fs::write(&path, edit(text)).unwrap();
+    Edited { _dir: dir, path }
+}
+
+fn replace(text: String, from: &str, to: &str) -> String {
+    assert!(text.contains(from), "`{from}` is not in the manifest");
+    text.replacen(from, to, 1)
+}
+
+fn render(e: &ManifestError) -> String {
+    let mut out = String::new();
+    miette::GraphicalReportHandler::new_themed(miette::GraphicalTheme::unicode_nocolor())
+        .with_width(200)
+        .render_report(&mut out, e)
+        .unwrap();
+    out
+}
+
+fn failure(m: &Edited, overrides: &[(&str, &str)]) -> (ManifestError, String) {
+    match load_at(&m.path, overrides, &[]) {
+        Ok(_) => panic!("the manifest loaded"),
+        Err(e) => {
+            let text = render(&e);
+            (e, text)
+        }
+    }
+}
+
+#[test]
+fn the_capacity_manifest_is_the_capacity_factorial() {
+    let Loaded {
+        manifest: m,
+        warnings,
+    } = load(&shipped("capacity.toml"));
+    assert!(warnings.is_empty(), "{warnings:?}");
+    assert_eq!(m.study, "capacity");
+    assert_eq!(m.families.len(), 36);
+    assert_eq!(m.cells, tbb::compile::cell::Cell::capacity());
+    assert_eq!(m.configurations.len(), 21);
+    assert!(m.configurations.iter().all(|c| c.name.starts_with("sim-")));
+    assert_eq!(m.lanes, vec![Lane::Routed, Lane::Fixed]);
+    assert_eq!(m.repairs.len(), 1);
+    assert_eq!(m.budgets.completion_caps, vec![1024]);
+    assert_eq!(m.budgets.episode_budget, 128_000);
+    assert_eq!(m.repeats, 1);
+    let kinds: Vec<_> = m.analyses.iter().map(|a| a.kind).collect();
+    assert_eq!(kinds, AnalysisKind::ALL.to_vec());
+    assert_eq!(m.analyses[0].draws, Some(10_000));
+    assert_eq!(m.families.len() * m.cells.len(), 432);
+    assert_eq!(m.episode_count(), 18_144);
+}
+
+#[test]
+fn the_smoke_manifest_is_small_but_covers_four_intents() {
+    let Loaded {
+        manifest: m,
+        warnings,
+    } = load(&shipped("smoke.toml"));
+    assert!(warnings.is_empty(), "{warnings:?}");
+    assert_eq!(m.families.len(), 6);
+    let intents: BTreeSet<&str> = m
+        .families
+        .iter()
+        .map(|f| families().get(f).unwrap().intent.name())
+        .collect();
+    assert!(intents.len() >= 4, "{intents:?}");
+    let configs: Vec<&str> = m.configurations.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(configs, ["sim-aurora-flash", "sim-dunlin-max"]);
+    assert_eq!(m.cells.len(), 12);
+    assert_eq!(m.analyses.len(), 6);
+    assert_eq!(m.analyses[0].draws, Some(1000));
+    assert_eq!(m.episode_count(), 6 * 12 * 2 * 2);
+}
+
+#[test]
+fn the_content_hash_ignores_comments_and_layout_but_not_parameters() {
+    let original = load(&shipped("capacity.toml")).manifest.content_hash;
+    let reformatted = edited("capacity.toml", |t| {
+        t.lines()
+            .filter(|l| !l.trim_start().starts_with('#'))
+            .map(|l| format!("{}\n\n", l.replace(" = ", "=")))
+            .collect()
+    });
+    assert_eq!(load(&reformatted.path).manifest.content_hash, original);
+    let changed = edited("capacity.toml", |t| {
+        replace(t, "completion_caps = [1024]", "completion_caps = [4096]")
+    });
+    let by_file = load(&changed.path).manifest.content_hash;
+    assert_ne!(by_file, original);
+    let by_set = load_at(
+        &shipped("capacity.toml"),
+        &[("budgets.completion_caps", "[4096]")],
+        &[],
+    )
+    .unwrap()
+    .manifest
+    .content_hash;
+    assert_eq!(by_set, by_file, "the hash is of the resolved manifest");
+}
+
+#[test]
+fn overrides_take_precedence_file_then_env_then_set() {
+    let path = shipped("smoke.toml");
+    let m =
+        |sets: &[(&str, &str)], env: &[(&str, &str)]| load_at(&path, sets, env).unwrap().manifest;
+    assert_eq!(m(&[], &[]).repeats, 1);
+    assert_eq!(m(&[], &[("TBB_REPEATS", "2")]).repeats, 2);
+    assert_eq!(m(&[("repeats", "3")], &[("TBB_REPEATS", "2")]).repeats, 3);
+    let env = m(&[], &[("TBB_BUDGETS__EPISODE_BUDGET", "64000")]);
+    assert_eq!(env.budgets.episode_budget, 64_000);
+    assert_eq!(
+        env.budgets.completion_caps,
+        vec![1024],
+        "siblings keep the file's values"
+    );
+    let set = m(&[("budgets.completion_caps", "[4096, 8192]")], &[]);
+    assert_eq!(set.budgets.completion_caps, vec![4096, 8192]);
+    assert_eq!(set.episode_count(), 288 * 2);
+    // Other TBB_ variables belong to the command line, not the manifest.
+    assert_eq!(m(&[], &[("TBB_FAMILIES", "elsewhere")]).repeats, 1);
+}
+
+#[test]
+fn load_reads_tbb_variables_from_the_process_environment() {
+    let _guard = ENV.lock().unwrap_or_else(|e| e.into_inner());
+    std::env::set_var("TBB_REPEATS", "2");
+    let with_env = Manifest::load(&shipped("smoke.toml"), families(), &[]);
+    let with_set = Manifest::load(
+        &shipped("smoke.toml"),
+        families(),
+        &sets(&[("repeats", "4")]),
+    );
+    std::env::remove_var("TBB_REPEATS");
+    assert_eq!(with_env.unwrap().manifest.repeats, 2);
+    assert_eq!(with_set.unwrap().manifest.repeats, 4);
+}
+
+#[test]
+fn an_impossible_menu_size_points_at_its_value() {
+    let m = edited("smoke.toml", |t| {
+        replace(
+            t,
+            "preset = \"capacity\"",
+            "[[cells.list]]\nv = 7\nw = \"high\"\nd = \"linked\"",
+        )
+    });
+    let (e, text) = failure(&m, &[]);
+    assert_eq!(e.problems().len(), 1, "{text}");
+    assert!(text.contains("smoke.toml"), "{text}");
+    assert!(text.contains("v = 7"), "{text}");
+    assert!(text.contains("V must be one of 8, 32, 128"), "{text}");
+}
+
+#[test]
+fn an_unknown_configuration_gets_did_you_mean() {
+    let m = edited("smoke.toml", |t| {
+        replace(t, "\"sim-dunlin-max\"", "\"sim-dunlin-mx\"")
+    });
+    let (_, text) = failure(&m, &[]);
+    assert!(
+        text.contains("unknown configuration `sim-dunlin-mx`"),
+        "{text}"
+    );
+    assert!(
+        text.contains("names = [\"sim-aurora-flash\", \"sim-dunlin-mx\"]"),
+        "{text}"
+    );
+    assert!(text.contains("did you mean `sim-dunlin-max`?"), "{text}");
+}
+
+#[test]
+fn an_unknown_family_gets_did_you_mean() {
+    let m = edited("smoke.toml", |t| {
+        replace(t, "\"retention-purge-aurora\"", "\"retention-purge-arora\"")
+    });
+    let (_, text) = failure(&m, &[]);
+    assert!(
+        text.contains("unknown family `retention-purge-arora`"),
+        "{text}"
+    );
+    assert!(
+        text.contains("\"retention-purge-arora\",          # file"),
+        "{text}"
+    );
+    assert!(
+        text.contains("did you mean `retention-purge-aurora`?"),
+        "{text}"
+    );
+}
+
+#[test]
+fn an_unknown_analysis_kind_gets_did_you_mean() {
+    let m = edited("smoke.toml", |t| {
+        replace(t, "kind = \"strata\"", "kind = \"stratta\"")
+    });
+    let (_, text) = failure(&m, &[]);
+    assert!(text.contains("unknown analysis kind `stratta`"), "{text}");
+    assert!(text.contains("kind = \"stratta\""), "{text}");
+    assert!(text.contains("did you mean `strata`?"), "{text}");
+}
+
+#[test]
+fn malformed_toml_points_at_the_line() {
+    let m = edited("smoke.toml", |t| replace(t, "repeats = 1", "repeats = = 1"));
+    let (_, text) = failure(&m, &[]);
+    assert!(text.contains("smoke.toml"), "{text}");
+    assert!(text.contains("is not valid TOML"), "{text}");
+    assert!(text.contains("repeats = = 1"), "{text}");
+    assert!(text.contains("see manifests/capacity.toml"), "{text}");
+}
+
+#[test]
+fn a_value_of_the_wrong_type_points_at_it() {
+    let m = edited("smoke.toml", |t| {
+        replace(t, "repeats = 1", "repeats = \"one\"")
+    });
+    let (_, text) = failure(&m, &[]);
+    assert!(text.contains("does not fit the manifest schema"), "{text}");
+    assert!(text.contains("repeats = \"one\""), "{text}");
+}
+
+#[test]
+fn every_problem_is_reported_at_once() {
+    let m = edited("smoke.toml", |t| {
+        let t = replace(t, "\"sim-dunlin-max\"", "\"sim-dunlin-mx\"");
+        let t = replace(t, "kind = \"costs\"", "kind = \"cost\"");
+        let t = replace(t, "call_slack = 2", "call_slack = 3");
+        replace(
+            t,
+            "lanes = [\"routed\", \"fixed\"]",
+            "lanes = [\"routed\", \"fixd\"]",
+        )
+    });
+    let (e, text) = failure(&m, &[]);
+    assert_eq!(e.problems().len(), 4, "{text}");
+    assert!(text.contains("4 problem(s)"), "{text}");
+    for needle in [
+        "did you mean `sim-dunlin-max`?",
+        "did you mean `costs`?",
+        "did you mean `fixed`?",
+        "call_slack = 3 is not supported: only 2 is",
+    ] {
+        assert!(text.contains(needle), "{needle} missing in\n{text}");
+    }
+}
+
+#[test]
+fn an_unknown_key_is_a_warning_not_an_error() {
+    let m = edited("smoke.toml", |t| {
+        replace(
+            t,
+            "episode_budget = 128000",
+            "episode_budget = 128000\nepisode_budgt = 5",
+        )
+    });
+    let loaded = load(&m.path);
+    assert_eq!(loaded.warnings.len(), 1, "{:?}", loaded.warnings);
+    assert!(
+        loaded.warnings[0].contains("budgets.episode_budgt"),
+        "{:?}",
+        loaded.warnings
+    );
+    let set = load_at(&shipped("smoke.toml"), &[("budgets.extra", "1")], &[]).unwrap();
+    assert!(
+        set.warnings[0].contains("--set budgets.extra"),
+        "{:?}",
+        set.warnings
+    );
+}
+
+#[test]
+fn a_bad_override_names_its_source_instead_of_a_span() {
+    let (e, text) = failure(
+        &edited("smoke.toml", |t| t),
+        &[("budgets.completion_caps", "[0]")],
+    );
+    assert_eq!(e.problems().len(), 1, "{text}");
+    assert!(
+        text.contains("--set budgets.completion_caps: completion cap 0"),
+        "{text}"
+    );
+    let env = load_at(&shipped("smoke.toml"), &[], &[("TBB_REPEATS", "0")]).unwrap_err();
+    assert!(
+        render(&env).contains("environment variable TBB_REPEATS"),
+        "{}",
+        render(&env)
+    );
+}
+
+#[test]
+fn a_disabled_configuration_must_be_enabled_first() {
+    let m = edited("smoke.toml", |t| {
+        replace(t, "\"sim-dunlin-max\"", "\"openai-gpt-4.1-mini\"")
+    });
+    let (_, text) = failure(&m, &[]);
+    assert!(text.contains("`openai-gpt-4.1-mini` is disabled"), "{text}");
+    assert!(text.contains("enable it in"), "{text}");
+}
+
+#[test]
+fn families_select_by_intent_domain_and_split() {
+    let m = edited("smoke.toml", |t| {
+        let names_start = t.find("names = [\n").unwrap();
+        let names_end = t[names_start..].find("]\n").unwrap() + names_start + 2;
+        format!(
+            "{}domains = [\"email\"]\nsplits = [\"core\"]\n{}",
+            &t[..names_start],
+            &t[names_end..]
+        )
+    });
+    let manifest = load(&m.path).manifest;
+    assert!(!manifest.families.is_empty());
+    assert!(manifest
+        .families
+        .iter()
+        .all(|f| families().get(f).unwrap().domain() == tbb::family::Domain::Email));
+}
+
+#[test]
+fn problems_in_the_file_and_in_overrides_are_reported_together() {
+    let m = edited("smoke.toml", |t| {
+        let t = replace(t, "\"sim-dunlin-max\"", "\"sim-dunlin-mx\"");
+        replace(
+            t,
+            "preset = \"capacity\"",
+            "[[cells.list]]\nv = 7\nw = \"hihg\"\nd = \"linked\"\n\n[[cells.list]]\nv = 8\nw = \"low\"\nd = \"raw\"\ndepth = 7",
+        )
+    });
+    let (e, text) = failure(&m, &[("repeats", "0")]);
+    assert_eq!(e.problems().len(), 5, "{text}");
+    for needle in [
+        "w = \"hihg\"",
+        "did you mean `high`?",
+        "V must be one of 8, 32, 128",
+        "depth = 7",
+        "the frontier depths are 2, 6, 14, 30",
+        "did you mean `sim-dunlin-max`?",
+        "--set repeats: `repeats` = 0 must be a positive integer",
+    ] {
+        assert!(text.contains(needle), "{needle} missing in\n{text}");
+    }
+}
+
+#[test]
+fn a_missing_catalogue_points_at_the_catalogue_key() {
+    let m = edited("smoke.toml", |t| {
+        replace(
+            t,
+            "catalogue = \"configurations.toml\"",
+            "catalogue = \"nowhere.toml\"",
+        )
+    });
+    let (_, text) = failure(&m, &[]);
+    assert!(text.contains("nowhere.toml does not exist"), "{text}");
+    assert!(text.contains("catalogue = \"nowhere.toml\""), "{text}");
+}
