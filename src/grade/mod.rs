@@ -224,7 +224,7 @@ pub fn grade_with_budget(variant: &Variant, trace: &Trace, episode_budget: u64) 
         .iter()
         .any(|c| variant.operational_tools.contains(&c.tool));
     let matched = match_steps(variant, &executed);
-    let ok_p = unmatched_information_steps(variant, &executed) == 0;
+    let ok_p = count_unmatched(variant, &matched) == 0;
     let answer = trace
         .final_answer
         .as_deref()
@@ -362,12 +362,16 @@ fn is_write_step(variant: &Variant, step: &crate::compile::Step) -> bool {
 /// Information steps (search, read) of the reference program that these calls do not
 /// accomplish.
 pub fn unmatched_information_steps(variant: &Variant, executed: &[&trace::ExecutedCall]) -> usize {
-    let matched = match_steps(variant, executed);
+    count_unmatched(variant, &match_steps(variant, executed))
+}
+
+/// Information steps left unmatched by a matching from [`match_steps`].
+fn count_unmatched(variant: &Variant, matched: &[Option<usize>]) -> usize {
     variant
         .reference_program
         .steps
         .iter()
-        .zip(&matched)
+        .zip(matched)
         .filter(|(s, m)| !is_write_step(variant, s) && m.is_none())
         .count()
 }
@@ -383,7 +387,7 @@ pub fn remaining_steps(
     let matched = match_steps(variant, executed);
     let write_left =
         variant.permitted_change.is_some() && !check_changes(variant, changes, &matched).0;
-    unmatched_information_steps(variant, executed) + usize::from(write_left)
+    count_unmatched(variant, &matched) + usize::from(write_left)
 }
 
 /// Q, and the cited set for E when the answer is well-formed enough to have one.
