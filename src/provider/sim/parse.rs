@@ -289,23 +289,19 @@ impl<'a> Cursor<'a> {
 
     /// An identifier: letters, digits, `_`, `-`, `.`.
     fn ident(&mut self) -> Result<String, ParseError> {
-        let end = self
-            .s
-            .find(|c: char| !(c.is_alphanumeric() || c == '_' || c == '-' || c == '.'))
-            .unwrap_or(self.s.len());
-        if end == 0 {
-            return err(format!("expected a name at `{}`", head(self.s)));
-        }
-        let (id, rest) = self.s.split_at(end);
-        self.s = rest;
-        Ok(id.to_string())
+        self.name(true)
     }
 
     /// A name that may end a sentence: a trailing `.` is not part of it.
     fn ident_trim_dot(&mut self) -> Result<String, ParseError> {
+        self.name(false)
+    }
+
+    /// Letters, digits, `_` and `-`, and `.` when `dots` says so.
+    fn name(&mut self, dots: bool) -> Result<String, ParseError> {
         let end = self
             .s
-            .find(|c: char| !(c.is_alphanumeric() || c == '_' || c == '-'))
+            .find(|c: char| !(c.is_alphanumeric() || c == '_' || c == '-' || (dots && c == '.')))
             .unwrap_or(self.s.len());
         if end == 0 {
             return err(format!("expected a name at `{}`", head(self.s)));
