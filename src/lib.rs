@@ -16,6 +16,7 @@
 //! encodings.
 #![warn(missing_docs)]
 
+pub mod analysis;
 pub mod audit;
 pub mod cli;
 pub mod compile;

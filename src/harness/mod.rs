@@ -169,6 +169,7 @@ impl Episode {
             variant_id: v.variant_id.clone(),
             family: v.family.clone(),
             intent: v.intent.clone(),
+            domain: level_name(&v.domain),
             v: u32::from(v.cell.v),
             w: level_name(&v.cell.w),
             d: level_name(&v.cell.d),

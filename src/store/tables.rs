@@ -72,6 +72,8 @@ pub struct EpisodeRow {
     pub family: String,
     /// Intent.
     pub intent: String,
+    /// Record domain (accounting, email, file, calendar).
+    pub domain: String,
     /// Menu size.
     pub v: u32,
     /// Workflow level.
@@ -137,6 +139,7 @@ pub fn episodes(rows: &[EpisodeRow]) -> Result<RecordBatch, StoreError> {
         .text("variant_id", rows.iter().map(|r| &r.variant_id))
         .text("family", rows.iter().map(|r| &r.family))
         .text("intent", rows.iter().map(|r| &r.intent))
+        .text("domain", rows.iter().map(|r| &r.domain))
         .u32("v", rows.iter().map(|r| r.v))
         .text("w", rows.iter().map(|r| &r.w))
         .text("d", rows.iter().map(|r| &r.d))

@@ -1,0 +1,1 @@
+//! See [`crate::analysis`]; filled in by the capacity-analysis work.
