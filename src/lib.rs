@@ -24,6 +24,7 @@ pub mod family;
 pub mod grade;
 pub mod harness;
 pub mod manifest;
+pub mod pipeline;
 pub mod provider;
 pub mod sandbox;
 pub mod store;

@@ -3,6 +3,6 @@
 fn main() {
     if let Err(report) = tbb::cli::run() {
         eprintln!("{report:?}");
-        std::process::exit(tbb::cli::exit_codes::USER_ERROR);
+        std::process::exit(tbb::cli::exit_codes::of(&report));
     }
 }

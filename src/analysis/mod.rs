@@ -22,7 +22,21 @@ pub mod truncation;
 
 use arrow_array::RecordBatch;
 
+use crate::manifest::AnalysisKind;
 use crate::store::StoreError;
+
+/// Version of an analysis's computation, part of its node's key: bump it whenever a
+/// change to that analysis changes its tables.
+pub fn code_version(kind: AnalysisKind) -> &'static str {
+    match kind {
+        AnalysisKind::Contrasts => "contrasts/1",
+        AnalysisKind::Truncation => "truncation/1",
+        AnalysisKind::Strata => "strata/1",
+        AnalysisKind::Lanes => "lanes/1",
+        AnalysisKind::Costs => "costs/1",
+        AnalysisKind::Report => "report/1",
+    }
+}
 
 /// One table an analysis produced, written as `outputs/<study>/<table>.parquet`.
 #[derive(Debug, Clone)]
@@ -52,4 +66,39 @@ pub enum AnalysisError {
         /// What is missing.
         detail: String,
     },
+    /// The episodes contradict each other (two rows for one condition, a family in
+    /// two intents, a configuration in two organizations).
+    #[error("the {analysis} analysis cannot run: {detail}")]
+    #[diagnostic(
+        code(tbb::analysis::inconsistent),
+        help("the episodes table should hold one row per scored condition; rerun the study or report a bug")
+    )]
+    Inconsistent {
+        /// Which analysis.
+        analysis: &'static str,
+        /// The contradiction.
+        detail: String,
+    },
+    /// A parameter of the analysis in the manifest is out of range.
+    #[error("the {analysis} analysis has an invalid parameter: {detail}")]
+    #[diagnostic(code(tbb::analysis::invalid_parameter))]
+    InvalidParameter {
+        /// Which analysis.
+        analysis: &'static str,
+        /// What is wrong.
+        detail: String,
+    },
+}
+
+/// Runs one analysis over the graded episodes.
+pub fn run(
+    analysis: &crate::manifest::Analysis,
+    episodes: &[crate::store::tables::EpisodeRow],
+) -> Result<Vec<Output>, AnalysisError> {
+    let _ = episodes;
+    // Filled in as each analysis lands (issue 5).
+    Err(AnalysisError::MissingData {
+        analysis: analysis.kind.name(),
+        detail: "this analysis is not implemented yet".into(),
+    })
 }

@@ -30,7 +30,7 @@ pub struct CheckArgs {
     json: bool,
 }
 
-fn parse_set(s: &str) -> Result<(String, String), String> {
+pub(super) fn parse_set(s: &str) -> Result<(String, String), String> {
     match s.split_once('=') {
         Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.to_string())),
         _ => Err(format!("`{s}` is not KEY=VALUE")),

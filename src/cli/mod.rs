@@ -10,13 +10,18 @@ macro_rules! say {
     }};
 }
 
+mod apply;
 mod compile;
 mod configs;
+mod dag;
+mod explain;
 mod families;
 mod grade;
 mod manifest;
+mod plan;
 mod reference_trace;
 mod run_episode;
+mod status;
 
 use std::path::{Path, PathBuf};
 
@@ -31,8 +36,22 @@ use crate::family::FamilySet;
 pub mod exit_codes {
     /// Success.
     pub const OK: i32 = 0;
+    /// Some nodes of an apply failed (the others were committed).
+    pub const NODES_FAILED: i32 = 1;
     /// A user error: bad input, unknown names, unreadable files.
     pub const USER_ERROR: i32 = 2;
+    /// Interrupted by Ctrl-C (128 + SIGINT).
+    pub const INTERRUPTED: i32 = 130;
+
+    /// The exit code of an error.
+    pub fn of(report: &miette::Report) -> i32 {
+        use crate::pipeline::PipelineError;
+        match report.downcast_ref::<PipelineError>() {
+            Some(PipelineError::Interrupted { .. }) => INTERRUPTED,
+            Some(PipelineError::Failed { .. }) => NODES_FAILED,
+            _ => USER_ERROR,
+        }
+    }
 }
 
 /// tbb: ToolBottleneckBench — compile matched task variants, grade episodes exactly.
@@ -50,6 +69,20 @@ pub struct Cli {
         default_value = "manifests/configurations.toml"
     )]
     pub configs: PathBuf,
+    /// Directory of the system prompts.
+    #[arg(long, global = true, env = "TBB_PROMPTS", default_value = "prompts")]
+    pub prompts: PathBuf,
+    /// Root of everything studies write (`<outputs>/<study>/`).
+    #[arg(long, global = true, env = "TBB_OUTPUTS", default_value = "outputs")]
+    pub outputs: PathBuf,
+    /// Directory of the lockfiles.
+    #[arg(
+        long,
+        global = true,
+        env = "TBB_LOCKFILES",
+        default_value = "lockfiles"
+    )]
+    pub lockfiles: PathBuf,
     #[command(subcommand)]
     command: Command,
 }
@@ -78,6 +111,16 @@ enum Command {
         #[command(subcommand)]
         command: manifest::ManifestCommand,
     },
+    /// Show what `apply` would run, what it would reuse, and why.
+    Plan(plan::PlanArgs),
+    /// Run what changed: episodes, grades, analyses, tables.
+    Apply(apply::ApplyArgs),
+    /// How much of a study is done.
+    Status(status::StatusArgs),
+    /// Why a node would rerun: the diff of its cached and current key inputs.
+    Explain(explain::ExplainArgs),
+    /// Print a study's DAG.
+    Dag(dag::DagArgs),
 }
 
 /// The levels of a cell, as flags.
@@ -163,7 +206,34 @@ pub fn run() -> Result<()> {
         Command::RunEpisode(a) => run_episode::exec(&cli, a),
         Command::Providers { command } => configs::exec_providers(&cli, command),
         Command::Manifest { command } => manifest::exec(&cli, command),
+        Command::Plan(a) => plan::exec(&cli, a),
+        Command::Apply(a) => apply::exec(&cli, a),
+        Command::Status(a) => status::exec(&cli, a),
+        Command::Explain(a) => explain::exec(&cli, a),
+        Command::Dag(a) => dag::exec(&cli, a),
     }
+}
+
+fn paths(cli: &Cli) -> crate::pipeline::Paths {
+    crate::pipeline::Paths {
+        families: cli.families.clone(),
+        prompts: cli.prompts.clone(),
+        outputs: cli.outputs.clone(),
+        lockfiles: cli.lockfiles.clone(),
+    }
+}
+
+/// Loads a study, printing the manifest's warnings.
+fn study(
+    cli: &Cli,
+    manifest: &Path,
+    overrides: &[(String, String)],
+) -> Result<crate::pipeline::Study> {
+    let study = crate::pipeline::Study::load(manifest, overrides, &paths(cli))?;
+    for w in &study.warnings {
+        eprintln!("warning: {w}");
+    }
+    Ok(study)
 }
 
 fn catalogue(cli: &Cli) -> Result<crate::provider::Catalogue> {

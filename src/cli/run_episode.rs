@@ -34,9 +34,6 @@ pub struct RunEpisodeArgs {
     /// Repeat index.
     #[arg(long, default_value_t = 0)]
     repeat: u32,
-    /// Directory of the system prompts.
-    #[arg(long, default_value = "prompts")]
-    prompts: PathBuf,
     /// Also write the trace (gradable with `tbb grade`) to this file.
     #[arg(long)]
     trace_out: Option<PathBuf>,
@@ -97,7 +94,7 @@ pub fn exec(cli: &Cli, args: &RunEpisodeArgs) -> Result<()> {
     let set = load(&cli.families)?;
     let fam = family(&set, &args.family)?;
     let variant = compile(fam, &args.cell.cell()).map_err(CliError::from)?;
-    let prompts = Prompts::load(&args.prompts)?;
+    let prompts = Prompts::load(&cli.prompts)?;
     let provider = build(config).map_err(|e| miette::miette!("{e}"))?;
     let spec = EpisodeSpec {
         lane: match args.lane {

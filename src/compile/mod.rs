@@ -41,6 +41,10 @@ use crate::family::{hex, Domain, Family, Operation, Split};
 
 /// Extra calls the harness allows over the certified minimum.
 pub const CALL_SLACK: u32 = 2;
+
+/// Version of the compiler's output, part of every compile node's key: bump it whenever
+/// a change to this module (or to the families' interpretation) changes any variant.
+pub const CODE_VERSION: &str = "compile/1";
 /// Extra turns over the call limit (one to answer, one spare).
 pub const TURN_SLACK: u32 = 2;
 

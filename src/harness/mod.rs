@@ -64,6 +64,10 @@ use transcript::{BlobStore, StoredOutcome, Transcript};
 /// The frozen completion cap per request.
 pub const COMPLETION_CAP: u32 = 1024;
 
+/// Version of the episode loop, part of every execute node's key: bump it whenever a
+/// change to the contract or the transcripts changes what an episode records.
+pub const CODE_VERSION: &str = "execute/1";
+
 /// Menu lanes.
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Default,

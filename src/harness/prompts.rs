@@ -26,6 +26,15 @@ pub enum PromptVariant {
 }
 
 impl PromptVariant {
+    /// Its name as a repair in manifests and tables.
+    pub fn repair_name(self) -> &'static str {
+        match self {
+            PromptVariant::Base => "none",
+            PromptVariant::Workflow => "workflow_prompt",
+            PromptVariant::InterfaceGuide => "interface_guide",
+        }
+    }
+
     /// The file that holds it.
     pub fn file_name(self) -> &'static str {
         match self {

@@ -45,6 +45,9 @@ pub const CALL_SLACK: u32 = 2;
 pub struct Budgets {
     /// Completion caps per request, one factor level each.
     pub completion_caps: Vec<u32>,
+    /// Caps of single configurations, replacing `completion_caps` for them.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub configuration_caps: std::collections::BTreeMap<String, Vec<u32>>,
     /// Tokens per episode.
     pub episode_budget: u64,
     /// Calls allowed above the certified minimum.
@@ -339,20 +342,32 @@ impl Manifest {
             .to_string()
     }
 
-    /// Episodes the manifest asks for: families × cells × configurations × lanes ×
-    /// repairs × completion caps × repeats.
+    /// The completion caps a configuration runs at.
+    pub fn caps_for(&self, configuration: &str) -> &[u32] {
+        self.budgets
+            .configuration_caps
+            .get(configuration)
+            .map_or(&self.budgets.completion_caps, |caps| caps)
+    }
+
+    /// Episodes the manifest asks for: families × cells × lanes × repairs × repeats ×
+    /// the completion caps of each configuration.
     pub fn episode_count(&self) -> u64 {
+        let caps: u64 = self
+            .configurations
+            .iter()
+            .map(|c| self.caps_for(&c.name).len() as u64)
+            .sum();
         [
             self.families.len(),
             self.cells.len(),
-            self.configurations.len(),
             self.lanes.len(),
             self.repairs.len(),
-            self.budgets.completion_caps.len(),
             self.repeats as usize,
         ]
         .iter()
         .map(|&n| n as u64)
-        .product()
+        .product::<u64>()
+            * caps
     }
 }

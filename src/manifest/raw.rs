@@ -123,6 +123,9 @@ pub struct RawBudgets {
     /// Completion caps per request (one factor level each).
     #[serde(default)]
     pub completion_caps: Option<Vec<i64>>,
+    /// Completion caps of single configurations, replacing `completion_caps` for them.
+    #[serde(default)]
+    pub configuration_caps: Option<std::collections::BTreeMap<String, Vec<i64>>>,
     /// Tokens per episode.
     #[serde(default)]
     pub episode_budget: Option<i64>,

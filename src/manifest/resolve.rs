@@ -89,6 +89,9 @@ pub(super) fn resolve(
 ) -> Option<Resolved> {
     let before = sink.problems.len();
     check_study_name(raw, sink);
+    let configurations = catalogue
+        .map(|c| resolve_configurations(raw, sink, c))
+        .unwrap_or_default();
     let resolved = Resolved {
         families: resolve_families(raw, sink, families),
         cells: resolve_cells(raw, sink),
@@ -112,10 +115,8 @@ pub(super) fn resolve(
             ],
             PromptVariant::Base,
         ),
-        configurations: catalogue
-            .map(|c| resolve_configurations(raw, sink, c))
-            .unwrap_or_default(),
-        budgets: resolve_budgets(raw, sink),
+        configurations: configurations.clone(),
+        budgets: resolve_budgets(raw, sink, &configurations),
         repeats: positive(sink, "repeats", raw.repeats, 1),
         analyses: resolve_analyses(raw, sink),
     };
@@ -486,33 +487,29 @@ fn resolve_configurations(
     out
 }
 
-fn resolve_budgets(raw: &RawManifest, sink: &mut Sink<'_>) -> Budgets {
+fn resolve_budgets(
+    raw: &RawManifest,
+    sink: &mut Sink<'_>,
+    configurations: &[Configuration],
+) -> Budgets {
     let b = &raw.budgets;
-    let mut caps = Vec::new();
-    match &b.completion_caps {
-        None => caps.push(COMPLETION_CAP),
-        Some(list) => {
-            if list.is_empty() {
-                sink.at(
-                    "budgets.completion_caps",
-                    "`budgets.completion_caps` is empty",
-                    Some(format!("give at least one cap, e.g. [{COMPLETION_CAP}]")),
-                );
-            }
-            for (i, cap) in list.iter().enumerate() {
-                let at = format!("budgets.completion_caps.{i}");
-                match u32::try_from(*cap) {
-                    Ok(c) if c > 0 && !caps.contains(&c) => caps.push(c),
-                    Ok(c) if c > 0 => {
-                        sink.at(&at, format!("completion cap {c} is listed twice"), None)
-                    }
-                    _ => sink.at(
-                        &at,
-                        format!("completion cap {cap} is not a positive number of tokens"),
-                        Some(format!("the frozen cap is {COMPLETION_CAP}")),
-                    ),
-                }
-            }
+    let caps = match &b.completion_caps {
+        None => vec![COMPLETION_CAP],
+        Some(list) => resolve_caps(sink, "budgets.completion_caps", list),
+    };
+    let mut configuration_caps = std::collections::BTreeMap::new();
+    for (name, list) in b.configuration_caps.iter().flatten() {
+        let at = format!("budgets.configuration_caps.{name}");
+        if configurations.iter().any(|c| &c.name == name) {
+            configuration_caps.insert(name.clone(), resolve_caps(sink, &at, list));
+        } else {
+            sink.unknown(
+                &at,
+                "selected configuration",
+                name,
+                configurations.iter().map(|x| x.name.as_str()),
+                "the key must name a configuration the manifest selects",
+            );
         }
     }
     let episode_budget = match b.episode_budget {
@@ -540,9 +537,35 @@ fn resolve_budgets(raw: &RawManifest, sink: &mut Sink<'_>) -> Budgets {
     }
     Budgets {
         completion_caps: caps,
+        configuration_caps,
         episode_budget,
         call_slack: CALL_SLACK,
     }
+}
+
+/// A list of completion caps at `path`: positive, each once.
+fn resolve_caps(sink: &mut Sink<'_>, path: &str, list: &[i64]) -> Vec<u32> {
+    let mut caps = Vec::new();
+    if list.is_empty() {
+        sink.at(
+            path,
+            format!("`{path}` is empty"),
+            Some(format!("give at least one cap, e.g. [{COMPLETION_CAP}]")),
+        );
+    }
+    for (i, cap) in list.iter().enumerate() {
+        let at = format!("{path}.{i}");
+        match u32::try_from(*cap) {
+            Ok(c) if c > 0 && !caps.contains(&c) => caps.push(c),
+            Ok(c) if c > 0 => sink.at(&at, format!("completion cap {c} is listed twice"), None),
+            _ => sink.at(
+                &at,
+                format!("completion cap {cap} is not a positive number of tokens"),
+                Some(format!("the frozen cap is {COMPLETION_CAP}")),
+            ),
+        }
+    }
+    caps
 }
 
 fn positive(sink: &mut Sink<'_>, path: &str, value: Option<i64>, default: u32) -> u32 {

@@ -70,6 +70,8 @@ pub struct Provenance {
     pub manifest_hash: String,
     /// blake3 of the lockfile in force.
     pub lockfile_hash: String,
+    /// Key of the pipeline node that wrote the table (empty outside the pipeline).
+    pub node_key: String,
 }
 
 /// Builds a record batch column by column.
@@ -200,6 +202,7 @@ pub fn write_table(
             "tbb.lockfile_hash".to_string(),
             provenance.lockfile_hash.clone(),
         ),
+        KeyValue::new("tbb.node_key".to_string(), provenance.node_key.clone()),
     ];
     let props = WriterProperties::builder()
         .set_compression(Compression::ZSTD(ZstdLevel::try_new(3).map_err(pq)?))
@@ -216,7 +219,40 @@ pub fn write_table(
     file.flush().map_err(io)?;
     file.sync_all().map_err(io)?;
     std::fs::rename(&tmp, path).map_err(io)?;
+    sync_dir(path).map_err(io)?;
     Ok(())
+}
+
+/// Makes a rename in `path`'s directory durable (a no-op where directories cannot be
+/// opened as files).
+pub fn sync_dir(path: &Path) -> std::io::Result<()> {
+    match path.parent().map(File::open) {
+        Some(Ok(dir)) => dir.sync_all().or(Ok(())),
+        _ => Ok(()),
+    }
+}
+
+/// The key-value metadata of a table, read from its footer only.
+pub fn read_metadata(path: &Path) -> Result<Vec<(String, String)>, StoreError> {
+    let file = File::open(path).map_err(|source| StoreError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let builder =
+        ParquetRecordBatchReaderBuilder::try_new(file).map_err(|source| StoreError::Parquet {
+            path: path.to_path_buf(),
+            source,
+        })?;
+    Ok(builder
+        .metadata()
+        .file_metadata()
+        .key_value_metadata()
+        .map(|kv| {
+            kv.iter()
+                .map(|k| (k.key.clone(), k.value.clone().unwrap_or_default()))
+                .collect()
+        })
+        .unwrap_or_default())
 }
 
 /// A table read back: its batches and its key-value metadata.

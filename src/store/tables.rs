@@ -46,7 +46,7 @@ pub fn variants(variants: &[&Variant]) -> Result<RecordBatch, StoreError> {
 }
 
 /// One row of `episodes.parquet`: one scored condition.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct EpisodeRow {
     /// Study (manifest) name.
     pub study: String,
@@ -213,6 +213,7 @@ mod tests {
         let provenance = Provenance {
             manifest_hash: "m".into(),
             lockfile_hash: "l".into(),
+            node_key: "n".into(),
         };
         if let Err(e) = write_table(&path, &batch, &provenance) {
             panic!("{e}");

@@ -73,6 +73,10 @@
 //! read and counted once per process ([`menu::info`]), each message once
 //! ([`tokens::count`] memoises by content hash).
 
+/// Version of the simulated agents' behaviour, part of the key of every episode they
+/// run: bump it whenever a change to this module changes any response.
+pub const CODE_VERSION: &str = "sim/1";
+
 pub mod agent;
 pub mod mechanisms;
 pub mod menu;

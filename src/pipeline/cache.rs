@@ -1,0 +1,587 @@
+//! The node cache under `outputs/<study>/cache/`: every committed node's identity, key,
+//! key input and result, in batched Parquet files.
+//!
+//! Layout: `nodes-<seq>.parquet` (kind, id, key, key_input, payload),
+//! `objects-<seq>.parquet` (hash, json: configurations and other large key inputs) and
+//! `blobs-<seq>.parquet` (ref, text: the system prompts and tool menus transcripts refer
+//! to). A batch is committed by writing its blobs and objects first and its nodes last,
+//! each file to a temporary name, fsynced, then renamed: a node is committed exactly
+//! when the file that lists it exists, and everything it refers to exists before it.
+//! A process killed at any point leaves only complete files and ignorable `*.tmp`
+//! files.
+//!
+//! Reading: later files win; within the cache the *latest* entry of an identity is the
+//! one a plan compares with. [`Cache::compact`] rewrites the live entries into one file
+//! per table and then deletes the files it replaced (a crash in between leaves
+//! duplicates, which reading collapses).
+//!
+//! Never: decides what is stale (the plan does) or interprets payloads (apply does).
+
+use std::collections::{HashMap, HashSet};
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use arrow_array::{Array, RecordBatch, StringArray};
+use arrow_schema::{DataType, Field, Schema};
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::arrow::ProjectionMask;
+use serde_json::Value;
+use thiserror::Error;
+
+use super::key::{KeyInput, NodeKind};
+use crate::store::{write_table, Provenance, StoreError};
+
+/// The cache cannot be read or written.
+#[derive(Debug, Error, miette::Diagnostic)]
+pub enum CacheError {
+    /// File system.
+    #[error("cache {}: {source}", path.display())]
+    #[diagnostic(code(tbb::cache::io))]
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// Cause.
+        source: std::io::Error,
+    },
+    /// A cache file is not what tbb writes.
+    #[error("cache file {} is damaged: {detail}", path.display())]
+    #[diagnostic(
+        code(tbb::cache::damaged),
+        help("delete the file (its nodes will rerun), or the whole cache directory")
+    )]
+    Damaged {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        detail: String,
+    },
+    /// Writing a batch failed.
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// One committed node.
+#[derive(Debug, Clone)]
+pub struct Entry {
+    /// Kind.
+    pub kind: NodeKind,
+    /// Identity.
+    pub id: String,
+    /// Key.
+    pub key: String,
+    /// Canonical JSON of its key input.
+    pub input: String,
+    file: usize,
+    row: usize,
+}
+
+impl Entry {
+    /// Its key input, parsed.
+    pub fn key_input(&self) -> Option<KeyInput> {
+        serde_json::from_str(&self.input).ok()
+    }
+}
+
+/// A node to commit.
+#[derive(Debug, Clone)]
+pub struct NewEntry {
+    /// Kind.
+    pub kind: NodeKind,
+    /// Identity.
+    pub id: String,
+    /// Key.
+    pub key: String,
+    /// Canonical JSON of its key input.
+    pub input: String,
+    /// Its result (JSON).
+    pub payload: String,
+}
+
+/// What one commit writes.
+#[derive(Debug, Default)]
+pub struct Batch {
+    /// Nodes.
+    pub nodes: Vec<NewEntry>,
+    /// Objects `(hash, json)` not yet in the cache.
+    pub objects: Vec<(String, String)>,
+    /// Blobs `(ref, text)` not yet in the cache.
+    pub blobs: Vec<(String, String)>,
+}
+
+impl Batch {
+    /// Nothing to write.
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty() && self.objects.is_empty() && self.blobs.is_empty()
+    }
+}
+
+/// The cache of one study.
+#[derive(Debug)]
+pub struct Cache {
+    dir: PathBuf,
+    files: Vec<PathBuf>,
+    entries: Vec<Entry>,
+    by_key: HashMap<String, usize>,
+    latest: HashMap<String, usize>,
+    objects: HashMap<String, String>,
+    blob_refs: HashSet<String>,
+    next_seq: u64,
+}
+
+const NODES: &str = "nodes";
+const OBJECTS: &str = "objects";
+const BLOBS: &str = "blobs";
+
+impl Cache {
+    /// Opens (reads the index of) the cache in `dir`; a missing directory is an empty
+    /// cache. Reads every column but the payloads.
+    pub fn open(dir: &Path) -> Result<Cache, CacheError> {
+        let mut cache = Cache {
+            dir: dir.to_path_buf(),
+            files: Vec::new(),
+            entries: Vec::new(),
+            by_key: HashMap::new(),
+            latest: HashMap::new(),
+            objects: HashMap::new(),
+            blob_refs: HashSet::new(),
+            next_seq: 1,
+        };
+        if !dir.is_dir() {
+            return Ok(cache);
+        }
+        let listing = list(dir)?;
+        cache.next_seq = listing.iter().map(|(_, seq, _)| seq + 1).max().unwrap_or(1);
+        for (table, _, path) in listing {
+            match table.as_str() {
+                NODES => cache.index_nodes(&path)?,
+                OBJECTS => {
+                    for row in read_strings(&path, &["hash", "json"])? {
+                        cache.objects.insert(row[0].clone(), row[1].clone());
+                    }
+                }
+                BLOBS => {
+                    for row in read_strings(&path, &["ref"])? {
+                        cache.blob_refs.insert(row[0].clone());
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(cache)
+    }
+
+    fn index_nodes(&mut self, path: &Path) -> Result<(), CacheError> {
+        let file = self.files.len();
+        self.files.push(path.to_path_buf());
+        for (row, cols) in read_strings(path, &["kind", "id", "key", "key_input"])?
+            .into_iter()
+            .enumerate()
+        {
+            let [kind, id, key, input] =
+                <[String; 4]>::try_from(cols).map_err(|_| damaged(path, "short row"))?;
+            let kind = NodeKind::parse(&kind).ok_or_else(|| damaged(path, "unknown node kind"))?;
+            let index = self.entries.len();
+            self.by_key.insert(key.clone(), index);
+            self.latest.insert(id.clone(), index);
+            self.entries.push(Entry {
+                kind,
+                id,
+                key,
+                input,
+                file,
+                row,
+            });
+        }
+        Ok(())
+    }
+
+    /// The directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The committed node with this key.
+    pub fn get(&self, key: &str) -> Option<&Entry> {
+        self.by_key.get(key).map(|&i| &self.entries[i])
+    }
+
+    /// The latest committed node with this identity.
+    pub fn latest(&self, id: &str) -> Option<&Entry> {
+        self.latest.get(id).map(|&i| &self.entries[i])
+    }
+
+    /// The latest entry of every identity, in commit order.
+    pub fn latest_entries(&self) -> Vec<&Entry> {
+        let mut live: Vec<usize> = self.latest.values().copied().collect();
+        live.sort_unstable();
+        live.into_iter().map(|i| &self.entries[i]).collect()
+    }
+
+    /// A cached object's JSON.
+    pub fn object(&self, hash: &str) -> Option<Value> {
+        self.objects
+            .get(hash)
+            .and_then(|j| serde_json::from_str(j).ok())
+    }
+
+    /// Whether an object is cached.
+    pub fn has_object(&self, hash: &str) -> bool {
+        self.objects.contains_key(hash)
+    }
+
+    /// Whether a blob is cached.
+    pub fn has_blob(&self, r: &str) -> bool {
+        self.blob_refs.contains(r)
+    }
+
+    /// The payloads of the given keys (those committed), read from their files.
+    pub fn payloads(&self, keys: &[&str]) -> Result<HashMap<String, String>, CacheError> {
+        let mut wanted: HashMap<usize, Vec<(usize, &str)>> = HashMap::new();
+        for &k in keys {
+            if let Some(&i) = self.by_key.get(k) {
+                let e = &self.entries[i];
+                wanted.entry(e.file).or_default().push((e.row, k));
+            }
+        }
+        let mut out = HashMap::new();
+        for (file, rows) in wanted {
+            let payloads = read_column(&self.files[file], "payload")?;
+            for (row, key) in rows {
+                let p = payloads
+                    .get(row)
+                    .ok_or_else(|| damaged(&self.files[file], "payload row missing"))?;
+                out.insert(key.to_string(), p.clone());
+            }
+        }
+        Ok(out)
+    }
+
+    /// Every cached blob's text, by reference.
+    pub fn blobs(&self) -> Result<HashMap<String, String>, CacheError> {
+        let mut out = HashMap::new();
+        for (table, _, path) in list(&self.dir)? {
+            if table == BLOBS {
+                for row in read_strings(&path, &["ref", "text"])? {
+                    let [r, text] =
+                        <[String; 2]>::try_from(row).map_err(|_| damaged(&path, "short row"))?;
+                    out.insert(r, text);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Commits a batch: blobs, then objects, then nodes, each file atomically.
+    pub fn commit(&mut self, batch: Batch) -> Result<(), CacheError> {
+        if batch.is_empty() {
+            return Ok(());
+        }
+        std::fs::create_dir_all(&self.dir).map_err(|source| CacheError::Io {
+            path: self.dir.clone(),
+            source,
+        })?;
+        if !batch.blobs.is_empty() {
+            let (refs, texts): (Vec<&str>, Vec<&str>) = batch
+                .blobs
+                .iter()
+                .map(|(r, t)| (r.as_str(), t.as_str()))
+                .unzip();
+            self.write(BLOBS, &[("ref", &refs), ("text", &texts)])?;
+            self.blob_refs
+                .extend(batch.blobs.iter().map(|(r, _)| r.clone()));
+        }
+        if !batch.objects.is_empty() {
+            let (hashes, jsons): (Vec<&str>, Vec<&str>) = batch
+                .objects
+                .iter()
+                .map(|(h, j)| (h.as_str(), j.as_str()))
+                .unzip();
+            self.write(OBJECTS, &[("hash", &hashes), ("json", &jsons)])?;
+            self.objects.extend(batch.objects.iter().cloned());
+        }
+        if !batch.nodes.is_empty() {
+            let col = |f: fn(&NewEntry) -> &str| batch.nodes.iter().map(f).collect::<Vec<&str>>();
+            let kinds = col(|n| n.kind.name());
+            let path = self.write(
+                NODES,
+                &[
+                    ("kind", &kinds),
+                    ("id", &col(|n| &n.id)),
+                    ("key", &col(|n| &n.key)),
+                    ("key_input", &col(|n| &n.input)),
+                    ("payload", &col(|n| &n.payload)),
+                ],
+            )?;
+            let file = self.files.len();
+            self.files.push(path);
+            for (row, n) in batch.nodes.into_iter().enumerate() {
+                let index = self.entries.len();
+                self.by_key.insert(n.key.clone(), index);
+                self.latest.insert(n.id.clone(), index);
+                self.entries.push(Entry {
+                    kind: n.kind,
+                    id: n.id,
+                    key: n.key,
+                    input: n.input,
+                    file,
+                    row,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    fn write(&mut self, table: &str, columns: &[(&str, &[&str])]) -> Result<PathBuf, CacheError> {
+        let path = self
+            .dir
+            .join(format!("{table}-{:08}.parquet", self.next_seq));
+        self.next_seq += 1;
+        let fields: Vec<Field> = columns
+            .iter()
+            .map(|(name, _)| Field::new(*name, DataType::Utf8, false))
+            .collect();
+        let arrays = columns
+            .iter()
+            .map(|(_, values)| Arc::new(StringArray::from(values.to_vec())) as Arc<dyn Array>)
+            .collect();
+        let batch = RecordBatch::try_new(Arc::new(Schema::new(fields)), arrays).map_err(|e| {
+            StoreError::Arrow {
+                table: table.to_string(),
+                source: e,
+            }
+        })?;
+        write_table(&path, &batch, &Provenance::default())?;
+        Ok(path)
+    }
+
+    /// Number of node files (a measure of fragmentation).
+    pub fn node_files(&self) -> usize {
+        self.files.len()
+    }
+
+    /// Rewrites the cache as one file per table holding only the latest entry of each
+    /// identity, then deletes the files it replaced.
+    pub fn compact(&mut self) -> Result<(), CacheError> {
+        let old = list(&self.dir)?;
+        let live: Vec<Entry> = self.latest_entries().into_iter().cloned().collect();
+        let keys: Vec<&str> = live.iter().map(|e| e.key.as_str()).collect();
+        let payloads = self.payloads(&keys)?;
+        let blobs = self.blobs()?;
+        let mut fresh = Cache::empty_like(self);
+        let mut blob_list: Vec<(String, String)> = blobs.into_iter().collect();
+        blob_list.sort();
+        let mut object_list: Vec<(String, String)> = self
+            .objects
+            .iter()
+            .map(|(h, j)| (h.clone(), j.clone()))
+            .collect();
+        object_list.sort();
+        let nodes = live
+            .into_iter()
+            .map(|e| NewEntry {
+                payload: payloads.get(&e.key).cloned().unwrap_or_default(),
+                kind: e.kind,
+                id: e.id,
+                key: e.key,
+                input: e.input,
+            })
+            .collect();
+        fresh.commit(Batch {
+            nodes,
+            objects: object_list,
+            blobs: blob_list,
+        })?;
+        for (_, _, path) in old {
+            std::fs::remove_file(&path).map_err(|source| CacheError::Io { path, source })?;
+        }
+        *self = fresh;
+        Ok(())
+    }
+
+    fn empty_like(other: &Cache) -> Cache {
+        Cache {
+            dir: other.dir.clone(),
+            files: Vec::new(),
+            entries: Vec::new(),
+            by_key: HashMap::new(),
+            latest: HashMap::new(),
+            objects: HashMap::new(),
+            blob_refs: HashSet::new(),
+            next_seq: other.next_seq,
+        }
+    }
+
+    /// Deletes temporary files a killed run left behind (call under the outputs lock).
+    pub fn remove_temporaries(&self) -> Result<(), CacheError> {
+        let Ok(read) = std::fs::read_dir(&self.dir) else {
+            return Ok(());
+        };
+        for entry in read.flatten() {
+            let path = entry.path();
+            if path.extension().is_some_and(|e| e == "tmp") {
+                std::fs::remove_file(&path).map_err(|source| CacheError::Io { path, source })?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `(table, seq, path)` of every cache file, by sequence number.
+fn list(dir: &Path) -> Result<Vec<(String, u64, PathBuf)>, CacheError> {
+    let read = std::fs::read_dir(dir).map_err(|source| CacheError::Io {
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    let mut out = Vec::new();
+    for entry in read.flatten() {
+        let path = entry.path();
+        let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+            continue;
+        };
+        let Some(stem) = name.strip_suffix(".parquet") else {
+            continue;
+        };
+        let Some((table, seq)) = stem.rsplit_once('-') else {
+            continue;
+        };
+        if let Ok(seq) = seq.parse::<u64>() {
+            out.push((table.to_string(), seq, path));
+        }
+    }
+    out.sort_by_key(|(_, seq, _)| *seq);
+    Ok(out)
+}
+
+fn damaged(path: &Path, detail: &str) -> CacheError {
+    CacheError::Damaged {
+        path: path.to_path_buf(),
+        detail: detail.to_string(),
+    }
+}
+
+/// Reads the named string columns of a cache file, row by row.
+fn read_strings(path: &Path, columns: &[&str]) -> Result<Vec<Vec<String>>, CacheError> {
+    let batches = read_batches(path, columns)?;
+    let mut rows = Vec::new();
+    for batch in &batches {
+        let arrays: Vec<&StringArray> = columns
+            .iter()
+            .map(|c| {
+                batch
+                    .column_by_name(c)
+                    .and_then(|a| a.as_any().downcast_ref::<StringArray>())
+                    .ok_or_else(|| damaged(path, &format!("no text column `{c}`")))
+            })
+            .collect::<Result<_, _>>()?;
+        for i in 0..batch.num_rows() {
+            rows.push(arrays.iter().map(|a| a.value(i).to_string()).collect());
+        }
+    }
+    Ok(rows)
+}
+
+fn read_column(path: &Path, column: &str) -> Result<Vec<String>, CacheError> {
+    Ok(read_strings(path, &[column])?
+        .into_iter()
+        .filter_map(|mut r| r.pop())
+        .collect())
+}
+
+fn read_batches(path: &Path, columns: &[&str]) -> Result<Vec<RecordBatch>, CacheError> {
+    let file = File::open(path).map_err(|source| CacheError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let parquet = |e: parquet::errors::ParquetError| damaged(path, &e.to_string());
+    let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(parquet)?;
+    let schema = builder.parquet_schema();
+    let indices: Vec<usize> = columns
+        .iter()
+        .map(|c| {
+            (0..schema.num_columns())
+                .find(|&i| schema.column(i).name() == *c)
+                .ok_or_else(|| damaged(path, &format!("no column `{c}`")))
+        })
+        .collect::<Result<_, _>>()?;
+    let mask = ProjectionMask::leaves(schema, indices);
+    let reader = builder.with_projection(mask).build().map_err(parquet)?;
+    reader
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| damaged(path, &e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(id: &str, key: &str, payload: &str) -> NewEntry {
+        NewEntry {
+            kind: NodeKind::Execute,
+            id: id.into(),
+            key: key.into(),
+            input: "{}".into(),
+            payload: payload.into(),
+        }
+    }
+
+    #[test]
+    fn committed_nodes_read_back_and_the_latest_identity_wins() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let mut cache = Cache::open(dir.path()).unwrap_or_else(|e| panic!("{e}"));
+        let batch = |nodes| Batch {
+            nodes,
+            objects: vec![("h".into(), "{\"a\":1}".into())],
+            blobs: vec![("b".into(), "text".into())],
+        };
+        cache
+            .commit(batch(vec![entry("x", "k1", "p1"), entry("y", "k2", "p2")]))
+            .unwrap_or_else(|e| panic!("{e}"));
+        cache
+            .commit(batch(vec![entry("x", "k3", "p3")]))
+            .unwrap_or_else(|e| panic!("{e}"));
+        for _ in 0..2 {
+            let back = Cache::open(dir.path()).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(back.latest("x").map(|e| e.key.as_str()), Some("k3"));
+            assert!(back.get("k1").is_some());
+            assert!(back.has_blob("b") && back.has_object("h"));
+            let p = back
+                .payloads(&["k2", "k3", "nope"])
+                .unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(p.get("k2").map(String::as_str), Some("p2"));
+            assert_eq!(p.get("k3").map(String::as_str), Some("p3"));
+            assert_eq!(p.len(), 2);
+            cache.compact().unwrap_or_else(|e| panic!("{e}"));
+        }
+        let back = Cache::open(dir.path()).unwrap_or_else(|e| panic!("{e}"));
+        assert!(
+            back.get("k1").is_none(),
+            "compaction drops superseded entries"
+        );
+        assert_eq!(back.node_files(), 1);
+        assert_eq!(
+            back.blobs()
+                .unwrap_or_default()
+                .get("b")
+                .map(String::as_str),
+            Some("text")
+        );
+    }
+
+    #[test]
+    fn temporary_files_of_a_killed_run_are_ignored() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(dir.path().join("nodes-00000009.parquet.tmp"), b"partial")
+            .unwrap_or_else(|e| panic!("{e}"));
+        let cache = Cache::open(dir.path()).unwrap_or_else(|e| panic!("{e}"));
+        assert!(cache.latest_entries().is_empty());
+        cache.remove_temporaries().unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            std::fs::read_dir(dir.path())
+                .map(|d| d.count())
+                .unwrap_or(9),
+            0
+        );
+    }
+}

@@ -1,0 +1,470 @@
+//! Plans: the DAG compared with the cache — what runs, what is reused, and why.
+//!
+//! Every node gets an [`Action`] with its reasons: `+` new, `~` changed (the diff of
+//! its cached and current key inputs), `!` incomplete (a recorded result whose output
+//! is missing), `=` cached, and `-` for cached identities the manifest no longer has
+//! (kept). A new node whose identity differs from an orphan's in exactly one field
+//! (`cap=1024` -> `cap=4096`) is shown as that orphan changed, so a changed completion
+//! cap reads "completion_cap 1024 -> 4096" rather than as one node added and one gone.
+//!
+//! Never: writes anything. Planning reads the cache index and the footers of the
+//! published tables, and compiles only variants it has never compiled (for the
+//! request estimate).
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::fmt::Write as _;
+use std::path::Path;
+
+use petgraph::graph::NodeIndex;
+use serde::{Deserialize, Serialize};
+
+use super::cache::Cache;
+use super::dag::Dag;
+use super::key::{diff, NodeKind, Reason};
+use super::TablePayload;
+
+/// What happens to a node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Action {
+    /// Never run: runs.
+    Create,
+    /// Ran with another key: reruns.
+    Update,
+    /// Its result is incomplete: reruns.
+    Incomplete,
+    /// Reused.
+    Cached,
+    /// In the cache, not in the manifest: kept, not run.
+    Orphan,
+}
+
+impl Action {
+    /// The plan's marker.
+    pub fn sign(self) -> char {
+        match self {
+            Action::Create => '+',
+            Action::Update => '~',
+            Action::Incomplete => '!',
+            Action::Cached => '=',
+            Action::Orphan => '-',
+        }
+    }
+
+    /// Whether the node runs.
+    pub fn runs(self) -> bool {
+        matches!(self, Action::Create | Action::Update | Action::Incomplete)
+    }
+}
+
+/// One node of the plan.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Planned {
+    /// Kind.
+    pub kind: NodeKind,
+    /// Identity.
+    pub id: String,
+    /// Key (the cached one for orphans).
+    pub key: String,
+    /// What happens.
+    pub action: Action,
+    /// Why.
+    pub reasons: Vec<Reason>,
+    /// Its DAG node (none for orphans).
+    #[serde(skip)]
+    pub node: Option<NodeIndex>,
+}
+
+/// The expected provider traffic of the execute nodes that run.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
+pub struct Estimate {
+    /// Provider requests.
+    pub requests: u64,
+    /// Prompt tokens.
+    pub prompt_tokens: u64,
+    /// Completion tokens.
+    pub completion_tokens: u64,
+    /// Cost at the configured prices.
+    pub cost_usd: f64,
+}
+
+/// A plan.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Plan {
+    /// Format tag of saved plans.
+    pub format: String,
+    /// The manifest file.
+    pub manifest: String,
+    /// The `--set` overrides it was loaded with.
+    pub overrides: Vec<(String, String)>,
+    /// The manifest's content hash.
+    pub manifest_hash: String,
+    /// The lockfile hash the run would write.
+    pub lockfile_hash: String,
+    /// Every node, in DAG order, then the orphans.
+    pub nodes: Vec<Planned>,
+    /// Expected provider traffic.
+    pub estimate: Estimate,
+    /// blake3 over every node's identity, key and action: two plans with the same
+    /// fingerprint do the same work.
+    pub fingerprint: String,
+}
+
+/// The format tag of saved plans.
+pub const PLAN_FORMAT: &str = "tbb-plan/1";
+
+/// Compares `dag` with `cache` and the published tables under `outputs`.
+pub fn plan(dag: &Dag, cache: &Cache, outputs: &Path) -> Plan {
+    let in_dag: HashSet<&str> = dag.nodes().map(|(_, n)| n.id.as_str()).collect();
+    let mut orphans: Vec<(String, String, NodeKind, String)> = cache
+        .latest_entries()
+        .into_iter()
+        .filter(|e| !in_dag.contains(e.id.as_str()))
+        .map(|e| (e.id.clone(), e.key.clone(), e.kind, e.input.clone()))
+        .collect();
+    // Orphans by identity with one field wildcarded, for pairing.
+    let mut wildcard: HashMap<String, usize> = HashMap::new();
+    for (i, (id, ..)) in orphans.iter().enumerate() {
+        if let Some((kind, fields)) = parse_identity(id) {
+            for w in 0..fields.len() {
+                wildcard.entry(wildcarded(kind, &fields, w)).or_insert(i);
+            }
+        }
+    }
+    let mut paired = vec![false; orphans.len()];
+    let known = known_values(cache);
+    let objects = |h: &str| cache.object(h).or_else(|| dag.objects.get(h).cloned());
+    let table_payloads = table_payloads(dag, cache);
+
+    let mut nodes = Vec::new();
+    for (index, node) in dag.nodes() {
+        let (action, reasons) = match cache.get(&node.key) {
+            Some(_) if node.kind == NodeKind::Table => {
+                match table_problem(outputs, &node.key, table_payloads.get(&node.key)) {
+                    None => (Action::Cached, vec![]),
+                    Some(detail) => (Action::Incomplete, vec![Reason::Incomplete { detail }]),
+                }
+            }
+            Some(_) => (Action::Cached, vec![]),
+            None => match cache.latest(&node.id).and_then(|e| e.key_input()) {
+                Some(old) => (Action::Update, diff(&old, &node.input, &objects)),
+                None => {
+                    let pair = (0..node.fields.len())
+                        .filter_map(|w| wildcard.get(&wildcarded(node.kind, &node.fields, w)))
+                        .copied()
+                        .find(|&i| !paired[i]);
+                    match pair
+                        .and_then(|i| serde_json::from_str(&orphans[i].3).ok().map(|old| (i, old)))
+                    {
+                        Some((i, old)) => {
+                            paired[i] = true;
+                            let mut reasons = diff(&old, &node.input, &objects);
+                            if reasons.is_empty() {
+                                reasons.push(Reason::UpstreamChanged);
+                            }
+                            (Action::Update, reasons)
+                        }
+                        None => (
+                            Action::Create,
+                            vec![Reason::New {
+                                what: new_what(node.kind, &node.fields, &known),
+                            }],
+                        ),
+                    }
+                }
+            },
+        };
+        let reasons = if action == Action::Update && reasons.is_empty() {
+            vec![Reason::UpstreamChanged]
+        } else {
+            reasons
+        };
+        nodes.push(Planned {
+            kind: node.kind,
+            id: node.id.clone(),
+            key: node.key.clone(),
+            action,
+            reasons,
+            node: Some(index),
+        });
+    }
+    for (i, (id, key, kind, _)) in orphans.drain(..).enumerate() {
+        if !paired[i] {
+            nodes.push(Planned {
+                kind,
+                id,
+                key,
+                action: Action::Orphan,
+                reasons: vec![Reason::Orphaned],
+                node: None,
+            });
+        }
+    }
+    let mut plan = Plan {
+        format: PLAN_FORMAT.into(),
+        manifest: String::new(),
+        overrides: Vec::new(),
+        manifest_hash: String::new(),
+        lockfile_hash: String::new(),
+        nodes,
+        estimate: Estimate::default(),
+        fingerprint: String::new(),
+    };
+    plan.fingerprint = fingerprint(&plan);
+    plan
+}
+
+/// blake3 over every node's identity, key and action.
+pub fn fingerprint(plan: &Plan) -> String {
+    let mut h = blake3::Hasher::new();
+    h.update(plan.manifest_hash.as_bytes());
+    h.update(plan.lockfile_hash.as_bytes());
+    for n in &plan.nodes {
+        h.update(n.id.as_bytes());
+        h.update(n.key.as_bytes());
+        h.update(&[n.action as u8, b'\n']);
+    }
+    h.finalize().to_hex().to_string()
+}
+
+fn table_payloads(dag: &Dag, cache: &Cache) -> HashMap<String, String> {
+    let keys: Vec<&str> = dag
+        .nodes()
+        .filter(|(_, n)| n.kind == NodeKind::Table)
+        .map(|(_, n)| n.key.as_str())
+        .collect();
+    cache.payloads(&keys).unwrap_or_default()
+}
+
+/// Why a recorded table is not all there, if it is not.
+fn table_problem(outputs: &Path, key: &str, payload: Option<&String>) -> Option<String> {
+    let Some(payload) = payload.and_then(|p| serde_json::from_str::<TablePayload>(p).ok()) else {
+        return Some("its record is unreadable".into());
+    };
+    for file in &payload.files {
+        let path = outputs.join(file);
+        match crate::store::read_metadata(&path) {
+            Err(_) => return Some(format!("{} is missing", path.display())),
+            Ok(meta) => {
+                if !meta.iter().any(|(k, v)| k == "tbb.node_key" && v == key) {
+                    return Some(format!("{} was overwritten", path.display()));
+                }
+            }
+        }
+    }
+    None
+}
+
+/// Splits `kind[a=1, b=2]` into its kind and fields.
+pub fn parse_identity(id: &str) -> Option<(NodeKind, Vec<(String, String)>)> {
+    let (kind, rest) = id.split_once('[')?;
+    let inner = rest.strip_suffix(']')?;
+    let kind = NodeKind::parse(kind)?;
+    let fields = inner
+        .split(", ")
+        .map(|f| match f.split_once('=') {
+            Some((k, v)) => (k.to_string(), v.to_string()),
+            None => (String::new(), f.to_string()),
+        })
+        .collect();
+    Some((kind, fields))
+}
+
+fn wildcarded<K: AsRef<str>>(kind: NodeKind, fields: &[(K, String)], skip: usize) -> String {
+    let mut s = format!("{}[", kind.name());
+    for (i, (k, v)) in fields.iter().enumerate() {
+        if i == skip {
+            let _ = write!(s, "{}=*;", k.as_ref());
+        } else {
+            let _ = write!(s, "{}={v};", k.as_ref());
+        }
+    }
+    s
+}
+
+/// Values of every identity field among the cached nodes, by kind and field.
+fn known_values(cache: &Cache) -> HashSet<(NodeKind, String, String)> {
+    cache
+        .latest_entries()
+        .into_iter()
+        .filter_map(|e| parse_identity(&e.id))
+        .flat_map(|(kind, fields)| fields.into_iter().map(move |(k, v)| (kind, k, v)))
+        .collect()
+}
+
+/// What is new about a node never seen: the first of its field values the cache has
+/// never seen for that kind (nothing, when the cache has no node of that kind).
+fn new_what(
+    kind: NodeKind,
+    fields: &[(&'static str, String)],
+    known: &HashSet<(NodeKind, String, String)>,
+) -> Option<String> {
+    if matches!(kind, NodeKind::Table | NodeKind::Analysis)
+        || !known.iter().any(|(k, ..)| *k == kind)
+    {
+        return None;
+    }
+    fields.iter().find_map(|(k, v)| {
+        (!known.contains(&(kind, k.to_string(), v.clone()))).then(|| {
+            let name = match *k {
+                "cfg" => "configuration",
+                "rep" => "repeat",
+                "cap" => "completion_cap",
+                "table" | "analysis" => "",
+                other => other,
+            };
+            if name.is_empty() {
+                v.clone()
+            } else {
+                format!("{name} {v}")
+            }
+        })
+    })
+}
+
+impl Plan {
+    /// Nodes that run, by kind.
+    pub fn to_run(&self) -> BTreeMap<NodeKind, usize> {
+        let mut out = BTreeMap::new();
+        for n in self.nodes.iter().filter(|n| n.action.runs()) {
+            *out.entry(n.kind).or_insert(0) += 1;
+        }
+        out
+    }
+
+    /// Nodes with this action.
+    pub fn count(&self, action: Action) -> usize {
+        self.nodes.iter().filter(|n| n.action == action).count()
+    }
+
+    /// Whether nothing runs.
+    pub fn is_empty(&self) -> bool {
+        !self.nodes.iter().any(|n| n.action.runs())
+    }
+
+    /// The plan as text: one group per (action, kind, reasons), in DAG order, with up
+    /// to three identities each; cached nodes only with `show_cached`; then the summary.
+    pub fn render(&self, show_cached: bool) -> String {
+        let mut groups: Vec<(Action, NodeKind, String, Vec<&str>)> = Vec::new();
+        let mut index: HashMap<(Action, NodeKind, String), usize> = HashMap::new();
+        for n in &self.nodes {
+            if n.action == Action::Cached && !show_cached {
+                continue;
+            }
+            let why = n
+                .reasons
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("; ");
+            let g = *index
+                .entry((n.action, n.kind, why.clone()))
+                .or_insert_with(|| {
+                    groups.push((n.action, n.kind, why, Vec::new()));
+                    groups.len() - 1
+                });
+            groups[g].3.push(&n.id);
+        }
+        let mut out = String::new();
+        for (action, kind, why, ids) in &groups {
+            let sign = action.sign();
+            let why = if *action == Action::Cached {
+                "cached".to_string()
+            } else {
+                why.clone()
+            };
+            if ids.len() == 1 {
+                let _ = writeln!(out, "  {sign} {}: {why}", ids[0]);
+                continue;
+            }
+            let _ = writeln!(out, "  {sign} {} {} nodes: {why}", ids.len(), kind.name());
+            const SHOWN: usize = 3;
+            for id in ids.iter().take(SHOWN) {
+                let _ = writeln!(out, "      {id}");
+            }
+            if ids.len() > SHOWN {
+                let _ = writeln!(out, "      … and {} more", ids.len() - SHOWN);
+            }
+        }
+        if !out.is_empty() {
+            out.push('\n');
+        }
+        out.push_str(&self.summary());
+        out.push('\n');
+        out
+    }
+
+    /// The summary line.
+    pub fn summary(&self) -> String {
+        let cached = self.count(Action::Cached);
+        let orphaned = self.count(Action::Orphan);
+        let run = self.to_run();
+        if run.is_empty() {
+            return format!(
+                "No changes: {} nodes cached, nothing to run{}.",
+                group_digits(cached as u64),
+                if orphaned > 0 {
+                    format!(" ({orphaned} orphaned nodes kept in the cache)")
+                } else {
+                    String::new()
+                }
+            );
+        }
+        let total: usize = run.values().sum();
+        let by_kind: Vec<String> = run
+            .iter()
+            .map(|(k, n)| format!("{} {}", group_digits(*n as u64), k.name()))
+            .collect();
+        let e = &self.estimate;
+        let traffic = if e.requests == 0 {
+            "no provider requests".to_string()
+        } else {
+            format!(
+                "≈{} provider requests, ≈${:.2} at the configured prices",
+                group_digits(e.requests),
+                e.cost_usd
+            )
+        };
+        format!(
+            "Plan: {} to run ({}), {} cached, {} orphaned; {traffic}.",
+            group_digits(total as u64),
+            by_kind.join(", "),
+            group_digits(cached as u64),
+            group_digits(orphaned as u64),
+        )
+    }
+}
+
+/// `18144` -> `18,144`.
+pub fn group_digits(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn identities_parse_back_into_their_fields() {
+        let (kind, fields) =
+            parse_identity("execute[cfg=a, v=8, cap=1024]").unwrap_or_else(|| panic!());
+        assert_eq!(kind, NodeKind::Execute);
+        assert_eq!(fields[2], ("cap".to_string(), "1024".to_string()));
+        assert!(parse_identity("nonsense").is_none());
+    }
+
+    #[test]
+    fn digits_are_grouped() {
+        assert_eq!(group_digits(18144), "18,144");
+        assert_eq!(group_digits(999), "999");
+        assert_eq!(group_digits(1000000), "1,000,000");
+    }
+}
