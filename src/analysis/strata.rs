@@ -1,1 +1,344 @@
-//! See [`crate::analysis`]; filled in by the capacity-analysis work.
+//! Truncation strata of the menu effect (paper Section 4.2 and Appendix D, "The
+//! truncation-resolution bound"): the menu effect within the pairs that neither menu
+//! truncated, and worst-case bounds on the total menu effect when every truncated
+//! failure could have gone either way.
+//!
+//! Owns: the `strata` table, one row per stratum (menu lane × completion cap) pooled
+//! (`configuration = "all"`) and then per configuration, over the matched V = 8 /
+//! V = 128 pairs of [`super::design::v_pairs`]:
+//! `lane`, `completion_cap`, `configuration`, `organization`, `pairs`,
+//! `total_effect_pp` (observed mean of `y128 − y8`), `pairs_neither_truncated`,
+//! `neither_truncated_effect_pp` (the mean within them; NaN when there is none),
+//! `truncated_failures_8`, `truncated_failures_128` (pairs whose arm is a truncated
+//! failure), `truncated_failures_both`, `bound_independent_low_pp`,
+//! `bound_independent_high_pp`, `bound_alike_low_pp`, `bound_alike_high_pp`.
+//!
+//! # The bounds
+//! Every non-truncated episode keeps its outcome; each truncated failure (an episode
+//! truncated at the cap that failed) may resolve either way. With the arms resolving
+//! independently, the lowest total effect has every truncated failure at V = 8
+//! succeed and every one at V = 128 fail, the highest the reverse:
+//! `low = observed − T8 / N`, `high = observed + T128 / N` (in pp, `N` pairs). With
+//! both arms of a pair resolving alike, a pair whose two arms are both truncated
+//! failures contributes 0 at both ends; the other pairs resolve as before. The alike
+//! interval lies within the independent one, and both contain the observed effect.
+//! The bounds say nothing about what a larger cap would do (the sweep measures that).
+//!
+//! Invariants: exact counts from the rows; row order does not matter.
+//!
+//! Never: resamples, or reads files.
+
+use std::collections::BTreeMap;
+
+use arrow_array::RecordBatch;
+
+use crate::manifest::Analysis;
+use crate::store::tables::EpisodeRow;
+use crate::store::TableBuilder;
+
+use super::design::{self, Stratum, VPair};
+use super::truncation::ALL;
+use super::{AnalysisError, Output};
+
+/// Name in error messages.
+const KIND: &str = "strata";
+
+/// One row of the `strata` table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StratumRow {
+    /// Lane and cap.
+    pub stratum: Stratum,
+    /// Configuration or `all`.
+    pub configuration: String,
+    /// Organization or `all`.
+    pub organization: String,
+    /// Pairs `N`.
+    pub pairs: u32,
+    /// Observed `Σ (y128 − y8)`.
+    pub total: i64,
+    /// Pairs with neither arm truncated.
+    pub neither: u32,
+    /// `Σ (y128 − y8)` within them.
+    pub neither_total: i64,
+    /// Pairs whose V = 8 arm is a truncated failure.
+    pub free_8: u32,
+    /// Pairs whose V = 128 arm is a truncated failure.
+    pub free_128: u32,
+    /// Pairs with both.
+    pub free_both: u32,
+    /// `Σ` of the lowest resolution, arms independent.
+    pub independent_low: i64,
+    /// `Σ` of the highest resolution, arms independent.
+    pub independent_high: i64,
+    /// `Σ` of the lowest resolution, arms alike.
+    pub alike_low: i64,
+    /// `Σ` of the highest resolution, arms alike.
+    pub alike_high: i64,
+}
+
+impl StratumRow {
+    /// The row of `pairs`.
+    pub fn of(
+        stratum: &Stratum,
+        configuration: &str,
+        organization: &str,
+        pairs: &[VPair<'_>],
+    ) -> StratumRow {
+        let mut r = StratumRow {
+            stratum: stratum.clone(),
+            configuration: configuration.into(),
+            organization: organization.into(),
+            pairs: 0,
+            total: 0,
+            neither: 0,
+            neither_total: 0,
+            free_8: 0,
+            free_128: 0,
+            free_both: 0,
+            independent_low: 0,
+            independent_high: 0,
+            alike_low: 0,
+            alike_high: 0,
+        };
+        for p in pairs {
+            r.add(p);
+        }
+        r
+    }
+
+    fn add(&mut self, p: &VPair<'_>) {
+        let y8 = i64::from(p.y_small());
+        let y128 = i64::from(p.y_large());
+        let (f8, f128) = (p.free_small(), p.free_large());
+        let diff = y128 - y8;
+        self.pairs += 1;
+        self.total += diff;
+        if !p.small.truncated && !p.large.truncated {
+            self.neither += 1;
+            self.neither_total += diff;
+        }
+        self.free_8 += u32::from(f8);
+        self.free_128 += u32::from(f128);
+        self.free_both += u32::from(f8 && f128);
+        // Lowest: free at 8 succeeds, free at 128 fails; highest: the reverse.
+        let low = y128 - if f8 { 1 } else { y8 };
+        let high = if f128 { 1 } else { y128 } - y8;
+        self.independent_low += low;
+        self.independent_high += high;
+        let both = f8 && f128;
+        self.alike_low += if both { 0 } else { low };
+        self.alike_high += if both { 0 } else { high };
+    }
+
+    fn pp(&self, sum: i64, n: u32) -> f64 {
+        if n == 0 {
+            f64::NAN
+        } else {
+            100.0 * sum as f64 / f64::from(n)
+        }
+    }
+
+    /// Observed total effect, pp.
+    pub fn total_effect_pp(&self) -> f64 {
+        self.pp(self.total, self.pairs)
+    }
+
+    /// Effect within the pairs neither menu truncated, pp.
+    pub fn neither_truncated_effect_pp(&self) -> f64 {
+        self.pp(self.neither_total, self.neither)
+    }
+
+    /// `[low, high]` with the arms resolving independently, pp.
+    pub fn bound_independent_pp(&self) -> (f64, f64) {
+        (
+            self.pp(self.independent_low, self.pairs),
+            self.pp(self.independent_high, self.pairs),
+        )
+    }
+
+    /// `[low, high]` with the two arms of a pair resolving alike, pp.
+    pub fn bound_alike_pp(&self) -> (f64, f64) {
+        (
+            self.pp(self.alike_low, self.pairs),
+            self.pp(self.alike_high, self.pairs),
+        )
+    }
+}
+
+/// Pooled and per-configuration rows of one stratum's pairs.
+pub fn strata_rows(stratum: &Stratum, pairs: &[VPair<'_>]) -> Vec<StratumRow> {
+    let mut by_config: BTreeMap<(&str, &str), Vec<VPair<'_>>> = BTreeMap::new();
+    for p in pairs {
+        by_config
+            .entry((&p.small.configuration, &p.small.organization))
+            .or_default()
+            .push(*p);
+    }
+    std::iter::once(StratumRow::of(stratum, ALL, ALL, pairs))
+        .chain(
+            by_config
+                .iter()
+                .map(|((c, o), ps)| StratumRow::of(stratum, c, o, ps)),
+        )
+        .collect()
+}
+
+/// The `strata` table.
+pub fn run(_analysis: &Analysis, episodes: &[EpisodeRow]) -> Result<Vec<Output>, AnalysisError> {
+    let strata = design::capacity_rows(episodes);
+    if strata.is_empty() {
+        return Err(AnalysisError::MissingData {
+            analysis: KIND,
+            detail: "no episodes of the capacity cells without a repair".into(),
+        });
+    }
+    let mut rows = Vec::new();
+    for (stratum, cell_rows) in &strata {
+        let pairs = design::v_pairs(KIND, stratum, cell_rows)?;
+        rows.extend(strata_rows(stratum, &pairs));
+    }
+    Ok(vec![Output {
+        table: "strata",
+        batch: table(&rows)?,
+    }])
+}
+
+fn table(rows: &[StratumRow]) -> Result<RecordBatch, AnalysisError> {
+    Ok(TableBuilder::new()
+        .text("lane", rows.iter().map(|r| &r.stratum.lane))
+        .u32(
+            "completion_cap",
+            rows.iter().map(|r| r.stratum.completion_cap),
+        )
+        .text("configuration", rows.iter().map(|r| &r.configuration))
+        .text("organization", rows.iter().map(|r| &r.organization))
+        .u32("pairs", rows.iter().map(|r| r.pairs))
+        .f64(
+            "total_effect_pp",
+            rows.iter().map(StratumRow::total_effect_pp),
+        )
+        .u32("pairs_neither_truncated", rows.iter().map(|r| r.neither))
+        .f64(
+            "neither_truncated_effect_pp",
+            rows.iter().map(StratumRow::neither_truncated_effect_pp),
+        )
+        .u32("truncated_failures_8", rows.iter().map(|r| r.free_8))
+        .u32("truncated_failures_128", rows.iter().map(|r| r.free_128))
+        .u32("truncated_failures_both", rows.iter().map(|r| r.free_both))
+        .f64(
+            "bound_independent_low_pp",
+            rows.iter().map(|r| r.bound_independent_pp().0),
+        )
+        .f64(
+            "bound_independent_high_pp",
+            rows.iter().map(|r| r.bound_independent_pp().1),
+        )
+        .f64(
+            "bound_alike_low_pp",
+            rows.iter().map(|r| r.bound_alike_pp().0),
+        )
+        .f64(
+            "bound_alike_high_pp",
+            rows.iter().map(|r| r.bound_alike_pp().1),
+        )
+        .build("strata")?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::design::testing::{row, unit};
+    use crate::manifest::AnalysisKind;
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() < 1e-9
+    }
+
+    /// An episode with outcome `y` and truncation flag `t`.
+    fn ep(v: u32, y: bool, t: bool) -> EpisodeRow {
+        let mut r = row("c", "o", "f", "i", v, "low", "raw", y);
+        r.truncated = t;
+        r
+    }
+
+    #[test]
+    fn the_bounds_on_a_constructed_table_by_hand() {
+        // Ten pairs (y8, truncated8, y128, truncated128):
+        //   3 × (1, -, 1, -)   diff 0
+        //   1 × (1, -, 0, -)   diff −1, not truncated
+        //   3 × (1, -, 0, T)   diff −1, a truncated failure at 128
+        //   1 × (0, T, 0, T)   diff 0, truncated failures in both arms
+        //   1 × (0, T, 1, -)   diff +1, a truncated failure at 8
+        //   1 × (0, -, 1, -)   diff +1
+        // Observed: (−1 − 3 + 1 + 1) / 10 = −20 pp.
+        // Neither truncated: the 3 + 1 + 1 untruncated pairs, diffs sum 0: 0 pp.
+        // Independent low: the two free V = 8 arms succeed: the (0,T,0,T) pair
+        //   becomes −1 and the (0,T,1,-) pair 0: −4 / 10 = −40 pp (= −20 − 2/10).
+        // Independent high: the four free V = 128 arms succeed: the three
+        //   (1,-,0,T) pairs become 0 and the (0,T,0,T) pair +1: +2 / 10 = +20 pp.
+        // Alike: the (0,T,0,T) pair stays 0 at both ends: −30 and +10 pp.
+        let spec: [(usize, bool, bool, bool, bool); 6] = [
+            (3, true, false, true, false),
+            (1, true, false, false, false),
+            (3, true, false, false, true),
+            (1, false, true, false, true),
+            (1, false, true, true, false),
+            (1, false, false, true, false),
+        ];
+        let mut episodes = Vec::new();
+        for (n, y8, t8, y128, t128) in spec {
+            for _ in 0..n {
+                episodes.push((ep(8, y8, t8), ep(128, y128, t128)));
+            }
+        }
+        let pairs: Vec<VPair<'_>> = episodes
+            .iter()
+            .map(|(small, large)| VPair { small, large })
+            .collect();
+        let stratum = Stratum {
+            lane: "routed".into(),
+            completion_cap: 1024,
+        };
+        let r = StratumRow::of(&stratum, "all", "all", &pairs);
+        assert_eq!(r.pairs, 10);
+        assert!(close(r.total_effect_pp(), -20.0));
+        assert_eq!(r.neither, 5);
+        assert!(close(r.neither_truncated_effect_pp(), 0.0));
+        assert_eq!((r.free_8, r.free_128, r.free_both), (2, 4, 1));
+        let (lo, hi) = r.bound_independent_pp();
+        assert!(close(lo, -40.0) && close(hi, 20.0), "{lo} {hi}");
+        let (lo, hi) = r.bound_alike_pp();
+        assert!(close(lo, -30.0) && close(hi, 10.0), "{lo} {hi}");
+    }
+
+    #[test]
+    fn the_table_has_a_pooled_row_then_one_per_configuration() {
+        let mut rows = unit("a", "A", "f", "i", |i| i < 4);
+        for r in rows.iter_mut().filter(|r| r.v == 128) {
+            r.truncated = true;
+        }
+        rows.extend(unit("b", "B", "f", "i", |_| true));
+        let analysis = Analysis {
+            kind: AnalysisKind::Strata,
+            draws: None,
+            seed: None,
+            cluster_units: vec![],
+        };
+        let out = run(&analysis, &rows).unwrap_or_else(|e| panic!("{e}"));
+        let t = &out[0].batch;
+        assert_eq!(t.num_rows(), 3);
+        let col = |name: &str| {
+            t.column_by_name(name)
+                .and_then(|c| c.as_any().downcast_ref::<arrow_array::Float64Array>())
+                .map(|c| c.values().to_vec())
+                .unwrap_or_default()
+        };
+        // Pooled: 8 pairs, 4 lost (all truncated at 128): −50 pp; neither truncated:
+        // configuration b's 4 pairs, 0 pp; independent high: −50 + 4/8 = 0.
+        assert_eq!(col("total_effect_pp"), vec![-50.0, -100.0, 0.0]);
+        assert_eq!(col("neither_truncated_effect_pp")[0], 0.0);
+        assert!(col("neither_truncated_effect_pp")[1].is_nan());
+        assert_eq!(col("bound_independent_high_pp"), vec![0.0, 0.0, 0.0]);
+        assert_eq!(col("bound_independent_low_pp"), vec![-50.0, -100.0, 0.0]);
+    }
+}
