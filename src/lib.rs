@@ -26,5 +26,6 @@ pub mod harness;
 pub mod manifest;
 pub mod pipeline;
 pub mod provider;
+pub mod report;
 pub mod sandbox;
 pub mod store;

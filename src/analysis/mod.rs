@@ -95,10 +95,15 @@ pub fn run(
     analysis: &crate::manifest::Analysis,
     episodes: &[crate::store::tables::EpisodeRow],
 ) -> Result<Vec<Output>, AnalysisError> {
-    let _ = episodes;
-    // Filled in as each analysis lands (issue 5).
-    Err(AnalysisError::MissingData {
-        analysis: analysis.kind.name(),
-        detail: "this analysis is not implemented yet".into(),
-    })
+    match analysis.kind {
+        AnalysisKind::Contrasts => contrasts::run(analysis, episodes),
+        AnalysisKind::Truncation => truncation::run(analysis, episodes),
+        AnalysisKind::Strata => strata::run(analysis, episodes),
+        AnalysisKind::Lanes => lanes::run(analysis, episodes),
+        AnalysisKind::Costs => costs::run(analysis, episodes),
+        AnalysisKind::Report => Err(AnalysisError::MissingData {
+            analysis: analysis.kind.name(),
+            detail: "the report is not implemented yet".into(),
+        }),
+    }
 }

@@ -207,14 +207,28 @@ pub fn write_table(
     let props = WriterProperties::builder()
         .set_compression(Compression::ZSTD(ZstdLevel::try_new(3).map_err(pq)?))
         .set_max_row_group_row_count(Some(ROW_GROUP_SIZE))
-        .set_key_value_metadata(Some(metadata))
+        .set_key_value_metadata(Some(metadata.clone()))
         // No creation time or host in the file: the same rows give the same bytes.
         .set_created_by(format!("tbb {}", env!("CARGO_PKG_VERSION")))
         .build();
+    // The provenance also goes into the Arrow schema's metadata, where pyarrow and
+    // polars show it (`table.schema.metadata`).
+    let schema = Arc::new(
+        batch.schema().as_ref().clone().with_metadata(
+            metadata
+                .iter()
+                .map(|kv| (kv.key.clone(), kv.value.clone().unwrap_or_default()))
+                .collect::<std::collections::HashMap<String, String>>(),
+        ),
+    );
+    let batch = batch.clone().with_schema(schema.clone()).map_err(|source| StoreError::Arrow {
+        table: path.display().to_string(),
+        source,
+    })?;
     let tmp = path.with_extension("parquet.tmp");
     let file = File::create(&tmp).map_err(io)?;
-    let mut writer = ArrowWriter::try_new(file, batch.schema(), Some(props)).map_err(pq)?;
-    writer.write(batch).map_err(pq)?;
+    let mut writer = ArrowWriter::try_new(file, schema, Some(props)).map_err(pq)?;
+    writer.write(&batch).map_err(pq)?;
     let mut file = writer.into_inner().map_err(pq)?;
     file.flush().map_err(io)?;
     file.sync_all().map_err(io)?;

@@ -1,0 +1,1 @@
+//! Placeholder: the report module (issue 5) is being written.
