@@ -245,21 +245,30 @@ pub struct Stratum {
 /// The capacity rows of each stratum, each with its index in [`CELLS`]: no-repair
 /// rows of capacity cells only. Strata come out sorted (lane, then cap).
 pub fn capacity_rows(rows: &[EpisodeRow]) -> BTreeMap<Stratum, Vec<(&EpisodeRow, usize)>> {
-    let mut out: BTreeMap<Stratum, Vec<(&EpisodeRow, usize)>> = BTreeMap::new();
+    let mut by_key: BTreeMap<(&str, u32), Vec<(&EpisodeRow, usize)>> = BTreeMap::new();
     for row in rows {
         if row.repair != NO_REPAIR {
             continue;
         }
         if let Some(cell) = cell_index(row) {
-            out.entry(Stratum {
-                lane: row.lane.clone(),
-                completion_cap: row.completion_cap,
-            })
-            .or_default()
-            .push((row, cell));
+            by_key
+                .entry((&row.lane, row.completion_cap))
+                .or_default()
+                .push((row, cell));
         }
     }
-    out
+    by_key
+        .into_iter()
+        .map(|((lane, completion_cap), rows)| {
+            (
+                Stratum {
+                    lane: lane.to_string(),
+                    completion_cap,
+                },
+                rows,
+            )
+        })
+        .collect()
 }
 
 /// A family × configuration unit, with the coarser groups it belongs to.
@@ -392,30 +401,7 @@ pub fn cell_means(
     rows: &[(&EpisodeRow, usize)],
 ) -> Result<CellMeans, AnalysisError> {
     check_groups(analysis, rows.iter().map(|(r, _)| *r))?;
-    // unit (family, configuration) -> per cell: repeat -> success.
-    type Runs = [BTreeMap<u32, bool>; 12];
-    let mut by_unit: BTreeMap<(&str, &str), (&EpisodeRow, Runs)> = BTreeMap::new();
-    for &(row, cell) in rows {
-        let entry = by_unit
-            .entry((&row.family, &row.configuration))
-            .or_insert_with(|| (row, Default::default()));
-        if entry.1[cell].insert(row.repeat, success(row)).is_some() {
-            return Err(AnalysisError::Inconsistent {
-                analysis,
-                detail: format!(
-                    "two episodes for family {} × configuration {} at cell {}, repeat {} \
-                     (lane {}, cap {})",
-                    row.family,
-                    row.configuration,
-                    CELLS[cell].label(),
-                    row.repeat,
-                    stratum.lane,
-                    stratum.completion_cap
-                ),
-            });
-        }
-    }
-    if by_unit.is_empty() {
+    if rows.is_empty() {
         return Err(AnalysisError::MissingData {
             analysis,
             detail: format!(
@@ -424,21 +410,70 @@ pub fn cell_means(
             ),
         });
     }
+    // Names interned in sorted order, so a unit is (family id, configuration id) and
+    // units sort by (family, configuration).
+    let sorted = |f: fn(&EpisodeRow) -> &str| {
+        let mut v: Vec<&str> = rows.iter().map(|(r, _)| f(r)).collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    };
+    let families = sorted(|r| &r.family);
+    let configurations = sorted(|r| &r.configuration);
+    let id = |names: &[&str], name: &str| names.binary_search(&name).unwrap_or(0);
+    // (unit id, cell, repeat, row index), sorted: duplicates become neighbours.
+    let mut runs: Vec<(usize, usize, u32, usize)> = rows
+        .iter()
+        .enumerate()
+        .map(|(i, &(row, cell))| {
+            let unit = id(&families, &row.family) * configurations.len()
+                + id(&configurations, &row.configuration);
+            (unit, cell, row.repeat, i)
+        })
+        .collect();
+    runs.sort_unstable();
+    if let Some(w) = runs
+        .windows(2)
+        .find(|w| w[0].0 == w[1].0 && w[0].1 == w[1].1 && w[0].2 == w[1].2)
+    {
+        let row = rows[w[1].3].0;
+        return Err(AnalysisError::Inconsistent {
+            analysis,
+            detail: format!(
+                "two episodes for family {} × configuration {} at cell {}, repeat {} \
+                 (lane {}, cap {})",
+                row.family,
+                row.configuration,
+                CELLS[w[1].1].label(),
+                row.repeat,
+                stratum.lane,
+                stratum.completion_cap
+            ),
+        });
+    }
     let mut missing: Vec<String> = Vec::new();
-    let mut units = Vec::with_capacity(by_unit.len());
-    let mut means = Vec::with_capacity(by_unit.len());
-    for ((family, configuration), (first, runs)) in &by_unit {
+    let mut units = Vec::new();
+    let mut means = Vec::new();
+    for group in runs.chunk_by(|a, b| a.0 == b.0) {
+        let mut wins = [0u32; 12];
+        let mut count = [0u32; 12];
+        for &(_, cell, _, i) in group {
+            count[cell] += 1;
+            wins[cell] += u32::from(success(rows[i].0));
+        }
+        let first = rows[group[0].3].0;
         let mut m = [0.0; 12];
-        for (c, reps) in runs.iter().enumerate() {
-            if reps.is_empty() {
+        for c in 0..12 {
+            if count[c] == 0 {
                 missing.push(format!(
-                    "{family} × {configuration} at {}",
+                    "{} × {} at {}",
+                    first.family,
+                    first.configuration,
                     CELLS[c].label()
                 ));
-                continue;
+            } else {
+                m[c] = f64::from(wins[c]) / f64::from(count[c]);
             }
-            let wins = reps.values().filter(|&&s| s).count();
-            m[c] = wins as f64 / reps.len() as f64;
         }
         units.push(Unit::of(first));
         means.push(m);

@@ -15,8 +15,14 @@
 //! indices. Weights stay those of the full sample (they are not recomputed within a
 //! draw).
 //!
-//! * Indices: [`draw_index`], Lemire's multiply-and-reject method on `next_u32`
-//!   (exactly uniform), from `ChaCha8Rng::seed_from_u64(draw_seed)`.
+//! * Indices: an [`IndexStream`] over `ChaCha8Rng::seed_from_u64(draw_seed)`: each
+//!   64-bit word (`next_u64`) is cut into four 16-bit lanes, low lane first, and an
+//!   index below `n` is Lemire's multiply-and-reject on one lane
+//!   (`m = lane · n`; reject while `m mod 2^16 < 2^16 mod n`; the index is
+//!   `m >> 16`): exactly uniform, and a 36-cluster draw needs 9 words, not 36.
+//!   (With more than 2^16 clusters, [`draw_index`] on `next_u32` instead.)
+//!   A draw's estimate adds its picked totals in two interleaved running sums (even
+//!   and odd picks), combined at the end.
 //! * Interval: 95% percentile interval, the 2.5% and 97.5% quantiles of the draws
 //!   with linear interpolation between order statistics (numpy's default, "type 7":
 //!   position `q (B − 1)`).
@@ -138,7 +144,7 @@ pub fn rng(draw_seed: u64) -> ChaCha8Rng {
 }
 
 /// A uniform index in `0..n` (`n ≥ 1`): Lemire's multiply-and-reject on 32-bit words,
-/// exactly uniform.
+/// exactly uniform. [`IndexStream`] uses it for more than 2^16 clusters.
 #[inline]
 pub fn draw_index<R: Rng>(rng: &mut R, n: u32) -> usize {
     let n64 = u64::from(n);
@@ -151,6 +157,54 @@ pub fn draw_index<R: Rng>(rng: &mut R, n: u32) -> usize {
         }
     }
     (m >> 32) as usize
+}
+
+/// Uniform indices from 16-bit lanes of a ChaCha8 stream (see the module doc).
+#[derive(Debug, Clone)]
+pub struct IndexStream {
+    rng: ChaCha8Rng,
+    word: u64,
+    lanes: u32,
+}
+
+impl IndexStream {
+    /// The stream of `draw_seed`.
+    pub fn new(draw_seed: u64) -> IndexStream {
+        IndexStream {
+            rng: rng(draw_seed),
+            word: 0,
+            lanes: 0,
+        }
+    }
+
+    #[inline]
+    fn lane(&mut self) -> u32 {
+        if self.lanes == 0 {
+            self.word = self.rng.next_u64();
+            self.lanes = 4;
+        }
+        let x = (self.word & 0xFFFF) as u32;
+        self.word >>= 16;
+        self.lanes -= 1;
+        x
+    }
+
+    /// A uniform index in `0..n` (`n ≥ 1`).
+    #[inline]
+    pub fn index(&mut self, n: u32) -> usize {
+        if n > 1 << 16 {
+            return draw_index(&mut self.rng, n);
+        }
+        // lane < 2^16 and n ≤ 2^16: the product fits in 32 bits.
+        let mut m = self.lane() * n;
+        if (m & 0xFFFF) < n {
+            let threshold = (1u32 << 16) % n;
+            while (m & 0xFFFF) < threshold {
+                m = self.lane() * n;
+            }
+        }
+        (m >> 16) as usize
+    }
 }
 
 /// Dense cluster ids for a list of cluster keys: ids follow the keys' sorted order,
@@ -234,17 +288,26 @@ pub fn bootstrap_draws(totals: &ClusterTotals, draws: u32, draw_seed: u64) -> Ve
     if n == 0 {
         return out;
     }
-    let mut rng = rng(draw_seed);
+    let mut stream = IndexStream::new(draw_seed);
     let n32 = n as u32;
+    let (sums, weights) = (&totals.sums[..n], &totals.weights[..n]);
     for _ in 0..draws {
-        let mut s = 0.0;
-        let mut w = 0.0;
-        for _ in 0..n {
-            let i = draw_index(&mut rng, n32);
-            s += totals.sums[i];
-            w += totals.weights[i];
+        // Two interleaved running sums halve the chain of dependent additions.
+        let (mut s0, mut s1, mut w0, mut w1) = (0.0, 0.0, 0.0, 0.0);
+        for _ in 0..n / 2 {
+            let i = stream.index(n32);
+            let j = stream.index(n32);
+            s0 += sums[i];
+            w0 += weights[i];
+            s1 += sums[j];
+            w1 += weights[j];
         }
-        out.push(s / w);
+        if n % 2 == 1 {
+            let i = stream.index(n32);
+            s0 += sums[i];
+            w0 += weights[i];
+        }
+        out.push((s0 + s1) / (w0 + w1));
     }
     out
 }
@@ -327,27 +390,39 @@ pub fn quantile_sorted(sorted: &[f64], q: f64) -> f64 {
 }
 
 /// Two quantiles (`q_low ≤ q_high`) of unsorted values by selection, equal to
-/// [`quantile_sorted`] on the sorted values; reorders `values`.
+/// [`quantile_sorted`] on the sorted values; reorders `values`. The second selection
+/// runs only over the values above the first quantile's order statistic.
 pub fn quantile_pair(values: &mut [f64], q_low: f64, q_high: f64) -> (f64, f64) {
     let n = values.len();
     if n == 0 {
         return (f64::NAN, f64::NAN);
     }
-    // The order statistics at floor(pos) and floor(pos) + 1, found by selection.
-    let at = |values: &mut [f64], q: f64| -> f64 {
+    let position = |q: f64| {
         let pos = q * (n - 1) as f64;
-        let lo = pos.floor() as usize;
-        let frac = pos - lo as f64;
-        let (_, &mut x_lo, above) = values.select_nth_unstable_by(lo, f64::total_cmp);
+        let lo = (pos.floor() as usize).min(n - 1);
+        (lo, pos - lo as f64)
+    };
+    // The order statistic at `k` of `part` and, when
+    // interpolation needs it, the next one: the minimum of what lies above.
+    let at = |part: &mut [f64], k: usize, frac: f64| -> f64 {
+        let (_, &mut x, above) = part.select_nth_unstable_by(k, f64::total_cmp);
         if frac > 0.0 && !above.is_empty() {
-            let x_hi = above.iter().copied().fold(f64::INFINITY, f64::min);
-            x_lo + frac * (x_hi - x_lo)
+            let next = above.iter().copied().fold(f64::INFINITY, f64::min);
+            x + frac * (next - x)
         } else {
-            x_lo
+            x
         }
     };
-    let low = at(values, q_low);
-    let high = at(values, q_high);
+    let (lo_l, frac_l) = position(q_low);
+    let (lo_h, frac_h) = position(q_high);
+    let low = at(values, lo_l, frac_l);
+    let high = if lo_h > lo_l {
+        // Everything right of lo_l is ≥ values[lo_l]: rank lo_h overall is rank
+        // lo_h − lo_l − 1 there.
+        at(&mut values[lo_l + 1..], lo_h - lo_l - 1, frac_h)
+    } else {
+        at(values, lo_h, frac_h)
+    };
     (low, high)
 }
 
@@ -456,9 +531,9 @@ mod tests {
         (a - b).abs() <= 1e-12 * (1.0 + a.abs().max(b.abs()))
     }
 
-    /// The bootstrap written out directly: for each draw, pick clusters with the same
-    /// index function and stream, gather every unit of every picked cluster, and take
-    /// the weighted mean of the gathered units.
+    /// The bootstrap written out directly: for each draw, pick clusters from the same
+    /// index stream, gather every unit of every picked cluster, and take the weighted
+    /// mean of the gathered units.
     fn slow_bootstrap(
         values: &[f64],
         weights: &[f64],
@@ -467,12 +542,12 @@ mod tests {
         draws: u32,
         draw_seed: u64,
     ) -> Vec<f64> {
-        let mut rng = rng(draw_seed);
+        let mut stream = IndexStream::new(draw_seed);
         let mut out = Vec::new();
         for _ in 0..draws {
             let mut picked: Vec<(f64, f64)> = Vec::new();
             for _ in 0..n_clusters {
-                let c = draw_index(&mut rng, n_clusters as u32);
+                let c = stream.index(n_clusters as u32);
                 for u in 0..values.len() {
                     if clusters[u] == c {
                         picked.push((values[u], weights[u]));
@@ -564,6 +639,18 @@ mod tests {
         assert_eq!(lo, quantile_sorted(&s, 0.025));
         assert_eq!(hi, quantile_sorted(&s, 0.975));
         assert_eq!((lo, hi), (25.0, 975.0));
+        // Every size from 1 to 40, ties included, several quantile pairs.
+        for n in 1..=40usize {
+            let base: Vec<f64> = (0..n).map(|i| ((i * 17 + 5) % 11) as f64 / 4.0).collect();
+            let mut sorted = base.clone();
+            sorted.sort_by(f64::total_cmp);
+            for (ql, qh) in [(0.025, 0.975), (0.0, 1.0), (0.3, 0.3), (0.1, 0.55)] {
+                let mut v = base.clone();
+                let got = quantile_pair(&mut v, ql, qh);
+                let want = (quantile_sorted(&sorted, ql), quantile_sorted(&sorted, qh));
+                assert_eq!(got, want, "n = {n}, q = ({ql}, {qh})");
+            }
+        }
     }
 
     #[test]
@@ -659,18 +746,41 @@ mod tests {
     }
 
     #[test]
-    fn draw_index_is_uniform_and_in_range() {
+    fn indices_are_uniform_and_in_range() {
         let mut rng = rng(3);
+        let mut stream = IndexStream::new(3);
         let mut counts = [0u32; 12];
+        let mut lanes = [0u32; 12];
         for _ in 0..120_000 {
             counts[draw_index(&mut rng, 12)] += 1;
+            lanes[stream.index(12)] += 1;
         }
         // Each count ~ Binomial(120000, 1/12): mean 10,000, sd ≈ 96.
         assert!(
             counts.iter().all(|&c| (9_500..10_500).contains(&c)),
             "{counts:?}"
         );
+        assert!(
+            lanes.iter().all(|&c| (9_500..10_500).contains(&c)),
+            "{lanes:?}"
+        );
         assert_eq!(draw_index(&mut rng, 1), 0);
+        assert_eq!(stream.index(1), 0);
+        // Large n: in range on both paths.
+        assert!(stream.index(1 << 16) < 1 << 16);
+        assert!(stream.index((1 << 16) + 3) < (1 << 16) + 3);
+    }
+
+    #[test]
+    fn the_lanes_of_a_word_are_used_low_first() {
+        // With n = 2^16 nothing is rejected and the index is the lane itself.
+        let mut stream = IndexStream::new(8);
+        let word = rng(8).next_u64();
+        let got: Vec<usize> = (0..4).map(|_| stream.index(1 << 16)).collect();
+        let want: Vec<usize> = (0..4)
+            .map(|k| ((word >> (16 * k)) & 0xFFFF) as usize)
+            .collect();
+        assert_eq!(got, want);
     }
 
     #[test]
