@@ -70,6 +70,8 @@ pub struct Planned {
     pub action: Action,
     /// Why.
     pub reasons: Vec<Reason>,
+    /// The reasons as the plan prints them.
+    pub why: Vec<String>,
     /// Its DAG node (none for orphans).
     #[serde(skip)]
     pub node: Option<NodeIndex>,
@@ -184,6 +186,7 @@ pub fn plan(dag: &Dag, cache: &Cache, outputs: &Path) -> Plan {
             id: node.id.clone(),
             key: node.key.clone(),
             action,
+            why: reasons.iter().map(ToString::to_string).collect(),
             reasons,
             node: Some(index),
         });
@@ -195,6 +198,7 @@ pub fn plan(dag: &Dag, cache: &Cache, outputs: &Path) -> Plan {
                 id,
                 key,
                 action: Action::Orphan,
+                why: vec![Reason::Orphaned.to_string()],
                 reasons: vec![Reason::Orphaned],
                 node: None,
             });

@@ -221,10 +221,13 @@ pub fn write_table(
                 .collect::<std::collections::HashMap<String, String>>(),
         ),
     );
-    let batch = batch.clone().with_schema(schema.clone()).map_err(|source| StoreError::Arrow {
-        table: path.display().to_string(),
-        source,
-    })?;
+    let batch = batch
+        .clone()
+        .with_schema(schema.clone())
+        .map_err(|source| StoreError::Arrow {
+            table: path.display().to_string(),
+            source,
+        })?;
     let tmp = path.with_extension("parquet.tmp");
     let file = File::create(&tmp).map_err(io)?;
     let mut writer = ArrowWriter::try_new(file, schema, Some(props)).map_err(pq)?;

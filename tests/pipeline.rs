@@ -1,0 +1,715 @@
+//! The experiment engine through the binary: `tbb plan`, `apply`, `status`, `explain`,
+//! `dag`, on small studies in temporary directories (families from the repository;
+//! manifests, catalogue, prompts, outputs and lockfiles copied or written per test).
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use assert_cmd::Command;
+use serde_json::Value;
+use tbb::pipeline::lock::OutputsLock;
+use tbb::store::read_table;
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Two families of two intents, two configurations (one truncates, one never does),
+/// the capacity cells, one lane, two prompts: 96 episodes.
+const TINY: &str = r#"
+lanes = ["routed"]
+repairs = ["none", "workflow_prompt"]
+repeats = 1
+
+[study]
+name = "tiny"
+catalogue = "configurations.toml"
+
+[families]
+names = ["overdue-escalation-harbor", "phishing-report-triage-kestrel"]
+
+[cells]
+preset = "capacity"
+
+[configurations]
+names = ["sim-aurora-flash", "sim-dunlin-max"]
+
+[budgets]
+completion_caps = [1024]
+
+[[analyses]]
+kind = "contrasts"
+draws = 200
+seed = 7
+cluster_units = ["family", "configuration"]
+
+[[analyses]]
+kind = "costs"
+"#;
+
+/// A study directory: `manifests/`, `prompts/`, and whatever tbb writes.
+struct Study {
+    dir: tempfile::TempDir,
+    name: String,
+}
+
+impl Study {
+    fn new(manifest: &str) -> Study {
+        Study::named("tiny", manifest)
+    }
+
+    fn named(name: &str, manifest: &str) -> Study {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let study = Study {
+            dir,
+            name: name.to_string(),
+        };
+        std::fs::create_dir_all(study.path("manifests")).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::create_dir_all(study.path("prompts")).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::copy(
+            repo().join("manifests/configurations.toml"),
+            study.path("manifests/configurations.toml"),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        for f in [
+            "base.txt",
+            "workflow.txt",
+            "interface_guide.txt",
+            "nudge.txt",
+        ] {
+            std::fs::copy(
+                repo().join("prompts").join(f),
+                study.path("prompts").join(f),
+            )
+            .unwrap_or_else(|e| panic!("{e}"));
+        }
+        study.write_manifest(manifest);
+        study
+    }
+
+    fn path(&self, rel: &str) -> PathBuf {
+        self.dir.path().join(rel)
+    }
+
+    fn manifest(&self) -> String {
+        format!("manifests/{}.toml", self.name)
+    }
+
+    fn write_manifest(&self, text: &str) {
+        std::fs::write(self.path(&self.manifest()), text).unwrap_or_else(|e| panic!("{e}"));
+    }
+
+    fn outputs(&self) -> PathBuf {
+        self.path("outputs/tiny")
+    }
+
+    fn tbb(&self) -> Command {
+        let mut cmd = Command::cargo_bin("tbb").unwrap_or_else(|e| panic!("{e}"));
+        cmd.current_dir(self.dir.path())
+            .env("TBB_FAMILIES", repo().join("families"))
+            .env("NO_COLOR", "1")
+            .env_remove("TBB_REPEATS")
+            .env_remove("TBB_OUTPUTS")
+            .env_remove("TBB_PROMPTS")
+            .env_remove("TBB_LOCKFILES");
+        cmd
+    }
+
+    fn std_command(&self, args: &[&str]) -> std::process::Command {
+        let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("tbb"));
+        cmd.current_dir(self.dir.path())
+            .env("TBB_FAMILIES", repo().join("families"))
+            .env("NO_COLOR", "1")
+            .args(args);
+        cmd
+    }
+
+    fn plan(&self) -> Value {
+        let out = self
+            .tbb()
+            .args(["plan", &self.manifest(), "--json"])
+            .output()
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn plan_text(&self) -> String {
+        let out = self
+            .tbb()
+            .args(["plan", &self.manifest()])
+            .output()
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).to_string()
+    }
+
+    fn apply(&self) -> Output {
+        let out = self
+            .tbb()
+            .args(["apply", &self.manifest()])
+            .output()
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(
+            out.status.success(),
+            "apply failed:\n{}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out
+    }
+}
+
+/// `(kind, id, why)` of every node the plan runs.
+fn runs(plan: &Value) -> Vec<(String, String, Vec<String>)> {
+    plan["nodes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|n| {
+            matches!(
+                n["action"].as_str(),
+                Some("create" | "update" | "incomplete")
+            )
+        })
+        .map(|n| {
+            (
+                n["kind"].as_str().unwrap_or_default().to_string(),
+                n["id"].as_str().unwrap_or_default().to_string(),
+                n["why"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|w| w.as_str().map(str::to_string))
+                    .collect(),
+            )
+        })
+        .collect()
+}
+
+fn count(runs: &[(String, String, Vec<String>)], kind: &str) -> usize {
+    runs.iter().filter(|(k, ..)| k == kind).count()
+}
+
+/// Every table of a study's outputs, by file name, as bytes.
+fn tables(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut out: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "parquet"))
+        .map(|p| {
+            let name = p
+                .file_name()
+                .map(|n| n.to_string_lossy().to_string())
+                .unwrap_or_default();
+            (name, std::fs::read(&p).unwrap_or_else(|e| panic!("{e}")))
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// The episodes table without its wall times, as JSON rows.
+fn episodes_without_wall_times(dir: &Path) -> Vec<String> {
+    let (batches, _) = read_table(&dir.join("episodes.parquet")).unwrap_or_else(|e| panic!("{e}"));
+    let mut rows = Vec::new();
+    for b in &batches {
+        let schema = b.schema();
+        for r in 0..b.num_rows() {
+            let mut row = Vec::new();
+            for (i, f) in schema.fields().iter().enumerate() {
+                if f.name() != "wall_ms" {
+                    let value = arrow_cell(b.column(i), r);
+                    row.push(format!("{}={value}", f.name()));
+                }
+            }
+            rows.push(row.join(","));
+        }
+    }
+    rows
+}
+
+/// Fails naming the first differing row, without printing whole tables.
+fn same_episodes(a: &Path, b: &Path) {
+    let (x, y) = (
+        episodes_without_wall_times(a),
+        episodes_without_wall_times(b),
+    );
+    assert_eq!(x.len(), y.len(), "episode counts differ");
+    if let Some((r, s)) = x.iter().zip(&y).find(|(r, s)| r != s) {
+        panic!("episodes differ (wall times aside):\n{r}\n{s}");
+    }
+}
+
+fn arrow_cell(array: &arrow_array::ArrayRef, row: usize) -> String {
+    use arrow_array::Array;
+    if array.is_null(row) {
+        return "null".into();
+    }
+    let any = array.as_any();
+    if let Some(a) = any.downcast_ref::<arrow_array::StringArray>() {
+        return a.value(row).to_string();
+    }
+    if let Some(a) = any.downcast_ref::<arrow_array::BooleanArray>() {
+        return a.value(row).to_string();
+    }
+    if let Some(a) = any.downcast_ref::<arrow_array::UInt32Array>() {
+        return a.value(row).to_string();
+    }
+    if let Some(a) = any.downcast_ref::<arrow_array::UInt64Array>() {
+        return a.value(row).to_string();
+    }
+    if let Some(a) = any.downcast_ref::<arrow_array::Float64Array>() {
+        return a.value(row).to_bits().to_string();
+    }
+    panic!("unexpected column type {:?}", array.data_type())
+}
+
+#[test]
+fn a_plan_right_after_an_apply_has_nothing_to_run() {
+    let s = Study::new(TINY);
+    let first = runs(&s.plan());
+    assert_eq!(count(&first, "compile"), 24);
+    assert_eq!(count(&first, "execute"), 96);
+    assert_eq!(count(&first, "grade"), 96);
+    let out = s.apply();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("Apply complete: 222 run (0 failed)"),
+        "{stdout}"
+    );
+    assert!(runs(&s.plan()).is_empty());
+    assert!(s
+        .plan_text()
+        .contains("No changes: 222 nodes cached, nothing to run."));
+    let status = s
+        .tbb()
+        .args(["status", &s.manifest()])
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(String::from_utf8_lossy(&status.stdout).contains("Complete"));
+    // The lockfile was written, and `--locked` accepts it.
+    assert!(s.path("lockfiles/tiny.lock").is_file());
+    s.tbb()
+        .args(["apply", &s.manifest(), "--locked"])
+        .assert()
+        .success();
+}
+
+#[test]
+fn editing_one_prompt_reruns_exactly_its_episodes_and_the_analyses() {
+    let s = Study::new(TINY);
+    s.apply();
+    let workflow = s.path("prompts/workflow.txt");
+    let text = std::fs::read_to_string(&workflow).unwrap_or_default();
+    std::fs::write(&workflow, format!("{}\nBe brief.\n", text.trim_end()))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let plan = runs(&s.plan());
+    assert_eq!(count(&plan, "compile"), 0);
+    assert_eq!(count(&plan, "execute"), 48);
+    assert_eq!(count(&plan, "grade"), 48);
+    assert_eq!(count(&plan, "analysis"), 2);
+    for (kind, id, why) in &plan {
+        if kind == "execute" || kind == "grade" {
+            assert!(id.contains("repair=workflow_prompt"), "{id}");
+        }
+        if kind == "execute" {
+            assert_eq!(why, &["prompt prompts/workflow.txt changed"], "{id}");
+        }
+    }
+    let text = s.plan_text();
+    assert!(
+        text.contains("~ 48 execute nodes: prompt prompts/workflow.txt changed"),
+        "{text}"
+    );
+    // `--locked` refuses: the prompt's hash is in the lockfile.
+    let locked = s
+        .tbb()
+        .args(["apply", &s.manifest(), "--locked"])
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(locked.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&locked.stderr).contains("would change"));
+    // `explain` says why one of them reruns.
+    let id = plan
+        .iter()
+        .find(|(k, ..)| k == "execute")
+        .map(|(_, id, _)| id.clone())
+        .unwrap_or_default();
+    let explain = s
+        .tbb()
+        .args(["explain", &s.manifest(), &id])
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        String::from_utf8_lossy(&explain.stdout).contains("~ prompt prompts/workflow.txt changed")
+    );
+    s.apply();
+    assert!(runs(&s.plan()).is_empty());
+}
+
+#[test]
+fn changing_one_configurations_cap_reruns_only_its_episodes() {
+    let s = Study::new(TINY);
+    s.apply();
+    s.write_manifest(&TINY.replace(
+        "completion_caps = [1024]",
+        "completion_caps = [1024]\nconfiguration_caps = { sim-aurora-flash = [4096] }",
+    ));
+    let plan = runs(&s.plan());
+    assert_eq!(count(&plan, "compile"), 0);
+    assert_eq!(count(&plan, "execute"), 48);
+    assert_eq!(count(&plan, "grade"), 48);
+    for (kind, id, why) in &plan {
+        if kind == "execute" {
+            assert!(
+                id.contains("cfg=sim-aurora-flash") && id.contains("cap=4096"),
+                "{id}"
+            );
+            assert_eq!(why, &["completion_cap 1024 -> 4096"]);
+        }
+    }
+    assert!(s
+        .plan_text()
+        .contains("~ 48 execute nodes: completion_cap 1024 -> 4096"));
+    s.apply();
+    assert!(runs(&s.plan()).is_empty());
+}
+
+#[test]
+fn changing_an_analysis_parameter_reruns_no_episode() {
+    let s = Study::new(TINY);
+    s.apply();
+    s.write_manifest(&TINY.replace("draws = 200", "draws = 300"));
+    let plan = runs(&s.plan());
+    for kind in ["compile", "execute", "grade"] {
+        assert_eq!(count(&plan, kind), 0, "{kind}");
+    }
+    let analyses: Vec<_> = plan.iter().filter(|(k, ..)| k == "analysis").collect();
+    assert_eq!(analyses.len(), 1);
+    assert_eq!(analyses[0].1, "analysis[contrasts]");
+    assert_eq!(analyses[0].2, ["draws 200 -> 300"]);
+}
+
+#[test]
+fn a_deleted_table_is_regenerated_from_the_cache_without_running_an_episode() {
+    let s = Study::new(TINY);
+    s.apply();
+    let path = s.outputs().join("episodes.parquet");
+    let before = std::fs::read(&path).unwrap_or_default();
+    std::fs::remove_file(&path).unwrap_or_else(|e| panic!("{e}"));
+    let plan = runs(&s.plan());
+    assert_eq!(plan.len(), 1, "{plan:?}");
+    assert_eq!(plan[0].1, "table[episodes]");
+    assert!(
+        plan[0].2[0].contains("episodes.parquet is missing"),
+        "{:?}",
+        plan[0].2
+    );
+    let out = s.apply();
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Apply complete: 1 run"));
+    // The cached rows, wall times included: the same bytes.
+    assert!(
+        std::fs::read(&path).unwrap_or_default() == before,
+        "the regenerated table differs"
+    );
+}
+
+#[test]
+fn two_applies_from_scratch_give_identical_tables_wall_times_aside() {
+    let a = Study::new(TINY);
+    let b = Study::new(TINY);
+    a.apply();
+    b.apply();
+    let (ta, tb) = (tables(&a.outputs()), tables(&b.outputs()));
+    assert_eq!(
+        ta.iter().map(|t| &t.0).collect::<Vec<_>>(),
+        tb.iter().map(|t| &t.0).collect::<Vec<_>>()
+    );
+    assert!(
+        ta.len() >= 5,
+        "{:?}",
+        ta.iter().map(|t| &t.0).collect::<Vec<_>>()
+    );
+    for ((name, x), (_, y)) in ta.iter().zip(&tb) {
+        if name != "episodes.parquet" {
+            assert!(x == y, "{name} differs between two applies");
+        }
+    }
+    same_episodes(&a.outputs(), &b.outputs());
+}
+
+#[test]
+fn a_saved_plan_runs_exactly_and_a_stale_one_is_refused() {
+    let s = Study::new(TINY);
+    s.tbb()
+        .args(["plan", &s.manifest(), "-o", "plan.json"])
+        .assert()
+        .success();
+    // Stale: a prompt changed after the plan was saved.
+    let base = s.path("prompts/base.txt");
+    let text = std::fs::read_to_string(&base).unwrap_or_default();
+    std::fs::write(&base, format!("{} Be brief.\n", text.trim_end()))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let stale = s
+        .tbb()
+        .args(["apply", "plan.json"])
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(stale.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&stale.stderr).contains("is stale"));
+    assert!(
+        !s.outputs().join("cache").exists(),
+        "a refused plan writes nothing"
+    );
+    std::fs::write(&base, text).unwrap_or_else(|e| panic!("{e}"));
+    s.tbb().args(["apply", "plan.json"]).assert().success();
+    assert!(runs(&s.plan()).is_empty());
+}
+
+#[test]
+fn the_dag_prints_as_dot_with_every_node() {
+    let s = Study::new(TINY);
+    let out = s
+        .tbb()
+        .args(["dag", &s.manifest(), "--dot"])
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let dot = String::from_utf8_lossy(&out.stdout);
+    assert!(dot.starts_with("digraph tbb {"));
+    assert_eq!(dot.matches("[label=").count(), 222);
+    assert!(dot.contains("execute[cfg=sim-aurora-flash, family=overdue-escalation-harbor, v=8, w=low, d=raw, r=low, lane=routed, repair=none, cap=1024, rep=0]"));
+}
+
+#[test]
+fn a_second_apply_on_locked_outputs_names_the_holder_and_waits_or_fails() {
+    let s = Study::new(TINY);
+    let held = OutputsLock::acquire(
+        &s.outputs(),
+        "tbb apply (held by the test)",
+        None,
+        &mut |_| {},
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let out = s
+        .tbb()
+        .args(["apply", &s.manifest(), "--lock-timeout", "0"])
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!(
+            "pid {}, tbb apply (held by the test)",
+            std::process::id()
+        )),
+        "{err}"
+    );
+    // Without a timeout it waits, says who for, and runs once the lock is free.
+    let mut child = s
+        .std_command(&["apply", &s.manifest()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{e}"));
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(
+        child.try_wait().ok().flatten().is_none(),
+        "apply did not wait for the lock"
+    );
+    drop(held);
+    let out = child.wait_with_output().unwrap_or_else(|e| panic!("{e}"));
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("Blocking: waiting for lock on outputs/tiny (pid"),
+        "{err}"
+    );
+}
+
+/// A bigger study, so that an apply is still running when it is killed.
+fn big() -> String {
+    TINY.replace(
+        r#"names = ["overdue-escalation-harbor", "phishing-report-triage-kestrel"]"#,
+        r#"splits = ["core"]"#,
+    )
+    .replace(
+        r#"repairs = ["none", "workflow_prompt"]"#,
+        r#"repairs = ["none"]"#,
+    )
+    .replace(r#"lanes = ["routed"]"#, r#"lanes = ["routed", "fixed"]"#)
+}
+
+/// Waits until the running apply has committed an episode batch.
+fn wait_for_a_committed_batch(s: &Study, child: &mut Child) {
+    let started = Instant::now();
+    loop {
+        let batches = std::fs::read_dir(s.outputs().join("cache"))
+            .map(|d| {
+                d.flatten()
+                    .filter(|e| {
+                        e.file_name().to_string_lossy().starts_with("nodes-")
+                            && e.file_name().to_string_lossy().ends_with(".parquet")
+                    })
+                    .count()
+            })
+            .unwrap_or(0);
+        if batches >= 2 {
+            return;
+        }
+        if let Ok(Some(status)) = child.try_wait() {
+            panic!("apply ended ({status}) before it could be interrupted; make the study bigger");
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "no batch committed"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+#[test]
+fn an_apply_killed_mid_run_loses_nothing_and_resumes_to_identical_tables() {
+    let s = Study::new(&big());
+    let mut child = s
+        .std_command(&["apply", &s.manifest()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{e}"));
+    wait_for_a_committed_batch(&s, &mut child);
+    let _ = child.kill(); // SIGKILL
+    let status = child.wait().unwrap_or_else(|e| panic!("{e}"));
+    assert!(!status.success(), "apply finished before the kill");
+    let cache =
+        tbb::pipeline::Cache::open(&s.outputs().join("cache")).unwrap_or_else(|e| panic!("{e}"));
+    let committed: Vec<String> = cache
+        .latest_entries()
+        .into_iter()
+        .filter(|e| e.kind == tbb::pipeline::NodeKind::Execute)
+        .map(|e| e.id.clone())
+        .collect();
+    assert!(!committed.is_empty());
+    let plan = s.plan();
+    let cached: std::collections::HashSet<&str> = plan["nodes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|n| n["action"] == "cached")
+        .filter_map(|n| n["id"].as_str())
+        .collect();
+    for id in &committed {
+        assert!(cached.contains(id.as_str()), "committed node {id} was lost");
+    }
+    s.apply();
+    assert!(runs(&s.plan()).is_empty());
+    let whole = Study::new(&big());
+    whole.apply();
+    for ((name, x), (_, y)) in tables(&s.outputs()).iter().zip(&tables(&whole.outputs())) {
+        if name != "episodes.parquet" {
+            assert!(x == y, "{name} differs from an uninterrupted run");
+        }
+    }
+    same_episodes(&s.outputs(), &whole.outputs());
+}
+
+#[test]
+fn ctrl_c_drains_the_nodes_in_flight_and_the_next_apply_resumes() {
+    let s = Study::new(&big());
+    let mut child = s
+        .std_command(&["apply", &s.manifest()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{e}"));
+    wait_for_a_committed_batch(&s, &mut child);
+    let pid = child.id().to_string();
+    let sent = std::process::Command::new("kill")
+        .args(["-INT", &pid])
+        .status();
+    assert!(sent.is_ok_and(|s| s.success()));
+    let out = child.wait_with_output().unwrap_or_else(|e| panic!("{e}"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert!(err.contains("interrupted:"), "{err}");
+    assert!(!runs(&s.plan()).is_empty());
+    s.apply();
+    assert!(runs(&s.plan()).is_empty());
+}
+
+fn fails_before_touching_outputs(s: &Study, expected: &[&str]) {
+    for command in ["plan", "apply"] {
+        let out = s
+            .tbb()
+            .args([command, &s.manifest()])
+            .output()
+            .unwrap_or_else(|e| panic!("{e}"));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{command}: {err}");
+        for e in expected {
+            assert!(err.contains(e), "{command}: expected `{e}` in:\n{err}");
+        }
+        assert!(!s.path("outputs").exists(), "{command} touched outputs/");
+        assert!(!s.path("lockfiles").exists(), "{command} wrote a lockfile");
+    }
+}
+
+#[test]
+fn bad_input_is_a_diagnostic_with_exit_code_2_and_touches_nothing() {
+    let malformed = Study::new("[study\nname = ");
+    fails_before_touching_outputs(&malformed, &["is not valid TOML", "tiny.toml"]);
+
+    let unknown = Study::new(&TINY.replace("sim-dunlin-max", "sim-dunlin-mx"));
+    fails_before_touching_outputs(
+        &unknown,
+        &["sim-dunlin-mx", "did you mean `sim-dunlin-max`?"],
+    );
+
+    let cell = Study::new(&TINY.replace(
+        "[cells]\npreset = \"capacity\"",
+        "[[cells.list]]\nv = 7\nw = \"low\"\nd = \"raw\"",
+    ));
+    fails_before_touching_outputs(&cell, &["7"]);
+
+    let keyed = Study::new(&TINY.replace(
+        r#"names = ["sim-aurora-flash", "sim-dunlin-max"]"#,
+        r#"names = ["sim-aurora-flash", "keyed-route"]"#,
+    ));
+    let mut catalogue =
+        std::fs::read_to_string(keyed.path("manifests/configurations.toml")).unwrap_or_default();
+    catalogue.push_str(
+        r#"
+[[configuration]]
+name = "keyed-route"
+organization = "Test"
+provider = "openai"
+model = "m"
+base_url = "http://127.0.0.1:9/v1"
+api_key_env = "TBB_TEST_KEY_THAT_IS_NOT_SET"
+prices = { input_per_mtok = 1.0, output_per_mtok = 1.0 }
+enabled = true
+"#,
+    );
+    std::fs::write(keyed.path("manifests/configurations.toml"), catalogue)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let out = keyed
+        .tbb()
+        .env_remove("TBB_TEST_KEY_THAT_IS_NOT_SET")
+        .args(["apply", &keyed.manifest()])
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("TBB_TEST_KEY_THAT_IS_NOT_SET"), "{err}");
+    assert!(!keyed.path("outputs").exists());
+}
