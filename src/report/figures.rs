@@ -1,0 +1,508 @@
+//! SVG figures, drawn with plotters' SVG backend: the contrasts as dots with
+//! interval whiskers (the paper's Figure 2a), per-configuration effects against the
+//! truncation rate (Figures 6–7), and the truncated share by menu size.
+//!
+//! Owns: chart geometry, colours and the SVG text of each figure. The data arrive
+//! already selected and labelled by the section builders.
+//!
+//! Invariants: an SVG is a pure function of its input (plotters writes integer pixel
+//! coordinates and fixed attribute order), so figures are byte-identical across runs.
+//! Text stays text: without plotters' `ttf` feature the SVG backend writes `<text>`
+//! elements with a generic `font-family` and lets the viewer pick the font, so no
+//! font file is read and nothing depends on the fonts installed at render time.
+//! Axis ranges are always finite and non-empty (plotters asserts on NaN ranges), and
+//! a point or whisker with a non-finite coordinate is left out, never drawn at a
+//! made-up place.
+//!
+//! Each marked element has a colour of its own, which is how the tests (and a reader
+//! of the SVG) count points: dots are `<circle>`s filled with their series colour,
+//! whiskers and data lines are `<polyline>`s stroked with it; legends use `<rect>`
+//! swatches, so they add no circle.
+//!
+//! Never: reads tables, computes statistics, or embeds fonts or raster images.
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+
+use super::format;
+use super::ReportError;
+
+/// The Okabe–Ito palette (distinguishable with the common colour-vision deficiencies),
+/// in the order series take their colours.
+pub(crate) const SERIES_COLOURS: [RGBColor; 5] = [
+    RGBColor(0x00, 0x72, 0xB2),
+    RGBColor(0xD5, 0x5E, 0x00),
+    RGBColor(0x00, 0x9E, 0x73),
+    RGBColor(0xCC, 0x79, 0xA7),
+    RGBColor(0xE6, 0x9F, 0x00),
+];
+/// The reference line at zero.
+const ZERO_LINE: RGBColor = RGBColor(0x80, 0x80, 0x80);
+/// The minor grid: one faint line between labelled ones.
+const LIGHT_GRID: RGBColor = RGBColor(0xF2, 0xF2, 0xF2);
+/// Lines of the individual configurations behind the pooled line.
+const BACKGROUND_LINE: RGBColor = RGBColor(0xB4, 0xB4, 0xB4);
+/// Generic family: the viewer's sans-serif font.
+const FONT: &str = "sans-serif";
+/// Pixels above the plot for the title.
+const HEADER: u32 = 44;
+/// Pixels above the plot for the title and a legend row.
+const HEADER_WITH_LEGEND: u32 = 72;
+/// The middle of the legend row.
+const LEGEND_Y: i32 = 50;
+
+/// The SVG colour attribute plotters writes for `c` (`#0072B2`).
+#[cfg(test)]
+pub(crate) fn svg_colour(c: RGBColor) -> String {
+    format!("#{:02X}{:02X}{:02X}", c.0, c.1, c.2)
+}
+
+/// An estimate with its interval.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Whisker {
+    /// The dot.
+    pub estimate: f64,
+    /// Left end.
+    pub low: f64,
+    /// Right end.
+    pub high: f64,
+}
+
+/// One series of a dot-and-whisker chart: a value per row (or none).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct WhiskerSeries {
+    /// Legend text.
+    pub name: String,
+    /// One entry per row of the chart.
+    pub values: Vec<Option<Whisker>>,
+}
+
+/// Dots with horizontal whiskers, one row per label, series stacked within a row
+/// (the first on top, drawn thicker: the primary analysis).
+pub(crate) fn dot_whisker(
+    title: &str,
+    rows: &[String],
+    series: &[WhiskerSeries],
+    x_desc: &str,
+) -> Result<String, ReportError> {
+    let n_rows = rows.len().max(1);
+    let n_series = series.len().max(1);
+    let row_height = 14 * n_series as u32 + 18;
+    let size = (840, HEADER_WITH_LEGEND + 60 + row_height * n_rows as u32);
+    let values = series
+        .iter()
+        .flat_map(|s| s.values.iter().flatten())
+        .flat_map(|w| [w.estimate, w.low, w.high]);
+    let (x0, x1) = padded_range(values, 0.0);
+    render(title, size, |root| {
+        let mut chart = ChartBuilder::on(root)
+            .margin_top(HEADER_WITH_LEGEND)
+            .margin_right(24)
+            .margin_left(12)
+            .margin_bottom(8)
+            .x_label_area_size(50)
+            .y_label_area_size(230)
+            .build_cartesian_2d(x0..x1, -0.5..(n_rows as f64 - 0.5))?;
+        chart
+            .configure_mesh()
+            .disable_y_mesh()
+            .light_line_style(LIGHT_GRID)
+            .max_light_lines(1)
+            .y_labels(0)
+            .x_labels(10)
+            .x_label_formatter(&|x| axis_number(*x, x1 - x0))
+            .x_desc(x_desc)
+            .label_style((FONT, 15))
+            .axis_desc_style((FONT, 16))
+            .draw()?;
+        chart.draw_series(std::iter::once(PathElement::new(
+            vec![(0.0, -0.5), (0.0, n_rows as f64 - 0.5)],
+            ZERO_LINE.stroke_width(1),
+        )))?;
+        // Row i is drawn at y = n − 1 − i so the first row is on top; series k of m
+        // is offset within the row, the first highest.
+        let offset = |k: usize| {
+            if n_series == 1 {
+                0.0
+            } else {
+                0.28 - 0.56 * k as f64 / (n_series - 1) as f64
+            }
+        };
+        for (k, s) in series.iter().enumerate() {
+            let colour = SERIES_COLOURS[k % SERIES_COLOURS.len()];
+            let (width, radius) = if k == 0 { (3, 5) } else { (2, 4) };
+            let placed: Vec<(f64, Whisker)> = s
+                .values
+                .iter()
+                .enumerate()
+                .filter_map(|(i, w)| w.map(|w| ((n_rows - 1 - i) as f64 + offset(k), w)))
+                .collect();
+            chart.draw_series(
+                placed
+                    .iter()
+                    .filter(|(_, w)| w.low.is_finite() && w.high.is_finite())
+                    .map(|&(y, w)| {
+                        PathElement::new(vec![(w.low, y), (w.high, y)], colour.stroke_width(width))
+                    }),
+            )?;
+            chart.draw_series(
+                placed
+                    .iter()
+                    .filter(|(_, w)| w.estimate.is_finite())
+                    .map(|&(y, w)| Circle::new((w.estimate, y), radius, colour.filled())),
+            )?;
+        }
+        let label_style = TextStyle::from((FONT, 15).into_font())
+            .color(&BLACK)
+            .pos(Pos::new(HPos::Right, VPos::Center));
+        for (i, label) in rows.iter().enumerate() {
+            let (_, y) = chart.backend_coord(&(x0, (n_rows - 1 - i) as f64));
+            let (x, _) = chart.backend_coord(&(x0, 0.0));
+            root.draw(&Text::new(label.as_str(), (x - 10, y), label_style.clone()))?;
+        }
+        let (left, _) = chart.backend_coord(&(x0, 0.0));
+        legend(
+            root,
+            (left, LEGEND_Y),
+            series.iter().map(|s| s.name.as_str()),
+        )?;
+        Ok(())
+    })
+}
+
+/// One point of a scatter chart.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Point {
+    /// Horizontal value.
+    pub x: f64,
+    /// Vertical value.
+    pub y: f64,
+}
+
+/// Points (x a share in 0..=1, drawn in percent; y in percentage points), with a
+/// horizontal line at zero.
+pub(crate) fn scatter(
+    title: &str,
+    points: &[Point],
+    x_desc: &str,
+    y_desc: &str,
+) -> Result<String, ReportError> {
+    let finite: Vec<Point> = points
+        .iter()
+        .filter(|p| p.x.is_finite() && p.y.is_finite())
+        .copied()
+        .collect();
+    let x_max = finite.iter().map(|p| 100.0 * p.x).fold(0.0_f64, f64::max);
+    // The axis starts at zero truncation and ends a little past the largest rate
+    // (at least 10%, so a panel that never truncates still has a readable axis).
+    let x1 = (x_max * 1.1).clamp(10.0, 105.0);
+    // A little room left of zero, so a dot at 0% is not half hidden by the axis.
+    let x0 = -0.025 * x1;
+    let (y0, y1) = padded_range(finite.iter().map(|p| p.y), 0.0);
+    let colour = SERIES_COLOURS[0];
+    render(title, (760, 480), |root| {
+        let mut chart = ChartBuilder::on(root)
+            .margin(16)
+            .margin_top(HEADER)
+            .x_label_area_size(50)
+            .y_label_area_size(70)
+            .build_cartesian_2d(x0..x1, y0..y1)?;
+        chart
+            .configure_mesh()
+            .light_line_style(LIGHT_GRID)
+            .max_light_lines(1)
+            .x_labels(8)
+            .y_labels(8)
+            .x_label_formatter(&|x| format!("{}%", axis_number(*x, x1)))
+            .y_label_formatter(&|y| axis_number(*y, y1 - y0))
+            .x_desc(x_desc)
+            .y_desc(y_desc)
+            .label_style((FONT, 15))
+            .axis_desc_style((FONT, 16))
+            .draw()?;
+        chart.draw_series(std::iter::once(PathElement::new(
+            vec![(x0, 0.0), (x1, 0.0)],
+            ZERO_LINE.stroke_width(1),
+        )))?;
+        chart.draw_series(
+            finite
+                .iter()
+                .map(|p| Circle::new((100.0 * p.x, p.y), 5, colour.mix(0.85).filled())),
+        )?;
+        Ok(())
+    })
+}
+
+/// The truncated share at each menu size: a line per configuration (thin, grey)
+/// behind the pooled line (thick, with dots). `categories` are the menu sizes,
+/// equally spaced (the sizes grow geometrically, 8, 32, 128); each line has one
+/// share per category, NaN where that configuration has no episode.
+pub(crate) fn share_lines(
+    title: &str,
+    categories: &[u64],
+    pooled: &[f64],
+    configurations: &[Vec<f64>],
+) -> Result<String, ReportError> {
+    let n = categories.len().max(1);
+    let shares = pooled
+        .iter()
+        .chain(configurations.iter().flatten())
+        .filter(|s| s.is_finite())
+        .map(|s| 100.0 * s);
+    // At least 0–10%, so an axis of zeros is still an axis.
+    let y1 = (shares.fold(0.0_f64, f64::max) * 1.12).clamp(10.0, 105.0);
+    let x1 = n as f64 - 0.7;
+    render(title, (760, 460), |root| {
+        let mut chart = ChartBuilder::on(root)
+            .margin(16)
+            .margin_top(HEADER_WITH_LEGEND)
+            .x_label_area_size(56)
+            .y_label_area_size(70)
+            .build_cartesian_2d(-0.3..x1, 0.0..y1)?;
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .light_line_style(LIGHT_GRID)
+            .max_light_lines(1)
+            .x_labels(0)
+            .y_labels(8)
+            .y_label_formatter(&|y| format!("{}%", axis_number(*y, y1)))
+            .y_desc("share of episodes truncated at the cap")
+            .label_style((FONT, 15))
+            .axis_desc_style((FONT, 16))
+            .draw()?;
+        let line = |values: &[f64]| -> Vec<(f64, f64)> {
+            values
+                .iter()
+                .enumerate()
+                .filter(|(_, v)| v.is_finite())
+                .map(|(i, v)| (i as f64, 100.0 * v))
+                .collect()
+        };
+        for values in configurations {
+            chart.draw_series(LineSeries::new(
+                line(values),
+                BACKGROUND_LINE.stroke_width(1),
+            ))?;
+        }
+        let colour = SERIES_COLOURS[0];
+        let pooled_points = line(pooled);
+        chart.draw_series(LineSeries::new(
+            pooled_points.clone(),
+            colour.stroke_width(3),
+        ))?;
+        chart.draw_series(
+            pooled_points
+                .iter()
+                .map(|&p| Circle::new(p, 5, colour.filled())),
+        )?;
+        let label_style = TextStyle::from((FONT, 15).into_font())
+            .color(&BLACK)
+            .pos(Pos::new(HPos::Center, VPos::Top));
+        for (i, v) in categories.iter().enumerate() {
+            let (x, y) = chart.backend_coord(&(i as f64, 0.0));
+            root.draw(&Text::new(
+                format!("V = {v}"),
+                (x, y + 8),
+                label_style.clone(),
+            ))?;
+        }
+        let (x, y) = chart.backend_coord(&((x1 - 0.3) / 2.0, 0.0));
+        root.draw(&Text::new(
+            "visible menu size (schemas)",
+            (x, y + 30),
+            TextStyle::from((FONT, 16).into_font())
+                .color(&BLACK)
+                .pos(Pos::new(HPos::Center, VPos::Top)),
+        ))?;
+        let (left, _) = chart.backend_coord(&(-0.3, 0.0));
+        let mut names = vec!["all configurations (pooled)"];
+        if !configurations.is_empty() {
+            names.push("each configuration");
+        }
+        legend_with(
+            root,
+            (left, LEGEND_Y),
+            names.into_iter().zip([colour, BACKGROUND_LINE]),
+        )?;
+        Ok(())
+    })
+}
+
+/// A legend row of coloured swatches in the series colours.
+fn legend<'a>(
+    root: &DrawingArea<SVGBackend<'_>, Shift>,
+    at: (i32, i32),
+    names: impl Iterator<Item = &'a str>,
+) -> Result<(), DrawingAreaErrorKind<std::io::Error>> {
+    legend_with(
+        root,
+        at,
+        names
+            .enumerate()
+            .map(|(k, n)| (n, SERIES_COLOURS[k % SERIES_COLOURS.len()])),
+    )
+}
+
+/// A legend row: swatch, name, gap, … from `at` (the swatch's left, text middle).
+fn legend_with<'a>(
+    root: &DrawingArea<SVGBackend<'_>, Shift>,
+    at: (i32, i32),
+    entries: impl Iterator<Item = (&'a str, RGBColor)>,
+) -> Result<(), DrawingAreaErrorKind<std::io::Error>> {
+    let style = TextStyle::from((FONT, 15).into_font())
+        .color(&BLACK)
+        .pos(Pos::new(HPos::Left, VPos::Center));
+    let (mut x, y) = at;
+    for (name, colour) in entries {
+        root.draw(&Rectangle::new(
+            [(x, y - 5), (x + 14, y + 5)],
+            colour.filled(),
+        ))?;
+        root.draw(&Text::new(name, (x + 20, y), style.clone()))?;
+        // The SVG backend cannot measure text; 7.5 px per character of a 12 px
+        // sans-serif font is a generous estimate, so entries do not overlap.
+        x += 20 + (name.chars().count() as f64 * 7.5).ceil() as i32 + 24;
+    }
+    Ok(())
+}
+
+/// Draws on a fresh white SVG of `size` with `title` centred at the top (charts
+/// leave [`HEADER`] pixels for it) and returns the SVG text, with a `<title>` element
+/// too (for screen readers and as the tooltip of the standalone file).
+fn render(
+    title: &str,
+    size: (u32, u32),
+    draw: impl FnOnce(
+        &DrawingArea<SVGBackend<'_>, Shift>,
+    ) -> Result<(), DrawingAreaErrorKind<std::io::Error>>,
+) -> Result<String, ReportError> {
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
+        let heading = TextStyle::from((FONT, 20).into_font())
+            .color(&BLACK)
+            .pos(Pos::new(HPos::Center, VPos::Top));
+        let drawn = root
+            .fill(&WHITE)
+            .and_then(|()| root.draw(&Text::new(title, (size.0 as i32 / 2, 12), heading)))
+            .and_then(|()| draw(&root))
+            .and_then(|()| root.present());
+        drawn.map_err(|e| ReportError::Figure {
+            figure: title.to_string(),
+            detail: e.to_string(),
+        })?;
+    }
+    Ok(with_title(&svg, title))
+}
+
+/// Inserts `<title>` as the first child of the `<svg>` element.
+fn with_title(svg: &str, title: &str) -> String {
+    let element = format!("<title>{}</title>\n", super::html::escape(title));
+    match svg.find(">\n") {
+        Some(end) if svg.starts_with("<svg") => {
+            format!("{}{element}{}", &svg[..end + 2], &svg[end + 2..])
+        }
+        _ => svg.to_string(),
+    }
+}
+
+/// The range of `values` and `include` (zero, for effects), padded by 6% on each
+/// side; a degenerate range becomes ±1 around its value.
+fn padded_range(values: impl Iterator<Item = f64>, include: f64) -> (f64, f64) {
+    let (lo, hi) = values
+        .filter(|v| v.is_finite())
+        .fold((include, include), |(lo, hi), v| (lo.min(v), hi.max(v)));
+    let pad = 0.06 * (hi - lo);
+    if pad > 0.0 {
+        (lo - pad, hi + pad)
+    } else {
+        (lo - 1.0, hi + 1.0)
+    }
+}
+
+/// An axis tick label: whole numbers on a wide axis, one decimal on a narrow one.
+fn axis_number(x: f64, span: f64) -> String {
+    format::fixed(x, if span >= 8.0 { 0 } else { 1 })
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// `<circle>` elements filled with `colour`.
+    pub(crate) fn dots(svg: &str, colour: RGBColor) -> usize {
+        let fill = format!("fill=\"{}\"", svg_colour(colour));
+        svg.lines()
+            .filter(|l| l.starts_with("<circle") && l.contains(&fill))
+            .count()
+    }
+
+    /// `<polyline>` elements stroked with `colour`.
+    pub(crate) fn strokes(svg: &str, colour: RGBColor) -> usize {
+        let stroke = format!("stroke=\"{}\"", svg_colour(colour));
+        svg.lines()
+            .filter(|l| l.starts_with("<polyline") && l.contains(&stroke))
+            .count()
+    }
+
+    fn w(estimate: f64) -> Option<Whisker> {
+        Some(Whisker {
+            estimate,
+            low: estimate - 2.0,
+            high: estimate + 2.0,
+        })
+    }
+
+    #[test]
+    fn a_dot_and_a_whisker_per_value_and_none_for_a_gap() {
+        let rows: Vec<String> = ["V", "W", "D"].iter().map(|s| s.to_string()).collect();
+        let series = vec![
+            WhiskerSeries {
+                name: "families".into(),
+                values: vec![w(-12.0), w(1.0), w(-3.0)],
+            },
+            WhiskerSeries {
+                name: "intents".into(),
+                values: vec![w(-12.0), None, w(-3.0)],
+            },
+        ];
+        let svg = dot_whisker("contrasts", &rows, &series, "pp").unwrap_or_else(|e| panic!("{e}"));
+        assert!(svg.starts_with("<svg") && svg.contains("<title>contrasts</title>"));
+        assert_eq!(dots(&svg, SERIES_COLOURS[0]), 3);
+        assert_eq!(strokes(&svg, SERIES_COLOURS[0]), 3);
+        assert_eq!(dots(&svg, SERIES_COLOURS[1]), 2);
+        assert_eq!(strokes(&svg, SERIES_COLOURS[1]), 2);
+        assert_eq!(strokes(&svg, ZERO_LINE), 1);
+        // Row labels and legend entries are SVG text, not paths.
+        assert!(svg.contains(">\nV\n</text>") && svg.contains(">\nfamilies\n</text>"));
+    }
+
+    #[test]
+    fn non_finite_values_are_left_out_and_ranges_stay_finite() {
+        let points = [
+            Point { x: 0.5, y: -40.0 },
+            Point {
+                x: f64::NAN,
+                y: 1.0,
+            },
+            Point { x: 0.0, y: 2.0 },
+        ];
+        let svg = scatter("v", &points, "x", "y").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(dots(&svg, SERIES_COLOURS[0]), 2);
+        let empty = scatter("v", &[], "x", "y").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(dots(&empty, SERIES_COLOURS[0]), 0);
+        let lines = share_lines(
+            "t",
+            &[8, 32, 128],
+            &[0.01, f64::NAN, 0.2],
+            &[vec![0.0, 0.0, 0.1], vec![0.02, 0.0, 0.3]],
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(dots(&lines, SERIES_COLOURS[0]), 2);
+        assert_eq!(strokes(&lines, SERIES_COLOURS[0]), 1);
+        assert_eq!(strokes(&lines, BACKGROUND_LINE), 2);
+        assert!(lines.contains(">\nV = 128\n</text>"));
+    }
+}

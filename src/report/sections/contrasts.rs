@@ -1,0 +1,563 @@
+//! The contrasts section: the eight capacity contrasts with bootstrap intervals and
+//! Holm p-values per cluster unit (unit and organization-equal weights), the exact
+//! sign-flip tests, the per-configuration contrasts, and the contrast figure (the
+//! paper's Figure 2a).
+//!
+//! Owns: the layout of the `contrasts`, `contrasts_sign_flip` and
+//! `contrasts_by_configuration` tables in the report.
+//!
+//! Invariants: contrasts, weightings and cluster units appear in the order the
+//! analysis wrote them (the paper's order of the eight; the manifest's order of the
+//! units), except that the family cluster — the paper's primary analysis — is put
+//! first when present. The estimate column is the first cluster unit's: a contrast's
+//! estimate does not depend on the resampled unit.
+//!
+//! Never: recomputes an estimate, interval or p-value.
+
+use super::super::document::{code, text, Align, Figure, Section, Table};
+use super::super::figures::{self, Whisker, WhiskerSeries};
+use super::super::format;
+use super::super::ReportError;
+use super::{absent, and_list, first_seen, strata_of, table, unit_plural, Stratum, Tables};
+
+/// One row of `contrasts` or `contrasts_sign_flip` (the latter has no interval:
+/// `low` and `high` are NaN, and `n_assignments` is set).
+#[derive(Debug, Clone)]
+struct TestRow {
+    stratum: Stratum,
+    weighting: String,
+    contrast: String,
+    label: String,
+    cluster_unit: String,
+    n_clusters: u64,
+    n_units: u64,
+    estimate: f64,
+    low: f64,
+    high: f64,
+    p: f64,
+    p_floor: f64,
+    p_holm: f64,
+    draws: u64,
+    seed: u64,
+    n_assignments: u64,
+}
+
+fn bootstrap_rows(tables: &Tables) -> Result<Option<Vec<TestRow>>, ReportError> {
+    let Some(t) = table(tables, "contrasts") else {
+        return Ok(None);
+    };
+    let (_, strata) = strata_of(&t)?;
+    let (weighting, contrast, label, unit) = (
+        t.text("weighting")?,
+        t.text("contrast")?,
+        t.text("label")?,
+        t.text("cluster_unit")?,
+    );
+    let (n_clusters, n_units, draws, seed) = (
+        t.int("n_clusters")?,
+        t.int("n_units")?,
+        t.int("draws")?,
+        t.int("seed")?,
+    );
+    let (estimate, low, high) = (
+        t.float("estimate_pp")?,
+        t.float("ci_low_pp")?,
+        t.float("ci_high_pp")?,
+    );
+    let (p, p_floor, p_holm) = (t.float("p_value")?, t.float("p_floor")?, t.float("p_holm")?);
+    Ok(Some(
+        (0..t.len())
+            .map(|i| TestRow {
+                stratum: strata[i].clone(),
+                weighting: weighting[i].clone(),
+                contrast: contrast[i].clone(),
+                label: label[i].clone(),
+                cluster_unit: unit[i].clone(),
+                n_clusters: n_clusters[i],
+                n_units: n_units[i],
+                estimate: estimate[i],
+                low: low[i],
+                high: high[i],
+                p: p[i],
+                p_floor: p_floor[i],
+                p_holm: p_holm[i],
+                draws: draws[i],
+                seed: seed[i],
+                n_assignments: 0,
+            })
+            .collect(),
+    ))
+}
+
+fn sign_flip_rows(tables: &Tables) -> Result<Option<Vec<TestRow>>, ReportError> {
+    let Some(t) = table(tables, "contrasts_sign_flip") else {
+        return Ok(None);
+    };
+    let (_, strata) = strata_of(&t)?;
+    let (weighting, contrast, unit) = (
+        t.text("weighting")?,
+        t.text("contrast")?,
+        t.text("cluster_unit")?,
+    );
+    let (n_clusters, n_units, assignments) = (
+        t.int("n_clusters")?,
+        t.int("n_units")?,
+        t.int("assignments")?,
+    );
+    let (estimate, p, p_floor, p_holm) = (
+        t.float("estimate_pp")?,
+        t.float("p_value")?,
+        t.float("p_floor")?,
+        t.float("p_holm")?,
+    );
+    Ok(Some(
+        (0..t.len())
+            .map(|i| TestRow {
+                stratum: strata[i].clone(),
+                weighting: weighting[i].clone(),
+                // The sign-flip table has no label column; the bootstrap table's
+                // label is looked up by contrast name when the table is laid out.
+                label: contrast[i].clone(),
+                contrast: contrast[i].clone(),
+                cluster_unit: unit[i].clone(),
+                n_clusters: n_clusters[i],
+                n_units: n_units[i],
+                estimate: estimate[i],
+                low: f64::NAN,
+                high: f64::NAN,
+                p: p[i],
+                p_floor: p_floor[i],
+                p_holm: p_holm[i],
+                draws: 0,
+                seed: 0,
+                n_assignments: assignments[i],
+            })
+            .collect(),
+    ))
+}
+
+/// One row of `contrasts_by_configuration`.
+#[derive(Debug, Clone)]
+pub(crate) struct ConfigurationRow {
+    /// Lane and cap.
+    pub stratum: Stratum,
+    /// Configuration.
+    pub configuration: String,
+    /// Its organization.
+    pub organization: String,
+    /// Contrast name (`v`, `w`, …).
+    pub contrast: String,
+    /// Contrast label.
+    pub label: String,
+    /// Estimate (pp).
+    pub estimate: f64,
+    /// Interval (pp).
+    pub low: f64,
+    /// Interval (pp).
+    pub high: f64,
+}
+
+/// The rows of `contrasts_by_configuration`, if the study has it (the truncation
+/// section plots the W effects from it).
+pub(crate) fn configuration_rows(
+    tables: &Tables,
+) -> Result<Option<Vec<ConfigurationRow>>, ReportError> {
+    let Some(t) = table(tables, "contrasts_by_configuration") else {
+        return Ok(None);
+    };
+    let (_, strata) = strata_of(&t)?;
+    let (configuration, organization, contrast, label) = (
+        t.text("configuration")?,
+        t.text("organization")?,
+        t.text("contrast")?,
+        t.text("label")?,
+    );
+    let (estimate, low, high) = (
+        t.float("estimate_pp")?,
+        t.float("ci_low_pp")?,
+        t.float("ci_high_pp")?,
+    );
+    Ok(Some(
+        (0..t.len())
+            .map(|i| ConfigurationRow {
+                stratum: strata[i].clone(),
+                configuration: configuration[i].clone(),
+                organization: organization[i].clone(),
+                contrast: contrast[i].clone(),
+                label: label[i].clone(),
+                estimate: estimate[i],
+                low: low[i],
+                high: high[i],
+            })
+            .collect(),
+    ))
+}
+
+/// The cluster units of `rows` in report order: family first, then as written.
+fn cluster_units(rows: &[&TestRow]) -> Vec<String> {
+    let mut units = first_seen(
+        &rows
+            .iter()
+            .map(|r| r.cluster_unit.clone())
+            .collect::<Vec<_>>(),
+    );
+    if let Some(i) = units.iter().position(|u| u == "family") {
+        let family = units.remove(i);
+        units.insert(0, family);
+    }
+    units
+}
+
+fn weighting_phrase(weighting: &str) -> String {
+    match weighting {
+        "unit" => "each family × configuration unit weighted equally".into(),
+        "organization_equal" => {
+            "each organization weighted equally, and each unit equally within it".into()
+        }
+        other => format!("weighting {other}"),
+    }
+}
+
+fn weighting_title(weighting: &str) -> String {
+    match weighting {
+        "unit" => "unit weights".into(),
+        "organization_equal" => "organization-equal weights".into(),
+        other => format!("{other} weights"),
+    }
+}
+
+/// Fills the section.
+pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportError> {
+    let bootstrap = bootstrap_rows(tables)?;
+    let sign_flip = sign_flip_rows(tables)?;
+    let by_configuration = configuration_rows(tables)?;
+
+    match &bootstrap {
+        Some(rows) => {
+            if let Some(first) = rows.first() {
+                s.paragraph(vec![text(format!(
+                    "Each contrast is a paired within-family difference in verified task \
+                     success (VTS), in percentage points (pp), averaged over family × \
+                     configuration units. Intervals are 95% percentile cluster bootstraps \
+                     ({} draws, seed {}) resampling the cluster unit named in the column; \
+                     Holm corrects the eight p-values of each cluster unit. A p-value at \
+                     the bootstrap's floor (1 / draws) is shown as ≤ the floor: the true p \
+                     may be smaller, and a Holm value computed from it is an upper bound.",
+                    format::count(first.draws),
+                    first.seed
+                ))]);
+            } else {
+                s.note(vec![
+                    text("The "),
+                    code("contrasts"),
+                    text(" table has no rows."),
+                ]);
+            }
+        }
+        None => s.note(absent(
+            "Bootstrap intervals and the contrast figure",
+            "contrasts",
+            "contrasts",
+        )),
+    }
+
+    let mut strata: Vec<Stratum> = Vec::new();
+    for rows in [&bootstrap, &sign_flip].into_iter().flatten() {
+        strata.extend(rows.iter().map(|r| r.stratum.clone()));
+    }
+    if let Some(rows) = &by_configuration {
+        strata.extend(rows.iter().map(|r| r.stratum.clone()));
+    }
+    strata.sort();
+    strata.dedup();
+
+    for stratum in &strata {
+        s.heading(stratum.title());
+        let labels = labels_of(bootstrap.as_deref(), by_configuration.as_deref());
+        if let Some(rows) = &bootstrap {
+            let mine: Vec<&TestRow> = rows.iter().filter(|r| &r.stratum == stratum).collect();
+            let weightings =
+                first_seen(&mine.iter().map(|r| r.weighting.clone()).collect::<Vec<_>>());
+            for weighting in &weightings {
+                let rows: Vec<&TestRow> = mine
+                    .iter()
+                    .copied()
+                    .filter(|r| &r.weighting == weighting)
+                    .collect();
+                s.table(bootstrap_table(stratum, weighting, &rows));
+                if weighting == "unit" || weightings.len() == 1 {
+                    s.figure(contrast_figure(stratum, weighting, &rows)?);
+                }
+            }
+        }
+        match &sign_flip {
+            Some(rows) => {
+                let mine: Vec<&TestRow> = rows.iter().filter(|r| &r.stratum == stratum).collect();
+                let weightings =
+                    first_seen(&mine.iter().map(|r| r.weighting.clone()).collect::<Vec<_>>());
+                for weighting in &weightings {
+                    let rows: Vec<&TestRow> = mine
+                        .iter()
+                        .copied()
+                        .filter(|r| &r.weighting == weighting)
+                        .collect();
+                    s.table(sign_flip_table(stratum, weighting, &rows, &labels));
+                }
+            }
+            None => s.note(absent(
+                "Exact sign-flip tests",
+                "contrasts_sign_flip",
+                "contrasts",
+            )),
+        }
+        match &by_configuration {
+            Some(rows) => {
+                let mine: Vec<&ConfigurationRow> =
+                    rows.iter().filter(|r| &r.stratum == stratum).collect();
+                s.table(configuration_table(stratum, &mine));
+            }
+            None => s.note(absent(
+                "Per-configuration contrasts",
+                "contrasts_by_configuration",
+                "contrasts",
+            )),
+        }
+    }
+    Ok(())
+}
+
+/// Contrast name → label, from whichever table has labels.
+fn labels_of(
+    bootstrap: Option<&[TestRow]>,
+    by_configuration: Option<&[ConfigurationRow]>,
+) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = Vec::new();
+    let pairs = bootstrap
+        .into_iter()
+        .flatten()
+        .map(|r| (&r.contrast, &r.label))
+        .chain(
+            by_configuration
+                .into_iter()
+                .flatten()
+                .map(|r| (&r.contrast, &r.label)),
+        );
+    for (name, label) in pairs {
+        if !out.iter().any(|(n, _)| n == name) {
+            out.push((name.clone(), label.clone()));
+        }
+    }
+    out
+}
+
+fn label_for(labels: &[(String, String)], contrast: &str) -> String {
+    labels
+        .iter()
+        .find(|(n, _)| n == contrast)
+        .map_or_else(|| contrast.to_string(), |(_, l)| l.clone())
+}
+
+fn bootstrap_table(stratum: &Stratum, weighting: &str, rows: &[&TestRow]) -> Table {
+    let units = cluster_units(rows);
+    let n_units = rows.first().map_or(0, |r| r.n_units);
+    let mut t = Table::new(
+        format!(
+            "The contrasts, {}, {} ({} units): estimate, 95% interval and Holm p by \
+             resampled cluster unit.",
+            stratum.short(),
+            weighting_phrase(weighting),
+            format::count(n_units)
+        ),
+        &[("Contrast", Align::Left), ("Estimate (pp)", Align::Right)],
+    );
+    for unit in &units {
+        let n = rows
+            .iter()
+            .find(|r| &r.cluster_unit == unit)
+            .map_or(0, |r| r.n_clusters);
+        t.push_column(
+            format!("95% CI, {} ({})", unit_plural(unit), format::count(n)),
+            Align::Right,
+        );
+        t.push_column(format!("Holm p, {}", unit_plural(unit)), Align::Right);
+    }
+    for contrast in first_seen(&rows.iter().map(|r| r.contrast.clone()).collect::<Vec<_>>()) {
+        let of: Vec<&&TestRow> = rows.iter().filter(|r| r.contrast == contrast).collect();
+        let Some(first) = of.first() else { continue };
+        let mut cells = vec![first.label.clone(), format::effect_pp(first.estimate)];
+        for unit in &units {
+            match of.iter().find(|r| &r.cluster_unit == unit) {
+                Some(r) => {
+                    cells.push(format::interval_pp(r.low, r.high));
+                    // Holm p is floored through its raw p: see the section preamble.
+                    cells.push(if r.p <= r.p_floor {
+                        format!("≤{}", format::plain_p(r.p_holm))
+                    } else {
+                        format::plain_p(r.p_holm)
+                    });
+                }
+                None => cells.extend([format::MISSING.to_string(), format::MISSING.into()]),
+            }
+        }
+        t.push(cells);
+    }
+    t
+}
+
+fn contrast_figure(
+    stratum: &Stratum,
+    weighting: &str,
+    rows: &[&TestRow],
+) -> Result<Figure, ReportError> {
+    let units = cluster_units(rows);
+    let contrasts = first_seen(&rows.iter().map(|r| r.contrast.clone()).collect::<Vec<_>>());
+    let labels: Vec<String> = contrasts
+        .iter()
+        .map(|c| {
+            rows.iter()
+                .find(|r| &r.contrast == c)
+                .map_or_else(|| c.clone(), |r| r.label.clone())
+        })
+        .collect();
+    let series: Vec<WhiskerSeries> = units
+        .iter()
+        .map(|unit| {
+            let n = rows
+                .iter()
+                .find(|r| &r.cluster_unit == unit)
+                .map_or(0, |r| r.n_clusters);
+            WhiskerSeries {
+                name: format!("{} (n = {})", unit_plural(unit), format::count(n)),
+                values: contrasts
+                    .iter()
+                    .map(|c| {
+                        rows.iter()
+                            .find(|r| &r.contrast == c && &r.cluster_unit == unit)
+                            .map(|r| Whisker {
+                                estimate: r.estimate,
+                                low: r.low,
+                                high: r.high,
+                            })
+                    })
+                    .collect(),
+            }
+        })
+        .collect();
+    let draws = rows.first().map_or(0, |r| r.draws);
+    let resampling = and_list(&units.iter().map(|u| unit_plural(u)).collect::<Vec<_>>());
+    let title = format!("Capacity contrasts, {}", stratum.short());
+    Ok(Figure {
+        file_name: format!("report-contrasts-{}.svg", stratum.slug()),
+        caption: format!(
+            "The contrasts ({}, {}): estimate (dot) and 95% percentile cluster-bootstrap \
+             interval (whisker), {} draws, resampling {} — one whisker per cluster unit, \
+             the first (top of each row, thicker) the primary analysis. The grey line \
+             marks no effect.",
+            stratum.short(),
+            weighting_title(weighting),
+            format::count(draws),
+            resampling
+        ),
+        svg: figures::dot_whisker(&title, &labels, &series, "difference in VTS (pp)")?,
+    })
+}
+
+fn sign_flip_table(
+    stratum: &Stratum,
+    weighting: &str,
+    rows: &[&TestRow],
+    labels: &[(String, String)],
+) -> Table {
+    let units = cluster_units(rows);
+    let mut t = Table::new(
+        format!(
+            "Exact sign-flip tests over clusters (every assignment of signs to the \
+             clusters' summed differences), {}, {}. The smallest attainable p is \
+             2 / assignments; Holm corrects the contrasts of each cluster unit.",
+            stratum.short(),
+            weighting_title(weighting)
+        ),
+        &[("Contrast", Align::Left), ("Estimate (pp)", Align::Right)],
+    );
+    for unit in &units {
+        let (n, assignments) = rows
+            .iter()
+            .find(|r| &r.cluster_unit == unit)
+            .map_or((0, 0), |r| (r.n_clusters, r.n_assignments));
+        t.push_column(
+            format!(
+                "p, {} ({}; {} assignments)",
+                unit_plural(unit),
+                format::count(n),
+                format::count(assignments)
+            ),
+            Align::Right,
+        );
+        t.push_column(format!("Holm p, {}", unit_plural(unit)), Align::Right);
+    }
+    for contrast in first_seen(&rows.iter().map(|r| r.contrast.clone()).collect::<Vec<_>>()) {
+        let of: Vec<&&TestRow> = rows.iter().filter(|r| r.contrast == contrast).collect();
+        let Some(first) = of.first() else { continue };
+        let mut cells = vec![
+            label_for(labels, &contrast),
+            format::effect_pp(first.estimate),
+        ];
+        for unit in &units {
+            match of.iter().find(|r| &r.cluster_unit == unit) {
+                Some(r) => {
+                    cells.push(format::p_value(r.p, r.p_floor));
+                    cells.push(format::plain_p(r.p_holm));
+                }
+                None => cells.extend([format::MISSING.to_string(), format::MISSING.into()]),
+            }
+        }
+        t.push(cells);
+    }
+    t
+}
+
+fn configuration_table(stratum: &Stratum, rows: &[&ConfigurationRow]) -> Table {
+    let contrasts = first_seen(&rows.iter().map(|r| r.contrast.clone()).collect::<Vec<_>>());
+    let mut t = Table::new(
+        format!(
+            "Each configuration's contrasts over its families, {}: estimate (pp) and \
+             95% family-bootstrap interval, unadjusted.",
+            stratum.short()
+        ),
+        &[
+            ("Configuration", Align::Left),
+            ("Organization", Align::Left),
+        ],
+    );
+    for c in &contrasts {
+        let label = rows
+            .iter()
+            .find(|r| &r.contrast == c)
+            .map_or_else(|| c.clone(), |r| r.label.clone());
+        t.push_column(label, Align::Right);
+    }
+    let configurations = first_seen(
+        &rows
+            .iter()
+            .map(|r| r.configuration.clone())
+            .collect::<Vec<_>>(),
+    );
+    for configuration in configurations {
+        let of: Vec<&&ConfigurationRow> = rows
+            .iter()
+            .filter(|r| r.configuration == configuration)
+            .collect();
+        let organization = of
+            .first()
+            .map_or_else(String::new, |r| r.organization.clone());
+        let mut cells = vec![configuration.clone(), organization];
+        for c in &contrasts {
+            cells.push(of.iter().find(|r| &r.contrast == c).map_or_else(
+                || format::MISSING.to_string(),
+                |r| format::effect_with_interval(r.estimate, r.low, r.high),
+            ));
+        }
+        t.push(cells);
+    }
+    t
+}

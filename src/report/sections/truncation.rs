@@ -1,0 +1,541 @@
+//! The truncation section (paper Section 4.2): the share of episodes truncated at the
+//! completion cap by menu size and configuration, the matched-pair accounting of the
+//! menu effect, the correlation of the per-configuration V effect with the truncation
+//! rate, and three figures — the truncated share by menu size, and the V and W
+//! effects of each configuration against its truncation rate at V = 128 (the paper's
+//! Figures 6 and 7).
+//!
+//! Owns: the layout of the `truncation`, `truncation_pairs` and
+//! `truncation_correlation` tables in the report; the W figure also reads
+//! `contrasts_by_configuration`.
+//!
+//! Invariants: the V figure plots `v_effect_pp` of `truncation_pairs`, the variable
+//! `truncation_correlation` correlates, so the r and ρ in its caption describe the
+//! dots drawn. The W figure has no correlation in its caption because no table holds
+//! one (the truncation analysis correlates the V effect only); the report does not
+//! compute it.
+//!
+//! Never: computes a share, effect or correlation.
+
+use super::super::document::{text, Align, Figure, Section, Table};
+use super::super::figures::{self, Point};
+use super::super::format;
+use super::super::ReportError;
+use super::contrasts::configuration_rows;
+use super::{absent, and_list, configuration_label, first_seen, strata_of, table, Stratum, Tables};
+
+/// One row of `truncation`.
+struct ShareRow {
+    stratum: Stratum,
+    configuration: String,
+    organization: String,
+    v: u64,
+    episodes: u64,
+    truncated: u64,
+    share: f64,
+    before_first_call: u64,
+}
+
+fn share_rows(tables: &Tables) -> Result<Option<Vec<ShareRow>>, ReportError> {
+    let Some(t) = table(tables, "truncation") else {
+        return Ok(None);
+    };
+    let (_, strata) = strata_of(&t)?;
+    let (configuration, organization) = (t.text("configuration")?, t.text("organization")?);
+    let (v, episodes, truncated, before) = (
+        t.int("v")?,
+        t.int("episodes")?,
+        t.int("truncated")?,
+        t.int("truncated_before_first_call")?,
+    );
+    let share = t.float("truncated_share")?;
+    Ok(Some(
+        (0..t.len())
+            .map(|i| ShareRow {
+                stratum: strata[i].clone(),
+                configuration: configuration[i].clone(),
+                organization: organization[i].clone(),
+                v: v[i],
+                episodes: episodes[i],
+                truncated: truncated[i],
+                share: share[i],
+                before_first_call: before[i],
+            })
+            .collect(),
+    ))
+}
+
+/// One row of `truncation_pairs`.
+struct PairRow {
+    stratum: Stratum,
+    configuration: String,
+    organization: String,
+    pairs: u64,
+    lost: u64,
+    gained: u64,
+    v_effect: f64,
+    lost_pp: f64,
+    lost_truncated: u64,
+    lost_truncated_pp: f64,
+    loss_share_truncated: f64,
+    truncated_128: u64,
+    truncation_rate_128: f64,
+    before_first_call_128: u64,
+}
+
+fn pair_rows(tables: &Tables) -> Result<Option<Vec<PairRow>>, ReportError> {
+    let Some(t) = table(tables, "truncation_pairs") else {
+        return Ok(None);
+    };
+    let (_, strata) = strata_of(&t)?;
+    let (configuration, organization) = (t.text("configuration")?, t.text("organization")?);
+    let (pairs, lost, gained, lost_truncated, truncated_128, before) = (
+        t.int("pairs")?,
+        t.int("lost")?,
+        t.int("gained")?,
+        t.int("lost_truncated_128")?,
+        t.int("truncated_128")?,
+        t.int("truncated_128_before_first_call")?,
+    );
+    let (v_effect, lost_pp, lost_truncated_pp, loss_share, rate) = (
+        t.float("v_effect_pp")?,
+        t.float("lost_pp")?,
+        t.float("lost_truncated_pp")?,
+        t.float("loss_share_truncated")?,
+        t.float("truncation_rate_128")?,
+    );
+    Ok(Some(
+        (0..t.len())
+            .map(|i| PairRow {
+                stratum: strata[i].clone(),
+                configuration: configuration[i].clone(),
+                organization: organization[i].clone(),
+                pairs: pairs[i],
+                lost: lost[i],
+                gained: gained[i],
+                v_effect: v_effect[i],
+                lost_pp: lost_pp[i],
+                lost_truncated: lost_truncated[i],
+                lost_truncated_pp: lost_truncated_pp[i],
+                loss_share_truncated: loss_share[i],
+                truncated_128: truncated_128[i],
+                truncation_rate_128: rate[i],
+                before_first_call_128: before[i],
+            })
+            .collect(),
+    ))
+}
+
+/// One row of `truncation_correlation`.
+struct CorrelationRow {
+    stratum: Stratum,
+    n_configurations: u64,
+    pearson: f64,
+    spearman: f64,
+    never_truncating: u64,
+    never_min: f64,
+    never_max: f64,
+}
+
+fn correlation_rows(tables: &Tables) -> Result<Option<Vec<CorrelationRow>>, ReportError> {
+    let Some(t) = table(tables, "truncation_correlation") else {
+        return Ok(None);
+    };
+    let (_, strata) = strata_of(&t)?;
+    let (n, never) = (t.int("n_configurations")?, t.int("never_truncating")?);
+    let (pearson, spearman, min, max) = (
+        t.float("pearson_r")?,
+        t.float("spearman_rho")?,
+        t.float("never_truncating_v_effect_min_pp")?,
+        t.float("never_truncating_v_effect_max_pp")?,
+    );
+    Ok(Some(
+        (0..t.len())
+            .map(|i| CorrelationRow {
+                stratum: strata[i].clone(),
+                n_configurations: n[i],
+                pearson: pearson[i],
+                spearman: spearman[i],
+                never_truncating: never[i],
+                never_min: min[i],
+                never_max: max[i],
+            })
+            .collect(),
+    ))
+}
+
+/// Fills the section.
+pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportError> {
+    let shares = share_rows(tables)?;
+    let pairs = pair_rows(tables)?;
+    let correlations = correlation_rows(tables)?;
+    let by_configuration = configuration_rows(tables)?;
+
+    s.paragraph(vec![text(
+        "A truncated episode ended because a response was cut at the completion cap. \
+         Pairs match each V = 8 episode with its V = 128 sibling (same family, \
+         configuration, workflow, encoding and repeat, over the four endpoint \
+         workflow × encoding cells); a pair loses when success at V = 8 becomes failure \
+         at V = 128 and gains in the reverse case.",
+    )]);
+    if shares.is_none() {
+        s.note(absent("Shares by menu size", "truncation", "truncation"));
+    }
+    if pairs.is_none() {
+        s.note(absent(
+            "Pair accounting and the effect-against-truncation figures",
+            "truncation_pairs",
+            "truncation",
+        ));
+    }
+    if correlations.is_none() {
+        s.note(absent(
+            "Correlations",
+            "truncation_correlation",
+            "truncation",
+        ));
+    }
+
+    let mut strata: Vec<Stratum> = Vec::new();
+    strata.extend(shares.iter().flatten().map(|r| r.stratum.clone()));
+    strata.extend(pairs.iter().flatten().map(|r| r.stratum.clone()));
+    strata.extend(correlations.iter().flatten().map(|r| r.stratum.clone()));
+    strata.sort();
+    strata.dedup();
+
+    for stratum in &strata {
+        s.heading(stratum.title());
+        if let Some(rows) = &shares {
+            let mine: Vec<&ShareRow> = rows.iter().filter(|r| &r.stratum == stratum).collect();
+            if let Some(sentence) = share_sentence(&mine) {
+                s.paragraph(vec![text(sentence)]);
+            }
+            s.table(share_table(stratum, &mine));
+            s.figure(share_figure(stratum, &mine)?);
+        }
+        let correlation = correlations
+            .iter()
+            .flatten()
+            .find(|r| &r.stratum == stratum);
+        if let Some(rows) = &pairs {
+            let mine: Vec<&PairRow> = rows.iter().filter(|r| &r.stratum == stratum).collect();
+            if let Some(pooled) = mine.iter().find(|r| r.configuration == "all") {
+                s.paragraph(vec![text(pair_sentence(pooled))]);
+            }
+            s.table(pair_table(stratum, &mine));
+            if let Some(c) = correlation {
+                s.paragraph(vec![text(correlation_sentence(c))]);
+            }
+            let configurations: Vec<&&PairRow> =
+                mine.iter().filter(|r| r.configuration != "all").collect();
+            s.figure(v_figure(stratum, &configurations, correlation)?);
+            match &by_configuration {
+                Some(effects) => {
+                    let points: Vec<Point> = configurations
+                        .iter()
+                        .filter_map(|p| {
+                            effects
+                                .iter()
+                                .find(|e| {
+                                    e.stratum == *stratum
+                                        && e.contrast == "w"
+                                        && e.configuration == p.configuration
+                                })
+                                .map(|e| Point {
+                                    x: p.truncation_rate_128,
+                                    y: e.estimate,
+                                })
+                        })
+                        .collect();
+                    s.figure(w_figure(stratum, &points)?);
+                }
+                None => s.note(absent(
+                    "The W-effect figure",
+                    "contrasts_by_configuration",
+                    "contrasts",
+                )),
+            }
+        } else if let Some(c) = correlation {
+            s.paragraph(vec![text(correlation_sentence(c))]);
+        }
+    }
+    Ok(())
+}
+
+/// "The share of episodes truncated at the cap is 1.6% at V = 8 and 13.6% at
+/// V = 128; 391 of the 411 truncated episodes at V = 128 end before the first call."
+fn share_sentence(rows: &[&ShareRow]) -> Option<String> {
+    let mut pooled: Vec<&&ShareRow> = rows.iter().filter(|r| r.configuration == "all").collect();
+    pooled.sort_by_key(|r| r.v);
+    let largest = pooled.last()?;
+    let at: Vec<String> = pooled
+        .iter()
+        .map(|r| format!("{} at V = {}", format::percent(r.share), r.v))
+        .collect();
+    let listed = and_list(&at);
+    Some(format!(
+        "Pooled over configurations, the share of episodes truncated at the cap is \
+         {listed}; {} of the {} truncated episodes at V = {} end before the first call.",
+        format::count(largest.before_first_call),
+        format::count(largest.truncated),
+        largest.v
+    ))
+}
+
+fn share_table(stratum: &Stratum, rows: &[&ShareRow]) -> Table {
+    let mut sizes: Vec<u64> = rows.iter().map(|r| r.v).collect();
+    sizes.sort_unstable();
+    sizes.dedup();
+    let largest = sizes.last().copied().unwrap_or(0);
+    let mut t = Table::new(
+        format!(
+            "Episodes truncated at the cap by visible menu size, {}: share (truncated / \
+             episodes), over every capacity cell at that size.",
+            stratum.short()
+        ),
+        &[
+            ("Configuration", Align::Left),
+            ("Organization", Align::Left),
+        ],
+    );
+    for v in &sizes {
+        t.push_column(format!("V = {v}"), Align::Right);
+    }
+    t.push_column(
+        format!("Before the first call, V = {largest}"),
+        Align::Right,
+    );
+    let configurations = first_seen(
+        &rows
+            .iter()
+            .map(|r| r.configuration.clone())
+            .collect::<Vec<_>>(),
+    );
+    for configuration in configurations {
+        let of: Vec<&&ShareRow> = rows
+            .iter()
+            .filter(|r| r.configuration == configuration)
+            .collect();
+        let organization = of
+            .first()
+            .map_or_else(String::new, |r| r.organization.clone());
+        let mut cells = vec![configuration_label(&configuration), organization];
+        for v in &sizes {
+            cells.push(of.iter().find(|r| r.v == *v).map_or_else(
+                || format::MISSING.to_string(),
+                |r| {
+                    format!(
+                        "{} ({})",
+                        format::percent(r.share),
+                        format::ratio(r.truncated, r.episodes)
+                    )
+                },
+            ));
+        }
+        // "0/0" would read as a count; with nothing truncated the share is undefined.
+        cells.push(
+            of.iter()
+                .find(|r| r.v == largest && r.truncated > 0)
+                .map_or_else(
+                    || format::MISSING.to_string(),
+                    |r| format::ratio(r.before_first_call, r.truncated),
+                ),
+        );
+        t.push(cells);
+    }
+    t
+}
+
+fn share_figure(stratum: &Stratum, rows: &[&ShareRow]) -> Result<Figure, ReportError> {
+    let mut sizes: Vec<u64> = rows.iter().map(|r| r.v).collect();
+    sizes.sort_unstable();
+    sizes.dedup();
+    let line = |configuration: &str| -> Vec<f64> {
+        sizes
+            .iter()
+            .map(|v| {
+                rows.iter()
+                    .find(|r| r.configuration == configuration && r.v == *v)
+                    .map_or(f64::NAN, |r| r.share)
+            })
+            .collect()
+    };
+    let configurations: Vec<String> = first_seen(
+        &rows
+            .iter()
+            .map(|r| r.configuration.clone())
+            .collect::<Vec<_>>(),
+    )
+    .into_iter()
+    .filter(|c| c != "all")
+    .collect();
+    let each: Vec<Vec<f64>> = configurations.iter().map(|c| line(c)).collect();
+    let title = format!("Truncated at the cap by menu size, {}", stratum.short());
+    Ok(Figure {
+        file_name: format!("report-truncation-by-menu-{}.svg", stratum.slug()),
+        caption: format!(
+            "Share of episodes truncated at the completion cap at each visible menu size \
+             ({}): pooled over configurations (thick line with dots) and for each of the \
+             {} configurations (thin grey lines).",
+            stratum.short(),
+            configurations.len()
+        ),
+        svg: figures::share_lines(&title, &sizes, &line("all"), &each)?,
+    })
+}
+
+/// "Of the 3,024 matched pairs, 472 lose success at V = 128 and 101 gain it. The 343
+/// lost pairs whose V = 128 episode was truncated carry 11.3 of the 15.6 pp lost."
+fn pair_sentence(r: &PairRow) -> String {
+    format!(
+        "Of the {} matched pairs, {} lose success at V = 128 and {} gain it (V effect \
+         {} pp). The {} lost pairs whose V = 128 episode was truncated carry {} of the \
+         {} pp lost.",
+        format::count(r.pairs),
+        format::count(r.lost),
+        format::count(r.gained),
+        format::effect_pp(r.v_effect),
+        format::count(r.lost_truncated),
+        format::fixed(r.lost_truncated_pp, 1),
+        format::fixed(r.lost_pp, 1)
+    )
+}
+
+fn pair_table(stratum: &Stratum, rows: &[&PairRow]) -> Table {
+    let mut t = Table::new(
+        format!(
+            "Matched V = 8 / V = 128 pairs, {}: losses and gains, the V effect over \
+             pairs, and the part of the loss carried by pairs whose V = 128 episode was \
+             truncated.",
+            stratum.short()
+        ),
+        &[
+            ("Configuration", Align::Left),
+            ("Organization", Align::Left),
+            ("Pairs", Align::Right),
+            ("Lost", Align::Right),
+            ("Gained", Align::Right),
+            ("V effect (pp)", Align::Right),
+            ("Lost (pp)", Align::Right),
+            ("Lost, V = 128 truncated", Align::Right),
+            ("Carried by them (pp)", Align::Right),
+            ("Share of loss", Align::Right),
+            ("Truncated at V = 128", Align::Right),
+            ("Before the first call", Align::Right),
+        ],
+    );
+    for r in rows {
+        t.push(vec![
+            configuration_label(&r.configuration),
+            r.organization.clone(),
+            format::count(r.pairs),
+            format::count(r.lost),
+            format::count(r.gained),
+            format::effect_pp(r.v_effect),
+            format::fixed(r.lost_pp, 1),
+            format::count(r.lost_truncated),
+            format::fixed(r.lost_truncated_pp, 1),
+            format::percent(r.loss_share_truncated),
+            format!(
+                "{} ({})",
+                format::percent(r.truncation_rate_128),
+                format::ratio(r.truncated_128, r.pairs)
+            ),
+            format::count(r.before_first_call_128),
+        ]);
+    }
+    t
+}
+
+fn correlation_phrase(c: &CorrelationRow) -> String {
+    if c.pearson.is_finite() || c.spearman.is_finite() {
+        format!(
+            "Pearson r = {}, Spearman ρ = {}",
+            format::correlation(c.pearson),
+            format::correlation(c.spearman)
+        )
+    } else {
+        "the correlations are undefined (fewer than two configurations, or a constant \
+         variable)"
+            .into()
+    }
+}
+
+fn correlation_sentence(c: &CorrelationRow) -> String {
+    let never = match c.never_truncating {
+        0 => "Every configuration truncates some V = 128 pair episode.".to_string(),
+        1 => format!(
+            "The one configuration that never truncates at V = 128 has a V effect of {} pp.",
+            format::effect_pp(c.never_min)
+        ),
+        n => format!(
+            "The {} configurations that never truncate at V = 128 have V effects between \
+             {} and {} pp.",
+            format::count(n),
+            format::effect_pp(c.never_min),
+            format::effect_pp(c.never_max)
+        ),
+    };
+    format!(
+        "Across the {} configurations, the V effect against the truncation rate at \
+         V = 128: {}. {never}",
+        format::count(c.n_configurations),
+        correlation_phrase(c)
+    )
+}
+
+fn v_figure(
+    stratum: &Stratum,
+    rows: &[&&PairRow],
+    correlation: Option<&CorrelationRow>,
+) -> Result<Figure, ReportError> {
+    let points: Vec<Point> = rows
+        .iter()
+        .map(|r| Point {
+            x: r.truncation_rate_128,
+            y: r.v_effect,
+        })
+        .collect();
+    let title = format!("V effect against truncation, {}", stratum.short());
+    let statistics = correlation.map_or_else(
+        || " (no truncation_correlation table: no correlation shown)".to_string(),
+        |c| format!("; {}", correlation_phrase(c)),
+    );
+    Ok(Figure {
+        file_name: format!("report-v-effect-truncation-{}.svg", stratum.slug()),
+        caption: format!(
+            "Each configuration's V effect (V = 128 minus V = 8 over its matched pairs, \
+             pp) against the share of its V = 128 pair episodes truncated at the cap \
+             ({}), one dot per configuration (n = {}){statistics}.",
+            stratum.short(),
+            points.len()
+        ),
+        svg: figures::scatter(
+            &title,
+            &points,
+            "V = 128 episodes truncated at the cap",
+            "V effect (pp)",
+        )?,
+    })
+}
+
+fn w_figure(stratum: &Stratum, points: &[Point]) -> Result<Figure, ReportError> {
+    let title = format!("W effect against truncation, {}", stratum.short());
+    Ok(Figure {
+        file_name: format!("report-w-effect-truncation-{}.svg", stratum.slug()),
+        caption: format!(
+            "Each configuration's W effect (workflow high minus low, pp, from the \
+             per-configuration contrasts) against the share of its V = 128 pair episodes \
+             truncated at the cap ({}), one dot per configuration (n = {}). No \
+             correlation is shown: the truncation analysis correlates the V effect only.",
+            stratum.short(),
+            points.len()
+        ),
+        svg: figures::scatter(
+            &title,
+            points,
+            "V = 128 episodes truncated at the cap",
+            "W effect (pp)",
+        )?,
+    })
+}
