@@ -1,11 +1,13 @@
 //! The study report: `report.md` and a self-contained `report.html`, with SVG figures,
 //! rendered from the analysis tables.
 //!
-//! Owns: what the report shows and how — the sections ([`sections`]: contrasts,
-//! truncation, strata and bounds, lanes, costs), number formatting ([`format`]), the
-//! figures ([`figures`], drawn with plotters' SVG backend), and the two writers
-//! ([`markdown`], [`html`]) of one format-neutral [`document::Document`]. The
-//! pipeline owns reading the tables and writing the files.
+//! Owns: what the report shows and how — the sections (`sections/`, one file per
+//! analysis: contrasts, truncation, strata and bounds, lanes, costs), number
+//! formatting (`format.rs`), the figures (`figures.rs`, drawn with plotters' SVG
+//! backend), and the two writers (`markdown.rs`, `html.rs`) of one format-neutral
+//! document (`document.rs`); `columns.rs` reads the Arrow columns. The pipeline owns
+//! reading the tables and writing the files: `report.md`, `report.html`, and each
+//! of [`Rendered::figures`] under its file name beside them.
 //!
 //! Invariants:
 //! * Deterministic byte for byte: the output is a pure function of the tables — no
