@@ -71,6 +71,7 @@ impl Table {
 
     /// Appends a row.
     pub(crate) fn push(&mut self, row: Vec<String>) {
+        debug_assert_eq!(row.len(), self.header.len(), "{}", self.caption);
         self.rows.push(row);
     }
 }

@@ -59,10 +59,16 @@ pub(crate) fn p_value(p: f64, floor: f64) -> String {
     if !p.is_finite() {
         return MISSING.to_string();
     }
-    if floor.is_finite() && floor > 0.0 && p <= floor * (1.0 + 1e-9) {
+    if at_floor(p, floor) {
         return format!("≤{}", plain_p(round_up_small(floor)));
     }
     plain_p(p)
+}
+
+/// Whether `p` is at (or below) the smallest value its test can resolve; the relative
+/// tolerance absorbs the float error of `1 / draws` computed two ways.
+pub(crate) fn at_floor(p: f64, floor: f64) -> bool {
+    p.is_finite() && floor.is_finite() && floor > 0.0 && p <= floor * (1.0 + 1e-9)
 }
 
 /// A p-value without a floor (a Holm-adjusted p, say): three decimals from 0.01 up,

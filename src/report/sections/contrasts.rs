@@ -390,7 +390,7 @@ fn bootstrap_table(stratum: &Stratum, weighting: &str, rows: &[&TestRow]) -> Tab
                 Some(r) => {
                     cells.push(format::interval_pp(r.low, r.high));
                     // Holm p is floored through its raw p: see the section preamble.
-                    cells.push(if r.p <= r.p_floor {
+                    cells.push(if format::at_floor(r.p, r.p_floor) {
                         format!("≤{}", format::plain_p(r.p_holm))
                     } else {
                         format::plain_p(r.p_holm)
