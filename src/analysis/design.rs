@@ -310,15 +310,37 @@ impl Unit {
     }
 }
 
+/// The distinct family and configuration names of some rows, sorted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Names<'a> {
+    /// Families.
+    pub families: Vec<&'a str>,
+    /// Configurations.
+    pub configurations: Vec<&'a str>,
+}
+
 /// Checks that every family keeps one intent and domain and every configuration one
-/// organization across `rows`.
+/// organization across `rows`, and returns the sorted names.
 pub fn check_groups<'a>(
     analysis: &'static str,
     rows: impl IntoIterator<Item = &'a EpisodeRow>,
-) -> Result<(), AnalysisError> {
+) -> Result<Names<'a>, AnalysisError> {
     let mut families: BTreeMap<&str, (&str, &str)> = BTreeMap::new();
     let mut configurations: BTreeMap<&str, &str> = BTreeMap::new();
+    // Rows usually come grouped: a row like the previous one needs no lookup.
+    let mut previous: Option<&EpisodeRow> = None;
     for row in rows {
+        if let Some(p) = previous {
+            if p.family == row.family
+                && p.intent == row.intent
+                && p.domain == row.domain
+                && p.configuration == row.configuration
+                && p.organization == row.organization
+            {
+                continue;
+            }
+        }
+        previous = Some(row);
         let seen = *families
             .entry(&row.family)
             .or_insert((&row.intent, &row.domain));
@@ -344,7 +366,10 @@ pub fn check_groups<'a>(
             });
         }
     }
-    Ok(())
+    Ok(Names {
+        families: families.into_keys().collect(),
+        configurations: configurations.into_keys().collect(),
+    })
 }
 
 /// Mean success of every unit in every cell of one stratum.
@@ -400,7 +425,10 @@ pub fn cell_means(
     stratum: &Stratum,
     rows: &[(&EpisodeRow, usize)],
 ) -> Result<CellMeans, AnalysisError> {
-    check_groups(analysis, rows.iter().map(|(r, _)| *r))?;
+    let Names {
+        families,
+        configurations,
+    } = check_groups(analysis, rows.iter().map(|(r, _)| *r))?;
     if rows.is_empty() {
         return Err(AnalysisError::MissingData {
             analysis,
@@ -412,25 +440,23 @@ pub fn cell_means(
     }
     // Names interned in sorted order, so a unit is (family id, configuration id) and
     // units sort by (family, configuration).
-    let sorted = |f: fn(&EpisodeRow) -> &str| {
-        let mut v: Vec<&str> = rows.iter().map(|(r, _)| f(r)).collect();
-        v.sort_unstable();
-        v.dedup();
-        v
-    };
-    let families = sorted(|r| &r.family);
-    let configurations = sorted(|r| &r.configuration);
     let id = |names: &[&str], name: &str| names.binary_search(&name).unwrap_or(0);
     // (unit id, cell, repeat, row index), sorted: duplicates become neighbours.
-    let mut runs: Vec<(usize, usize, u32, usize)> = rows
-        .iter()
-        .enumerate()
-        .map(|(i, &(row, cell))| {
-            let unit = id(&families, &row.family) * configurations.len()
-                + id(&configurations, &row.configuration);
-            (unit, cell, row.repeat, i)
-        })
-        .collect();
+    let mut runs: Vec<(usize, usize, u32, usize)> = Vec::with_capacity(rows.len());
+    let mut previous: Option<(&EpisodeRow, usize)> = None;
+    for (i, &(row, cell)) in rows.iter().enumerate() {
+        let unit = match previous {
+            Some((p, unit)) if p.family == row.family && p.configuration == row.configuration => {
+                unit
+            }
+            _ => {
+                id(&families, &row.family) * configurations.len()
+                    + id(&configurations, &row.configuration)
+            }
+        };
+        previous = Some((row, unit));
+        runs.push((unit, cell, row.repeat, i));
+    }
     runs.sort_unstable();
     if let Some(w) = runs
         .windows(2)

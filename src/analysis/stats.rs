@@ -288,24 +288,61 @@ pub fn bootstrap_draws(totals: &ClusterTotals, draws: u32, draw_seed: u64) -> Ve
     if n == 0 {
         return out;
     }
-    let mut stream = IndexStream::new(draw_seed);
     let n32 = n as u32;
-    let (sums, weights) = (&totals.sums[..n], &totals.weights[..n]);
+    if n32 > 1 << 16 {
+        let mut stream = IndexStream::new(draw_seed);
+        for _ in 0..draws {
+            let (mut s, mut w) = (0.0, 0.0);
+            for _ in 0..n {
+                let i = stream.index(n32);
+                s += totals.sums[i];
+                w += totals.weights[i];
+            }
+            out.push(s / w);
+        }
+        return out;
+    }
+    // The same stream as `IndexStream::index` (tests check it draw for draw), with its
+    // state in locals so that the loop keeps it in registers.
+    let threshold = (1u32 << 16) % n32;
+    let mut rng = rng(draw_seed);
+    let (mut word, mut lanes) = (0u64, 0u32);
+    let mut next = || -> usize {
+        loop {
+            if lanes == 0 {
+                word = rng.next_u64();
+                lanes = 4;
+            }
+            let m = ((word & 0xFFFF) as u32) * n32;
+            word >>= 16;
+            lanes -= 1;
+            if (m & 0xFFFF) >= threshold {
+                return (m >> 16) as usize;
+            }
+        }
+    };
+    // (Σ w d, Σ w) side by side: one load per pick.
+    let pairs: Vec<[f64; 2]> = totals
+        .sums
+        .iter()
+        .zip(&totals.weights)
+        .map(|(&s, &w)| [s, w])
+        .collect();
     for _ in 0..draws {
         // Two interleaved running sums halve the chain of dependent additions.
         let (mut s0, mut s1, mut w0, mut w1) = (0.0, 0.0, 0.0, 0.0);
         for _ in 0..n / 2 {
-            let i = stream.index(n32);
-            let j = stream.index(n32);
-            s0 += sums[i];
-            w0 += weights[i];
-            s1 += sums[j];
-            w1 += weights[j];
+            let a = pairs[next()];
+            let b = pairs[next()];
+            s0 += a[0];
+            w0 += a[1];
+            s1 += b[0];
+            w1 += b[1];
         }
         if n % 2 == 1 {
-            let i = stream.index(n32);
-            s0 += sums[i];
-            w0 += weights[i];
+            let a = pairs[next()];
+            s0 += a[0];
+            w0 += a[1];
         }
         out.push((s0 + s1) / (w0 + w1));
     }
@@ -769,6 +806,32 @@ mod tests {
         // Large n: in range on both paths.
         assert!(stream.index(1 << 16) < 1 << 16);
         assert!(stream.index((1 << 16) + 3) < (1 << 16) + 3);
+    }
+
+    #[test]
+    fn the_fast_loop_follows_the_index_stream_through_rejections() {
+        // n = 40,000: 2^16 mod n = 25,536, so about 39% of lanes are rejected; odd n
+        // too. The fast loop must pick exactly the clusters `IndexStream` picks.
+        for n in [40_000usize, 7, 65_536, 70_001] {
+            let sums: Vec<f64> = (0..n).map(|i| (i % 97) as f64).collect();
+            let weights: Vec<f64> = (0..n).map(|i| 1.0 + (i % 3) as f64).collect();
+            let totals = ClusterTotals {
+                sums: sums.clone(),
+                weights: weights.clone(),
+            };
+            let fast = bootstrap_draws(&totals, 3, 77);
+            let mut stream = IndexStream::new(77);
+            let direct: Vec<f64> = (0..3)
+                .map(|_| {
+                    let picks: Vec<usize> = (0..n).map(|_| stream.index(n as u32)).collect();
+                    let s: f64 = picks.iter().map(|&i| sums[i]).sum();
+                    let w: f64 = picks.iter().map(|&i| weights[i]).sum();
+                    s / w
+                })
+                .collect();
+            // Integer-valued sums below 2^53: every order of addition is exact.
+            assert_eq!(fast, direct, "n = {n}");
+        }
     }
 
     #[test]
