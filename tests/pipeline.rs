@@ -46,6 +46,9 @@ cluster_units = ["family", "configuration"]
 
 [[analyses]]
 kind = "costs"
+
+[[analyses]]
+kind = "report"
 "#;
 
 /// A study directory: `manifests/`, `prompts/`, and whatever tbb writes.
@@ -285,13 +288,13 @@ fn a_plan_right_after_an_apply_has_nothing_to_run() {
     let out = s.apply();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
-        stdout.contains("Apply complete: 222 run (0 failed)"),
+        stdout.contains("Apply complete: 224 run (0 failed)"),
         "{stdout}"
     );
     assert!(runs(&s.plan()).is_empty());
     assert!(s
         .plan_text()
-        .contains("No changes: 222 nodes cached, nothing to run."));
+        .contains("No changes: 224 nodes cached, nothing to run."));
     let status = s
         .tbb()
         .args(["status", &s.manifest()])
@@ -318,7 +321,7 @@ fn editing_one_prompt_reruns_exactly_its_episodes_and_the_analyses() {
     assert_eq!(count(&plan, "compile"), 0);
     assert_eq!(count(&plan, "execute"), 48);
     assert_eq!(count(&plan, "grade"), 48);
-    assert_eq!(count(&plan, "analysis"), 2);
+    assert_eq!(count(&plan, "analysis"), 3);
     for (kind, id, why) in &plan {
         if kind == "execute" || kind == "grade" {
             assert!(id.contains("repair=workflow_prompt"), "{id}");
@@ -379,9 +382,7 @@ fn changing_one_configurations_cap_reruns_only_its_episodes() {
             assert_eq!(why, &["completion_cap 1024 -> 4096"]);
         }
     }
-    assert!(s
-        .plan_text()
-        .contains("~ 48 execute nodes: completion_cap 1024 -> 4096"));
+    insta::assert_snapshot!("plan_after_a_cap_change", s.plan_text());
     s.apply();
     assert!(runs(&s.plan()).is_empty());
 }
@@ -396,9 +397,11 @@ fn changing_an_analysis_parameter_reruns_no_episode() {
         assert_eq!(count(&plan, kind), 0, "{kind}");
     }
     let analyses: Vec<_> = plan.iter().filter(|(k, ..)| k == "analysis").collect();
-    assert_eq!(analyses.len(), 1);
+    assert_eq!(analyses.len(), 2, "{analyses:?}");
     assert_eq!(analyses[0].1, "analysis[contrasts]");
     assert_eq!(analyses[0].2, ["draws 200 -> 300"]);
+    assert_eq!(analyses[1].1, "analysis[report]");
+    assert_eq!(analyses[1].2, ["upstream changed"]);
 }
 
 #[test]
@@ -487,7 +490,7 @@ fn the_dag_prints_as_dot_with_every_node() {
         .unwrap_or_else(|e| panic!("{e}"));
     let dot = String::from_utf8_lossy(&out.stdout);
     assert!(dot.starts_with("digraph tbb {"));
-    assert_eq!(dot.matches("[label=").count(), 222);
+    assert_eq!(dot.matches("[label=").count(), 224);
     assert!(dot.contains("execute[cfg=sim-aurora-flash, family=overdue-escalation-harbor, v=8, w=low, d=raw, r=low, lane=routed, repair=none, cap=1024, rep=0]"));
 }
 
@@ -712,4 +715,28 @@ enabled = true
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("TBB_TEST_KEY_THAT_IS_NOT_SET"), "{err}");
     assert!(!keyed.path("outputs").exists());
+}
+
+#[test]
+fn apply_publishes_the_report_and_tbb_report_rerenders_it() {
+    let s = Study::new(TINY);
+    s.apply();
+    let html = std::fs::read_to_string(s.outputs().join("report.html")).unwrap_or_default();
+    assert!(html.contains("<svg"), "the report has inline figures");
+    assert!(s.outputs().join("report.md").is_file());
+    // A hand-rendered report is not the one apply recorded: the plan republishes it.
+    let out = s
+        .tbb()
+        .args(["report", &s.manifest()])
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let plan = runs(&s.plan());
+    assert_eq!(plan.len(), 1, "{plan:?}");
+    assert_eq!(plan[0].1, "table[report]");
+    assert!(plan[0].2[0].contains("was overwritten"), "{:?}", plan[0].2);
 }

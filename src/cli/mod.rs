@@ -20,6 +20,7 @@ mod grade;
 mod manifest;
 mod plan;
 mod reference_trace;
+mod report;
 mod run_episode;
 mod status;
 
@@ -121,6 +122,8 @@ enum Command {
     Explain(explain::ExplainArgs),
     /// Print a study's DAG.
     Dag(dag::DagArgs),
+    /// Render report.md, report.html and the figures from a study's analysis tables.
+    Report(report::ReportArgs),
 }
 
 /// The levels of a cell, as flags.
@@ -211,6 +214,7 @@ pub fn run() -> Result<()> {
         Command::Status(a) => status::exec(&cli, a),
         Command::Explain(a) => explain::exec(&cli, a),
         Command::Dag(a) => dag::exec(&cli, a),
+        Command::Report(a) => report::exec(&cli, a),
     }
 }
 

@@ -13,14 +13,13 @@
 //! others: failures are collected, their dependents skipped, and reported at the end.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use petgraph::graph::NodeIndex;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
@@ -28,6 +27,7 @@ use super::cache::{Batch, Cache, NewEntry};
 use super::dag::{Node, Publish, Work};
 use super::key::NodeKind;
 use super::plan::{Estimate, Plan};
+use super::publish::{publish, Outcomes};
 use super::{CompilePayload, ExecutePayload, PipelineError, Study, TablePayload};
 use crate::compile::{compile, Variant};
 use crate::grade::grade_with_budget;
@@ -36,7 +36,6 @@ use crate::harness::{run_episode, Episode, EpisodeSpec};
 use crate::provider::retry::RouteLimits;
 use crate::provider::{Configuration, Provider};
 use crate::store::tables::EpisodeRow;
-use crate::store::{write_table, Provenance};
 
 /// How to apply.
 #[derive(Debug, Clone, Default)]
@@ -56,8 +55,8 @@ pub struct Summary {
     pub failed: usize,
     /// Nodes reused from the cache.
     pub cached: usize,
-    /// Tables written.
-    pub tables: usize,
+    /// Files published under `outputs/<study>/` (tables, report, figures).
+    pub files: usize,
     /// Episodes that ended as infrastructure failures (recorded as such).
     pub infra_failures: usize,
     /// Failures, `(identity, why)`, in DAG order.
@@ -68,11 +67,11 @@ impl Summary {
     /// The one summary line.
     pub fn line(&self, seconds: f64) -> String {
         format!(
-            "Apply complete: {} run ({} failed), {} cached, {} tables written in {seconds:.1}s{}.",
+            "Apply complete: {} run ({} failed), {} cached, {} files written in {seconds:.1}s{}.",
             super::plan::group_digits(self.run as u64),
             self.failed,
             super::plan::group_digits(self.cached as u64),
-            self.tables,
+            self.files,
             if self.infra_failures > 0 {
                 format!(
                     "; {} episodes were infrastructure failures",
@@ -83,13 +82,6 @@ impl Summary {
             }
         )
     }
-}
-
-/// An analysis node's record: its tables as Parquet bytes (hex), so a deleted table is
-/// republished without recomputing.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-struct AnalysisPayload {
-    tables: Vec<(String, String)>,
 }
 
 /// Builds the provider of every configuration the manifest runs (before anything is
@@ -499,14 +491,7 @@ pub async fn run(
     }
 
     // Stage 3: analyses and tables.
-    let provenance = |key: &str| Provenance {
-        manifest_hash: study.manifest.content_hash.clone(),
-        lockfile_hash: study.lockfile_hash.clone(),
-        node_key: key.to_string(),
-    };
-    let outputs = study.outputs();
-    let mut analysis_tables: HashMap<NodeIndex, Vec<(String, arrow_array::RecordBatch)>> =
-        HashMap::new();
+    let mut outcomes = Outcomes::default();
     let finals: Vec<NodeIndex> = dag
         .nodes()
         .filter(|(i, n)| matches!(n.kind, NodeKind::Analysis | NodeKind::Table) && runs.contains(i))
@@ -525,52 +510,20 @@ pub async fn run(
             Err(upstream_failure(&failed, u))
         } else {
             match node.work {
-                Work::Analysis { index } => {
-                    let analysis = &study.manifest.analyses[index];
-                    crate::analysis::run(analysis, &all_rows)
-                        .map_err(|e| e.to_string())
-                        .and_then(|outputs| {
-                            let tables: Vec<(String, arrow_array::RecordBatch)> = outputs
-                                .into_iter()
-                                .map(|o| (o.table.to_string(), o.batch))
-                                .collect();
-                            let payload = AnalysisPayload {
-                                tables: tables
-                                    .iter()
-                                    .map(|(name, b)| {
-                                        Ok((name.clone(), crate::family::hex(&parquet_bytes(b)?)))
-                                    })
-                                    .collect::<Result<_, String>>()?,
-                            };
-                            pending.nodes.push(entry(node, &payload));
-                            analysis_tables.insert(i, tables);
-                            Ok(())
-                        })
-                }
-                Work::Table(publish) => {
-                    let written = publish_table(
-                        study,
-                        publish,
-                        &variants,
-                        &all_rows,
-                        &mut analysis_tables,
-                        cache,
-                        &outputs,
-                        &provenance(&node.key),
-                    );
-                    match written {
-                        Ok(files) => {
-                            pending.nodes.push(entry(
-                                node,
-                                &TablePayload {
-                                    files: files.clone(),
-                                },
-                            ));
-                            summary.tables += files.len();
-                            Ok(())
-                        }
-                        Err(e) => Err(e),
-                    }
+                Work::Analysis { .. } => outcomes.run(study, cache, i, &all_rows).map(|payload| {
+                    pending.nodes.push(NewEntry {
+                        kind: node.kind,
+                        id: node.id.clone(),
+                        key: node.key.clone(),
+                        input: node.input.canonical(),
+                        payload,
+                    });
+                }),
+                Work::Table(_) => {
+                    publish(study, i, &variants, &all_rows, &outcomes, cache).map(|files| {
+                        summary.files += files.len();
+                        pending.nodes.push(entry(node, &TablePayload { files }));
+                    })
                 }
                 _ => Ok(()),
             }
@@ -713,93 +666,6 @@ fn regrade(
         &execute.key,
         grade_key,
     ))
-}
-
-#[allow(clippy::too_many_arguments)]
-fn publish_table(
-    study: &Study,
-    publish: Publish,
-    variants: &HashMap<NodeIndex, Arc<Variant>>,
-    rows: &[EpisodeRow],
-    analysis_tables: &mut HashMap<NodeIndex, Vec<(String, arrow_array::RecordBatch)>>,
-    cache: &Cache,
-    outputs: &Path,
-    provenance: &Provenance,
-) -> Result<Vec<String>, String> {
-    let dag = &study.dag;
-    let tables: Vec<(String, arrow_array::RecordBatch)> = match publish {
-        Publish::Variants => {
-            let mut list: Vec<&Variant> = Vec::new();
-            for (i, n) in dag.nodes() {
-                if n.kind == NodeKind::Compile {
-                    list.push(
-                        variants
-                            .get(&i)
-                            .ok_or_else(|| format!("{} did not compile", n.id))?,
-                    );
-                }
-            }
-            vec![(
-                "variants".into(),
-                crate::store::tables::variants(&list).map_err(|e| e.to_string())?,
-            )]
-        }
-        Publish::Episodes => vec![(
-            "episodes".into(),
-            crate::store::tables::episodes(rows).map_err(|e| e.to_string())?,
-        )],
-        Publish::Analysis(node) => match analysis_tables.remove(&node) {
-            Some(t) => t,
-            None => {
-                let key = &dag.graph[node].key;
-                let payloads = cache.payloads(&[key]).map_err(|e| e.to_string())?;
-                let payload: AnalysisPayload = payloads
-                    .get(key.as_str())
-                    .and_then(|p| serde_json::from_str(p).ok())
-                    .ok_or("its analysis result is not in the cache")?;
-                payload
-                    .tables
-                    .into_iter()
-                    .map(|(name, hex)| Ok((name, batch_from_parquet(&hex)?)))
-                    .collect::<Result<_, String>>()?
-            }
-        },
-    };
-    let mut files = Vec::new();
-    for (name, batch) in tables {
-        let file = format!("{name}.parquet");
-        write_table(&outputs.join(&file), &batch, provenance).map_err(|e| e.to_string())?;
-        files.push(file);
-    }
-    Ok(files)
-}
-
-fn parquet_bytes(batch: &arrow_array::RecordBatch) -> Result<Vec<u8>, String> {
-    let mut out = Vec::new();
-    let mut writer = parquet::arrow::ArrowWriter::try_new(&mut out, batch.schema(), None)
-        .map_err(|e| e.to_string())?;
-    writer.write(batch).map_err(|e| e.to_string())?;
-    writer.close().map_err(|e| e.to_string())?;
-    Ok(out)
-}
-
-fn batch_from_parquet(hex: &str) -> Result<arrow_array::RecordBatch, String> {
-    let bytes: Vec<u8> = (0..hex.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(hex.get(i..i + 2).unwrap_or("zz"), 16))
-        .collect::<Result<_, _>>()
-        .map_err(|_| "the cached analysis table is not hex".to_string())?;
-    // One batch for the whole table, however many rows it has.
-    let mut reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(
-        bytes::Bytes::from(bytes),
-    )
-    .map(|b| b.with_batch_size(usize::MAX >> 1))
-    .and_then(|b| b.build())
-    .map_err(|e| e.to_string())?;
-    match reader.next() {
-        Some(batch) => batch.map_err(|e| e.to_string()),
-        None => Err("the cached analysis table is empty".into()),
-    }
 }
 
 /// Episodes in flight: the sum of every route's concurrency (each route's own limit is

@@ -30,7 +30,7 @@ use serde_json::Value;
 use thiserror::Error;
 
 use super::key::{KeyInput, NodeKind};
-use crate::store::{write_table, Provenance, StoreError};
+use crate::store::{write_table, Provenance, StoreError, TableWriter};
 
 /// The cache cannot be read or written.
 #[derive(Debug, Error, miette::Diagnostic)]
@@ -246,13 +246,24 @@ impl Cache {
             }
         }
         let mut out = HashMap::new();
-        for (file, rows) in wanted {
-            let payloads = read_column(&self.files[file], "payload")?;
-            for (row, key) in rows {
-                let p = payloads
-                    .get(row)
-                    .ok_or_else(|| damaged(&self.files[file], "payload row missing"))?;
-                out.insert(key.to_string(), p.clone());
+        for (file, mut rows) in wanted {
+            // Streamed batch by batch, keeping only the wanted rows.
+            rows.sort_unstable();
+            let path = &self.files[file];
+            let mut next = 0;
+            let mut offset = 0;
+            for_each_batch(path, &["payload"], &mut |batch| {
+                let column = string_columns(path, batch, &["payload"])?[0];
+                while next < rows.len() && rows[next].0 < offset + batch.num_rows() {
+                    let (row, key) = rows[next];
+                    out.insert(key.to_string(), column.value(row - offset).to_string());
+                    next += 1;
+                }
+                offset += batch.num_rows();
+                Ok(())
+            })?;
+            if next < rows.len() {
+                return Err(damaged(path, "payload row missing"));
             }
         }
         Ok(out)
@@ -333,11 +344,16 @@ impl Cache {
         Ok(())
     }
 
-    fn write(&mut self, table: &str, columns: &[(&str, &[&str])]) -> Result<PathBuf, CacheError> {
+    fn next_path(&mut self, table: &str) -> PathBuf {
         let path = self
             .dir
             .join(format!("{table}-{:08}.parquet", self.next_seq));
         self.next_seq += 1;
+        path
+    }
+
+    fn write(&mut self, table: &str, columns: &[(&str, &[&str])]) -> Result<PathBuf, CacheError> {
+        let path = self.next_path(table);
         let fields: Vec<Field> = columns
             .iter()
             .map(|(name, _)| Field::new(*name, DataType::Utf8, false))
@@ -361,16 +377,15 @@ impl Cache {
         self.files.len()
     }
 
-    /// Rewrites the cache as one file per table holding only the latest entry of each
-    /// identity, then deletes the files it replaced.
+    /// Rewrites the cache as one file per table — and one nodes file per node kind, so
+    /// that reading the payloads of one kind (the few table nodes a plan checks, say)
+    /// never decodes another's — holding only the latest entry of each identity; then
+    /// deletes the files it replaced.
     pub fn compact(&mut self) -> Result<(), CacheError> {
         let old = list(&self.dir)?;
         let live: Vec<Entry> = self.latest_entries().into_iter().cloned().collect();
-        let keys: Vec<&str> = live.iter().map(|e| e.key.as_str()).collect();
-        let payloads = self.payloads(&keys)?;
-        let blobs = self.blobs()?;
         let mut fresh = Cache::empty_like(self);
-        let mut blob_list: Vec<(String, String)> = blobs.into_iter().collect();
+        let mut blob_list: Vec<(String, String)> = self.blobs()?.into_iter().collect();
         blob_list.sort();
         let mut object_list: Vec<(String, String)> = self
             .objects
@@ -378,21 +393,59 @@ impl Cache {
             .map(|(h, j)| (h.clone(), j.clone()))
             .collect();
         object_list.sort();
-        let nodes = live
-            .into_iter()
-            .map(|e| NewEntry {
-                payload: payloads.get(&e.key).cloned().unwrap_or_default(),
-                kind: e.kind,
-                id: e.id,
-                key: e.key,
-                input: e.input,
-            })
-            .collect();
         fresh.commit(Batch {
-            nodes,
+            nodes: Vec::new(),
             objects: object_list,
             blobs: blob_list,
         })?;
+        // Newest files first, so that of two copies of a key the latest is kept.
+        let node_files: Vec<&PathBuf> = old
+            .iter()
+            .rev()
+            .filter(|(table, ..)| table == NODES)
+            .map(|(_, _, path)| path)
+            .collect();
+        for kind in NodeKind::ALL {
+            let mut wanted: HashSet<&str> = live
+                .iter()
+                .filter(|e| e.kind == kind)
+                .map(|e| e.key.as_str())
+                .collect();
+            if wanted.is_empty() {
+                continue;
+            }
+            let path = fresh.next_path(NODES);
+            let mut writer = TableWriter::create(&path, nodes_schema(), &Provenance::default())?;
+            for &file in &node_files {
+                for_each_batch(file, &NODE_COLUMNS, &mut |batch| {
+                    let columns = string_columns(file, batch, &NODE_COLUMNS)?;
+                    let rows: Vec<usize> = (0..batch.num_rows())
+                        .filter(|&r| wanted.remove(columns[2].value(r)))
+                        .collect();
+                    if rows.is_empty() {
+                        return Ok(());
+                    }
+                    let arrays: Vec<Arc<dyn Array>> = columns
+                        .iter()
+                        .map(|c| {
+                            Arc::new(StringArray::from_iter_values(
+                                rows.iter().map(|&r| c.value(r)),
+                            )) as Arc<dyn Array>
+                        })
+                        .collect();
+                    let selected = RecordBatch::try_new(nodes_schema(), arrays).map_err(|e| {
+                        StoreError::Arrow {
+                            table: NODES.into(),
+                            source: e,
+                        }
+                    })?;
+                    writer.write(&selected)?;
+                    Ok(())
+                })?;
+            }
+            writer.finish()?;
+            fresh.index_nodes(&path)?;
+        }
         for (_, _, path) in old {
             std::fs::remove_file(&path).map_err(|source| CacheError::Io { path, source })?;
         }
@@ -426,6 +479,35 @@ impl Cache {
         }
         Ok(())
     }
+}
+
+/// The columns of a nodes file, in order.
+const NODE_COLUMNS: [&str; 5] = ["kind", "id", "key", "key_input", "payload"];
+
+fn nodes_schema() -> arrow_schema::SchemaRef {
+    Arc::new(Schema::new(
+        NODE_COLUMNS
+            .iter()
+            .map(|c| Field::new(*c, DataType::Utf8, false))
+            .collect::<Vec<_>>(),
+    ))
+}
+
+/// The named text columns of a batch.
+fn string_columns<'b>(
+    path: &Path,
+    batch: &'b RecordBatch,
+    columns: &[&str],
+) -> Result<Vec<&'b StringArray>, CacheError> {
+    columns
+        .iter()
+        .map(|c| {
+            batch
+                .column_by_name(c)
+                .and_then(|a| a.as_any().downcast_ref::<StringArray>())
+                .ok_or_else(|| damaged(path, &format!("no text column `{c}`")))
+        })
+        .collect()
 }
 
 /// `(table, seq, path)` of every cache file, by sequence number.
@@ -482,14 +564,22 @@ fn read_strings(path: &Path, columns: &[&str]) -> Result<Vec<Vec<String>>, Cache
     Ok(rows)
 }
 
-fn read_column(path: &Path, column: &str) -> Result<Vec<String>, CacheError> {
-    Ok(read_strings(path, &[column])?
-        .into_iter()
-        .filter_map(|mut r| r.pop())
-        .collect())
+fn read_batches(path: &Path, columns: &[&str]) -> Result<Vec<RecordBatch>, CacheError> {
+    let mut out = Vec::new();
+    for_each_batch(path, columns, &mut |b| {
+        out.push(b.clone());
+        Ok(())
+    })?;
+    Ok(out)
 }
 
-fn read_batches(path: &Path, columns: &[&str]) -> Result<Vec<RecordBatch>, CacheError> {
+/// Streams a cache file's columns batch by batch (so that a large file is never held
+/// whole).
+fn for_each_batch(
+    path: &Path,
+    columns: &[&str],
+    each: &mut dyn FnMut(&RecordBatch) -> Result<(), CacheError>,
+) -> Result<(), CacheError> {
     let file = File::open(path).map_err(|source| CacheError::Io {
         path: path.to_path_buf(),
         source,
@@ -507,9 +597,10 @@ fn read_batches(path: &Path, columns: &[&str]) -> Result<Vec<RecordBatch>, Cache
         .collect::<Result<_, _>>()?;
     let mask = ProjectionMask::leaves(schema, indices);
     let reader = builder.with_projection(mask).build().map_err(parquet)?;
-    reader
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| damaged(path, &e.to_string()))
+    for batch in reader {
+        each(&batch.map_err(|e| damaged(path, &e.to_string()))?)?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -541,10 +632,11 @@ mod tests {
         cache
             .commit(batch(vec![entry("x", "k3", "p3")]))
             .unwrap_or_else(|e| panic!("{e}"));
-        for _ in 0..2 {
+        for compacted in [false, true] {
             let back = Cache::open(dir.path()).unwrap_or_else(|e| panic!("{e}"));
             assert_eq!(back.latest("x").map(|e| e.key.as_str()), Some("k3"));
-            assert!(back.get("k1").is_some());
+            // Compaction keeps only the latest entry of each identity.
+            assert_eq!(back.get("k1").is_some(), !compacted);
             assert!(back.has_blob("b") && back.has_object("h"));
             let p = back
                 .payloads(&["k2", "k3", "nope"])
@@ -559,7 +651,7 @@ mod tests {
             back.get("k1").is_none(),
             "compaction drops superseded entries"
         );
-        assert_eq!(back.node_files(), 1);
+        assert_eq!(back.node_files(), 1, "one nodes file per kind present");
         assert_eq!(
             back.blobs()
                 .unwrap_or_default()

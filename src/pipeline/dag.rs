@@ -133,7 +133,7 @@ impl Dag {
         let provenance = |input: KeyInput| {
             input
                 .file(
-                    format!("manifest {}", manifest.path.display()),
+                    format!("manifest {}", short_name(&manifest.path)),
                     manifest.content_hash.clone(),
                 )
                 .file("lockfile", inputs.lockfile_hash.to_string())
@@ -201,8 +201,9 @@ impl Dag {
                                         ("cap", cap.to_string()),
                                         ("rep", repeat.to_string()),
                                     ]);
-                                    let system = inputs.prompts_dir.join(repair.file_name());
-                                    let nudge = inputs.prompts_dir.join("nudge.txt");
+                                    let system =
+                                        short_name(&inputs.prompts_dir.join(repair.file_name()));
+                                    let nudge = short_name(&inputs.prompts_dir.join("nudge.txt"));
                                     let input =
                                         KeyInput::new(NodeKind::Execute, &execute_version(config))
                                             .param("lane", level_name(&lane))
@@ -214,11 +215,11 @@ impl Dag {
                                             )
                                             .param("repeat", repeat)
                                             .file(
-                                                format!("prompt {}", system.display()),
+                                                format!("prompt {system}"),
                                                 hash_hex(inputs.prompts.system(repair).as_bytes()),
                                             )
                                             .file(
-                                                format!("prompt {}", nudge.display()),
+                                                format!("prompt {nudge}"),
                                                 hash_hex(inputs.prompts.nudge.as_bytes()),
                                             )
                                             .object(
@@ -422,6 +423,21 @@ impl Dag {
         out.push_str("}\n");
         out
     }
+}
+
+/// A file's name as keys and reasons show it: its directory's name and its own
+/// (`prompts/base.txt`), however the directory was spelled on the command line, so that
+/// `--prompts ./prompts` and `--prompts /abs/prompts` give the same keys.
+pub fn short_name(path: &std::path::Path) -> String {
+    let mut parts: Vec<String> = path
+        .components()
+        .rev()
+        .filter(|c| matches!(c, std::path::Component::Normal(_)))
+        .take(2)
+        .map(|c| c.as_os_str().to_string_lossy().to_string())
+        .collect();
+    parts.reverse();
+    parts.join("/")
 }
 
 /// `kind[field=value, ...]`.

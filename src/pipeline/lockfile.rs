@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use thiserror::Error;
 
-use super::dag::config_object;
+use super::dag::{config_object, short_name};
 use super::key::hash_hex;
 use crate::family::FamilySet;
 use crate::harness::Prompts;
@@ -91,12 +91,12 @@ pub fn render(
     let mut prompt_hashes = BTreeMap::new();
     for &repair in &manifest.repairs {
         prompt_hashes.insert(
-            prompts_dir.join(repair.file_name()).display().to_string(),
+            short_name(&prompts_dir.join(repair.file_name())),
             hash_hex(prompts.system(repair).as_bytes()),
         );
     }
     prompt_hashes.insert(
-        prompts_dir.join("nudge.txt").display().to_string(),
+        short_name(&prompts_dir.join("nudge.txt")),
         hash_hex(prompts.nudge.as_bytes()),
     );
     let lock = Lock {

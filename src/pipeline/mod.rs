@@ -22,6 +22,7 @@ pub mod key;
 pub mod lock;
 pub mod lockfile;
 pub mod plan;
+pub mod publish;
 
 use std::path::{Path, PathBuf};
 

@@ -21,7 +21,6 @@ use serde::{Deserialize, Serialize};
 use super::cache::Cache;
 use super::dag::Dag;
 use super::key::{diff, NodeKind, Reason};
-use super::TablePayload;
 
 /// What happens to a node.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -134,7 +133,7 @@ pub fn plan(dag: &Dag, cache: &Cache, outputs: &Path) -> Plan {
         }
     }
     let mut paired = vec![false; orphans.len()];
-    let known = known_values(cache);
+    let mut known: Option<HashSet<(NodeKind, String, String)>> = None;
     let objects = |h: &str| cache.object(h).or_else(|| dag.objects.get(h).cloned());
     let table_payloads = table_payloads(dag, cache);
 
@@ -142,7 +141,7 @@ pub fn plan(dag: &Dag, cache: &Cache, outputs: &Path) -> Plan {
     for (index, node) in dag.nodes() {
         let (action, reasons) = match cache.get(&node.key) {
             Some(_) if node.kind == NodeKind::Table => {
-                match table_problem(outputs, &node.key, table_payloads.get(&node.key)) {
+                match super::publish::problem(outputs, &node.key, table_payloads.get(&node.key)) {
                     None => (Action::Cached, vec![]),
                     Some(detail) => (Action::Incomplete, vec![Reason::Incomplete { detail }]),
                 }
@@ -169,7 +168,11 @@ pub fn plan(dag: &Dag, cache: &Cache, outputs: &Path) -> Plan {
                         None => (
                             Action::Create,
                             vec![Reason::New {
-                                what: new_what(node.kind, &node.fields, &known),
+                                what: new_what(
+                                    node.kind,
+                                    &node.fields,
+                                    known.get_or_insert_with(|| known_values(cache)),
+                                ),
                             }],
                         ),
                     }
@@ -238,25 +241,6 @@ fn table_payloads(dag: &Dag, cache: &Cache) -> HashMap<String, String> {
         .map(|(_, n)| n.key.as_str())
         .collect();
     cache.payloads(&keys).unwrap_or_default()
-}
-
-/// Why a recorded table is not all there, if it is not.
-fn table_problem(outputs: &Path, key: &str, payload: Option<&String>) -> Option<String> {
-    let Some(payload) = payload.and_then(|p| serde_json::from_str::<TablePayload>(p).ok()) else {
-        return Some("its record is unreadable".into());
-    };
-    for file in &payload.files {
-        let path = outputs.join(file);
-        match crate::store::read_metadata(&path) {
-            Err(_) => return Some(format!("{} is missing", path.display())),
-            Ok(meta) => {
-                if !meta.iter().any(|(k, v)| k == "tbb.node_key" && v == key) {
-                    return Some(format!("{} was overwritten", path.display()));
-                }
-            }
-        }
-    }
-    None
 }
 
 /// Splits `kind[a=1, b=2]` into its kind and fields.

@@ -178,66 +178,116 @@ pub fn write_table(
     batch: &RecordBatch,
     provenance: &Provenance,
 ) -> Result<(), StoreError> {
-    let io = |source| StoreError::Io {
-        path: path.to_path_buf(),
-        source,
-    };
-    let pq = |source| StoreError::Parquet {
-        path: path.to_path_buf(),
-        source,
-    };
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(io)?;
-    }
-    let metadata = vec![
-        KeyValue::new(
-            "tbb.version".to_string(),
-            env!("CARGO_PKG_VERSION").to_string(),
-        ),
-        KeyValue::new(
-            "tbb.manifest_hash".to_string(),
-            provenance.manifest_hash.clone(),
-        ),
-        KeyValue::new(
-            "tbb.lockfile_hash".to_string(),
-            provenance.lockfile_hash.clone(),
-        ),
-        KeyValue::new("tbb.node_key".to_string(), provenance.node_key.clone()),
-    ];
-    let props = WriterProperties::builder()
-        .set_compression(Compression::ZSTD(ZstdLevel::try_new(3).map_err(pq)?))
-        .set_max_row_group_row_count(Some(ROW_GROUP_SIZE))
-        .set_key_value_metadata(Some(metadata.clone()))
-        // No creation time or host in the file: the same rows give the same bytes.
-        .set_created_by(format!("tbb {}", env!("CARGO_PKG_VERSION")))
-        .build();
-    // The provenance also goes into the Arrow schema's metadata, where pyarrow and
-    // polars show it (`table.schema.metadata`).
-    let schema = Arc::new(
-        batch.schema().as_ref().clone().with_metadata(
-            metadata
-                .iter()
-                .map(|kv| (kv.key.clone(), kv.value.clone().unwrap_or_default()))
-                .collect::<std::collections::HashMap<String, String>>(),
-        ),
-    );
-    let batch = batch
-        .clone()
-        .with_schema(schema.clone())
-        .map_err(|source| StoreError::Arrow {
-            table: path.display().to_string(),
+    let mut writer = TableWriter::create(path, batch.schema(), provenance)?;
+    writer.write(batch)?;
+    writer.finish()
+}
+
+/// A table written batch by batch, for tables too large to hold at once; atomic like
+/// [`write_table`]: nothing appears at `path` until [`TableWriter::finish`].
+pub struct TableWriter {
+    path: PathBuf,
+    tmp: PathBuf,
+    schema: arrow_schema::SchemaRef,
+    writer: ArrowWriter<File>,
+}
+
+impl TableWriter {
+    /// Opens the temporary file for a table of `schema`.
+    pub fn create(
+        path: &Path,
+        schema: arrow_schema::SchemaRef,
+        provenance: &Provenance,
+    ) -> Result<TableWriter, StoreError> {
+        let io = |source| StoreError::Io {
+            path: path.to_path_buf(),
             source,
-        })?;
-    let tmp = path.with_extension("parquet.tmp");
-    let file = File::create(&tmp).map_err(io)?;
-    let mut writer = ArrowWriter::try_new(file, schema, Some(props)).map_err(pq)?;
-    writer.write(&batch).map_err(pq)?;
-    let mut file = writer.into_inner().map_err(pq)?;
-    file.flush().map_err(io)?;
-    file.sync_all().map_err(io)?;
-    std::fs::rename(&tmp, path).map_err(io)?;
-    sync_dir(path).map_err(io)?;
-    Ok(())
+        };
+        let pq = |source| StoreError::Parquet {
+            path: path.to_path_buf(),
+            source,
+        };
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(io)?;
+        }
+        let metadata = vec![
+            KeyValue::new(
+                "tbb.version".to_string(),
+                env!("CARGO_PKG_VERSION").to_string(),
+            ),
+            KeyValue::new(
+                "tbb.manifest_hash".to_string(),
+                provenance.manifest_hash.clone(),
+            ),
+            KeyValue::new(
+                "tbb.lockfile_hash".to_string(),
+                provenance.lockfile_hash.clone(),
+            ),
+            KeyValue::new("tbb.node_key".to_string(), provenance.node_key.clone()),
+        ];
+        let props = WriterProperties::builder()
+            .set_compression(Compression::ZSTD(ZstdLevel::try_new(3).map_err(pq)?))
+            .set_max_row_group_row_count(Some(ROW_GROUP_SIZE))
+            .set_key_value_metadata(Some(metadata.clone()))
+            // No creation time or host in the file: the same rows give the same bytes.
+            .set_created_by(format!("tbb {}", env!("CARGO_PKG_VERSION")))
+            .build();
+        // The provenance also goes into the Arrow schema's metadata, where pyarrow and
+        // polars show it (`table.schema.metadata`).
+        let schema = Arc::new(
+            schema.as_ref().clone().with_metadata(
+                metadata
+                    .iter()
+                    .map(|kv| (kv.key.clone(), kv.value.clone().unwrap_or_default()))
+                    .collect::<std::collections::HashMap<String, String>>(),
+            ),
+        );
+        let tmp = path.with_extension("parquet.tmp");
+        let file = File::create(&tmp).map_err(io)?;
+        let writer = ArrowWriter::try_new(file, schema.clone(), Some(props)).map_err(pq)?;
+        Ok(TableWriter {
+            path: path.to_path_buf(),
+            tmp,
+            schema,
+            writer,
+        })
+    }
+
+    /// Appends a batch (of the table's schema, metadata aside).
+    pub fn write(&mut self, batch: &RecordBatch) -> Result<(), StoreError> {
+        let batch = batch
+            .clone()
+            .with_schema(self.schema.clone())
+            .map_err(|source| StoreError::Arrow {
+                table: self.path.display().to_string(),
+                source,
+            })?;
+        self.writer
+            .write(&batch)
+            .map_err(|source| StoreError::Parquet {
+                path: self.path.clone(),
+                source,
+            })
+    }
+
+    /// Closes, fsyncs and renames the table into place.
+    pub fn finish(self) -> Result<(), StoreError> {
+        let io = |source| StoreError::Io {
+            path: self.path.clone(),
+            source,
+        };
+        let mut file = self
+            .writer
+            .into_inner()
+            .map_err(|source| StoreError::Parquet {
+                path: self.path.clone(),
+                source,
+            })?;
+        file.flush().map_err(io)?;
+        file.sync_all().map_err(io)?;
+        std::fs::rename(&self.tmp, &self.path).map_err(io)?;
+        sync_dir(&self.path).map_err(io)
+    }
 }
 
 /// Makes a rename in `path`'s directory durable (a no-op where directories cannot be
