@@ -144,6 +144,9 @@ fn panel() -> Vec<EpisodeRow> {
                     truncated_before_first_call: truncated && rng.random::<f64>() < 0.95,
                     calls: if truncated { 0 } else { requests - 1 },
                     requests,
+                    // Routed: the full menu first, then six operational tools.
+                    schema_exposures: u64::from(cell.v)
+                        + u64::from(requests - 1) * u64::from(cell.v.min(6)),
                     turns: requests,
                     prompt_tokens: prompt,
                     completion_tokens: completion,
@@ -316,6 +319,7 @@ fn main() {
     let mut both = rows.clone();
     both.extend(rows.iter().map(|r| EpisodeRow {
         lane: "fixed".into(),
+        schema_exposures: u64::from(r.requests) * u64::from(r.v),
         ..r.clone()
     }));
     let mut lane_times = Vec::new();

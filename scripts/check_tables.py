@@ -20,8 +20,8 @@ CONTRACT = {
     "episodes": """study configuration organization model route lane repair
         completion_cap repeat variant_id family intent v w d r depth vts ok_a ok_s
         ok_p ok_q ok_e ok_x ok_g ok_b ok_c first_unmet terminal_flag truncated
-        truncated_before_first_call calls requests turns prompt_tokens
-        completion_tokens reasoning_tokens total_tokens cost_usd wall_ms
+        truncated_before_first_call calls requests schema_exposures turns
+        prompt_tokens completion_tokens reasoning_tokens total_tokens cost_usd wall_ms
         infra_failure stop_reason transcript_ref node_key""",
     "contrasts": """analysis contrast cluster_unit n_units estimate_pp ci_low_pp
         ci_high_pp p_value p_holm draws seed""",

@@ -194,6 +194,52 @@ async fn the_routed_lane_narrows_to_operational_tools_after_the_first_operationa
 }
 
 #[tokio::test]
+async fn schema_exposures_count_every_schema_sent() {
+    let v = variant(HARBOR, Cell::new(128, Workflow::Low, Encoding::Raw));
+    let cfg = config("");
+    let mut by_lane = Vec::new();
+    for lane in [Lane::Routed, Lane::Fixed] {
+        let p = Scripted::new(reference_script(&v));
+        let e = run(&v, &cfg, lane, &p).await;
+        let spec = EpisodeSpec {
+            lane,
+            ..EpisodeSpec::frozen(&v, &cfg)
+        };
+        let row = e.row("capacity", "none", &spec, "b3:t", "k");
+        let sent: usize = p.requests().iter().map(|r| r.tools.len()).sum();
+        assert_eq!(row.schema_exposures, sent as u64, "{lane:?}");
+        by_lane.push((row.requests, row.schema_exposures));
+    }
+    let full = |requests: u32| u64::from(requests) * 128;
+    // Routed: narrowed after the first operational call, so fewer than requests × v.
+    let (requests, routed) = by_lane[0];
+    assert!(requests > 1 && routed < full(requests), "{by_lane:?}");
+    // Fixed: the full menu with every request.
+    let (requests, fixed) = by_lane[1];
+    assert_eq!(fixed, full(requests));
+
+    // A request whose send fails has no turn in the trace, but its schemas were sent.
+    let first = v.reference_program.steps[0].call.clone();
+    let p = Scripted::new(move |_, t| match t {
+        0 => Ok(call(0, &first.tool, &first.arguments)),
+        _ => Err(ProviderError::Http {
+            status: 503,
+            body: "down".into(),
+            retry_after: None,
+        }),
+    });
+    let e = run(&v, &cfg, Lane::Fixed, &p).await;
+    assert_eq!(e.trace.stop, StopReason::InfraFailure);
+    assert_eq!((p.requests().len(), e.trace.turns.len()), (2, 1));
+    let spec = EpisodeSpec {
+        lane: Lane::Fixed,
+        ..EpisodeSpec::frozen(&v, &cfg)
+    };
+    let row = e.row("capacity", "none", &spec, "b3:t", "k");
+    assert_eq!((row.requests, row.schema_exposures), (2, 256));
+}
+
+#[tokio::test]
 async fn omitted_request_fields_are_not_sent_and_are_recorded() {
     let v = variant(HARBOR, Cell::new(8, Workflow::Low, Encoding::Raw));
     let cfg = config("profile = { omit = [\"seed\", \"temperature\"] }");
@@ -445,7 +491,7 @@ async fn an_episode_row_fills_the_episodes_table_contract() {
     let path = dir.path().join("episodes.parquet");
     tbb::store::write_table(&path, &batch, &tbb::store::Provenance::default()).expect("writes");
     let (back, _) = tbb::store::read_table(&path).expect("reads");
-    let columns = "study, configuration, organization, model, route, lane, repair, completion_cap, repeat, variant_id, family, intent, v, w, d, r, depth, vts, ok_a, ok_s, ok_p, ok_q, ok_e, ok_x, ok_g, ok_b, ok_c, first_unmet, terminal_flag, truncated, truncated_before_first_call, calls, requests, turns, prompt_tokens, completion_tokens, reasoning_tokens, total_tokens, cost_usd, wall_ms, infra_failure, stop_reason, transcript_ref, node_key";
+    let columns = "study, configuration, organization, model, route, lane, repair, completion_cap, repeat, variant_id, family, intent, v, w, d, r, depth, vts, ok_a, ok_s, ok_p, ok_q, ok_e, ok_x, ok_g, ok_b, ok_c, first_unmet, terminal_flag, truncated, truncated_before_first_call, calls, requests, schema_exposures, turns, prompt_tokens, completion_tokens, reasoning_tokens, total_tokens, cost_usd, wall_ms, infra_failure, stop_reason, transcript_ref, node_key";
     let schema = back[0].schema();
     for c in columns.split(", ") {
         assert!(schema.field_with_name(c).is_ok(), "missing column {c}");

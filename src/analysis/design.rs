@@ -672,6 +672,8 @@ pub(crate) mod testing {
             truncated_before_first_call: false,
             calls: 3,
             requests: 4,
+            // The full menu, then three narrowed requests of min(v, 6) tools.
+            schema_exposures: u64::from(v) + 3 * u64::from(v.min(6)),
             turns: 4,
             prompt_tokens: 1000,
             completion_tokens: 100,

@@ -17,8 +17,8 @@
 //! `ci_low_pp`, `ci_high_pp`, `p_value` (centered bootstrap, unadjusted), `p_floor`,
 //! `draws`, `seed`, `draw_seed`, `routed_tokens_per_episode`,
 //! `fixed_tokens_per_episode`, `fixed_extra_tokens_per_episode`,
-//! `routed_schema_exposures_per_episode_est`, `fixed_schema_exposures_per_episode`,
-//! `fixed_extra_schema_exposures_per_episode_est`.
+//! `routed_schema_exposures_per_episode`, `fixed_schema_exposures_per_episode`,
+//! `fixed_extra_schema_exposures_per_episode`.
 //!
 //! The estimate is a mean over family × configuration units of each unit's mean
 //! paired difference (equal to the mean over pairs when every unit has the same
@@ -27,15 +27,10 @@
 //!
 //! # Schema exposures
 //! A schema exposure is one tool schema sent in one request. The fixed lane sends the
-//! full menu with every request, so its exposures are exactly `requests × v`. The
-//! routed lane narrows to the operational tools after the first executed call to one,
-//! and the episode row does not record when that was nor how many operational tools
-//! the family has, so its exposures are an *estimate* (hence `_est`): `requests × v`
-//! when no operational tool was ever called (`ok_s` false: the menu never narrowed,
-//! exact), otherwise `v` for the first request and `min(v, 6)` for each later one —
-//! narrowing after the first response, to six operational tools (ten of the twelve
-//! core intents have six, two have five). An exact figure needs a per-episode count of
-//! the schemas sent, which the episodes table does not have yet.
+//! full menu with every request (`requests × v`); the routed lane narrows to the
+//! operational tools after the first executed call to one, so it sends fewer. Both
+//! come exactly from the episodes table's `schema_exposures` column, the schemas sent
+//! summed over every request of the episode (failed sends included).
 //!
 //! Invariants: row order does not matter; token sums are exact integers.
 //!
@@ -59,27 +54,6 @@ const KIND: &str = "lanes";
 pub const ROUTED: &str = "routed";
 /// The lane with the full menu throughout.
 pub const FIXED: &str = "fixed";
-/// Operational tools assumed per family in the routed-lane exposure estimate.
-pub const ASSUMED_OPERATIONAL_TOOLS: u32 = 6;
-/// Index of the selection obligation (S) in [`EpisodeRow::ok`].
-const OK_S: usize = 1;
-
-/// Schema exposures of a fixed-lane episode (exact).
-pub fn fixed_exposures(row: &EpisodeRow) -> u64 {
-    u64::from(row.requests) * u64::from(row.v)
-}
-
-/// Estimated schema exposures of a routed-lane episode (see the module doc).
-pub fn routed_exposures_est(row: &EpisodeRow) -> u64 {
-    if row.requests == 0 {
-        return 0;
-    }
-    if !row.ok[OK_S] {
-        return fixed_exposures(row);
-    }
-    let narrowed = row.v.min(ASSUMED_OPERATIONAL_TOOLS);
-    u64::from(row.v) + u64::from(row.requests - 1) * u64::from(narrowed)
-}
 
 /// A routed and a fixed episode of one condition.
 #[derive(Debug, Clone, Copy)]
@@ -187,7 +161,7 @@ pub struct LaneRow {
     pub routed_tokens: f64,
     /// Mean total tokens per fixed episode.
     pub fixed_tokens: f64,
-    /// Mean estimated schema exposures per routed episode.
+    /// Mean schema exposures per routed episode.
     pub routed_exposures: f64,
     /// Mean schema exposures per fixed episode.
     pub fixed_exposures: f64,
@@ -225,8 +199,8 @@ fn scope_rows(
     let fixed_vts = mean(&|p| u64::from(design::success(p.fixed)));
     let routed_tokens = mean(&|p| p.routed.total_tokens);
     let fixed_tokens = mean(&|p| p.fixed.total_tokens);
-    let routed_exp = mean(&|p| routed_exposures_est(p.routed));
-    let fixed_exp = mean(&|p| fixed_exposures(p.fixed));
+    let routed_exp = mean(&|p| p.routed.schema_exposures);
+    let fixed_exp = mean(&|p| p.fixed.schema_exposures);
     let cap_s = cap.to_string();
     let mut out = Vec::new();
     for &unit in &settings.units {
@@ -349,7 +323,7 @@ fn table(rows: &[LaneRow], seed: u64) -> Result<RecordBatch, AnalysisError> {
             rows.iter().map(|r| r.fixed_tokens - r.routed_tokens),
         )
         .f64(
-            "routed_schema_exposures_per_episode_est",
+            "routed_schema_exposures_per_episode",
             rows.iter().map(|r| r.routed_exposures),
         )
         .f64(
@@ -357,7 +331,7 @@ fn table(rows: &[LaneRow], seed: u64) -> Result<RecordBatch, AnalysisError> {
             rows.iter().map(|r| r.fixed_exposures),
         )
         .f64(
-            "fixed_extra_schema_exposures_per_episode_est",
+            "fixed_extra_schema_exposures_per_episode",
             rows.iter().map(|r| r.fixed_exposures - r.routed_exposures),
         )
         .build("lanes")?)
@@ -373,7 +347,8 @@ mod tests {
     fn lanes_panel() -> Vec<EpisodeRow> {
         // Two configurations × two families, all twelve cells in both lanes. The
         // fixed lane fails at V = 128 for configuration "a" in both families; the
-        // routed lane never fails. Fixed episodes use 500 more tokens.
+        // routed lane never fails. Fixed episodes use 500 more tokens and send the full
+        // menu with each of their 4 requests.
         let mut rows = Vec::new();
         for config in ["a", "b"] {
             for family in ["f1", "f2"] {
@@ -384,6 +359,7 @@ mod tests {
                 for r in &mut fixed {
                     r.lane = FIXED.into();
                     r.total_tokens += 500;
+                    r.schema_exposures = u64::from(r.requests) * u64::from(r.v);
                 }
                 rows.extend(fixed);
             }
@@ -431,23 +407,15 @@ mod tests {
         );
         assert_eq!(f("estimate_pp")[1], 0.0);
         assert_eq!(f("fixed_extra_tokens_per_episode"), vec![500.0; 4]);
-        // Exposures at V = 128 (4 requests, an operational tool selected): fixed
-        // 4 × 128 = 512; routed estimate 128 + 3 × 6 = 146; at V = 8: 32 and 8 + 18.
+        // Exposures at V = 128 (4 requests; the routed rows narrowed to 6 tools after
+        // the first): fixed 4 × 128 = 512; routed 128 + 3 × 6 = 146, so the fixed lane
+        // sends 366 more; at V = 8: 32 and 8 + 18 = 26.
         assert_eq!(f("fixed_schema_exposures_per_episode")[3], 512.0);
-        assert_eq!(f("routed_schema_exposures_per_episode_est")[3], 146.0);
-        assert_eq!(f("routed_schema_exposures_per_episode_est")[1], 26.0);
+        assert_eq!(f("routed_schema_exposures_per_episode")[3], 146.0);
+        assert_eq!(f("fixed_extra_schema_exposures_per_episode")[3], 366.0);
+        assert_eq!(f("routed_schema_exposures_per_episode")[1], 26.0);
+        assert_eq!(f("fixed_schema_exposures_per_episode")[1], 32.0);
         assert_eq!(f("fixed_vts")[3], 0.5);
-    }
-
-    #[test]
-    fn exposures_of_an_episode_that_never_selected() {
-        let mut r =
-            crate::analysis::design::testing::row("c", "o", "f", "i", 128, "low", "raw", false);
-        r.ok[OK_S] = false;
-        r.requests = 2;
-        assert_eq!(routed_exposures_est(&r), 256);
-        r.requests = 0;
-        assert_eq!(routed_exposures_est(&r), 0);
     }
 
     #[test]

@@ -32,7 +32,7 @@ pub fn code_version(kind: AnalysisKind) -> &'static str {
         AnalysisKind::Contrasts => "contrasts/1",
         AnalysisKind::Truncation => "truncation/1",
         AnalysisKind::Strata => "strata/1",
-        AnalysisKind::Lanes => "lanes/1",
+        AnalysisKind::Lanes => "lanes/2",
         AnalysisKind::Costs => "costs/1",
         AnalysisKind::Report => "report/1",
     }

@@ -155,7 +155,7 @@ pub const EPISODE_BUDGET: u64 = 128_000;
 
 /// Version of the grading rules, part of every grade node's key: bump it whenever a
 /// change here changes any verdict (cached transcripts are then regraded, not rerun).
-pub const CODE_VERSION: &str = "grade/1";
+pub const CODE_VERSION: &str = "grade/2";
 
 /// Grades a trace against its variant under the frozen episode budget. Never panics,
 /// whatever the trace holds.

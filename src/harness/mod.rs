@@ -37,7 +37,7 @@
 pub mod prompts;
 pub mod transcript;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
@@ -139,6 +139,32 @@ pub struct Episode {
 }
 
 impl Episode {
+    /// Tool schemas sent over the episode, summed over its requests.
+    ///
+    /// Counted from the transcript's requests, not from `trace.turns`: a request whose
+    /// send failed (an infrastructure failure after retries) has no turn in the trace,
+    /// yet its schemas were sent, and `requests` counts it too. Each stored request
+    /// names its tool list by `tools_ref`; an episode has at most two lists (the full
+    /// menu and, after the routed lane narrows, the operational tools), so each is
+    /// parsed once. A missing or malformed blob counts as no schemas.
+    pub fn schema_exposures(&self) -> u64 {
+        let mut sizes: BTreeMap<&str, u64> = BTreeMap::new();
+        self.transcript
+            .requests
+            .iter()
+            .map(|r| {
+                *sizes.entry(r.tools_ref.as_str()).or_insert_with(|| {
+                    self.blobs
+                        .get(&r.tools_ref)
+                        .and_then(|json| {
+                            serde_json::from_str::<Vec<serde::de::IgnoredAny>>(json).ok()
+                        })
+                        .map_or(0, |tools| tools.len() as u64)
+                })
+            })
+            .sum()
+    }
+
     /// The episode's row of `episodes.parquet`.
     pub fn row(
         &self,
@@ -187,6 +213,7 @@ impl Episode {
             truncated_before_first_call: verdict.truncated_before_first_call,
             calls: verdict.calls,
             requests: self.transcript.requests.len() as u32,
+            schema_exposures: self.schema_exposures(),
             turns: verdict.requests,
             prompt_tokens,
             completion_tokens,

@@ -294,12 +294,9 @@ fn lanes() -> RecordBatch {
             .f64("routed_tokens_per_episode", [12_000.4, 30_000.0])
             .f64("fixed_tokens_per_episode", [16_699.6, 52_000.0])
             .f64("fixed_extra_tokens_per_episode", [4_699.2, 22_000.0])
-            .f64("routed_schema_exposures_per_episode_est", [30.0, 146.0])
+            .f64("routed_schema_exposures_per_episode", [30.0, 146.0])
             .f64("fixed_schema_exposures_per_episode", [77.7, 512.0])
-            .f64(
-                "fixed_extra_schema_exposures_per_episode_est",
-                [47.7, 366.0],
-            ),
+            .f64("fixed_extra_schema_exposures_per_episode", [47.7, 366.0]),
         "lanes",
     )
 }

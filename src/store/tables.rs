@@ -100,6 +100,9 @@ pub struct EpisodeRow {
     pub calls: u32,
     /// Model requests.
     pub requests: u32,
+    /// Tool schemas sent over the episode's requests, summed over requests. The routed
+    /// lane's narrowing makes it smaller than `requests × v`; the fixed lane's equals it.
+    pub schema_exposures: u64,
     /// Turns (requests answered).
     pub turns: u32,
     /// Prompt tokens over the episode.
@@ -166,6 +169,7 @@ pub fn episodes(rows: &[EpisodeRow]) -> Result<RecordBatch, StoreError> {
         )
         .u32("calls", rows.iter().map(|r| r.calls))
         .u32("requests", rows.iter().map(|r| r.requests))
+        .u64("schema_exposures", rows.iter().map(|r| r.schema_exposures))
         .u32("turns", rows.iter().map(|r| r.turns))
         .u64("prompt_tokens", rows.iter().map(|r| r.prompt_tokens))
         .u64(

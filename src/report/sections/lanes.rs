@@ -66,9 +66,9 @@ fn rows(tables: &Tables) -> Result<Vec<LaneRow>, ReportError> {
         t.float("routed_tokens_per_episode")?,
         t.float("fixed_tokens_per_episode")?,
         t.float("fixed_extra_tokens_per_episode")?,
-        t.float("routed_schema_exposures_per_episode_est")?,
+        t.float("routed_schema_exposures_per_episode")?,
         t.float("fixed_schema_exposures_per_episode")?,
-        t.float("fixed_extra_schema_exposures_per_episode_est")?,
+        t.float("fixed_extra_schema_exposures_per_episode")?,
     );
     Ok((0..t.len())
         .map(|i| LaneRow {
@@ -113,8 +113,8 @@ pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportErro
         "The routed lane shows the full menu until the first executed call to an \
          operational tool, then only the operational tools; the fixed lane keeps the \
          full menu throughout. A pair is the same family, configuration, cell, cap and \
-         repeat in both lanes. Routed schema exposures are estimated (the episodes \
-         table does not record when the menu narrowed); fixed ones are exact.",
+         repeat in both lanes. A schema exposure is one tool schema sent in one \
+         request, counted over every request of the episode.",
     )]);
     let mut caps: Vec<u64> = rows.iter().map(|r| r.cap).collect();
     caps.sort_unstable();
@@ -180,8 +180,7 @@ pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportErro
         s.table(success);
         let mut cost = Table::new(
             format!(
-                "Tokens and schema exposures per episode by lane, completion cap {} \
-                 (routed exposures estimated).",
+                "Tokens and schema exposures per episode by lane, completion cap {}.",
                 format::count(cap)
             ),
             &[
@@ -189,9 +188,9 @@ pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportErro
                 ("Routed tokens", Align::Right),
                 ("Fixed tokens", Align::Right),
                 ("Fixed extra tokens", Align::Right),
-                ("Routed exposures (est.)", Align::Right),
+                ("Routed exposures", Align::Right),
                 ("Fixed exposures", Align::Right),
-                ("Fixed extra exposures (est.)", Align::Right),
+                ("Fixed extra exposures", Align::Right),
             ],
         );
         let scopes = first_seen(&mine.iter().map(|r| r.scope.clone()).collect::<Vec<_>>());
