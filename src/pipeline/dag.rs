@@ -184,83 +184,92 @@ impl Dag {
             .iter()
             .map(|c| dag.put_object(config_object(c)))
             .collect();
-        for row in &compiles {
-            for &compile in row {
-                let compile_fields = dag.graph[compile].fields.clone();
-                let compile_key = dag.graph[compile].key.clone();
-                for (ci, config) in manifest.configurations.iter().enumerate() {
-                    for &lane in &manifest.lanes {
-                        for &repair in &manifest.repairs {
-                            for &cap in manifest.caps_for(&config.name) {
-                                for repeat in 0..manifest.repeats {
-                                    let mut fields = vec![("cfg", config.name.clone())];
-                                    fields.extend(compile_fields.iter().cloned());
-                                    fields.extend([
-                                        ("lane", level_name(&lane)),
-                                        ("repair", repair.repair_name().to_string()),
-                                        ("cap", cap.to_string()),
-                                        ("rep", repeat.to_string()),
-                                    ]);
-                                    let system =
-                                        short_name(&inputs.prompts_dir.join(repair.file_name()));
-                                    let nudge = short_name(&inputs.prompts_dir.join("nudge.txt"));
-                                    let input =
-                                        KeyInput::new(NodeKind::Execute, &execute_version(config))
-                                            .param("lane", level_name(&lane))
-                                            .param("repair", repair.repair_name())
-                                            .param("completion_cap", cap)
-                                            .param(
-                                                "episode_budget",
-                                                manifest.budgets.episode_budget,
-                                            )
-                                            .param("repeat", repeat)
-                                            .file(
-                                                format!("prompt {system}"),
-                                                hash_hex(inputs.prompts.system(repair).as_bytes()),
-                                            )
-                                            .file(
-                                                format!("prompt {nudge}"),
-                                                hash_hex(inputs.prompts.nudge.as_bytes()),
-                                            )
-                                            .object(
-                                                format!("configuration {}", config.name),
-                                                config_objects[ci].clone(),
-                                            )
-                                            .input("compile", compile_key.clone());
-                                    let execute = dag.add(
-                                        NodeKind::Execute,
-                                        fields.clone(),
-                                        input,
-                                        Work::Execute {
-                                            compile,
-                                            config: ci,
-                                            lane,
-                                            repair,
-                                            cap,
-                                            repeat,
-                                        },
-                                        &[compile],
-                                    );
-                                    let input =
-                                        KeyInput::new(NodeKind::Grade, crate::grade::CODE_VERSION)
-                                            .param(
-                                                "episode_budget",
-                                                manifest.budgets.episode_budget,
-                                            )
-                                            .input("execute", dag.graph[execute].key.clone())
-                                            .input("compile", compile_key.clone());
-                                    grades.push(dag.add(
-                                        NodeKind::Grade,
-                                        fields,
-                                        input,
-                                        Work::Grade { execute, compile },
-                                        &[execute, compile],
-                                    ));
-                                }
-                            }
+        // Every episode condition once (configuration, lane, repair, cap, repeat), with
+        // its identity fields and key input short of the variant; then one execute and
+        // one grade node per (variant, condition).
+        let nudge = (
+            format!(
+                "prompt {}",
+                short_name(&inputs.prompts_dir.join("nudge.txt"))
+            ),
+            hash_hex(inputs.prompts.nudge.as_bytes()),
+        );
+        let mut conditions = Vec::new();
+        for (ci, config) in manifest.configurations.iter().enumerate() {
+            let version = execute_version(config);
+            for &lane in &manifest.lanes {
+                let lane_name = level_name(&lane);
+                for &repair in &manifest.repairs {
+                    let system = (
+                        format!(
+                            "prompt {}",
+                            short_name(&inputs.prompts_dir.join(repair.file_name()))
+                        ),
+                        hash_hex(inputs.prompts.system(repair).as_bytes()),
+                    );
+                    for &cap in manifest.caps_for(&config.name) {
+                        for repeat in 0..manifest.repeats {
+                            let suffix = [
+                                ("lane", lane_name.clone()),
+                                ("repair", repair.repair_name().to_string()),
+                                ("cap", cap.to_string()),
+                                ("rep", repeat.to_string()),
+                            ];
+                            let template = KeyInput::new(NodeKind::Execute, &version)
+                                .param("lane", lane_name.clone())
+                                .param("repair", repair.repair_name())
+                                .param("completion_cap", cap)
+                                .param("episode_budget", manifest.budgets.episode_budget)
+                                .param("repeat", repeat)
+                                .file(system.0.clone(), system.1.clone())
+                                .file(nudge.0.clone(), nudge.1.clone())
+                                .object(
+                                    format!("configuration {}", config.name),
+                                    config_objects[ci].clone(),
+                                );
+                            let work = move |compile| Work::Execute {
+                                compile,
+                                config: ci,
+                                lane,
+                                repair,
+                                cap,
+                                repeat,
+                            };
+                            conditions.push((config.name.clone(), suffix, template, work));
                         }
                     }
                 }
+            }
+        }
+        let grade_template = KeyInput::new(NodeKind::Grade, crate::grade::CODE_VERSION)
+            .param("episode_budget", manifest.budgets.episode_budget);
+        for &compile in compiles.iter().flatten() {
+            let compile_fields = dag.graph[compile].fields.clone();
+            let compile_key = dag.graph[compile].key.clone();
+            for (config, suffix, template, work) in &conditions {
+                let mut fields = Vec::with_capacity(compile_fields.len() + 5);
+                fields.push(("cfg", config.clone()));
+                fields.extend(compile_fields.iter().cloned());
+                fields.extend(suffix.iter().cloned());
+                let input = template.clone().input("compile", compile_key.clone());
+                let execute = dag.add(
+                    NodeKind::Execute,
+                    fields.clone(),
+                    input,
+                    work(compile),
+                    &[compile],
+                );
+                let input = grade_template
+                    .clone()
+                    .input("execute", dag.graph[execute].key.clone())
+                    .input("compile", compile_key.clone());
+                grades.push(dag.add(
+                    NodeKind::Grade,
+                    fields,
+                    input,
+                    Work::Grade { execute, compile },
+                    &[execute, compile],
+                ));
             }
         }
 
