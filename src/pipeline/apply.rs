@@ -20,7 +20,6 @@ use std::time::{Duration, Instant};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use petgraph::graph::NodeIndex;
 use serde::Serialize;
-use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
 use super::cache::{Batch, Cache, NewEntry};
@@ -213,7 +212,7 @@ pub async fn run(
         ..Summary::default()
     };
     let mut failed: HashMap<NodeIndex, String> = HashMap::new();
-    let bars = Bars::new(options.progress, plan);
+    let bars = Bars::new(options.progress);
 
     // Objects the key inputs refer to go in first.
     let mut pending = Batch {
@@ -312,12 +311,11 @@ pub async fn run(
         .collect();
     let routes = RouteLimits::default();
     let jobs = in_flight_limit(&study.manifest.configurations);
-    let slots = Arc::new(Semaphore::new(jobs));
     let mut tasks: JoinSet<Finished> = JoinSet::new();
+    let mut task_nodes: HashMap<tokio::task::Id, NodeIndex> = HashMap::new();
     let mut blobs_pending: HashSet<String> = HashSet::new();
     let mut last_flush = Instant::now();
     let mut interrupted = false;
-    let mut committed = summary.run;
     let mut next = executes.into_iter();
     loop {
         // Keep the slots busy unless interrupted.
@@ -354,9 +352,7 @@ pub async fn run(
             let budget = study.manifest.budgets.episode_budget;
             let grade_key = dag.graph[grade].key.clone();
             let execute_key = dag.graph[e].key.clone();
-            let permit = slots.clone().acquire_owned().await;
-            tasks.spawn(async move {
-                let _permit = permit;
+            let handle = tasks.spawn(async move {
                 let spec = EpisodeSpec {
                     variant: &variant,
                     config: &config,
@@ -374,13 +370,20 @@ pub async fn run(
                     result,
                 }
             });
+            task_nodes.insert(handle.id(), e);
         }
         let Some(joined) = tasks.join_next().await else {
             break;
         };
-        let Ok(done) = joined else {
-            // A panicking episode task is a bug; its node stays uncommitted.
-            continue;
+        let done = match joined {
+            Ok(done) => done,
+            Err(e) => {
+                // A panicking episode is a bug of ours: its node fails, the others go on.
+                if let Some(&node) = task_nodes.get(&e.id()) {
+                    failed.insert(node, format!("the episode task failed: {e}"));
+                }
+                continue;
+            }
         };
         bars.episodes.inc(1);
         match done.result {
@@ -405,7 +408,6 @@ pub async fn run(
             }
         }
         if pending.nodes.len() >= 512 || last_flush.elapsed() >= Duration::from_secs(1) {
-            committed = summary.run;
             cache.commit(std::mem::take(&mut pending))?;
             blobs_pending.clear();
             last_flush = Instant::now();
@@ -414,7 +416,6 @@ pub async fn run(
     cache.commit(std::mem::take(&mut pending))?;
     if interrupted {
         bars.clear();
-        let _ = committed;
         return Err(PipelineError::Interrupted {
             committed: summary.run,
         });
@@ -687,7 +688,7 @@ struct Bars {
 }
 
 impl Bars {
-    fn new(show: bool, _plan: &Plan) -> Bars {
+    fn new(show: bool) -> Bars {
         let multi = MultiProgress::with_draw_target(if show {
             ProgressDrawTarget::stderr()
         } else {

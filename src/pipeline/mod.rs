@@ -1,7 +1,7 @@
 //! The pipeline: a manifest becomes a DAG of content-keyed nodes ([`dag`]), compared
 //! with the cache ([`cache`]) into a plan that says what runs and why ([`plan`]), and
 //! applied with bounded concurrency, committing each finished node atomically
-//! ([`apply`]).
+//! ([`apply`]); analysis results and published files are [`publish`]'s.
 //!
 //! Owns: everything about caching — keys ([`key`]), the cache under
 //! `outputs/<study>/cache/`, the published tables' freshness, the outputs lock
