@@ -8,7 +8,7 @@
 //! `configuration`, `organization`, `lane`, `episodes`, `successes`, `vts_rate`,
 //! `infra_failures`, `prompt_tokens`, `completion_tokens`, `reasoning_tokens`,
 //! `total_tokens`, `tokens_per_episode`, `cost_usd`, `cost_per_episode_usd`,
-//! `cost_per_1000_episodes_usd`, `cost_per_success_usd` (NaN when nothing
+//! `cost_per_1000_episodes_usd`, `cost_per_success_usd` (null when nothing
 //! succeeded). Infrastructure failures are kept: their tokens and cost count, and they
 //! count as failures.
 //!
@@ -84,12 +84,14 @@ impl CostRow {
         }
     }
 
+    /// `x / n` (`n` is the episodes of a group, never 0).
     fn per(&self, x: f64, n: u64) -> f64 {
-        if n == 0 {
-            f64::NAN
-        } else {
-            x / n as f64
-        }
+        x / n as f64
+    }
+
+    /// Cost per success, `None` when nothing succeeded.
+    fn cost_per_success(&self) -> Option<f64> {
+        (self.successes > 0).then(|| self.cost_usd / self.successes as f64)
     }
 }
 
@@ -165,9 +167,9 @@ fn table(rows: &[CostRow]) -> Result<RecordBatch, AnalysisError> {
             "cost_per_1000_episodes_usd",
             rows.iter().map(|r| 1000.0 * r.per(r.cost_usd, r.episodes)),
         )
-        .f64(
+        .f64_opt(
             "cost_per_success_usd",
-            rows.iter().map(|r| r.per(r.cost_usd, r.successes)),
+            rows.iter().map(CostRow::cost_per_success),
         )
         .build("costs")?)
 }
@@ -218,9 +220,9 @@ mod tests {
         assert_eq!((all.episodes, all.successes, all.infra_failures), (3, 1, 1));
         assert_eq!((all.total_tokens, all.completion_tokens), (4_500, 30));
         assert_eq!(all.cost_usd, 1.5);
-        // Cost per success: 1.5 / 1; configuration b never succeeds: NaN.
-        assert_eq!(all.per(all.cost_usd, all.successes), 1.5);
-        assert!(got[7].per(got[7].cost_usd, got[7].successes).is_nan());
+        // Cost per success: 1.5 / 1; configuration b never succeeds: null.
+        assert_eq!(all.cost_per_success(), Some(1.5));
+        assert_eq!(got[7].cost_per_success(), None);
         assert_eq!(got[3].per(got[3].cost_usd, got[3].episodes), 0.5);
     }
 

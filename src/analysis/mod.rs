@@ -30,10 +30,10 @@ use crate::store::StoreError;
 pub fn code_version(kind: AnalysisKind) -> &'static str {
     match kind {
         AnalysisKind::Contrasts => "contrasts/1",
-        AnalysisKind::Truncation => "truncation/1",
-        AnalysisKind::Strata => "strata/1",
+        AnalysisKind::Truncation => "truncation/2",
+        AnalysisKind::Strata => "strata/2",
         AnalysisKind::Lanes => "lanes/2",
-        AnalysisKind::Costs => "costs/1",
+        AnalysisKind::Costs => "costs/2",
         AnalysisKind::Report => "report/1",
     }
 }

@@ -8,7 +8,7 @@
 //! V = 128 pairs of [`super::design::v_pairs`]:
 //! `lane`, `completion_cap`, `configuration`, `organization`, `pairs`,
 //! `total_effect_pp` (observed mean of `y128 − y8`), `pairs_neither_truncated`,
-//! `neither_truncated_effect_pp` (the mean within them; NaN when there is none),
+//! `neither_truncated_effect_pp` (the mean within them; null when there is none),
 //! `truncated_failures_8`, `truncated_failures_128` (pairs whose arm is a truncated
 //! failure), `truncated_failures_both`, `bound_independent_low_pp`,
 //! `bound_independent_high_pp`, `bound_alike_low_pp`, `bound_alike_high_pp`.
@@ -130,12 +130,14 @@ impl StratumRow {
         self.alike_high += if both { 0 } else { high };
     }
 
+    /// `sum / n` in pp, `None` when `n` is 0.
+    fn pp_opt(sum: i64, n: u32) -> Option<f64> {
+        (n > 0).then(|| 100.0 * sum as f64 / f64::from(n))
+    }
+
+    /// `sum / pairs` in pp (a row has at least one pair).
     fn pp(&self, sum: i64, n: u32) -> f64 {
-        if n == 0 {
-            f64::NAN
-        } else {
-            100.0 * sum as f64 / f64::from(n)
-        }
+        100.0 * sum as f64 / f64::from(n)
     }
 
     /// Observed total effect, pp.
@@ -143,9 +145,9 @@ impl StratumRow {
         self.pp(self.total, self.pairs)
     }
 
-    /// Effect within the pairs neither menu truncated, pp.
-    pub fn neither_truncated_effect_pp(&self) -> f64 {
-        self.pp(self.neither_total, self.neither)
+    /// Effect within the pairs neither menu truncated, pp (`None` when there is none).
+    pub fn neither_truncated_effect_pp(&self) -> Option<f64> {
+        Self::pp_opt(self.neither_total, self.neither)
     }
 
     /// `[low, high]` with the arms resolving independently, pp.
@@ -218,7 +220,7 @@ fn table(rows: &[StratumRow]) -> Result<RecordBatch, AnalysisError> {
             rows.iter().map(StratumRow::total_effect_pp),
         )
         .u32("pairs_neither_truncated", rows.iter().map(|r| r.neither))
-        .f64(
+        .f64_opt(
             "neither_truncated_effect_pp",
             rows.iter().map(StratumRow::neither_truncated_effect_pp),
         )
@@ -303,7 +305,7 @@ mod tests {
         assert_eq!(r.pairs, 10);
         assert!(close(r.total_effect_pp(), -20.0));
         assert_eq!(r.neither, 5);
-        assert!(close(r.neither_truncated_effect_pp(), 0.0));
+        assert_eq!(r.neither_truncated_effect_pp(), Some(0.0));
         assert_eq!((r.free_8, r.free_128, r.free_both), (2, 4, 1));
         let (lo, hi) = r.bound_independent_pp();
         assert!(close(lo, -40.0) && close(hi, 20.0), "{lo} {hi}");
@@ -336,8 +338,13 @@ mod tests {
         // Pooled: 8 pairs, 4 lost (all truncated at 128): −50 pp; neither truncated:
         // configuration b's 4 pairs, 0 pp; independent high: −50 + 4/8 = 0.
         assert_eq!(col("total_effect_pp"), vec![-50.0, -100.0, 0.0]);
-        assert_eq!(col("neither_truncated_effect_pp")[0], 0.0);
-        assert!(col("neither_truncated_effect_pp")[1].is_nan());
+        let neither: Vec<Option<f64>> = t
+            .column_by_name("neither_truncated_effect_pp")
+            .and_then(|c| c.as_any().downcast_ref::<arrow_array::Float64Array>())
+            .map(|c| c.iter().collect())
+            .unwrap_or_default();
+        // Configuration a truncates every V = 128 episode: no pair is neither, a null.
+        assert_eq!(neither, [Some(0.0), None, Some(0.0)]);
         assert_eq!(col("bound_independent_high_pp"), vec![0.0, 0.0, 0.0]);
         assert_eq!(col("bound_independent_low_pp"), vec![-50.0, -100.0, 0.0]);
     }

@@ -12,7 +12,7 @@
 //!   `completion_cap`, `configuration`, `organization`, `v`, `n_cells`, `episodes`,
 //!   `successes`, `vts_rate`, `truncated`, `truncated_share`,
 //!   `truncated_before_first_call`, `truncated_before_first_call_share` (of the
-//!   truncated; NaN when none was).
+//!   truncated; null when none was).
 //! * `truncation_pairs` — the matched V = 8 / V = 128 pairs (same family,
 //!   configuration, W, D, repeat; the four endpoint W × D cells): `lane`,
 //!   `completion_cap`, `configuration`, `organization`, `pairs`, `lost` (success at 8,
@@ -20,15 +20,15 @@
 //!   contrast over pairs), `lost_pp`, `gained_pp`, `lost_truncated_128` (lost pairs
 //!   whose V = 128 episode was truncated), `lost_truncated_pp` (their share of the
 //!   pairs: the part of `lost_pp` they carry), `loss_share_truncated`
-//!   (`lost_truncated_128 / lost`; NaN with no loss), `truncated_8`, `truncated_128`
+//!   (`lost_truncated_128 / lost`; null with no loss), `truncated_8`, `truncated_128`
 //!   (pairs whose arm was truncated), `truncation_rate_128` (`truncated_128 / pairs`),
 //!   `truncated_128_before_first_call`.
 //! * `truncation_correlation` — across configurations, the V effect
 //!   (`v_effect_pp`) against the truncation rate at V = 128: `lane`,
 //!   `completion_cap`, `n_configurations`, `pearson_r`, `spearman_rho` (average ranks
-//!   for ties; both NaN when either variable is constant or there are fewer than two
+//!   for ties; both null when either variable is constant or there are fewer than two
 //!   configurations), `never_truncating` (configurations with no truncated V = 128
-//!   pair episode), `never_truncating_v_effect_min_pp`, `..._max_pp` (NaN when there
+//!   pair episode), `never_truncating_v_effect_min_pp`, `..._max_pp` (null when there
 //!   is none).
 //!
 //! With one repeat, a configuration's `v_effect_pp` equals its V main effect in
@@ -154,16 +154,16 @@ pub struct CorrelationRow {
     pub stratum: Stratum,
     /// Configurations.
     pub n_configurations: u32,
-    /// Pearson's r (NaN when undefined).
-    pub pearson_r: f64,
-    /// Spearman's ρ (NaN when undefined).
-    pub spearman_rho: f64,
+    /// Pearson's r (`None` when undefined).
+    pub pearson_r: Option<f64>,
+    /// Spearman's ρ (`None` when undefined).
+    pub spearman_rho: Option<f64>,
     /// Configurations with no truncated V = 128 pair episode.
     pub never_truncating: u32,
-    /// Their smallest V effect (NaN when there is none).
-    pub never_truncating_min_pp: f64,
-    /// Their largest V effect (NaN when there is none).
-    pub never_truncating_max_pp: f64,
+    /// Their smallest V effect (`None` when there is none).
+    pub never_truncating_min_pp: Option<f64>,
+    /// Their largest V effect (`None` when there is none).
+    pub never_truncating_max_pp: Option<f64>,
 }
 
 /// Shares by menu size for one stratum: pooled rows first, then per configuration.
@@ -229,19 +229,13 @@ pub fn correlation(stratum: &Stratum, rows: &[PairRow]) -> CorrelationRow {
         .filter(|r| r.truncated_128 == 0)
         .map(|r| r.v_effect_pp())
         .collect();
-    let (min, max) = if never.is_empty() {
-        (f64::NAN, f64::NAN)
-    } else {
-        (
-            never.iter().copied().fold(f64::INFINITY, f64::min),
-            never.iter().copied().fold(f64::NEG_INFINITY, f64::max),
-        )
-    };
+    let min = never.iter().copied().reduce(f64::min);
+    let max = never.iter().copied().reduce(f64::max);
     CorrelationRow {
         stratum: stratum.clone(),
         n_configurations: configs.len() as u32,
-        pearson_r: stats::pearson(&x, &y).unwrap_or(f64::NAN),
-        spearman_rho: stats::spearman(&x, &y).unwrap_or(f64::NAN),
+        pearson_r: stats::pearson(&x, &y),
+        spearman_rho: stats::spearman(&x, &y),
         never_truncating: never.len() as u32,
         never_truncating_min_pp: min,
         never_truncating_max_pp: max,
@@ -284,12 +278,14 @@ pub fn run(_analysis: &Analysis, episodes: &[EpisodeRow]) -> Result<Vec<Output>,
     ])
 }
 
+/// `num / den`, `None` (a null) when `den` is 0.
+fn share(num: u32, den: u32) -> Option<f64> {
+    (den > 0).then(|| f64::from(num) / f64::from(den))
+}
+
+/// `num / den` for a denominator that is never 0 (a group has rows).
 fn ratio(num: u32, den: u32) -> f64 {
-    if den == 0 {
-        f64::NAN
-    } else {
-        f64::from(num) / f64::from(den)
-    }
+    f64::from(num) / f64::from(den)
 }
 
 fn share_table(rows: &[ShareRow]) -> Result<RecordBatch, AnalysisError> {
@@ -318,10 +314,10 @@ fn share_table(rows: &[ShareRow]) -> Result<RecordBatch, AnalysisError> {
             "truncated_before_first_call",
             rows.iter().map(|r| r.truncated_before_first_call),
         )
-        .f64(
+        .f64_opt(
             "truncated_before_first_call_share",
             rows.iter()
-                .map(|r| ratio(r.truncated_before_first_call, r.truncated)),
+                .map(|r| share(r.truncated_before_first_call, r.truncated)),
         )
         .build("truncation")?)
 }
@@ -349,9 +345,9 @@ fn pair_table(rows: &[PairRow]) -> Result<RecordBatch, AnalysisError> {
             "lost_truncated_pp",
             rows.iter().map(|r| r.pp(r.lost_truncated_128)),
         )
-        .f64(
+        .f64_opt(
             "loss_share_truncated",
-            rows.iter().map(|r| ratio(r.lost_truncated_128, r.lost)),
+            rows.iter().map(|r| share(r.lost_truncated_128, r.lost)),
         )
         .u32("truncated_8", rows.iter().map(|r| r.truncated_8))
         .u32("truncated_128", rows.iter().map(|r| r.truncated_128))
@@ -374,14 +370,14 @@ fn correlation_table(rows: &[CorrelationRow]) -> Result<RecordBatch, AnalysisErr
             rows.iter().map(|r| r.stratum.completion_cap),
         )
         .u32("n_configurations", rows.iter().map(|r| r.n_configurations))
-        .f64("pearson_r", rows.iter().map(|r| r.pearson_r))
-        .f64("spearman_rho", rows.iter().map(|r| r.spearman_rho))
+        .f64_opt("pearson_r", rows.iter().map(|r| r.pearson_r))
+        .f64_opt("spearman_rho", rows.iter().map(|r| r.spearman_rho))
         .u32("never_truncating", rows.iter().map(|r| r.never_truncating))
-        .f64(
+        .f64_opt(
             "never_truncating_v_effect_min_pp",
             rows.iter().map(|r| r.never_truncating_min_pp),
         )
-        .f64(
+        .f64_opt(
             "never_truncating_v_effect_max_pp",
             rows.iter().map(|r| r.never_truncating_max_pp),
         )
@@ -444,6 +440,15 @@ mod tests {
         (0..c.len()).map(|i| c.value(i)).collect()
     }
 
+    /// A nullable float column, nulls as `None`.
+    fn opts(b: &RecordBatch, name: &str) -> Vec<Option<f64>> {
+        b.column_by_name(name)
+            .and_then(|c| c.as_any().downcast_ref::<Float64Array>())
+            .unwrap_or_else(|| panic!("{name}"))
+            .iter()
+            .collect()
+    }
+
     fn u32s(b: &RecordBatch, name: &str) -> Vec<u32> {
         let c = b
             .column_by_name(name)
@@ -473,13 +478,19 @@ mod tests {
         assert_eq!(u32s(t, "episodes")[2], 24);
         assert_eq!(u32s(t, "truncated")[2], 8);
         assert_eq!(f64s(t, "truncated_share")[2], 8.0 / 24.0);
-        assert_eq!(f64s(t, "truncated_before_first_call_share")[2], 1.0);
+        assert_eq!(opts(t, "truncated_before_first_call_share")[2], Some(1.0));
         // V = 8: 42 episodes, one truncated (not before the first call).
         assert_eq!((u32s(t, "episodes")[0], u32s(t, "truncated")[0]), (42, 1));
         assert_eq!(u32s(t, "truncated_before_first_call")[0], 0);
-        assert_eq!(f64s(t, "truncated_before_first_call_share")[0], 0.0);
-        // V = 32 nothing truncated: the share of the truncated is undefined.
-        assert!(f64s(t, "truncated_before_first_call_share")[1].is_nan());
+        assert_eq!(opts(t, "truncated_before_first_call_share")[0], Some(0.0));
+        // V = 32 nothing truncated: the share of the truncated is undefined, a null
+        // (pooled and heavy at V = 32, light at every V).
+        assert_eq!(opts(t, "truncated_before_first_call_share")[1], None);
+        assert_eq!(
+            t.column_by_name("truncated_before_first_call_share")
+                .map(|c| c.null_count()),
+            Some(5)
+        );
         // Heavy at V = 128: 12 episodes, 8 truncated.
         let heavy128 = (0..t.num_rows())
             .find(|&i| strs(t, "configuration")[i] == "heavy" && u32s(t, "v")[i] == 128)
@@ -507,7 +518,10 @@ mod tests {
         assert_eq!(v[2], 0.0);
         // The truncated lost pairs carry 7/24 of the 8/24 lost.
         assert!((f64s(t, "lost_truncated_pp")[0] - 700.0 / 24.0).abs() < 1e-12);
-        assert_eq!(f64s(t, "loss_share_truncated"), [7.0 / 8.0, 1.0, 0.0]);
+        assert_eq!(
+            opts(t, "loss_share_truncated"),
+            [Some(7.0 / 8.0), Some(1.0), Some(0.0)]
+        );
         assert_eq!(u32s(t, "truncated_8"), [1, 1, 0]);
         assert_eq!(u32s(t, "truncated_128"), [8, 8, 0]);
         assert_eq!(
@@ -524,8 +538,45 @@ mod tests {
         assert_eq!(u32s(t, "n_configurations"), [2]);
         assert!((f64s(t, "pearson_r")[0] + 1.0).abs() < 1e-12);
         assert!((f64s(t, "spearman_rho")[0] + 1.0).abs() < 1e-12);
+        assert_eq!(
+            t.column_by_name("pearson_r").map(|c| c.null_count()),
+            Some(0)
+        );
         assert_eq!(u32s(t, "never_truncating"), [1]);
-        assert_eq!(f64s(t, "never_truncating_v_effect_min_pp"), [0.0]);
-        assert_eq!(f64s(t, "never_truncating_v_effect_max_pp"), [0.0]);
+        assert_eq!(opts(t, "never_truncating_v_effect_min_pp"), [Some(0.0)]);
+        assert_eq!(opts(t, "never_truncating_v_effect_max_pp"), [Some(0.0)]);
+    }
+
+    #[test]
+    fn undefined_correlations_and_loss_shares_are_null() {
+        // Only "heavy": one configuration (no correlation), truncating at V = 128 (no
+        // never-truncating configuration); "light" alone loses nothing in f3.
+        let heavy: Vec<EpisodeRow> = panel()
+            .into_iter()
+            .filter(|r| r.configuration == "heavy")
+            .collect();
+        let light: Vec<EpisodeRow> = panel()
+            .into_iter()
+            .filter(|r| r.configuration == "light" && r.family == "f3")
+            .collect();
+        let a = Analysis {
+            kind: AnalysisKind::Truncation,
+            draws: None,
+            seed: None,
+            cluster_units: vec![],
+        };
+        let out = run(&a, &heavy).unwrap_or_else(|e| panic!("{e}"));
+        let t = &out[2].batch;
+        for name in [
+            "pearson_r",
+            "spearman_rho",
+            "never_truncating_v_effect_min_pp",
+            "never_truncating_v_effect_max_pp",
+        ] {
+            assert_eq!(opts(t, name), [None], "{name}");
+        }
+        let out = run(&a, &light).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(u32s(&out[1].batch, "lost"), [0, 0]);
+        assert_eq!(opts(&out[1].batch, "loss_share_truncated"), [None, None]);
     }
 }

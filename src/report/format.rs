@@ -6,8 +6,8 @@
 //! Invariants: output depends on the value only (Rust's float formatting is exact and
 //! platform-independent), so the report is byte-identical across runs and machines.
 //! A value that rounds to zero prints without a minus sign. NaN and infinities print
-//! as [`MISSING`]: the analyses use NaN for "undefined" (no truncated episode, a
-//! constant variable in a correlation).
+//! as [`MISSING`]: the analyses write "undefined" (no truncated episode, a constant
+//! variable in a correlation) as a null, which the column reader turns into NaN.
 //!
 //! Never: rounds before comparing (the p-value floor is compared on the raw values).
 

@@ -172,15 +172,10 @@ fn truncation() -> RecordBatch {
                 rows.iter().map(|r| f64::from(r.4) / f64::from(r.3)),
             )
             .u32("truncated_before_first_call", rows.iter().map(|r| r.5))
-            .f64(
+            .f64_opt(
                 "truncated_before_first_call_share",
-                rows.iter().map(|r| {
-                    if r.4 == 0 {
-                        f64::NAN
-                    } else {
-                        f64::from(r.5) / f64::from(r.4)
-                    }
-                }),
+                rows.iter()
+                    .map(|r| (r.4 > 0).then(|| f64::from(r.5) / f64::from(r.4))),
             ),
         "truncation",
     )

@@ -151,6 +151,15 @@ impl TableBuilder {
         self.push(name, DataType::Float64, false, Arc::new(b.finish()))
     }
 
+    /// A nullable f64 column: `None` is a null ("undefined"), never NaN.
+    pub fn f64_opt(self, name: &str, values: impl IntoIterator<Item = Option<f64>>) -> Self {
+        let mut b = Float64Builder::new();
+        for v in values {
+            b.append_option(v);
+        }
+        self.push(name, DataType::Float64, true, Arc::new(b.finish()))
+    }
+
     /// A boolean column.
     pub fn bool(self, name: &str, values: impl IntoIterator<Item = bool>) -> Self {
         let mut b = BooleanBuilder::new();
@@ -351,4 +360,30 @@ pub fn read_table(path: &Path) -> Result<Table, StoreError> {
         .collect::<Result<Vec<_>, ArrowError>>()
         .map_err(|e| pq(ParquetError::External(Box::new(e))))?;
     Ok((batches, metadata))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_array::{Array, Float64Array};
+
+    #[test]
+    fn f64_opt_writes_nulls_not_nan() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.path().join("t.parquet");
+        let batch = TableBuilder::new()
+            .f64_opt("share", [Some(0.5), None, Some(0.0)])
+            .build("t")
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(batch.schema().field(0).is_nullable());
+        write_table(&path, &batch, &Provenance::default()).unwrap_or_else(|e| panic!("{e}"));
+        let (batches, _) = read_table(&path).unwrap_or_else(|e| panic!("{e}"));
+        let c = batches[0]
+            .column_by_name("share")
+            .and_then(|c| c.as_any().downcast_ref::<Float64Array>())
+            .unwrap_or_else(|| panic!("share"));
+        assert_eq!(c.null_count(), 1);
+        let got: Vec<Option<f64>> = c.iter().collect();
+        assert_eq!(got, [Some(0.5), None, Some(0.0)]);
+    }
 }
