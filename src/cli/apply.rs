@@ -61,6 +61,13 @@ pub fn exec(cli: &Cli, args: &ApplyArgs) -> Result<()> {
     let started = Instant::now();
     let saved = read_plan(&args.target)?;
     let (manifest, overrides) = match &saved {
+        Some(_) if !args.set.is_empty() => {
+            return Err(PipelineError::PlanFile {
+                path: args.target.clone(),
+                message: "a saved plan runs with the overrides it was planned with; drop --set, or plan again with it".into(),
+            }
+            .into());
+        }
         Some(p) => (PathBuf::from(&p.manifest), p.overrides.clone()),
         None => (args.target.clone(), args.set.clone()),
     };

@@ -112,7 +112,7 @@ pub enum PipelineError {
         detail: String,
     },
     /// A saved plan cannot be read.
-    #[error("cannot read the plan {}: {message}", path.display())]
+    #[error("cannot use the plan {}: {message}", path.display())]
     #[diagnostic(
         code(tbb::pipeline::plan_file),
         help("a plan file is what `tbb plan MANIFEST -o plan.json` writes")
