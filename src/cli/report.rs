@@ -11,7 +11,7 @@ use miette::Result;
 
 use super::manifest::parse_set;
 use super::{study, Cli, CliError};
-use crate::pipeline::publish::write_text;
+use crate::store::write_text;
 
 #[derive(Debug, Args)]
 pub struct ReportArgs {
@@ -64,12 +64,7 @@ pub fn exec(cli: &Cli, args: &ReportArgs) -> Result<()> {
             outputs.display()
         ));
     }
-    let rendered = crate::report::render(&study.manifest.study, &tables)?;
-    let mut files = vec![
-        ("report.md".to_string(), rendered.markdown),
-        ("report.html".to_string(), rendered.html),
-    ];
-    files.extend(rendered.figures);
+    let files = crate::report::render(&study.manifest.study, &tables)?.into_files();
     for (name, text) in &files {
         let path = outputs.join(name);
         write_text(&path, text).map_err(|source| CliError::Write { path, source })?;

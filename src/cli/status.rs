@@ -9,8 +9,8 @@ use miette::Result;
 
 use super::manifest::parse_set;
 use super::{print_json, study, Cli};
-use crate::pipeline::plan::group_digits;
 use crate::pipeline::{Action, NodeKind};
+use crate::report::format::count;
 
 #[derive(Debug, Args)]
 pub struct StatusArgs {
@@ -70,8 +70,8 @@ pub fn exec(cli: &Cli, args: &StatusArgs) -> Result<()> {
         say!(
             "  {:<9} {:>7} / {:<7} done ({pct:.0}%)",
             kind.name(),
-            group_digits(*done as u64),
-            group_digits(*total as u64)
+            count(*done as u64),
+            count(*total as u64)
         );
     }
     if plan.count(Action::Orphan) > 0 {

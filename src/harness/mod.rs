@@ -236,14 +236,9 @@ impl Episode {
 }
 
 /// The episode key: blake3 over the canonical JSON of everything that determines the
-/// episode. A configuration enters whole except for how many requests it may have in
-/// flight and whether it is enabled, which change when an episode runs, not what it is.
+/// episode; the configuration enters as its [`Configuration::identity`].
 pub fn episode_key(spec: &EpisodeSpec<'_>, prompts: &Prompts) -> String {
-    let config = Configuration {
-        concurrency: 0,
-        enabled: true,
-        ..spec.config.clone()
-    };
+    let config = spec.config.identity();
     let input = json!({
         "kind": "episode/1",
         "variant": spec.variant.variant_hash,

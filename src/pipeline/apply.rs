@@ -67,9 +67,9 @@ impl Summary {
     pub fn line(&self, seconds: f64) -> String {
         format!(
             "Apply complete: {} run ({} failed), {} cached, {} files written in {seconds:.1}s{}.",
-            super::plan::group_digits(self.run as u64),
+            crate::report::format::count(self.run as u64),
             self.failed,
-            super::plan::group_digits(self.cached as u64),
+            crate::report::format::count(self.cached as u64),
             self.files,
             if self.infra_failures > 0 {
                 format!(

@@ -12,7 +12,7 @@
 //! Never: runs, reads the cache or writes anything. Building the DAG reads nothing but
 //! what it is given.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use petgraph::graph::{DiGraph, NodeIndex};
 use serde_json::Value;
@@ -101,7 +101,6 @@ pub struct Dag {
     pub graph: DiGraph<Node, ()>,
     /// Objects the key inputs refer to, by hash.
     pub objects: BTreeMap<String, Value>,
-    by_id: HashMap<String, NodeIndex>,
 }
 
 /// Code versions: bump the one of a stage whenever its results would change.
@@ -128,7 +127,6 @@ impl Dag {
         let mut dag = Dag {
             graph: DiGraph::new(),
             objects: BTreeMap::new(),
-            by_id: HashMap::new(),
         };
         let provenance = |input: KeyInput| {
             input
@@ -366,7 +364,7 @@ impl Dag {
         let key = input.key();
         let index = self.graph.add_node(Node {
             kind,
-            id: id.clone(),
+            id,
             fields,
             input,
             key,
@@ -375,7 +373,6 @@ impl Dag {
         for &r in reads {
             self.graph.add_edge(r, index, ());
         }
-        self.by_id.insert(id, index);
         index
     }
 
@@ -394,9 +391,9 @@ impl Dag {
         h.finalize().to_hex().to_string()
     }
 
-    /// The node with this identity.
+    /// The node with this identity (a scan: only `tbb explain` asks, once).
     pub fn find(&self, id: &str) -> Option<NodeIndex> {
-        self.by_id.get(id).copied()
+        self.nodes().find(|(_, n)| n.id == id).map(|(i, _)| i)
     }
 
     /// Every node, in topological order.
@@ -478,15 +475,9 @@ fn cell_fields(cell: &Cell) -> Vec<(&'static str, String)> {
     fields
 }
 
-/// A configuration as it enters execute keys: whole, except how many requests it may
-/// have in flight and whether it is enabled (they change when it runs, not what runs).
+/// A configuration as it enters execute keys: its [`Configuration::identity`].
 pub fn config_object(config: &Configuration) -> Value {
-    let config = Configuration {
-        concurrency: 0,
-        enabled: true,
-        ..config.clone()
-    };
-    serde_json::to_value(&config).unwrap_or(Value::Null)
+    serde_json::to_value(config.identity()).unwrap_or(Value::Null)
 }
 
 /// The code version of an execute node: the harness's, and the simulator's for a

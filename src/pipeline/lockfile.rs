@@ -177,20 +177,8 @@ pub fn write(path: &Path, text: &str) -> Result<(), LockfileError> {
     if std::fs::read_to_string(path).is_ok_and(|old| old == text) {
         return Ok(());
     }
-    let io = |source| LockfileError::Io {
+    crate::store::write_text(path, text).map_err(|source| LockfileError::Io {
         path: path.to_path_buf(),
         source,
-    };
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(io)?;
-    }
-    let tmp = path.with_extension("lock.tmp");
-    {
-        use std::io::Write as _;
-        let mut f = std::fs::File::create(&tmp).map_err(io)?;
-        f.write_all(text.as_bytes()).map_err(io)?;
-        f.sync_all().map_err(io)?;
-    }
-    std::fs::rename(&tmp, path).map_err(io)?;
-    crate::store::sync_dir(path).map_err(io)
+    })
 }

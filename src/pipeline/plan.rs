@@ -21,6 +21,7 @@ use serde::{Deserialize, Serialize};
 use super::cache::Cache;
 use super::dag::Dag;
 use super::key::{diff, NodeKind, Reason};
+use crate::report::format::count;
 
 /// What happens to a node.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -114,7 +115,8 @@ pub struct Plan {
 /// The format tag of saved plans.
 pub const PLAN_FORMAT: &str = "tbb-plan/1";
 
-/// Compares `dag` with `cache` and the published tables under `outputs`.
+/// Compares `dag` with `cache` and the published tables under `outputs`. The study's
+/// fields, the estimate and the fingerprint are [`super::Study::plan`]'s to fill in.
 pub fn plan(dag: &Dag, cache: &Cache, outputs: &Path) -> Plan {
     let in_dag: HashSet<&str> = dag.nodes().map(|(_, n)| n.id.as_str()).collect();
     let mut orphans: Vec<(String, String, NodeKind, String)> = cache
@@ -207,7 +209,7 @@ pub fn plan(dag: &Dag, cache: &Cache, outputs: &Path) -> Plan {
             });
         }
     }
-    let mut plan = Plan {
+    Plan {
         format: PLAN_FORMAT.into(),
         manifest: String::new(),
         overrides: Vec::new(),
@@ -216,9 +218,7 @@ pub fn plan(dag: &Dag, cache: &Cache, outputs: &Path) -> Plan {
         nodes,
         estimate: Estimate::default(),
         fingerprint: String::new(),
-    };
-    plan.fingerprint = fingerprint(&plan);
-    plan
+    }
 }
 
 /// blake3 over every node's identity, key and action.
@@ -390,7 +390,7 @@ impl Plan {
         if run.is_empty() {
             return format!(
                 "No changes: {} nodes cached, nothing to run{}.",
-                group_digits(cached as u64),
+                count(cached as u64),
                 if orphaned > 0 {
                     format!(" ({orphaned} orphaned nodes kept in the cache)")
                 } else {
@@ -401,7 +401,7 @@ impl Plan {
         let total: usize = run.values().sum();
         let by_kind: Vec<String> = run
             .iter()
-            .map(|(k, n)| format!("{} {}", group_digits(*n as u64), k.name()))
+            .map(|(k, n)| format!("{} {}", count(*n as u64), k.name()))
             .collect();
         let e = &self.estimate;
         let traffic = if e.requests == 0 {
@@ -409,31 +409,18 @@ impl Plan {
         } else {
             format!(
                 "≈{} provider requests, ≈${:.2} at the configured prices",
-                group_digits(e.requests),
+                count(e.requests),
                 e.cost_usd
             )
         };
         format!(
             "Plan: {} to run ({}), {} cached, {} orphaned; {traffic}.",
-            group_digits(total as u64),
+            count(total as u64),
             by_kind.join(", "),
-            group_digits(cached as u64),
-            group_digits(orphaned as u64),
+            count(cached as u64),
+            count(orphaned as u64),
         )
     }
-}
-
-/// `18144` -> `18,144`.
-pub fn group_digits(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 #[cfg(test)]
@@ -447,12 +434,5 @@ mod tests {
         assert_eq!(kind, NodeKind::Execute);
         assert_eq!(fields[2], ("cap".to_string(), "1024".to_string()));
         assert!(parse_identity("nonsense").is_none());
-    }
-
-    #[test]
-    fn digits_are_grouped() {
-        assert_eq!(group_digits(18144), "18,144");
-        assert_eq!(group_digits(999), "999");
-        assert_eq!(group_digits(1000000), "1,000,000");
     }
 }

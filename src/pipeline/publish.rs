@@ -23,7 +23,7 @@ use super::{Study, TablePayload};
 use crate::compile::Variant;
 use crate::manifest::AnalysisKind;
 use crate::store::tables::EpisodeRow;
-use crate::store::{write_table, Provenance};
+use crate::store::{write_table, write_text, Provenance};
 
 /// What an analysis node produced.
 #[derive(Debug, Clone, Default)]
@@ -76,16 +76,11 @@ impl Outcomes {
                     tables.insert(name, batch);
                 }
             }
-            let r =
+            let rendered =
                 crate::report::render(&study.manifest.study, &tables).map_err(|e| e.to_string())?;
-            let mut files = vec![
-                ("report.md".to_string(), r.markdown),
-                ("report.html".to_string(), r.html),
-            ];
-            files.extend(r.figures);
             Outcome {
                 tables: Vec::new(),
-                files,
+                files: rendered.into_files(),
             }
         } else {
             let outputs = crate::analysis::run(analysis, rows).map_err(|e| e.to_string())?;
@@ -231,24 +226,6 @@ pub fn problem(outputs: &Path, key: &str, payload: Option<&String>) -> Option<St
         }
     }
     None
-}
-
-/// Writes a text file atomically (temporary file, fsync, rename).
-pub fn write_text(path: &Path, text: &str) -> std::io::Result<()> {
-    use std::io::Write as _;
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    let mut tmp_name = path.as_os_str().to_owned();
-    tmp_name.push(".tmp");
-    let tmp = std::path::PathBuf::from(tmp_name);
-    {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(text.as_bytes())?;
-        f.sync_all()?;
-    }
-    std::fs::rename(&tmp, path)?;
-    crate::store::sync_dir(path)
 }
 
 fn parquet_bytes(batch: &RecordBatch) -> Result<Vec<u8>, String> {

@@ -203,6 +203,17 @@ impl Configuration {
             None => format!("{:?}", self.provider).to_lowercase(),
         }
     }
+
+    /// The configuration as it determines what an episode is: whole, except how many
+    /// requests it may have in flight and whether it is enabled, which change when an
+    /// episode runs, not what it is. Episode keys and execute-node keys hash this.
+    pub fn identity(&self) -> Configuration {
+        Configuration {
+            concurrency: 0,
+            enabled: true,
+            ..self.clone()
+        }
+    }
 }
 
 #[derive(Debug, Deserialize)]

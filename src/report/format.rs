@@ -177,6 +177,7 @@ mod tests {
         assert_eq!(interval_pp(-14.61, -9.94), "[-14.6, -9.9]");
         assert_eq!(effect_with_interval(3.0, 0.2, 5.7), "+3.0 [0.2, 5.7]");
         assert_eq!(percent(0.136), "13.6%");
+        assert_eq!(count(18_144), "18,144");
         assert_eq!(count(26_576), "26,576");
         assert_eq!(count(999), "999");
         assert_eq!(count(1_000_000), "1,000,000");

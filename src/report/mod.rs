@@ -26,7 +26,7 @@
 mod columns;
 mod document;
 mod figures;
-mod format;
+pub(crate) mod format;
 mod html;
 mod markdown;
 mod sections;
@@ -49,6 +49,19 @@ pub struct Rendered {
     /// order. The names (`report-….svg`) are plain file names, meant to be written
     /// beside `report.md`, whose image links point at them.
     pub figures: Vec<(String, String)>,
+}
+
+impl Rendered {
+    /// Every file of the report, `(file name, text)`, to write side by side under
+    /// `outputs/<study>/`: `report.md`, `report.html`, then the figures.
+    pub fn into_files(self) -> Vec<(String, String)> {
+        let mut files = vec![
+            ("report.md".to_string(), self.markdown),
+            ("report.html".to_string(), self.html),
+        ];
+        files.extend(self.figures);
+        files
+    }
 }
 
 /// Why a report could not be rendered.

@@ -299,6 +299,24 @@ impl TableWriter {
     }
 }
 
+/// Writes a text file atomically, like [`write_table`]: a temporary file beside it
+/// (`<name>.tmp`), fsync, rename, then the directory.
+pub fn write_text(path: &Path, text: &str) -> std::io::Result<()> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let mut tmp_name = path.as_os_str().to_owned();
+    tmp_name.push(".tmp");
+    let tmp = PathBuf::from(tmp_name);
+    {
+        let mut f = File::create(&tmp)?;
+        f.write_all(text.as_bytes())?;
+        f.sync_all()?;
+    }
+    std::fs::rename(&tmp, path)?;
+    sync_dir(path)
+}
+
 /// Makes a rename in `path`'s directory durable (a no-op where directories cannot be
 /// opened as files).
 pub fn sync_dir(path: &Path) -> std::io::Result<()> {
@@ -319,7 +337,12 @@ pub fn read_metadata(path: &Path) -> Result<Vec<(String, String)>, StoreError> {
             path: path.to_path_buf(),
             source,
         })?;
-    Ok(builder
+    Ok(key_values(&builder))
+}
+
+/// The file's key-value metadata, as pairs.
+fn key_values(builder: &ParquetRecordBatchReaderBuilder<File>) -> Vec<(String, String)> {
+    builder
         .metadata()
         .file_metadata()
         .key_value_metadata()
@@ -328,7 +351,7 @@ pub fn read_metadata(path: &Path) -> Result<Vec<(String, String)>, StoreError> {
                 .map(|k| (k.key.clone(), k.value.clone().unwrap_or_default()))
                 .collect()
         })
-        .unwrap_or_default())
+        .unwrap_or_default()
 }
 
 /// A table read back: its batches and its key-value metadata.
@@ -345,16 +368,7 @@ pub fn read_table(path: &Path) -> Result<Table, StoreError> {
         source,
     })?;
     let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(pq)?;
-    let metadata = builder
-        .metadata()
-        .file_metadata()
-        .key_value_metadata()
-        .map(|kv| {
-            kv.iter()
-                .map(|k| (k.key.clone(), k.value.clone().unwrap_or_default()))
-                .collect()
-        })
-        .unwrap_or_default();
+    let metadata = key_values(&builder);
     let reader = builder.build().map_err(pq)?;
     let batches = reader
         .collect::<Result<Vec<_>, ArrowError>>()
