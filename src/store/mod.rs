@@ -1,4 +1,4 @@
-//! Arrow schemas and Parquet files of the tables researchers load (DESIGN.md, "Tables").
+//! Arrow schemas and Parquet files of the tables researchers load (`docs/architecture.md`, "The table contract").
 //!
 //! Owns: the column layout of each table, the Parquet writer settings (zstd, row-group
 //! size, provenance in the key-value metadata: tbb version, manifest hash, lockfile
