@@ -1,8 +1,9 @@
 //! The exact grader: `grade(variant, trace) -> Verdict`. No model judge.
 //!
-//! Owns: the nine obligations (checked in the order A S P Q E X G B C), the six terminal
-//! flags (assigned by precedence to failed episodes), the failure record, VTS, and the
-//! trace format ([`trace`]).
+//! Owns: the nine obligations (checked in the order A S P Q E X G B C), the seven
+//! terminal flags (assigned by precedence to failed episodes), the failure record, VTS,
+//! the infeasibility rule the harness stops by ([`infeasible`]), and the trace format
+//! ([`trace`]).
 //!
 //! The grader never trusts the trace's observations: it replays every executed call in
 //! a fresh sandbox, derives the state changes itself, and counts a trace whose recorded
@@ -26,6 +27,27 @@
 //! - B: reported tokens within the episode budget and executed calls within the limit.
 //! - C: the episode ended with an answer in a response that stopped normally, within
 //!   the turn limit, with at most one tool call per response and a trace that replays.
+//!
+//! Terminal flags, by precedence: infrastructure failure (the harness, not the model,
+//! ended the episode: a request failed after retries or a response came without valid
+//! usage; the trace's `infra` names the cause, and the episode still counts as a failure
+//! of its configuration), truncation, budget or call limit, turn limit, infeasibility
+//! (including an unavailable tool), wrong conclusion (an answer that fails S–G), and
+//! contract break (everything else: several calls in a response, a refusal, a protocol
+//! violation by the model, an answer that breaks C).
+//!
+//! Infeasibility, the rule the harness stops by (checked after every executed call):
+//! success has become impossible, and the episode stops at once, when
+//! - (a) the calls the reference program still needs (its unmatched information steps,
+//!   plus the permitted write if it has not happened) exceed the calls left; or
+//! - (b) a state change other than the permitted one has happened — a write the request
+//!   did not ask for, a wrong write, a repeat of the permitted one: G can never pass
+//!   again, since changes are never undone; or
+//! - (c) the permitted write was made before the calls that reveal what it needs: made
+//!   then, it is not the permitted change (X), and making it again later would be a
+//!   second change (G), so the evidence obligation can no longer be met.
+//!
+//! (b) and (c) are checked before (a); [`infeasible`] names which one fired.
 
 pub mod reference;
 pub mod trace;
@@ -36,8 +58,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
 
 use crate::compile::Variant;
-use crate::sandbox::Sandbox;
-use trace::{FinishReason, StopReason, Trace};
+use crate::sandbox::{Sandbox, StateChange};
+use trace::{FinishReason, InfraFailure, StopReason, Trace};
 
 /// The nine obligations, in checking order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -66,6 +88,8 @@ pub enum Obligation {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum TerminalFlag {
+    /// (0) The infrastructure ended the episode (the trace's `infra` says why).
+    InfraFailure,
     /// (i) A response was cut at the completion cap.
     Truncation,
     /// (ii) The episode budget or the call limit was exceeded.
@@ -144,8 +168,11 @@ pub struct Verdict {
     pub truncated: bool,
     /// ... before any tool call was executed.
     pub truncated_before_first_call: bool,
-    /// The provider failed after retries.
+    /// The provider failed after retries, or a response came without valid usage.
     pub infra_failure: bool,
+    /// What failed, when `infra_failure` (the trace's record of it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub infra: Option<InfraFailure>,
     /// Why integrity failed, if it did.
     pub integrity_errors: Vec<String>,
 }
@@ -155,7 +182,7 @@ pub const EPISODE_BUDGET: u64 = 128_000;
 
 /// Version of the grading rules, part of every grade node's key: bump it whenever a
 /// change here changes any verdict (cached transcripts are then regraded, not rerun).
-pub const CODE_VERSION: &str = "grade/2";
+pub const CODE_VERSION: &str = "grade/3";
 
 /// Grades a trace against its variant under the frozen episode budget. Never panics,
 /// whatever the trace holds.
@@ -182,6 +209,13 @@ pub fn grade_with_budget(variant: &Variant, trace: &Trace, episode_budget: u64) 
     let answered_text = trace.turns.last().and_then(|t| t.response.text.as_deref());
     if trace.final_answer.is_some() && trace.final_answer.as_deref() != answered_text {
         integrity.push("final_answer is not the text of the last response".to_string());
+    }
+    let infra_failure = trace.stop == StopReason::InfraFailure;
+    if trace.infra.is_some() && !infra_failure {
+        integrity.push(format!(
+            "the trace records an infrastructure failure but stopped with {:?}",
+            trace.stop
+        ));
     }
     if trace.format != trace::TRACE_FORMAT {
         integrity.push(format!("unknown trace format `{}`", trace.format));
@@ -283,7 +317,9 @@ pub fn grade_with_budget(variant: &Variant, trace: &Trace, episode_budget: u64) 
     let vts = first_unmet.is_none();
     let conclusion_wrong = !(ok_s && ok_p && ok_q && ok_e && ok_x && ok_g);
     let terminal_flag = (!vts).then(|| {
-        if truncated {
+        if infra_failure {
+            TerminalFlag::InfraFailure
+        } else if truncated {
             TerminalFlag::Truncation
         } else if over_budget {
             TerminalFlag::BudgetOrCallLimit
@@ -319,7 +355,8 @@ pub fn grade_with_budget(variant: &Variant, trace: &Trace, episode_budget: u64) 
         total_tokens,
         truncated,
         truncated_before_first_call,
-        infra_failure: trace.stop == StopReason::InfraFailure,
+        infra_failure,
+        infra: trace.infra.clone().filter(|_| infra_failure),
         integrity_errors: integrity,
     }
 }
@@ -381,17 +418,51 @@ fn count_unmatched(variant: &Variant, matched: &[Option<usize>]) -> usize {
 }
 
 /// Calls the reference program still needs after these calls and state changes: the
-/// unmatched information steps, plus the permitted write if it has not happened. The
-/// harness stops an episode as infeasible when this exceeds the calls left.
+/// unmatched information steps, plus the permitted write if it has not happened.
 pub fn remaining_steps(
     variant: &Variant,
     executed: &[&trace::ExecutedCall],
-    changes: &[crate::sandbox::StateChange],
+    changes: &[StateChange],
 ) -> usize {
-    let matched = match_steps(variant, executed);
+    remaining(variant, changes, &match_steps(variant, executed))
+}
+
+fn remaining(variant: &Variant, changes: &[StateChange], matched: &[Option<usize>]) -> usize {
     let write_left =
-        variant.permitted_change.is_some() && !check_changes(variant, changes, &matched).0;
-    count_unmatched(variant, &matched) + usize::from(write_left)
+        variant.permitted_change.is_some() && !check_changes(variant, changes, matched).0;
+    count_unmatched(variant, matched) + usize::from(write_left)
+}
+
+/// Which trigger of the infeasibility rule (see the module doc) fired.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Impossible {
+    /// (a) The calls the reference program still needs exceed the calls left.
+    CallsLeft,
+    /// (b) A state change other than the permitted one happened.
+    UnrequestedChange,
+    /// (c) The permitted write was made before its evidence.
+    WriteBeforeEvidence,
+}
+
+/// Whether success has become impossible after these calls and state changes with
+/// `calls_left` executed calls still allowed, and by which trigger.
+pub fn infeasible(
+    variant: &Variant,
+    executed: &[&trace::ExecutedCall],
+    changes: &[StateChange],
+    calls_left: usize,
+) -> Option<Impossible> {
+    let matched = match_steps(variant, executed);
+    let offending = classify_changes(variant, changes, &matched)
+        .into_iter()
+        .find(|kind| *kind != ChangeKind::Permitted);
+    match offending {
+        Some(ChangeKind::Premature) => Some(Impossible::WriteBeforeEvidence),
+        Some(_) => Some(Impossible::UnrequestedChange),
+        None if remaining(variant, changes, &matched) > calls_left => Some(Impossible::CallsLeft),
+        None => None,
+    }
 }
 
 /// Q, and the cited set for E when the answer is well-formed enough to have one.
@@ -421,11 +492,37 @@ fn check_answer(variant: &Variant, answer: Option<&Json>) -> (bool, Option<BTree
 /// so a write that guessed ahead of its evidence is not the permitted change.
 fn check_changes(
     variant: &Variant,
-    changes: &[crate::sandbox::StateChange],
+    changes: &[StateChange],
     matched: &[Option<usize>],
 ) -> (bool, bool) {
+    let kinds = classify_changes(variant, changes, matched);
+    let permitted = kinds.contains(&ChangeKind::Permitted);
+    (
+        variant.permitted_change.is_none() || permitted,
+        kinds.iter().all(|k| *k == ChangeKind::Permitted),
+    )
+}
+
+/// What one state change was, judged against the permitted change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ChangeKind {
+    /// The permitted change, made after its evidence (only its first occurrence).
+    Permitted,
+    /// The permitted change's tool, target and arguments, made before its evidence.
+    Premature,
+    /// Anything else, a repeat of the permitted change included.
+    Other,
+}
+
+/// The kind of each change, in order. A change's kind never changes as the episode
+/// goes on: evidence found later comes after it, and only the first permitted one is.
+fn classify_changes(
+    variant: &Variant,
+    changes: &[StateChange],
+    matched: &[Option<usize>],
+) -> Vec<ChangeKind> {
     let Some(expected) = &variant.permitted_change else {
-        return (true, changes.is_empty());
+        return vec![ChangeKind::Other; changes.len()];
     };
     let steps = &variant.reference_program.steps;
     let write = steps.iter().find(|s| s.call.tool == expected.tool);
@@ -438,13 +535,23 @@ fn check_changes(
             .map(|deps| deps.into_iter().max().map_or(0, |m| m + 1)),
         None => Some(0),
     };
-    let matches = |c: &crate::sandbox::StateChange| {
-        c.tool == expected.tool
-            && c.target == expected.target
-            && expected.args.iter().all(|(k, v)| c.args.get(k) == Some(v))
-            && ready_after.is_some_and(|r| c.call >= r)
-    };
-    let permitted = changes.iter().position(matches);
-    let others = changes.len() - usize::from(permitted.is_some());
-    (permitted.is_some(), others == 0)
+    let mut seen = false;
+    changes
+        .iter()
+        .map(|c| {
+            let same = c.tool == expected.tool
+                && c.target == expected.target
+                && expected.args.iter().all(|(k, v)| c.args.get(k) == Some(v));
+            if !same {
+                ChangeKind::Other
+            } else if !ready_after.is_some_and(|r| c.call >= r) {
+                ChangeKind::Premature
+            } else if seen {
+                ChangeKind::Other
+            } else {
+                seen = true;
+                ChangeKind::Permitted
+            }
+        })
+        .collect()
 }

@@ -158,6 +158,9 @@ mod tests {
             Duration::from_millis(250)
         );
         assert_eq!(classify(&limited), Some(Retryable::RateLimited));
-        assert_eq!(classify(&ProviderError::Decode("<html>".into())), None);
+        assert_eq!(classify(&ProviderError::Decode {
+                status: Some(200),
+                message: "<html>".into()
+            }), None);
     }
 }
