@@ -100,6 +100,23 @@ fn the_audits_find_planted_defects() {
         &[raw.clone(), big.clone()]
     )
     .is_empty());
+    // Ids keyed by the whole cell (the old defect): a V sibling's record renamed.
+    let mut rekeyed = big.clone();
+    let mut records = rekeyed.store.records.clone();
+    let old = records[0].id.clone();
+    records[0].id = "rec_000000000000".into();
+    for step in &mut rekeyed.reference_program.steps {
+        if step.call.arguments["id"] == serde_json::json!(old) {
+            step.call.arguments["id"] = serde_json::json!("rec_000000000000");
+        }
+    }
+    rekeyed.store = tbb::compile::Store::new(records);
+    let findings = check_matched(set.get(HARBOR).expect("harbor"), &[raw.clone(), rekeyed]);
+    let checks: BTreeSet<&str> = findings.iter().map(|f| f.check).collect();
+    assert!(
+        checks.contains("siblings") && checks.contains("matched"),
+        "{findings:?}"
+    );
     big.facts[0].1 = serde_json::json!("open");
     let findings = check_matched(set.get(HARBOR).expect("harbor"), &[raw, big]);
     assert!(

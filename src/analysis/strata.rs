@@ -19,9 +19,12 @@
 //! independently, the lowest total effect has every truncated failure at V = 8
 //! succeed and every one at V = 128 fail, the highest the reverse:
 //! `low = observed − T8 / N`, `high = observed + T128 / N` (in pp, `N` pairs). With
-//! both arms of a pair resolving alike, a pair whose two arms are both truncated
-//! failures contributes 0 at both ends; the other pairs resolve as before. The alike
-//! interval lies within the independent one, and both contain the observed effect.
+//! both arms resolving alike (the paper's arm-level assumption: every truncated
+//! failure, at V = 8 and at V = 128, resolves the same way), the two ends are all of
+//! them failing (the observed effect) and all of them succeeding
+//! (`observed + (T128 − T8) / N`), ordered. The paper's counts (−12.3 pp, 411 and 48,
+//! 3,024 pairs) give its [−12.3, −0.3]. The alike interval lies within the
+//! independent one, and both contain the observed effect.
 //! The bounds say nothing about what a larger cap would do (the sweep measures that).
 //!
 //! Invariants: exact counts from the rows; row order does not matter.
@@ -70,10 +73,6 @@ pub struct StratumRow {
     pub independent_low: i64,
     /// `Σ` of the highest resolution, arms independent.
     pub independent_high: i64,
-    /// `Σ` of the lowest resolution, arms alike.
-    pub alike_low: i64,
-    /// `Σ` of the highest resolution, arms alike.
-    pub alike_high: i64,
 }
 
 impl StratumRow {
@@ -97,8 +96,6 @@ impl StratumRow {
             free_both: 0,
             independent_low: 0,
             independent_high: 0,
-            alike_low: 0,
-            alike_high: 0,
         };
         for p in pairs {
             r.add(p);
@@ -125,9 +122,6 @@ impl StratumRow {
         let high = if f128 { 1 } else { y128 } - y8;
         self.independent_low += low;
         self.independent_high += high;
-        let both = f8 && f128;
-        self.alike_low += if both { 0 } else { low };
-        self.alike_high += if both { 0 } else { high };
     }
 
     /// `sum / n` in pp, `None` when `n` is 0.
@@ -158,12 +152,16 @@ impl StratumRow {
         )
     }
 
-    /// `[low, high]` with the two arms of a pair resolving alike, pp.
+    /// `[low, high]` with every truncated failure of both arms resolving alike, pp:
+    /// the observed effect (all fail) and `observed + (T128 − T8) / N` (all succeed),
+    /// ordered.
     pub fn bound_alike_pp(&self) -> (f64, f64) {
-        (
-            self.pp(self.alike_low, self.pairs),
-            self.pp(self.alike_high, self.pairs),
-        )
+        let all_succeed = self.total + i64::from(self.free_128) - i64::from(self.free_8);
+        let (a, b) = (
+            self.pp(self.total, self.pairs),
+            self.pp(all_succeed, self.pairs),
+        );
+        (a.min(b), a.max(b))
     }
 }
 
@@ -278,7 +276,8 @@ mod tests {
         //   becomes −1 and the (0,T,1,-) pair 0: −4 / 10 = −40 pp (= −20 − 2/10).
         // Independent high: the four free V = 128 arms succeed: the three
         //   (1,-,0,T) pairs become 0 and the (0,T,0,T) pair +1: +2 / 10 = +20 pp.
-        // Alike: the (0,T,0,T) pair stays 0 at both ends: −30 and +10 pp.
+        // Alike (arm-level): all six truncated failures fail (observed, −20 pp) or
+        //   all succeed: −20 + (4 − 2) / 10 = 0 pp.
         let spec: [(usize, bool, bool, bool, bool); 6] = [
             (3, true, false, true, false),
             (1, true, false, false, false),
@@ -310,7 +309,48 @@ mod tests {
         let (lo, hi) = r.bound_independent_pp();
         assert!(close(lo, -40.0) && close(hi, 20.0), "{lo} {hi}");
         let (lo, hi) = r.bound_alike_pp();
-        assert!(close(lo, -30.0) && close(hi, 10.0), "{lo} {hi}");
+        assert!(close(lo, -20.0) && close(hi, 0.0), "{lo} {hi}");
+    }
+
+    /// A row with the paper's counts: 3,024 pairs, observed −12.3 pp (372 more lost
+    /// than gained), 48 truncated failures at V = 8 and 411 at V = 128.
+    fn paper_row() -> StratumRow {
+        StratumRow {
+            stratum: Stratum {
+                lane: "routed".into(),
+                completion_cap: 1024,
+            },
+            configuration: "all".into(),
+            organization: "all".into(),
+            pairs: 3024,
+            total: -372,
+            neither: 0,
+            neither_total: 0,
+            free_8: 48,
+            free_128: 411,
+            free_both: 0,
+            independent_low: 0,
+            independent_high: 0,
+        }
+    }
+
+    #[test]
+    fn the_alike_bound_reproduces_the_papers_interval() {
+        // −372 / 3,024 = −12.30 pp; (−372 + 411 − 48) / 3,024 = −9 / 3,024 = −0.30 pp.
+        let (lo, hi) = paper_row().bound_alike_pp();
+        assert_eq!(
+            (format!("{lo:.1}"), format!("{hi:.1}")),
+            ("-12.3".into(), "-0.3".into())
+        );
+    }
+
+    #[test]
+    fn the_alike_bound_is_ordered_when_more_truncate_at_v8() {
+        let mut r = paper_row();
+        (r.free_8, r.free_128) = (411, 48);
+        let (lo, hi) = r.bound_alike_pp();
+        // −372 − 363 = −735 / 3,024 = −24.31 pp below the observed −12.30.
+        assert!(close(lo, -73500.0 / 3024.0) && close(hi, -37200.0 / 3024.0));
     }
 
     #[test]

@@ -136,9 +136,12 @@ impl PairRow {
         100.0 * f64::from(count) / f64::from(self.pairs)
     }
 
-    /// The V effect over the pairs, in pp.
+    /// The V effect over the pairs, in pp: computed from the integer difference so
+    /// that configurations with equal counts get bit-equal effects (and so tie in
+    /// [`stats::spearman`]'s ranks) — `100·g/n − 100·l/n` differs in the last bits.
     pub fn v_effect_pp(&self) -> f64 {
-        self.pp(self.gained) - self.pp(self.lost)
+        let net = i64::from(self.gained) - i64::from(self.lost);
+        100.0 * net as f64 / f64::from(self.pairs)
     }
 
     /// Share of the pairs with a truncated V = 128 episode.
@@ -545,6 +548,42 @@ mod tests {
         assert_eq!(u32s(t, "never_truncating"), [1]);
         assert_eq!(opts(t, "never_truncating_v_effect_min_pp"), [Some(0.0)]);
         assert_eq!(opts(t, "never_truncating_v_effect_max_pp"), [Some(0.0)]);
+    }
+
+    /// A per-configuration row of 84 pairs with the given counts.
+    fn counted(configuration: &str, gained: u32, lost: u32, truncated_128: u32) -> PairRow {
+        PairRow {
+            gained,
+            lost,
+            truncated_128,
+            pairs: 84,
+            ..PairRow::new(&stratum(), configuration, configuration)
+        }
+    }
+
+    fn stratum() -> Stratum {
+        Stratum {
+            lane: "fixed".into(),
+            completion_cap: 1024,
+        }
+    }
+
+    #[test]
+    fn equal_net_counts_tie_in_the_rank_correlation() {
+        // a: 0 gained, 1 lost; b: 2 gained, 3 lost — both −1/84 (100·0/84 − 100·1/84
+        // and 100·2/84 − 100·3/84 differ in the last bit); c: −10/84.
+        let rows = [
+            counted("a", 0, 1, 0),
+            counted("b", 2, 3, 10),
+            counted("c", 0, 10, 20),
+        ];
+        assert_eq!(rows[0].v_effect_pp(), rows[1].v_effect_pp());
+        // Truncation ranks (1, 2, 3); effect ranks with the tie averaged (2.5, 2.5, 1):
+        // dx = (−1, 0, 1), dy = (0.5, 0.5, −1): ρ = −1.5 / √(2 · 1.5) = −√3 / 2.
+        // Untied ranks (3, 2, 1) would give −1.
+        let rho = correlation(&stratum(), &rows).spearman_rho;
+        let expected = -(3.0f64.sqrt()) / 2.0;
+        assert!(rho.is_some_and(|r| (r - expected).abs() < 1e-12), "{rho:?}");
     }
 
     #[test]

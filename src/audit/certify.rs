@@ -200,23 +200,10 @@ pub fn check_orders(v: &Variant) -> Vec<Finding> {
 
 /// A decoded view with its keyed id replaced by what identifies the record across
 /// matched variants.
-fn normalized(v: &Variant, view: &View) -> Json {
-    let identity = v
-        .store
-        .by_id(&view.id)
-        .map(|r| (r.connector.clone(), r.kind.clone(), r.version));
-    serde_json::json!([
-        identity,
-        view.kind,
-        view.version,
-        view.status,
-        view.updated_on,
-        view.fields
-            .iter()
-            .filter(|(k, _)| *k != "reference")
-            .collect::<BTreeMap<_, _>>(),
-        view.next_handoff.is_some()
-    ])
+/// A decoded object with its connector: matched D-siblings share the records and
+/// their ids, so the views must be equal outright.
+fn normalized(view: &View) -> Json {
+    serde_json::json!([view.connector, view])
 }
 
 /// Every encoding decodes to the same facts at every prefix of the reference program:
@@ -263,9 +250,7 @@ pub fn check_encodings(variants: &[Variant]) -> Vec<Finding> {
                     }
                 }
                 out.extend(reencode(v, i, &step.call.tool, &views));
-                seen.push(Json::Array(
-                    views.iter().map(|w| normalized(v, w)).collect(),
-                ));
+                seen.push(Json::Array(views.iter().map(normalized).collect()));
             }
             per_encoding.push((v, seen));
         }
@@ -294,7 +279,7 @@ fn reencode(v: &Variant, step: usize, tool: &str, views: &[View]) -> Vec<Finding
         Encoding::Typed,
         Encoding::Linked,
     ] {
-        let text = encode(d, tool, views);
+        let text = encode(d, tool, views, &[]);
         let doc: Json = serde_json::from_str(&text).unwrap_or(Json::Null);
         for block in ["provenance", "source", "hash", "tool"] {
             let bytes = doc.get(block).map(Json::to_string).unwrap_or_default();
@@ -325,11 +310,14 @@ fn reencode(v: &Variant, step: usize, tool: &str, views: &[View]) -> Vec<Finding
 
 /// The structure of every observation along the reference program in the variant's own
 /// encoding: provenance covers exactly the returned fields, type dictionaries cover each
-/// type's fields, links resolve to equal values under a known relation; and a search
+/// type's fields, links are exactly the equalities with what was shown before
+/// ([`check_links`]); and a search
 /// that matches nothing is a legal miss (an empty `objects` list, no error).
 pub fn check_observations(v: &Variant) -> Vec<Finding> {
     let mut out = Vec::new();
     let mut sandbox = Sandbox::new(v);
+    // (1-based call, decoded objects) of every record observation so far.
+    let mut shown: Vec<(usize, Vec<View>)> = Vec::new();
     for (i, step) in v.reference_program.steps.iter().enumerate() {
         let outcome = sandbox.execute(&step.call.tool, &step.call.arguments.to_string());
         if v.tool(&step.call.tool).is_some_and(|t| t.op.is_write()) {
@@ -376,20 +364,9 @@ pub fn check_observations(v: &Variant) -> Vec<Finding> {
             }
         }
         if v.cell.d == Encoding::Linked {
-            for link in doc["links"].as_array().into_iter().flatten() {
-                let at = |k: &str| link[k].as_str().and_then(|p| doc.pointer(p));
-                let known = doc["relation_dictionary"]
-                    .get(link["relation"].as_str().unwrap_or_default())
-                    .is_some();
-                if at("from").is_none() || at("from") != at("to") || !known {
-                    out.push(finding(
-                        "observations",
-                        v,
-                        format!("step {i}: link {link} does not resolve to equal values"),
-                    ));
-                }
-            }
+            out.extend(check_links(v, i, &doc, &views, &shown));
         }
+        shown.push((i + 1, views));
     }
     for tool in v
         .menu
@@ -411,4 +388,167 @@ pub fn check_observations(v: &Variant) -> Vec<Finding> {
         }
     }
     out
+}
+
+/// The linkable values of an object, recomputed here independently of the sandbox's
+/// ledger: (pointer in its observation, location name, value).
+fn linkable(i: usize, view: &View) -> Vec<(String, String, Json)> {
+    let mut out = vec![(
+        format!("/objects/{i}/id"),
+        "@id".to_string(),
+        Json::from(view.id.clone()),
+    )];
+    for (name, value) in &view.fields {
+        if value.is_string() || value.is_number() {
+            out.push((
+                format!("/objects/{i}/fields/{name}"),
+                name.clone(),
+                value.clone(),
+            ));
+        }
+    }
+    if let Some(q) = view.next_handoff.as_ref().and_then(|h| h.get("query")) {
+        if q.is_string() {
+            out.push((
+                format!("/objects/{i}/next_handoff/query"),
+                "@next_handoff.query".to_string(),
+                q.clone(),
+            ));
+        }
+    }
+    out
+}
+
+/// Links of one linked observation (call `step + 1`): every returned string or number
+/// equal to a value shown earlier in the episode (or in an earlier object of this
+/// observation) has a link from its pointer; every link's two ends hold equal values,
+/// its target was really shown by the call it names, and its relation is described in
+/// the `relation_dictionary`, which names no relation the links do not use.
+fn check_links(
+    v: &Variant,
+    step: usize,
+    doc: &Json,
+    views: &[View],
+    shown: &[(usize, Vec<View>)],
+) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let call = step + 1;
+    let mut fail = |detail: String| out.push(finding("links", v, format!("step {step}: {detail}")));
+    let earlier: Vec<(usize, &View, String, Json)> = shown
+        .iter()
+        .flat_map(|(c, vs)| vs.iter().map(move |w| (*c, w)))
+        .chain(views.iter().map(|w| (call, w)))
+        .flat_map(|(c, w)| {
+            linkable(0, w)
+                .into_iter()
+                .map(move |(_, location, value)| (c, w, location, value))
+        })
+        .collect();
+    let links: Vec<&Json> = doc["links"].as_array().into_iter().flatten().collect();
+    let from: BTreeSet<&str> = links.iter().filter_map(|l| l["from"].as_str()).collect();
+    for (i, view) in views.iter().enumerate() {
+        // Candidates: earlier calls, and objects before this one in this observation.
+        let before = |c: usize, w: &View| c < call || views[..i].iter().any(|x| std::ptr::eq(x, w));
+        for (pointer, _, value) in linkable(i, view) {
+            let seen = earlier
+                .iter()
+                .any(|(c, w, _, x)| before(*c, w) && *x == value);
+            if seen && !from.contains(pointer.as_str()) {
+                fail(format!(
+                    "{pointer} equals a value shown before but has no link"
+                ));
+            }
+        }
+    }
+    let dictionary = doc["relation_dictionary"].as_object();
+    let mut used = BTreeSet::new();
+    for link in &links {
+        let relation = link["relation"].as_str().unwrap_or_default();
+        used.insert(relation.to_string());
+        if !dictionary.is_some_and(|d| d.contains_key(relation)) {
+            fail(format!("link {link} uses an undescribed relation"));
+        }
+        let value = link["from"].as_str().and_then(|p| doc.pointer(p));
+        let to = &link["to"];
+        let target = earlier.iter().find(|(c, w, location, _)| {
+            Some(*c as u64) == to["call"].as_u64()
+                && to["record"].as_str() == Some(w.id.as_str())
+                && to["field"].as_str() == Some(location.as_str())
+        });
+        match (value, target) {
+            (Some(a), Some((_, _, _, b))) if a == b => {}
+            _ => fail(format!("link {link} does not tie two equal shown values")),
+        }
+    }
+    let described: BTreeSet<String> = dictionary
+        .map(|d| d.keys().cloned().collect())
+        .unwrap_or_default();
+    if described != used {
+        fail(format!(
+            "relation_dictionary names {described:?} but the links use {used:?}"
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compile::{compile, Cell, Workflow};
+    use crate::family::repository_family;
+
+    /// The links check is not vacuous: along a deep linked chain it accepts the
+    /// sandbox's links, and finds a dropped link and a link to the wrong call.
+    #[test]
+    fn the_links_check_finds_missing_and_misdirected_links() {
+        let f = repository_family("overdue-escalation-harbor");
+        let v = match compile(f, &Cell::new(8, Workflow::High, Encoding::Linked)) {
+            Ok(v) => v,
+            Err(e) => panic!("{e}"),
+        };
+        let mut sandbox = Sandbox::new(&v);
+        let mut shown: Vec<(usize, Vec<View>)> = Vec::new();
+        let mut last = None;
+        // Search and read the first two chain records: the second read carries a
+        // same_record link and a refers_to link (its back-reference).
+        for (i, step) in v.reference_program.steps[..4].iter().enumerate() {
+            let text = sandbox
+                .execute(&step.call.tool, &step.call.arguments.to_string())
+                .observation;
+            let doc: Json = serde_json::from_str(&text).unwrap_or(Json::Null);
+            let views = decode(Encoding::Linked, &text).unwrap_or_default();
+            assert!(check_links(&v, i, &doc, &views, &shown).is_empty(), "{doc}");
+            last = Some((i, doc, views.clone()));
+            shown.push((i + 1, views));
+        }
+        let Some((i, doc, views)) = last else {
+            panic!("no observation")
+        };
+        shown.pop();
+        let relations: BTreeSet<&str> = doc["links"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|l| l["relation"].as_str())
+            .collect();
+        assert!(relations.contains("same_record") && relations.contains("refers_to"));
+
+        let mut dropped = doc.clone();
+        if let Some(links) = dropped["links"].as_array_mut() {
+            links.retain(|l| l["relation"] != "refers_to");
+        }
+        let found = check_links(&v, i, &dropped, &views, &shown);
+        assert!(
+            found.iter().any(|f| f.detail.contains("has no link")),
+            "{found:?}"
+        );
+
+        let mut misdirected = doc.clone();
+        misdirected["links"][0]["to"]["call"] = Json::from(99);
+        let found = check_links(&v, i, &misdirected, &views, &shown);
+        assert!(
+            found.iter().any(|f| f.detail.contains("does not tie")),
+            "{found:?}"
+        );
+    }
 }

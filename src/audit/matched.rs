@@ -1,11 +1,16 @@
-//! Static checks: nested menus, matched variants that differ only in their pressure,
+//! Static checks: nested menus, matched variants that differ only in their pressure
+//! (siblings that differ in V or D hold the same store and show the same provenance,
+//! source, hash and tool blocks and answer at every prefix of the reference program),
 //! and byte-identical regeneration.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::{finding, Finding};
+use serde_json::Value as Json;
+
 use crate::compile::{cell::MENU_SIZES, compile, menu::menu, Routing, Variant, Workflow};
 use crate::family::Family;
+use crate::sandbox::Sandbox;
 
 /// Menus are nested (8 ⊂ 32 ⊂ 128) at both routing levels, keep their relative order,
 /// and always hold every operational tool.
@@ -53,28 +58,30 @@ pub fn check_nested_menus(family: &Family) -> Vec<Finding> {
     out
 }
 
-/// What must not change across variants that differ in V, D or R: every record's
-/// content except its keyed id and keyed hand-off reference.
-fn store_signature(v: &Variant) -> Vec<String> {
-    let mut sig: Vec<String> = v
-        .store
-        .records
-        .iter()
-        .map(|r| {
-            serde_json::json!([
-                r.connector,
-                r.kind,
-                r.version,
-                r.status,
-                r.updated_on,
-                r.fields,
-                r.next_handoff.is_some()
-            ])
-            .to_string()
-        })
-        .collect();
-    sig.sort();
-    sig
+/// What must not change across variants that differ in V, D or R: the whole store,
+/// ids and hand-off references included (they are keyed by the family and the chain
+/// length only).
+fn store_signature(v: &Variant) -> String {
+    serde_json::to_string(&v.store.records).unwrap_or_default()
+}
+
+/// The four encoding-independent blocks of every observation along the reference
+/// program, as bytes, plus the answer: what siblings that differ only in V or D must
+/// share byte for byte.
+fn shared_trace(v: &Variant) -> Vec<String> {
+    let mut sandbox = Sandbox::new(v);
+    let mut out = vec![v.answer_text()];
+    for step in &v.reference_program.steps {
+        let outcome = sandbox.execute(&step.call.tool, &step.call.arguments.to_string());
+        let doc: Json = serde_json::from_str(&outcome.observation).unwrap_or(Json::Null);
+        for block in ["provenance", "source", "hash", "tool"] {
+            out.push(format!(
+                "{block}:{}",
+                doc.get(block).map(Json::to_string).unwrap_or_default()
+            ));
+        }
+    }
+    out
 }
 
 /// Matched variants differ only in their pressure.
@@ -145,7 +152,18 @@ pub fn check_matched(family: &Family, variants: &[Variant]) -> Vec<Finding> {
     for group in by_chain.values() {
         let base = group[0];
         let sig = store_signature(base);
+        let trace = shared_trace(base);
         for v in &group[1..] {
+            if shared_trace(v) != trace {
+                out.push(finding(
+                    "siblings",
+                    v,
+                    format!(
+                        "the answer or a provenance, source, hash or tool block along the reference program differs from the sibling at {}",
+                        base.cell
+                    ),
+                ));
+            }
             if store_signature(v) != sig {
                 out.push(finding(
                     "matched",

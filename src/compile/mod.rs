@@ -11,10 +11,13 @@
 //! - D changes only how the sandbox encodes observations;
 //! - R changes only which distractors fill the menu.
 //!
-//! Record ids and hand-off queries are keyed by the variant (so no answer carries over
-//! between variants), while every drawn value (superseded and other-route values, the
-//! menu draw) is seeded from the family's content hash and the chain length only, so
-//! matched variants share them.
+//! Record ids, hand-off queries and every drawn value (superseded and other-route
+//! values) are keyed by what decides which records exist: the family's content hash and
+//! the chain length (set by W or a frontier depth), never by V, D or R. Matched siblings
+//! that differ only in the menu or the encoding therefore hold the same records, the
+//! same ids and the same answer, `sources` included; no answer carries over between
+//! families, since the key holds the family's content hash. The menu draw is seeded from
+//! the family alone.
 //!
 //! Never: I/O, clocks, global state, or anything a later stage computes.
 
@@ -44,7 +47,7 @@ pub const CALL_SLACK: u32 = 2;
 
 /// Version of the compiler's output, part of every compile node's key: bump it whenever
 /// a change to this module (or to the families' interpretation) changes any variant.
-pub const CODE_VERSION: &str = "compile/1";
+pub const CODE_VERSION: &str = "compile/2";
 /// Extra turns over the call limit (one to answer, one spare).
 pub const TURN_SLACK: u32 = 2;
 
@@ -226,6 +229,17 @@ pub fn variant_key(family: &Family, cell: &Cell) -> [u8; 32] {
     *h.finalize().as_bytes()
 }
 
+/// The records key: blake3 over the family's content hash and the chain length, the
+/// only inputs that change which records exist. It keys record ids and hand-off
+/// references, so siblings that differ in V, D or R share them.
+pub fn records_key(family: &Family, chain_length: usize) -> [u8; 32] {
+    let mut h = blake3::Hasher::new();
+    h.update(b"tbb records/1\0");
+    h.update(&family.content_hash);
+    h.update(&(chain_length as u64).to_le_bytes());
+    *h.finalize().as_bytes()
+}
+
 /// Compiles a family at a cell.
 pub fn compile(family: &Family, cell: &Cell) -> Result<Variant, CompileError> {
     cell.validate()?;
@@ -249,7 +263,7 @@ pub fn compile(family: &Family, cell: &Cell) -> Result<Variant, CompileError> {
         }
     }
     let key = variant_key(family, cell);
-    let ids = store::Ids::new(key);
+    let ids = store::Ids::new(records_key(family, length));
     let layout = ChainLayout::new(family, length);
     let mut seed = blake3::Hasher::new();
     seed.update(b"tbb store values/1\0");

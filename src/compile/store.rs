@@ -6,6 +6,12 @@
 //! reference, other values). Connectors of other collections hold nothing the case's
 //! references find: searching them is a legal miss.
 //!
+//! Every chain record after the first names the record before it: a field
+//! `<previous kind>_ref` holding that record's reference (a commitment's `invoice_ref`),
+//! on current and superseded versions alike, so a returned record can be tied to the
+//! one the episode read before it (the linked encoding's links are built from such
+//! equalities). Family validation reserves the `_ref` suffix for these fields.
+//!
 //! Lookups ([`Store::search`], [`Store::get`]) are the semantics the sandbox exposes and
 //! the certified-minimum search executes; they live here so both use one definition.
 
@@ -14,7 +20,7 @@ use std::collections::{BTreeMap, HashMap};
 use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
-use serde_json::Value as Json;
+use serde_json::{json, Value as Json};
 
 use crate::family::{Connector, Family};
 
@@ -181,13 +187,14 @@ impl ChainLayout {
     }
 }
 
-/// Derives opaque identifiers from the variant key.
+/// Derives opaque identifiers from the records key
+/// ([`crate::compile::records_key`]).
 pub struct Ids {
     key: [u8; 32],
 }
 
 impl Ids {
-    /// Ids keyed by a variant's key.
+    /// Ids keyed by a records key.
     pub fn new(key: [u8; 32]) -> Ids {
         Ids { key }
     }
@@ -256,6 +263,11 @@ pub fn build(family: &Family, layout: &ChainLayout, ids: &Ids, rng: &mut ChaCha8
     Store::new(records)
 }
 
+/// The field of a chain record that holds the reference of the record before it.
+pub fn back_reference_field(previous_kind: &str) -> String {
+    format!("{previous_kind}_ref")
+}
+
 /// An alternative that differs from `current` (validation guarantees one exists).
 fn pick_other(rng: &mut ChaCha8Rng, alternatives: &[Json], current: &Json) -> Json {
     let others: Vec<&Json> = alternatives.iter().filter(|a| *a != current).collect();
@@ -296,8 +308,14 @@ fn chain_records(
             .find(|k| &k.name == kind)
             .map(|k| k.filler.clone())
             .unwrap_or_default();
-        let mut fields = filler.clone();
-        let mut stale_fields = filler;
+        let mut fields = filler;
+        if p > 0 {
+            fields.insert(
+                back_reference_field(&layout.kinds[p - 1]),
+                json!(refs[p - 1]),
+            );
+        }
+        let mut stale_fields = fields.clone();
         let mut has_stale = false;
         for (i, fact) in family.intent.def.facts.iter().enumerate() {
             if layout.fact_position[i] != p {
@@ -406,8 +424,55 @@ mod tests {
         }
     }
 
+    /// The issue's own example: the same family at (8, low, raw) and (128, low, linked)
+    /// holds the same records, ids and sources; a deeper chain holds other ids.
     #[test]
-    fn record_ids_are_keyed_by_the_variant() {
+    fn siblings_in_v_and_d_share_records_ids_and_sources() {
+        let f = repository_family("overdue-escalation-harbor");
+        let at = |v, w, d| match compile(f, &Cell::new(v, w, d)) {
+            Ok(v) => v,
+            Err(e) => panic!("{e}"),
+        };
+        let small_raw = at(8, Workflow::Low, Encoding::Raw);
+        let large_linked = at(128, Workflow::Low, Encoding::Linked);
+        let records = |v: &crate::compile::Variant| serde_json::to_string(&v.store.records).ok();
+        assert_eq!(records(&small_raw), records(&large_linked));
+        assert_eq!(small_raw.sources, large_linked.sources);
+        assert_eq!(small_raw.answer_text(), large_linked.answer_text());
+        assert_ne!(small_raw.variant_id, large_linked.variant_id);
+        let high = at(8, Workflow::High, Encoding::Raw);
+        assert_ne!(high.sources[0], small_raw.sources[0]);
+    }
+
+    #[test]
+    fn each_chain_record_names_the_one_before_it() {
+        let f = repository_family("overdue-escalation-harbor");
+        let v = match compile(f, &Cell::new(8, Workflow::High, Encoding::Raw)) {
+            Ok(v) => v,
+            Err(e) => panic!("{e}"),
+        };
+        let route: Vec<&Record> = v
+            .store
+            .records
+            .iter()
+            .filter(|r| r.connector == v.route.connector)
+            .collect();
+        for r in &route {
+            let before = route.iter().find(|p| {
+                p.next_handoff
+                    .as_ref()
+                    .is_some_and(|h| h.query == r.reference)
+            });
+            let field = before.map(|p| back_reference_field(&p.kind));
+            match (before, field) {
+                (Some(p), Some(name)) => assert_eq!(r.fields.get(&name), Some(&json!(p.reference))),
+                _ => assert!(r.fields.keys().all(|k| !k.ends_with("_ref")), "{r:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn record_ids_are_keyed_by_their_key() {
         let a = Ids::new([1; 32]);
         let b = Ids::new([2; 32]);
         assert_ne!(a.record("c", "INV-1", 2), b.record("c", "INV-1", 2));

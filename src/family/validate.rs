@@ -236,6 +236,12 @@ fn collection_problem(c: &CollectionDef) -> Option<String> {
     None
 }
 
+/// The compiler names each chain record's back-reference `<previous kind>_ref`
+/// (`compile::store::back_reference_field`), so no family field may end that way.
+const RESERVED_SUFFIX: &str = "_ref";
+const RESERVED_HELP: &str =
+    "the compiler adds `<kind>_ref` fields that point at the previous chain record; rename the field";
+
 fn check_intent(sink: &mut Sink<'_>, file: &IntentFile) {
     let def = &file.intent;
     let coll = &file.collection;
@@ -312,6 +318,13 @@ fn check_intent(sink: &mut Sink<'_>, file: &IntentFile) {
                 None,
             );
         }
+        if name.ends_with(RESERVED_SUFFIX) {
+            sink.at(
+                &def.name,
+                format!("filler field `{name}` ends in `{RESERVED_SUFFIX}`"),
+                Some(RESERVED_HELP.into()),
+            );
+        }
     }
     for f in &def.facts {
         let identifier = super::is_field_name(&f.name);
@@ -320,6 +333,13 @@ fn check_intent(sink: &mut Sink<'_>, file: &IntentFile) {
                 &def.name,
                 format!("fact name `{}` must be a lowercase identifier other than decision, sources and reference", f.name),
                 Some("the answer holds decision, each fact and sources at one level; search summaries use reference".into()),
+            );
+        }
+        if f.name.ends_with(RESERVED_SUFFIX) {
+            sink.at(
+                &def.name,
+                format!("fact name `{}` ends in `{RESERVED_SUFFIX}`", f.name),
+                Some(RESERVED_HELP.into()),
             );
         }
         if fillers.contains(f.name.as_str()) {

@@ -13,14 +13,16 @@
 //!   `@next_handoff`) so that they can never collide with a field called `status`.
 //! - typed: `type_dictionary: {kind: [field names]}`,
 //!   `objects: [{id, type, version, status, updated_on, fields, source, next_handoff?}]`
-//! - linked: typed plus `links: [{from, to, relation}]` (equal field values across
-//!   objects, as JSON pointers) and `relation_dictionary`.
+//! - linked: typed plus `links: [{from, to: {call, record, field}, relation}]`, the
+//!   equalities between the returned objects and what the episode was shown before
+//!   ([`super::links`]), and a `relation_dictionary` describing each relation used.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value as Json};
 
+use super::links::{relations, Link};
 use crate::compile::{Encoding, Tool};
 
 /// What one returned object carries, independent of encoding. Decoding any encoding
@@ -91,8 +93,9 @@ pub fn tool_block(tool: &Tool) -> Json {
     })
 }
 
-/// Encodes objects; the result's shared blocks are those of [`shared_blocks`].
-pub fn encode(d: Encoding, tool: &Tool, views: &[View]) -> String {
+/// Encodes objects; the result's shared blocks are those of [`shared_blocks`]. Only the
+/// linked encoding prints `links` (computed by the caller from the episode's ledger).
+pub fn encode(d: Encoding, tool: &Tool, views: &[View], links: &[Link]) -> String {
     let mut m = shared_blocks(tool, views);
     match d {
         Encoding::Raw => {
@@ -155,13 +158,15 @@ pub fn encode(d: Encoding, tool: &Tool, views: &[View]) -> String {
             m.insert("type_dictionary".into(), json!(types));
             m.insert("objects".into(), Json::Array(objects));
             if d == Encoding::Linked {
-                m.insert("links".into(), Json::Array(links(views)));
                 m.insert(
-                    "relation_dictionary".into(),
-                    json!({
-                        "same_value": "the two fields hold equal values; read the cited source record for the value",
-                    }),
+                    "links".into(),
+                    Json::Array(links.iter().map(Link::to_json).collect()),
                 );
+                let dictionary: Map<String, Json> = relations(links)
+                    .into_iter()
+                    .map(|r| (r.name().to_string(), json!(r.description())))
+                    .collect();
+                m.insert("relation_dictionary".into(), Json::Object(dictionary));
             }
         }
     }
@@ -182,27 +187,6 @@ fn handoff(o: &mut Map<String, Json>, v: &View) {
     if let Some(h) = &v.next_handoff {
         o.insert("next_handoff".into(), h.clone());
     }
-}
-
-/// Equality links between fields of different objects (each unordered pair once).
-fn links(views: &[View]) -> Vec<Json> {
-    let mut out = Vec::new();
-    for (i, a) in views.iter().enumerate() {
-        for (j, b) in views.iter().enumerate().skip(i + 1) {
-            for (fa, va) in &a.fields {
-                for (fb, vb) in &b.fields {
-                    if va == vb {
-                        out.push(json!({
-                            "from": format!("/objects/{i}/fields/{fa}"),
-                            "to": format!("/objects/{j}/fields/{fb}"),
-                            "relation": "same_value",
-                        }));
-                    }
-                }
-            }
-        }
-    }
-    out
 }
 
 /// Why an observation could not be decoded.

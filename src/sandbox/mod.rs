@@ -20,10 +20,14 @@
 //!   not restrict it: at low workflow depth one record carries what deeper chains
 //!   spread over several kinds, and the request names its target by the fact it holds.
 //!
+//! - every record observation is entered in the episode's ledger of shown values
+//!   ([`links`]); the linked encoding links returned values to earlier equal ones.
+//!
 //! Never: grades, decides what is permitted, or reads anything but the variant.
 
 pub mod arguments;
 pub mod encoding;
+pub mod links;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -33,6 +37,7 @@ use serde_json::{json, Map, Value as Json};
 use crate::compile::{Record, Status, Tool, Variant};
 use crate::family::Operation;
 use encoding::{encode, tool_block, View};
+use links::Shown;
 
 /// A change of state made by a write tool.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -96,6 +101,7 @@ pub struct Sandbox<'v> {
     deleted: BTreeSet<String>,
     changes: Vec<StateChange>,
     calls: usize,
+    shown: Shown,
 }
 
 impl<'v> Sandbox<'v> {
@@ -107,6 +113,7 @@ impl<'v> Sandbox<'v> {
             deleted: BTreeSet::new(),
             changes: Vec::new(),
             calls: 0,
+            shown: Shown::default(),
         }
     }
 
@@ -151,12 +158,12 @@ impl<'v> Sandbox<'v> {
                 } else {
                     CallStatus::Ok
                 };
-                self.records(tool, views, status)
+                self.records(tool, &views, status)
             }
             Operation::Read => match self.reachable(tool, &text("id")) {
                 Some(r) => {
                     let view = self.full(r);
-                    self.records(tool, vec![view], CallStatus::Ok)
+                    self.records(tool, &[view], CallStatus::Ok)
                 }
                 None => not_found(tool, &text("id")),
             },
@@ -233,12 +240,13 @@ impl<'v> Sandbox<'v> {
         }
     }
 
-    fn records(&self, tool: &Tool, views: Vec<View>, status: CallStatus) -> Outcome {
+    fn records(&mut self, tool: &Tool, views: &[View], status: CallStatus) -> Outcome {
+        let links = self.shown.observe(self.calls, views);
         Outcome {
-            observation: encode(self.variant.cell.d, tool, &views),
+            observation: encode(self.variant.cell.d, tool, views, &links),
             status,
             change: None,
-            returned: views.into_iter().map(|v| v.id).collect(),
+            returned: views.iter().map(|v| v.id.clone()).collect(),
         }
     }
 }

@@ -77,9 +77,10 @@ pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportErro
         "Truncation depends on the assigned menu size, so the menu effect is split by \
          it: the pairs that neither menu truncated form a stratum the paired design \
          observes directly. The bounds keep every non-truncated outcome and let each \
-         truncated failure go either way — with the two arms of a pair resolving \
-         independently, or alike (a pair whose arms are both truncated failures then \
-         contributes nothing). They say nothing about what a larger cap would do.",
+         truncated failure go either way — with the two arms resolving \
+         independently, or alike (every truncated failure of either arm failing, \
+         which is the observed effect, or every one succeeding). They say nothing \
+         about what a larger cap would do.",
     )]);
     let mut strata: Vec<Stratum> = rows.iter().map(|r| r.stratum.clone()).collect();
     strata.sort();
@@ -92,7 +93,7 @@ pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportErro
                 "The {} pairs that neither menu truncated have a menu effect of {} pp. \
                  With each truncated failure free to go either way, worst-case bounds \
                  place the total menu effect (observed {} pp) in {} pp with independent \
-                 arms and in {} pp with arms resolving alike.",
+                 arms and in {} pp with the arms resolving alike.",
                 format::count(pooled.neither),
                 format::effect_pp(pooled.neither_effect),
                 format::effect_pp(pooled.total),
