@@ -96,6 +96,9 @@ fn call(id: usize, tool: &str, args: &Value) -> ChatResponse {
         finish: Finish::ToolCalls,
         finish_raw: "tool_calls".into(),
         usage: usage(),
+        usage_error: None,
+        violation: None,
+        http_status: None,
         raw: json!({}),
     }
 }
@@ -107,6 +110,9 @@ fn text(t: &str, finish: Finish) -> ChatResponse {
         finish,
         finish_raw: format!("{finish:?}"),
         usage: usage(),
+        usage_error: None,
+        violation: None,
+        http_status: None,
         raw: json!({}),
     }
 }
@@ -379,7 +385,7 @@ async fn each_ending_of_the_contract_gets_its_failure_record() {
     assert!(e.verdict.infra_failure);
     assert_eq!(
         record(&e),
-        (Some(Obligation::S), Some(TerminalFlag::ContractBreak))
+        (Some(Obligation::S), Some(TerminalFlag::InfraFailure))
     );
 
     // Invalid argument strings are executed as written and never repaired.

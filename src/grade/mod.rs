@@ -555,3 +555,166 @@ fn classify_changes(
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compile::{compile, Cell, Encoding, Workflow};
+    use crate::family::repository_family;
+    use serde_json::json;
+
+    fn harbor() -> Variant {
+        let family = repository_family("overdue-escalation-harbor");
+        match compile(family, &Cell::new(8, Workflow::High, Encoding::Raw)) {
+            Ok(v) => v,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    /// Executes `calls` in a fresh sandbox and asks the rule after each one, with the
+    /// variant's own call limit.
+    fn verdicts(variant: &Variant, calls: &[(String, Json)]) -> Vec<Option<Impossible>> {
+        let mut sandbox = Sandbox::new(variant);
+        let mut executed = Vec::new();
+        calls
+            .iter()
+            .map(|(tool, arguments)| {
+                let arguments = arguments.to_string();
+                let outcome = sandbox.execute(tool, &arguments);
+                executed.push(trace::ExecutedCall {
+                    call_id: format!("c{}", executed.len()),
+                    tool: tool.clone(),
+                    arguments,
+                    observation: outcome.observation,
+                });
+                let refs: Vec<&trace::ExecutedCall> = executed.iter().collect();
+                let left = (variant.call_limit as usize).saturating_sub(executed.len());
+                infeasible(variant, &refs, sandbox.changes(), left)
+            })
+            .collect()
+    }
+
+    fn program(variant: &Variant) -> Vec<(String, Json)> {
+        variant
+            .reference_program
+            .steps
+            .iter()
+            .map(|s| (s.call.tool.clone(), s.call.arguments.clone()))
+            .collect()
+    }
+
+    /// The permitted write as the reference program makes it.
+    fn write(variant: &Variant) -> (String, Json) {
+        let expected = variant.permitted_change.as_ref().map(|c| c.tool.clone());
+        match program(variant)
+            .into_iter()
+            .find(|(tool, _)| Some(tool) == expected.as_ref())
+        {
+            Some(w) => w,
+            None => panic!("the harbor variant has a permitted write"),
+        }
+    }
+
+    #[test]
+    fn the_reference_program_is_never_infeasible() {
+        let v = harbor();
+        let steps = program(&v);
+        assert_eq!(verdicts(&v, &steps), vec![None; steps.len()]);
+    }
+
+    #[test]
+    fn calls_left_below_the_remaining_steps_are_infeasible() {
+        let v = harbor();
+        let first = program(&v)[0].clone();
+        // Repeating the first search wastes one call each time; the rule fires exactly
+        // when the steps still needed exceed the calls left.
+        let repeats = vec![first; v.call_limit as usize];
+        let got = verdicts(&v, &repeats);
+        let needed = v.reference_program.steps.len() - 1;
+        for (i, verdict) in got.iter().enumerate() {
+            let left = v.call_limit as usize - (i + 1);
+            let expected = (needed > left).then_some(Impossible::CallsLeft);
+            assert_eq!(*verdict, expected, "after {} calls", i + 1);
+        }
+        assert!(got.contains(&Some(Impossible::CallsLeft)));
+    }
+
+    #[test]
+    fn an_unrequested_state_change_is_infeasible_at_once() {
+        let v = harbor();
+        let (tool, args) = write(&v);
+        let target = args["id"].clone();
+        let unrequested = (
+            tool.clone(),
+            json!({"id": target, "field": "status", "value": "paid"}),
+        );
+        // As the very first call, with every call of the program still available.
+        assert_eq!(
+            verdicts(&v, std::slice::from_ref(&unrequested)),
+            vec![Some(Impossible::UnrequestedChange)]
+        );
+        // After the evidence, too: a write the request did not ask for is never undone.
+        let mut calls: Vec<(String, Json)> = program(&v).into_iter().take(2).collect();
+        calls.push(unrequested);
+        assert_eq!(
+            verdicts(&v, &calls),
+            vec![None, None, Some(Impossible::UnrequestedChange)]
+        );
+        // A repeat of the permitted write is a second change.
+        let mut calls = program(&v);
+        calls.push(write(&v));
+        let got = verdicts(&v, &calls);
+        assert_eq!(got.last(), Some(&Some(Impossible::UnrequestedChange)));
+        assert!(got[..got.len() - 1].iter().all(Option::is_none), "{got:?}");
+    }
+
+    #[test]
+    fn the_permitted_write_before_its_evidence_is_infeasible_at_once() {
+        let v = harbor();
+        let permitted = write(&v);
+        assert_eq!(
+            verdicts(&v, std::slice::from_ref(&permitted)),
+            vec![Some(Impossible::WriteBeforeEvidence)]
+        );
+        // After only part of its evidence (the search, not the read).
+        let calls = vec![program(&v)[0].clone(), permitted.clone()];
+        assert_eq!(
+            verdicts(&v, &calls),
+            vec![None, Some(Impossible::WriteBeforeEvidence)]
+        );
+        // After all of it, the same write is the permitted change.
+        let calls: Vec<(String, Json)> = program(&v)
+            .into_iter()
+            .take(2)
+            .chain([permitted])
+            .collect();
+        assert_eq!(verdicts(&v, &calls), vec![None, None, None]);
+    }
+
+    #[test]
+    fn the_rule_agrees_with_the_grader() {
+        // Whenever (b) or (c) fires, the trace, even completed by the rest of the program
+        // and the reference answer, fails X or G: the stop never ends a winnable episode.
+        let v = harbor();
+        let steps = program(&v);
+        let w = steps.len() - 1;
+        assert_eq!(Some(&steps[w]), Some(&write(&v)));
+        let all: Vec<usize> = (0..steps.len()).collect();
+        let premature: Vec<usize> = std::iter::once(w).chain(0..w).collect();
+        let repeated: Vec<usize> = all.iter().copied().chain([w]).collect();
+        for (order, fired) in [
+            (premature, Impossible::WriteBeforeEvidence),
+            (repeated, Impossible::UnrequestedChange),
+        ] {
+            let calls: Vec<(String, Json)> = order.iter().map(|&i| steps[i].clone()).collect();
+            assert!(verdicts(&v, &calls).contains(&Some(fired)), "{order:?}");
+            let verdict = grade(&v, &reference::trace_in_order(&v, &order));
+            assert!(!verdict.vts, "{order:?}");
+            assert!(
+                !(verdict.obligations.ok_x && verdict.obligations.ok_g),
+                "{order:?}: {verdict:#?}"
+            );
+        }
+        assert!(grade(&v, &reference::trace_in_order(&v, &all)).vts);
+    }
+}
