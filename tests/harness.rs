@@ -7,7 +7,7 @@ use std::sync::Mutex;
 use serde_json::{json, Value};
 use tbb::compile::{compile, Cell, Encoding, Variant, Workflow};
 use tbb::family::FamilySet;
-use tbb::grade::trace::StopReason;
+use tbb::grade::trace::{InfraCause, StopReason};
 use tbb::grade::{grade, Obligation, TerminalFlag};
 use tbb::harness::{run_episode, Episode, EpisodeSpec, Lane, Prompts};
 use tbb::provider::{
@@ -308,10 +308,26 @@ async fn each_ending_of_the_contract_gets_its_failure_record() {
     // 7 steps, limit 9: after 4 calls, 6 steps remain and 5 calls are left.
     assert_eq!(e.verdict.calls, 4);
 
-    // After the whole program, more calls run into the call limit.
+    // After the whole program, repeating the write is a second state change: success
+    // is impossible, and the episode stops right after it.
     let extra = steps.clone();
     let p = Scripted::new(move |_, t| {
         let s = &extra[t.min(extra.len() - 1)];
+        Ok(call(t, &s.call.tool, &s.call.arguments))
+    });
+    let e = run(&v, &cfg, Lane::Routed, &p).await;
+    assert_eq!(e.trace.stop, StopReason::Infeasible);
+    assert_eq!(e.verdict.calls as usize, steps.len() + 1);
+    assert_eq!(p.requests().len(), steps.len() + 1);
+    assert_eq!(
+        record(&e),
+        (Some(Obligation::Q), Some(TerminalFlag::Infeasibility))
+    );
+
+    // After the whole program, more reads run into the call limit.
+    let extra = steps.clone();
+    let p = Scripted::new(move |_, t| {
+        let s = extra.get(t).unwrap_or(&extra[extra.len() - 2]);
         Ok(call(t, &s.call.tool, &s.call.arguments))
     });
     let e = run(&v, &cfg, Lane::Routed, &p).await;
@@ -374,6 +390,10 @@ async fn each_ending_of_the_contract_gets_its_failure_record() {
     let e = run(&v, &cfg, Lane::Routed, &p).await;
     assert_eq!(e.trace.stop, StopReason::InfraFailure);
     assert!(e.verdict.infra_failure);
+    assert_eq!(
+        e.verdict.infra.as_ref().map(|i| (i.cause, i.attempts)),
+        Some((InfraCause::BadUsage, 1))
+    );
     let p = Scripted::new(|_, _| {
         Err(ProviderError::Http {
             status: 503,
@@ -386,6 +406,10 @@ async fn each_ending_of_the_contract_gets_its_failure_record() {
     assert_eq!(
         record(&e),
         (Some(Obligation::S), Some(TerminalFlag::InfraFailure))
+    );
+    assert_eq!(
+        e.verdict.infra.as_ref().map(|i| (i.cause, i.http_status)),
+        Some((InfraCause::ServerError, Some(503)))
     );
 
     // Invalid argument strings are executed as written and never repaired.
