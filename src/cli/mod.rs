@@ -191,8 +191,8 @@ pub enum CliError {
     #[diagnostic(
         code(tbb::cli::disabled),
         help(
-            "a disabled configuration is usually a paid route: pass --allow-disabled to run \
-             it anyway, or set `enabled = true` for it in the catalogue"
+            "pass --allow-disabled to run it anyway (a disabled configuration is usually \
+             a paid route), or set `enabled = true` for it in the catalogue"
         )
     )]
     Disabled {
