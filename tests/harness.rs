@@ -618,3 +618,54 @@ fn the_episode_key_ignores_concurrency_but_not_the_configuration() {
     assert_ne!(key(""), key("profile = { omit = [\"seed\"] }"));
     assert_ne!(key(""), key("timeout_ms = 1000"));
 }
+
+#[tokio::test]
+async fn rows_record_the_sampling_fields_each_episode_sent() {
+    let v = variant(HARBOR, Cell::new(8, Workflow::High, Encoding::Raw));
+    let answer = tbb::grade::reference::reference_trace(&v)
+        .final_answer
+        .expect("the reference answers");
+    // The simulated panel sends nothing over a wire: its row shows what its
+    // configuration would send (every field, the profile omitting none).
+    let catalogue = tbb::provider::Catalogue::load(&root().join("manifests/configurations.toml"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let sim = catalogue
+        .get("sim-dunlin-max")
+        .expect("the simulated configuration");
+    let provider = tbb::provider::build(sim).unwrap_or_else(|e| panic!("{e}"));
+    let e = run(&v, sim, Lane::Routed, provider.as_ref()).await;
+    let spec = EpisodeSpec::frozen(&v, sim);
+    let row = e.row("s", "none", &spec, "t", "n");
+    let first = &e.transcript.wire_sampling;
+    assert_eq!(
+        (
+            row.sent_temperature,
+            row.sent_seed.is_some(),
+            row.sent_parallel_tool_calls
+        ),
+        (Some(sim.profile.temperature), true, Some(false)),
+        "{first:?}"
+    );
+    // A profile's omissions show as nulls.
+    for (omit, expected) in [
+        ("[]", (true, true, true)),
+        ("[\"temperature\"]", (false, true, true)),
+        ("[\"seed\", \"parallel_tool_calls\"]", (true, false, false)),
+    ] {
+        let cfg = config(&format!("profile = {{ omit = {omit} }}"));
+        let reply = answer.clone();
+        let p = Scripted::new(move |_, _| Ok(text(&reply, Finish::Stop)));
+        let e = run(&v, &cfg, Lane::Routed, &p).await;
+        let row = e.row("s", "none", &EpisodeSpec::frozen(&v, &cfg), "t", "n");
+        assert_eq!(
+            (
+                row.sent_temperature.is_some(),
+                row.sent_seed.is_some(),
+                row.sent_parallel_tool_calls.is_some()
+            ),
+            expected,
+            "{omit}"
+        );
+        assert_eq!(row.sent_seed, p.requests()[0].sampling.seed);
+    }
+}

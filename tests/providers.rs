@@ -1315,6 +1315,13 @@ mod episodes {
                 path.display()
             );
         }
+        // What a regrade reads: the stored transcript rebuilds the trace, cause and
+        // violations included.
+        assert_eq!(
+            episode.transcript.trace(&episode.blobs, variant()).as_ref(),
+            Some(&episode.trace),
+            "{proto:?}: the transcript rebuilds the trace"
+        );
         // The row of the stored table, read back: its flag and cause columns agree.
         let batch = tbb::store::tables::episodes(std::slice::from_ref(&row)).expect("table");
         assert_eq!(batch.num_rows(), 1);
