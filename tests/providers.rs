@@ -1643,6 +1643,24 @@ mod episodes {
         };
         let run = episode_with(proto, &config).await;
         assert_infra(proto, &run, "timeout", None, 2);
+        // A 500, then a timeout: the cause is the final one, the status the last seen.
+        let late = proto.body(
+            Some("late"),
+            &[],
+            proto.stop_reason(Finish::Stop),
+            Some((10, 5, 0)),
+        );
+        let server = Loopback::replies(vec![
+            Reply::raw(500, "application/json", "{\"error\": \"internal\"}"),
+            Reply::json(late).after(Duration::from_secs(1)),
+        ])
+        .await;
+        let config = Configuration {
+            timeout_ms: 150,
+            ..episode_config(proto, &server, "")
+        };
+        let run = episode_with(proto, &config).await;
+        assert_infra(proto, &run, "timeout", Some(500), 2);
     }
 
     async fn refused_connections_are_infrastructure_failures(proto: Proto) {

@@ -74,8 +74,9 @@ pub enum InfraCause {
 pub struct InfraFailure {
     /// The cause.
     pub cause: InfraCause,
-    /// The HTTP status of the last response received for the failing request; `None`
-    /// when no response came (timeouts, transport errors) or there is no HTTP (sim).
+    /// The HTTP status of the last response received for the failing request, over all
+    /// its attempts (a 500 then a timeout gives 500); `None` when no attempt got a
+    /// response (timeouts, transport errors) or there is no HTTP (sim).
     pub http_status: Option<u16>,
     /// Attempts made for the failing request, retries included.
     pub attempts: u32,

@@ -299,9 +299,14 @@ fn finish_reason(f: Finish) -> FinishReason {
     }
 }
 
-/// What an error that ended a request amounts to: its cause, the last HTTP status seen
-/// and the attempts made (`attempts` unless retries ran out, which say how many).
-pub fn infra_failure(error: &ProviderError, attempts: u32) -> InfraFailure {
+/// What an error that ended a request amounts to: its cause (from the final error), the
+/// last HTTP status seen over all attempts (`last_status`, else the final error's) and
+/// the attempts made (`attempts` unless retries ran out, which say how many).
+pub fn infra_failure(
+    error: &ProviderError,
+    attempts: u32,
+    last_status: Option<u16>,
+) -> InfraFailure {
     let (last, attempts) = match error {
         ProviderError::Exhausted { attempts, last } => (last.as_ref(), *attempts),
         other => (other, attempts),
@@ -326,7 +331,7 @@ pub fn infra_failure(error: &ProviderError, attempts: u32) -> InfraFailure {
     };
     InfraFailure {
         cause,
-        http_status,
+        http_status: last_status.or(http_status),
         attempts,
         message: error.to_string(),
     }
@@ -477,7 +482,7 @@ pub async fn run_episode(
                         error: error.to_string(),
                         attempts: outcome.attempts,
                     });
-                    infra = Some(infra_failure(&error, outcome.attempts));
+                    infra = Some(infra_failure(&error, outcome.attempts, outcome.last_status));
                     break StopReason::InfraFailure;
                 }
             };

@@ -116,6 +116,16 @@ pub enum ProviderError {
 }
 
 impl ProviderError {
+    /// The HTTP status the error came with, if a response came at all.
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            ProviderError::Http { status, .. } => Some(*status),
+            ProviderError::Decode { status, .. } => *status,
+            ProviderError::Exhausted { last, .. } => last.status(),
+            _ => None,
+        }
+    }
+
     /// A `Decode` error that knows no status yet gets `status`; others are unchanged.
     pub(crate) fn at_status(self, status: u16) -> ProviderError {
         match self {
