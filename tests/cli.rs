@@ -1220,7 +1220,10 @@ fn manifest_check_resolves_the_capacity_factorial_and_applies_overrides() {
 
 /// A loopback HTTP server on 127.0.0.1 answering every request with `status` and a
 /// JSON `body`, counting the requests; it lives until the test process ends.
-fn loopback(status: u16, body: &'static str) -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+fn loopback(
+    status: u16,
+    body: &'static str,
+) -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
     use std::sync::atomic::{AtomicUsize, Ordering};
     let hits = std::sync::Arc::new(AtomicUsize::new(0));
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
@@ -1291,13 +1294,19 @@ fn run_episode_refuses_a_disabled_configuration_without_allow_disabled() {
         stderr.contains("`loopback-openai` is disabled") && stderr.contains("--allow-disabled"),
         "{stderr}"
     );
-    assert_eq!(hits.load(std::sync::atomic::Ordering::SeqCst), 0, "nothing was sent");
-    // The repository's own paid routes, too, before any key is looked for.
-    let stderr = failure_of(
-        tbb()
-            .env_remove("OPENAI_API_KEY")
-            .args(["run-episode", "--config", "openai-gpt-4.1-mini", "--family", HARBOR]),
+    assert_eq!(
+        hits.load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "nothing was sent"
     );
+    // The repository's own paid routes, too, before any key is looked for.
+    let stderr = failure_of(tbb().env_remove("OPENAI_API_KEY").args([
+        "run-episode",
+        "--config",
+        "openai-gpt-4.1-mini",
+        "--family",
+        HARBOR,
+    ]));
     assert!(stderr.contains("--allow-disabled"), "{stderr}");
 }
 
@@ -1312,7 +1321,11 @@ fn run_episode_prints_the_cause_of_an_infrastructure_failure() {
         .args(["raw", "--allow-disabled", "--json"])
         .output()
         .expect("tbb runs");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let json: Value = serde_json::from_slice(&out.stdout).expect("JSON");
     assert_eq!(json["stop"], "infra_failure");
     assert_eq!(json["verdict"]["terminal_flag"], "infra_failure");
@@ -1330,7 +1343,11 @@ fn run_episode_prints_the_cause_of_an_infrastructure_failure() {
         .output()
         .expect("tbb runs");
     let text = String::from_utf8_lossy(&human.stdout);
-    assert!(human.status.success(), "{}", String::from_utf8_lossy(&human.stderr));
+    assert!(
+        human.status.success(),
+        "{}",
+        String::from_utf8_lossy(&human.stderr)
+    );
     assert!(
         text.contains("infrastructure failure: auth (last HTTP status 401, 1 attempt)"),
         "{text}"

@@ -1444,7 +1444,11 @@ mod episodes {
             "{proto:?}"
         );
         assert!(row.sent_temperature.is_some(), "{proto:?}");
-        assert_eq!(row.sent_seed.is_some(), proto != Proto::Anthropic, "{proto:?}");
+        assert_eq!(
+            row.sent_seed.is_some(),
+            proto != Proto::Anthropic,
+            "{proto:?}"
+        );
         assert_eq!(
             row.sent_parallel_tool_calls,
             (proto != Proto::Gemini).then_some(false),
@@ -1576,7 +1580,11 @@ mod episodes {
             "{proto:?}"
         );
         assert_eq!(episode.trace.stop, StopReason::InfraFailure);
-        let infra = episode.trace.infra.as_ref().expect("the trace records the cause");
+        let infra = episode
+            .trace
+            .infra
+            .as_ref()
+            .expect("the trace records the cause");
         assert_eq!(Some(infra), v.infra.as_ref());
         assert!(!infra.message.is_empty() && !infra.message.contains(KEY));
         assert_eq!(
@@ -1696,7 +1704,12 @@ mod episodes {
         let server = Loopback::replies(vec![Reply::raw(200, "text/html", page)]).await;
         let run = episode_with(proto, &episode_config(proto, &server, "")).await;
         assert_infra(proto, &run, "bad_body", Some(200), 1);
-        assert!(run.0.verdict.infra.as_ref().is_some_and(|i| i.message.contains("DOCTYPE")));
+        assert!(run
+            .0
+            .verdict
+            .infra
+            .as_ref()
+            .is_some_and(|i| i.message.contains("DOCTYPE")));
         // JSON, but not the protocol's.
         let server = Loopback::replies(vec![Reply::json(json!({"status": "ok"}))]).await;
         let run = episode_with(proto, &episode_config(proto, &server, "")).await;
@@ -1763,7 +1776,10 @@ mod episodes {
             // its cause, whatever tokens it shows.
             assert!(!row.vts && row.infra_failure, "{field} = {value}");
             let message = &episode.verdict.infra.as_ref().expect("infra").message;
-            assert!(message.contains(field), "{proto:?}: {field} = {value}: {message}");
+            assert!(
+                message.contains(field),
+                "{proto:?}: {field} = {value}: {message}"
+            );
         }
     }
 
@@ -1797,7 +1813,11 @@ mod episodes {
         let server = Loopback::replies(vec![Reply::json(body)]).await;
         let (episode, row) = episode_with(proto, &episode_config(proto, &server, "")).await;
         let v = &episode.verdict;
-        assert_eq!(episode.trace.stop, StopReason::ProtocolViolation, "{proto:?}");
+        assert_eq!(
+            episode.trace.stop,
+            StopReason::ProtocolViolation,
+            "{proto:?}"
+        );
         assert_eq!(
             (v.first_unmet, v.terminal_flag),
             (Some(Obligation::S), Some(TerminalFlag::ContractBreak)),

@@ -216,7 +216,11 @@ pub fn exec(cli: &Cli, args: &RunEpisodeArgs) -> Result<()> {
             infra.message
         );
     }
-    if let Some(violation) = t.turns.iter().find_map(|turn| turn.response.violation.as_ref()) {
+    if let Some(violation) = t
+        .turns
+        .iter()
+        .find_map(|turn| turn.response.violation.as_ref())
+    {
         say!("protocol violation by the model: {violation}");
     }
     if let (Some(o), Some(f)) = (v.first_unmet, v.terminal_flag) {

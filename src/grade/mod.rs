@@ -683,11 +683,8 @@ mod tests {
             vec![None, Some(Impossible::WriteBeforeEvidence)]
         );
         // After all of it, the same write is the permitted change.
-        let calls: Vec<(String, Json)> = program(&v)
-            .into_iter()
-            .take(2)
-            .chain([permitted])
-            .collect();
+        let calls: Vec<(String, Json)> =
+            program(&v).into_iter().take(2).chain([permitted]).collect();
         assert_eq!(verdicts(&v, &calls), vec![None, None, None]);
     }
 

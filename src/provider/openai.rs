@@ -519,19 +519,35 @@ mod tests {
 
     #[test]
     fn usage_that_is_not_counts_is_no_usage_with_a_reason() {
-        let body = |usage: Json| {
-            json!({"choices": [{"message": {"content": "ok"}, "finish_reason": "stop"}], "usage": usage})
-        };
+        let body = |usage: Json| json!({"choices": [{"message": {"content": "ok"}, "finish_reason": "stop"}], "usage": usage});
         for (usage, field) in [
-            (json!({"prompt_tokens": -5, "completion_tokens": 1}), "prompt_tokens"),
-            (json!({"prompt_tokens": 9_007_199_254_740_993_u64, "completion_tokens": 1}), "prompt_tokens"),
-            (json!({"prompt_tokens": 10, "completion_tokens": 12.5}), "completion_tokens"),
-            (json!({"prompt_tokens": 10, "completion_tokens": "12"}), "completion_tokens"),
+            (
+                json!({"prompt_tokens": -5, "completion_tokens": 1}),
+                "prompt_tokens",
+            ),
+            (
+                json!({"prompt_tokens": 9_007_199_254_740_993_u64, "completion_tokens": 1}),
+                "prompt_tokens",
+            ),
+            (
+                json!({"prompt_tokens": 10, "completion_tokens": 12.5}),
+                "completion_tokens",
+            ),
+            (
+                json!({"prompt_tokens": 10, "completion_tokens": "12"}),
+                "completion_tokens",
+            ),
             (json!({"prompt_tokens": 10}), "completion_tokens"),
-            (json!({"prompt_tokens": 10, "completion_tokens": 1,
-                    "completion_tokens_details": {"reasoning_tokens": -1}}), "reasoning_tokens"),
-            (json!({"prompt_tokens": 10, "completion_tokens": 1,
-                    "prompt_tokens_details": {"cached_tokens": 0.5}}), "cached_tokens"),
+            (
+                json!({"prompt_tokens": 10, "completion_tokens": 1,
+                    "completion_tokens_details": {"reasoning_tokens": -1}}),
+                "reasoning_tokens",
+            ),
+            (
+                json!({"prompt_tokens": 10, "completion_tokens": 1,
+                    "prompt_tokens_details": {"cached_tokens": 0.5}}),
+                "cached_tokens",
+            ),
         ] {
             let r = parse_response(body(usage.clone())).expect("parse");
             assert_eq!(r.usage, None, "{usage}");
@@ -555,7 +571,10 @@ mod tests {
             json!({"choices": []}),
             json!({"error": {"message": "overloaded"}}),
         ] {
-            assert!(matches!(parse_response(raw), Err(ProviderError::Decode { .. })));
+            assert!(matches!(
+                parse_response(raw),
+                Err(ProviderError::Decode { .. })
+            ));
         }
     }
 }

@@ -166,9 +166,12 @@ mod tests {
             Duration::from_millis(250)
         );
         assert_eq!(classify(&limited), Some(Retryable::RateLimited));
-        assert_eq!(classify(&ProviderError::Decode {
+        assert_eq!(
+            classify(&ProviderError::Decode {
                 status: Some(200),
                 message: "<html>".into()
-            }), None);
+            }),
+            None
+        );
     }
 }

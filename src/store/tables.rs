@@ -202,10 +202,7 @@ pub fn episodes(rows: &[EpisodeRow]) -> Result<RecordBatch, StoreError> {
             rows.iter().map(|r| r.infra_http_status),
         )
         .u32_opt("infra_attempts", rows.iter().map(|r| r.infra_attempts))
-        .f64_opt(
-            "sent_temperature",
-            rows.iter().map(|r| r.sent_temperature),
-        )
+        .f64_opt("sent_temperature", rows.iter().map(|r| r.sent_temperature))
         .u64_opt("sent_seed", rows.iter().map(|r| r.sent_seed))
         .bool_opt(
             "sent_parallel_tool_calls",
