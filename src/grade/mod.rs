@@ -544,7 +544,7 @@ fn classify_changes(
                 && expected.args.iter().all(|(k, v)| c.args.get(k) == Some(v));
             if !same {
                 ChangeKind::Other
-            } else if !ready_after.is_some_and(|r| c.call >= r) {
+            } else if ready_after.is_none_or(|r| c.call < r) {
                 ChangeKind::Premature
             } else if seen {
                 ChangeKind::Other
