@@ -26,7 +26,8 @@
 //! - G: no other state change happened (a repeat of the permitted one counts).
 //! - B: reported tokens within the episode budget and executed calls within the limit.
 //! - C: the episode ended with an answer in a response that stopped normally, within
-//!   the turn limit, with at most one tool call per response and a trace that replays.
+//!   the turn limit, with at most one tool call per response, no response that broke
+//!   the wire protocol, and a trace that replays.
 //!
 //! Terminal flags, by precedence: infrastructure failure (the harness, not the model,
 //! ended the episode: a request failed after retries or a response came without valid
@@ -291,7 +292,11 @@ pub fn grade_with_budget(variant: &Variant, trace: &Trace, episode_budget: u64) 
         .last()
         .is_some_and(|t| t.response.finish_reason == FinishReason::Stop);
     let over_turns = trace.stop == StopReason::TurnLimit || requests > limits.turn_limit;
+    // A response that broke the wire protocol ends the episode in the harness; a trace
+    // that records one and goes on is held to C all the same.
+    let violated = trace.turns.iter().any(|t| t.response.violation.is_some());
     let ok_c = trace.stop == StopReason::Answer
+        && !violated
         && trace.final_answer.is_some()
         && last_stopped
         && !truncated
@@ -686,6 +691,17 @@ mod tests {
         let calls: Vec<(String, Json)> =
             program(&v).into_iter().take(2).chain([permitted]).collect();
         assert_eq!(verdicts(&v, &calls), vec![None, None, None]);
+    }
+
+    #[test]
+    fn a_recorded_protocol_violation_fails_c() {
+        let v = harbor();
+        let mut t = reference::reference_trace(&v);
+        assert!(grade(&v, &t).vts);
+        t.turns[0].response.violation = Some("`arguments` is a JSON object".into());
+        let verdict = grade(&v, &t);
+        assert!(!verdict.obligations.ok_c && !verdict.vts);
+        assert_eq!(verdict.terminal_flag, Some(TerminalFlag::ContractBreak));
     }
 
     #[test]
