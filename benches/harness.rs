@@ -50,6 +50,9 @@ impl Provider for Replay {
                 finish: Finish::ToolCalls,
                 finish_raw: "tool_calls".into(),
                 usage,
+                usage_error: None,
+                violation: None,
+                http_status: None,
                 raw: json!({}),
             },
             None => ChatResponse {
@@ -58,6 +61,9 @@ impl Provider for Replay {
                 finish: Finish::Stop,
                 finish_raw: "stop".into(),
                 usage,
+                usage_error: None,
+                violation: None,
+                http_status: None,
                 raw: json!({}),
             },
         };

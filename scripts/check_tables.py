@@ -5,7 +5,9 @@
 Checks, for every outputs/<study>/*.parquet: it reads; it carries tbb.version,
 tbb.manifest_hash, tbb.lockfile_hash and tbb.node_key in its key-value metadata;
 and the contract's tables (DESIGN.md, "Tables") hold at least their columns, with
-one episodes row per scored condition. Exits 1 naming every problem.
+one episodes row per scored condition, and an infrastructure failure exactly
+where a row has a cause (`infra_error`) and the flag `infra_failure`. Exits 1
+naming every problem.
 """
 
 import pathlib
@@ -22,7 +24,8 @@ CONTRACT = {
         ok_p ok_q ok_e ok_x ok_g ok_b ok_c first_unmet terminal_flag truncated
         truncated_before_first_call calls requests schema_exposures turns
         prompt_tokens completion_tokens reasoning_tokens total_tokens cost_usd wall_ms
-        infra_failure stop_reason transcript_ref node_key""",
+        infra_failure infra_error infra_http_status infra_attempts sent_temperature
+        sent_seed sent_parallel_tool_calls stop_reason transcript_ref node_key""",
     "contrasts": """analysis contrast cluster_unit n_units estimate_pp ci_low_pp
         ci_high_pp p_value p_holm draws seed""",
 }
@@ -52,6 +55,17 @@ def main(directory: str) -> int:
             keys = set(zip(*(table.column(c).to_pylist() for c in CONDITION)))
             if len(keys) != table.num_rows:
                 problems.append(f"{path}: {table.num_rows} rows but {len(keys)} conditions")
+            rows = zip(
+                table.column("infra_failure").to_pylist(),
+                table.column("infra_error").to_pylist(),
+                table.column("terminal_flag").to_pylist(),
+            )
+            for i, (failed, cause, flag) in enumerate(rows):
+                if failed != (cause is not None) or failed != (flag == "infra_failure"):
+                    problems.append(
+                        f"{path}: row {i} has infra_failure={failed}, "
+                        f"infra_error={cause!r}, terminal_flag={flag!r}"
+                    )
         print(f"{path.name}: {table.num_rows} rows, {table.num_columns} columns")
     for p in problems:
         print(f"problem: {p}", file=sys.stderr)

@@ -3,7 +3,8 @@
 //! family files, and snapshots of the human-facing output.
 //!
 //! Everything runs against the repository's `families/` (or a temporary copy of it);
-//! nothing touches the network.
+//! nothing touches the network beyond loopback servers on 127.0.0.1 that the tests
+//! start themselves.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -1211,4 +1212,145 @@ fn manifest_check_resolves_the_capacity_factorial_and_applies_overrides() {
         "repeats=0",
     ]));
     assert!(stderr.contains("--set repeats"), "{stderr}");
+}
+
+// ---------------------------------------------------------------------------------
+// Disabled configurations and infrastructure failures through the binary
+// ---------------------------------------------------------------------------------
+
+/// A loopback HTTP server on 127.0.0.1 answering every request with `status` and a
+/// JSON `body`, counting the requests; it lives until the test process ends.
+fn loopback(
+    status: u16,
+    body: &'static str,
+) -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let hits = std::sync::Arc::new(AtomicUsize::new(0));
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let origin = format!("http://{}", listener.local_addr().expect("address"));
+    listener.set_nonblocking(true).expect("nonblocking");
+    let counter = hits.clone();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        rt.block_on(async move {
+            let app = axum::Router::new().fallback(move || {
+                counter.fetch_add(1, Ordering::SeqCst);
+                async move {
+                    axum::http::Response::builder()
+                        .status(status)
+                        .header("content-type", "application/json")
+                        .body(axum::body::Body::from(body))
+                        .expect("response")
+                }
+            });
+            let listener = tokio::net::TcpListener::from_std(listener).expect("listener");
+            let _ = axum::serve(listener, app).await;
+        });
+    });
+    (origin, hits)
+}
+
+/// A catalogue with one disabled OpenAI-compatible configuration at `origin`.
+fn disabled_catalogue(dir: &Path, origin: &str) -> PathBuf {
+    let path = dir.join("configurations.toml");
+    let text = format!(
+        "[[configuration]]\nname = \"loopback-openai\"\norganization = \"Test\"\n\
+         provider = \"openai\"\nmodel = \"test-model\"\nbase_url = \"{origin}/v1\"\n\
+         prices = {{ input_per_mtok = 1.0, output_per_mtok = 2.0 }}\nenabled = false\n\
+         timeout_ms = 5000\n"
+    );
+    std::fs::write(&path, text).expect("write the catalogue");
+    path
+}
+
+const EPISODE: [&str; 10] = [
+    "run-episode",
+    "--config",
+    "loopback-openai",
+    "--family",
+    HARBOR,
+    "--v",
+    "8",
+    "--w",
+    "high",
+    "--d",
+];
+
+#[test]
+fn run_episode_refuses_a_disabled_configuration_without_allow_disabled() {
+    let (origin, hits) = loopback(200, "{}");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let catalogue = disabled_catalogue(dir.path(), &origin);
+    let stderr = failure_of(
+        tbb()
+            .env("TBB_CONFIGS", &catalogue)
+            .args(EPISODE)
+            .arg("raw"),
+    );
+    assert!(
+        stderr.contains("`loopback-openai` is disabled") && stderr.contains("--allow-disabled"),
+        "{stderr}"
+    );
+    assert_eq!(
+        hits.load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "nothing was sent"
+    );
+    // The repository's own paid routes, too, before any key is looked for.
+    let stderr = failure_of(tbb().env_remove("OPENAI_API_KEY").args([
+        "run-episode",
+        "--config",
+        "openai-gpt-4.1-mini",
+        "--family",
+        HARBOR,
+    ]));
+    assert!(stderr.contains("--allow-disabled"), "{stderr}");
+}
+
+#[test]
+fn run_episode_prints_the_cause_of_an_infrastructure_failure() {
+    let (origin, hits) = loopback(401, "{\"error\": {\"message\": \"invalid key\"}}");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let catalogue = disabled_catalogue(dir.path(), &origin);
+    let out = tbb()
+        .env("TBB_CONFIGS", &catalogue)
+        .args(EPISODE)
+        .args(["raw", "--allow-disabled", "--json"])
+        .output()
+        .expect("tbb runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(json["stop"], "infra_failure");
+    assert_eq!(json["verdict"]["terminal_flag"], "infra_failure");
+    assert_eq!(json["infra"]["cause"], "auth", "{json}");
+    assert_eq!(json["infra"]["http_status"], 401);
+    assert_eq!(json["infra"]["attempts"], 1);
+    assert_eq!(json["verdict"]["infra"], json["infra"]);
+    assert_eq!(json["sent"]["temperature"], 0.0, "{json}");
+    assert_eq!(json["sent"]["parallel_tool_calls"], false);
+    assert_eq!(hits.load(std::sync::atomic::Ordering::SeqCst), 1);
+    let human = tbb()
+        .env("TBB_CONFIGS", &catalogue)
+        .args(EPISODE)
+        .args(["raw", "--allow-disabled"])
+        .output()
+        .expect("tbb runs");
+    let text = String::from_utf8_lossy(&human.stdout);
+    assert!(
+        human.status.success(),
+        "{}",
+        String::from_utf8_lossy(&human.stderr)
+    );
+    assert!(
+        text.contains("infrastructure failure: auth (last HTTP status 401, 1 attempt)"),
+        "{text}"
+    );
+    assert!(text.contains("infra_failure"), "{text}");
 }

@@ -7,7 +7,7 @@ use std::sync::Mutex;
 use serde_json::{json, Value};
 use tbb::compile::{compile, Cell, Encoding, Variant, Workflow};
 use tbb::family::FamilySet;
-use tbb::grade::trace::StopReason;
+use tbb::grade::trace::{InfraCause, StopReason};
 use tbb::grade::{grade, Obligation, TerminalFlag};
 use tbb::harness::{run_episode, Episode, EpisodeSpec, Lane, Prompts};
 use tbb::provider::{
@@ -96,6 +96,9 @@ fn call(id: usize, tool: &str, args: &Value) -> ChatResponse {
         finish: Finish::ToolCalls,
         finish_raw: "tool_calls".into(),
         usage: usage(),
+        usage_error: None,
+        violation: None,
+        http_status: None,
         raw: json!({}),
     }
 }
@@ -107,6 +110,9 @@ fn text(t: &str, finish: Finish) -> ChatResponse {
         finish,
         finish_raw: format!("{finish:?}"),
         usage: usage(),
+        usage_error: None,
+        violation: None,
+        http_status: None,
         raw: json!({}),
     }
 }
@@ -302,10 +308,26 @@ async fn each_ending_of_the_contract_gets_its_failure_record() {
     // 7 steps, limit 9: after 4 calls, 6 steps remain and 5 calls are left.
     assert_eq!(e.verdict.calls, 4);
 
-    // After the whole program, more calls run into the call limit.
+    // After the whole program, repeating the write is a second state change: success
+    // is impossible, and the episode stops right after it.
     let extra = steps.clone();
     let p = Scripted::new(move |_, t| {
         let s = &extra[t.min(extra.len() - 1)];
+        Ok(call(t, &s.call.tool, &s.call.arguments))
+    });
+    let e = run(&v, &cfg, Lane::Routed, &p).await;
+    assert_eq!(e.trace.stop, StopReason::Infeasible);
+    assert_eq!(e.verdict.calls as usize, steps.len() + 1);
+    assert_eq!(p.requests().len(), steps.len() + 1);
+    assert_eq!(
+        record(&e),
+        (Some(Obligation::Q), Some(TerminalFlag::Infeasibility))
+    );
+
+    // After the whole program, more reads run into the call limit.
+    let extra = steps.clone();
+    let p = Scripted::new(move |_, t| {
+        let s = extra.get(t).unwrap_or(&extra[extra.len() - 2]);
         Ok(call(t, &s.call.tool, &s.call.arguments))
     });
     let e = run(&v, &cfg, Lane::Routed, &p).await;
@@ -368,6 +390,10 @@ async fn each_ending_of_the_contract_gets_its_failure_record() {
     let e = run(&v, &cfg, Lane::Routed, &p).await;
     assert_eq!(e.trace.stop, StopReason::InfraFailure);
     assert!(e.verdict.infra_failure);
+    assert_eq!(
+        e.verdict.infra.as_ref().map(|i| (i.cause, i.attempts)),
+        Some((InfraCause::BadUsage, 1))
+    );
     let p = Scripted::new(|_, _| {
         Err(ProviderError::Http {
             status: 503,
@@ -379,7 +405,11 @@ async fn each_ending_of_the_contract_gets_its_failure_record() {
     assert!(e.verdict.infra_failure);
     assert_eq!(
         record(&e),
-        (Some(Obligation::S), Some(TerminalFlag::ContractBreak))
+        (Some(Obligation::S), Some(TerminalFlag::InfraFailure))
+    );
+    assert_eq!(
+        e.verdict.infra.as_ref().map(|i| (i.cause, i.http_status)),
+        Some((InfraCause::ServerError, Some(503)))
     );
 
     // Invalid argument strings are executed as written and never repaired.
@@ -587,4 +617,55 @@ fn the_episode_key_ignores_concurrency_but_not_the_configuration() {
     assert_eq!(key(""), key("concurrency = 16"));
     assert_ne!(key(""), key("profile = { omit = [\"seed\"] }"));
     assert_ne!(key(""), key("timeout_ms = 1000"));
+}
+
+#[tokio::test]
+async fn rows_record_the_sampling_fields_each_episode_sent() {
+    let v = variant(HARBOR, Cell::new(8, Workflow::High, Encoding::Raw));
+    let answer = tbb::grade::reference::reference_trace(&v)
+        .final_answer
+        .expect("the reference answers");
+    // The simulated panel sends nothing over a wire: its row shows what its
+    // configuration would send (every field, the profile omitting none).
+    let catalogue = tbb::provider::Catalogue::load(&root().join("manifests/configurations.toml"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let sim = catalogue
+        .get("sim-dunlin-max")
+        .expect("the simulated configuration");
+    let provider = tbb::provider::build(sim).unwrap_or_else(|e| panic!("{e}"));
+    let e = run(&v, sim, Lane::Routed, provider.as_ref()).await;
+    let spec = EpisodeSpec::frozen(&v, sim);
+    let row = e.row("s", "none", &spec, "t", "n");
+    let first = &e.transcript.wire_sampling;
+    assert_eq!(
+        (
+            row.sent_temperature,
+            row.sent_seed.is_some(),
+            row.sent_parallel_tool_calls
+        ),
+        (Some(sim.profile.temperature), true, Some(false)),
+        "{first:?}"
+    );
+    // A profile's omissions show as nulls.
+    for (omit, expected) in [
+        ("[]", (true, true, true)),
+        ("[\"temperature\"]", (false, true, true)),
+        ("[\"seed\", \"parallel_tool_calls\"]", (true, false, false)),
+    ] {
+        let cfg = config(&format!("profile = {{ omit = {omit} }}"));
+        let reply = answer.clone();
+        let p = Scripted::new(move |_, _| Ok(text(&reply, Finish::Stop)));
+        let e = run(&v, &cfg, Lane::Routed, &p).await;
+        let row = e.row("s", "none", &EpisodeSpec::frozen(&v, &cfg), "t", "n");
+        assert_eq!(
+            (
+                row.sent_temperature.is_some(),
+                row.sent_seed.is_some(),
+                row.sent_parallel_tool_calls.is_some()
+            ),
+            expected,
+            "{omit}"
+        );
+        assert_eq!(row.sent_seed, p.requests()[0].sampling.seed);
+    }
 }

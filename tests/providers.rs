@@ -855,7 +855,7 @@ async fn html_bodies(proto: Proto) {
     }
     let server = Loopback::replies(vec![Reply::raw(200, "text/html", &page)]).await;
     match chat(proto, &server, "").await {
-        Err(ProviderError::Decode(message)) => {
+        Err(ProviderError::Decode { message, .. }) => {
             assert!(message.contains("<!DOCTYPE html>"), "{message}")
         }
         other => panic!("{proto:?}: {other:?}"),
@@ -868,7 +868,7 @@ async fn html_bodies(proto: Proto) {
     .await;
     assert!(matches!(
         chat(proto, &server, "").await,
-        Err(ProviderError::Decode(_))
+        Err(ProviderError::Decode { .. })
     ));
 }
 
@@ -1205,6 +1205,7 @@ mod episodes {
     use tbb::grade::trace::StopReason;
     use tbb::grade::{Obligation, TerminalFlag};
     use tbb::harness::{run_episode, Episode, EpisodeSpec, Prompts};
+    use tbb::store::tables::EpisodeRow;
 
     use super::*;
 
@@ -1256,8 +1257,14 @@ mod episodes {
     /// Runs one episode of the harbor variant against `server`, writes everything it
     /// produced to a temporary directory and checks that the key is nowhere in it.
     async fn episode(proto: Proto, server: &Loopback, extra: &str) -> Episode {
-        let prompts = Prompts::load(&root().join("prompts")).expect("prompts load");
-        let config = Configuration {
+        episode_with(proto, &episode_config(proto, server, extra))
+            .await
+            .0
+    }
+
+    /// The configuration [`episode`] runs: two attempts, short back-off.
+    fn episode_config(proto: Proto, server: &Loopback, extra: &str) -> Configuration {
+        Configuration {
             retry: tbb::provider::config::RetryPolicy {
                 max_attempts: 2,
                 base_delay_ms: 5,
@@ -1265,10 +1272,17 @@ mod episodes {
                 ..proto.config(server, extra).retry
             },
             ..proto.config(server, extra)
-        };
-        let provider = proto.provider(&config);
-        let spec = EpisodeSpec::frozen(variant(), &config);
+        }
+    }
+
+    /// Runs one episode with `config`, checks that the key is in nothing it produced,
+    /// and returns it with the episodes-table row a study would store for it.
+    async fn episode_with(proto: Proto, config: &Configuration) -> (Episode, EpisodeRow) {
+        let prompts = Prompts::load(&root().join("prompts")).expect("prompts load");
+        let provider = proto.provider(config);
+        let spec = EpisodeSpec::frozen(variant(), config);
         let episode = run_episode(provider.as_ref(), &spec, &prompts, None).await;
+        let row = episode.row("loopback", "none", &spec, "transcript", "node");
         let dir = tempfile::tempdir().expect("temporary directory");
         let files = [
             (
@@ -1301,7 +1315,23 @@ mod episodes {
                 path.display()
             );
         }
-        episode
+        // What a regrade reads: the stored transcript rebuilds the trace, cause and
+        // violations included.
+        assert_eq!(
+            episode.transcript.trace(&episode.blobs, variant()).as_ref(),
+            Some(&episode.trace),
+            "{proto:?}: the transcript rebuilds the trace"
+        );
+        // The row of the stored table, read back: its flag and cause columns agree.
+        let batch = tbb::store::tables::episodes(std::slice::from_ref(&row)).expect("table");
+        assert_eq!(batch.num_rows(), 1);
+        assert_eq!(
+            row.infra_failure,
+            row.terminal_flag.as_deref() == Some("infra_failure"),
+            "{proto:?}: {row:?}"
+        );
+        assert_eq!(row.infra_failure, row.infra_error.is_some(), "{row:?}");
+        (episode, row)
     }
 
     async fn follows_the_reference_program(proto: Proto) {
@@ -1332,9 +1362,13 @@ mod episodes {
             Reply::json(body)
         })
         .await;
-        let episode = episode(proto, &server, "").await;
+        let (episode, row) = episode_with(proto, &episode_config(proto, &server, "")).await;
         let v = &episode.verdict;
         assert!(v.vts, "{proto:?}: {v:#?}");
+        assert_eq!(
+            (&row.infra_error, row.infra_http_status, row.infra_attempts),
+            (&None, None, None)
+        );
         assert_eq!((v.first_unmet, v.terminal_flag), (None, None));
         assert_eq!(episode.trace.stop, StopReason::Answer);
         assert_eq!(v.calls as usize, calls.len());
@@ -1388,8 +1422,38 @@ mod episodes {
             raw.as_ref().map(|r| r["service_note"].clone()),
             Some(json!("authorized with [redacted]"))
         );
-        // The contract's fields, as this protocol carries them.
+        // The contract's fields, as this protocol carries them, and the row records
+        // exactly what the wire body carried.
         let first = received[0].json();
+        let carried = if proto == Proto::Gemini {
+            &first["generationConfig"]
+        } else {
+            &first
+        };
+        assert_eq!(row.sent_temperature, carried["temperature"].as_f64());
+        assert_eq!(row.sent_seed, carried["seed"].as_u64());
+        assert_eq!(
+            row.sent_parallel_tool_calls,
+            match proto {
+                Proto::OpenAi => first["parallel_tool_calls"].as_bool(),
+                Proto::Anthropic => first["tool_choice"]["disable_parallel_tool_use"]
+                    .as_bool()
+                    .map(|disable| !disable),
+                Proto::Gemini => None,
+            },
+            "{proto:?}"
+        );
+        assert!(row.sent_temperature.is_some(), "{proto:?}");
+        assert_eq!(
+            row.sent_seed.is_some(),
+            proto != Proto::Anthropic,
+            "{proto:?}"
+        );
+        assert_eq!(
+            row.sent_parallel_tool_calls,
+            (proto != Proto::Gemini).then_some(false),
+            "{proto:?}"
+        );
         match proto {
             Proto::OpenAi => {
                 assert_eq!(first["parallel_tool_calls"], false);
@@ -1421,13 +1485,23 @@ mod episodes {
             ))
         })
         .await;
-        let episode = episode(
+        let config = episode_config(
             proto,
             &server,
-            "profile = { omit = [\"temperature\", \"seed\"] }",
-        )
-        .await;
-        assert_eq!(episode.omitted.len(), 2);
+            "profile = { omit = [\"temperature\", \"seed\", \"parallel_tool_calls\"] }",
+        );
+        let (episode, row) = episode_with(proto, &config).await;
+        assert_eq!(episode.omitted.len(), 3);
+        // The row shows the omissions: nothing of the three was sent.
+        assert_eq!(
+            (
+                row.sent_temperature,
+                row.sent_seed,
+                row.sent_parallel_tool_calls
+            ),
+            (None, None, None),
+            "{proto:?}"
+        );
         let sent = server.received()[0].json();
         let sampling = if proto == Proto::Gemini {
             &sent["generationConfig"]
@@ -1489,18 +1563,58 @@ mod episodes {
         assert_eq!(v.calls, 0, "neither call is executed");
     }
 
-    async fn exhausted_server_errors_are_infrastructure_failures(proto: Proto) {
-        let echo = format!("{{\"error\": \"internal\", \"key\": \"{KEY}\"}}");
-        let server = Loopback::replies(vec![Reply::raw(500, "application/json", &echo)]).await;
-        let episode = episode(proto, &server, "").await;
+    /// Asserts an infrastructure failure with this cause, last status and attempts, in
+    /// the verdict, the trace and the row; and that the row counts as a failure.
+    fn assert_infra(
+        proto: Proto,
+        (episode, row): &(Episode, EpisodeRow),
+        cause: &str,
+        status: Option<u32>,
+        attempts: u32,
+    ) {
         let v = &episode.verdict;
         assert!(v.infra_failure && !v.vts, "{proto:?}: {v:#?}");
         assert_eq!(
             (v.first_unmet, v.terminal_flag),
-            (Some(Obligation::S), Some(TerminalFlag::ContractBreak)),
+            (Some(Obligation::S), Some(TerminalFlag::InfraFailure)),
             "{proto:?}"
         );
         assert_eq!(episode.trace.stop, StopReason::InfraFailure);
+        let infra = episode
+            .trace
+            .infra
+            .as_ref()
+            .expect("the trace records the cause");
+        assert_eq!(Some(infra), v.infra.as_ref());
+        assert!(!infra.message.is_empty() && !infra.message.contains(KEY));
+        assert_eq!(
+            (
+                row.terminal_flag.as_deref(),
+                row.stop_reason.as_str(),
+                row.vts,
+                row.infra_failure
+            ),
+            (Some("infra_failure"), "infra_failure", false, true),
+            "{proto:?}"
+        );
+        assert_eq!(
+            (
+                row.infra_error.as_deref(),
+                row.infra_http_status,
+                row.infra_attempts
+            ),
+            (Some(cause), status, Some(attempts)),
+            "{proto:?}: {}",
+            infra.message
+        );
+    }
+
+    async fn exhausted_server_errors_are_infrastructure_failures(proto: Proto) {
+        let echo = format!("{{\"error\": \"internal\", \"key\": \"{KEY}\"}}");
+        let server = Loopback::replies(vec![Reply::raw(500, "application/json", &echo)]).await;
+        let run = episode_with(proto, &episode_config(proto, &server, "")).await;
+        assert_infra(proto, &run, "server_error", Some(500), 2);
+        let episode = run.0;
         assert_eq!(episode.attempts, 2);
         assert_eq!(server.received().len(), 2);
         let transcript = serde_json::to_string(&episode.transcript).expect("transcript serializes");
@@ -1510,30 +1624,281 @@ mod episodes {
         );
     }
 
-    async fn missing_usage_is_an_infrastructure_failure(proto: Proto) {
+    async fn exhausted_rate_limits_are_infrastructure_failures(proto: Proto) {
+        let server = Loopback::replies(vec![Reply::raw(
+            429,
+            "application/json",
+            "{\"error\": {\"message\": \"slow down\"}}",
+        )
+        .header("retry-after", "0")])
+        .await;
+        let run = episode_with(proto, &episode_config(proto, &server, "")).await;
+        assert_infra(proto, &run, "rate_limited", Some(429), 2);
+        assert_eq!(server.received().len(), 2);
+    }
+
+    async fn timeouts_are_infrastructure_failures(proto: Proto) {
+        let body = proto.body(
+            Some("late"),
+            &[],
+            proto.stop_reason(Finish::Stop),
+            Some((10, 5, 0)),
+        );
+        let server = Loopback::replies(vec![Reply::json(body).after(Duration::from_secs(1))]).await;
+        let config = Configuration {
+            timeout_ms: 150,
+            ..episode_config(proto, &server, "")
+        };
+        let run = episode_with(proto, &config).await;
+        assert_infra(proto, &run, "timeout", None, 2);
+        // A 500, then a timeout: the cause is the final one, the status the last seen.
+        let late = proto.body(
+            Some("late"),
+            &[],
+            proto.stop_reason(Finish::Stop),
+            Some((10, 5, 0)),
+        );
+        let server = Loopback::replies(vec![
+            Reply::raw(500, "application/json", "{\"error\": \"internal\"}"),
+            Reply::json(late).after(Duration::from_secs(1)),
+        ])
+        .await;
+        let config = Configuration {
+            timeout_ms: 150,
+            ..episode_config(proto, &server, "")
+        };
+        let run = episode_with(proto, &config).await;
+        assert_infra(proto, &run, "timeout", Some(500), 2);
+    }
+
+    async fn refused_connections_are_infrastructure_failures(proto: Proto) {
+        let server = Loopback::replies(vec![Reply::json(json!({}))]).await;
+        let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = closed.local_addr().expect("address").port();
+        drop(closed);
+        let config = Configuration {
+            base_url: Some(format!("http://127.0.0.1:{port}{}", proto.prefix())),
+            ..episode_config(proto, &server, "")
+        };
+        let run = episode_with(proto, &config).await;
+        assert_infra(proto, &run, "transport", None, 2);
+    }
+
+    async fn rejected_keys_are_infrastructure_failures(proto: Proto) {
+        let server = Loopback::replies(vec![Reply::raw(
+            401,
+            "application/json",
+            "{\"error\": \"bad key\"}",
+        )])
+        .await;
+        let run = episode_with(proto, &episode_config(proto, &server, "")).await;
+        assert_infra(proto, &run, "auth", Some(401), 1);
+        assert_eq!(server.received().len(), 1, "a 401 is not retried");
+        let server = Loopback::replies(vec![Reply::raw(404, "text/plain", "no such model")]).await;
+        let run = episode_with(proto, &episode_config(proto, &server, "")).await;
+        assert_infra(proto, &run, "other_status", Some(404), 1);
+    }
+
+    async fn bad_bodies_are_infrastructure_failures(proto: Proto) {
+        let page = "<!DOCTYPE html><html><body>maintenance</body></html>";
+        let server = Loopback::replies(vec![Reply::raw(200, "text/html", page)]).await;
+        let run = episode_with(proto, &episode_config(proto, &server, "")).await;
+        assert_infra(proto, &run, "bad_body", Some(200), 1);
+        assert!(run
+            .0
+            .verdict
+            .infra
+            .as_ref()
+            .is_some_and(|i| i.message.contains("DOCTYPE")));
+        // JSON, but not the protocol's.
+        let server = Loopback::replies(vec![Reply::json(json!({"status": "ok"}))]).await;
+        let run = episode_with(proto, &episode_config(proto, &server, "")).await;
+        assert_infra(proto, &run, "bad_body", Some(200), 1);
+    }
+
+    /// A tool-call response whose usage is replaced by `usage` (`None`: no usage).
+    fn call_with_usage(proto: Proto, usage: Option<(&str, Json)>) -> Json {
         let (calls, _, _) = reference();
         let (name, args) = calls[0].clone();
-        let server = Loopback::replies(vec![Reply::json(proto.body(
+        let mut body = proto.body(
             None,
             &[(call_id(proto, 0).as_str(), name.as_str(), args)],
             proto.stop_reason(Finish::ToolCalls),
-            None,
-        ))])
-        .await;
-        let episode = episode(proto, &server, "").await;
-        let v = &episode.verdict;
-        assert!(v.infra_failure && !v.vts, "{proto:?}: {v:#?}");
-        assert_eq!(
-            (v.first_unmet, v.terminal_flag),
-            (Some(Obligation::S), Some(TerminalFlag::ContractBreak)),
-            "{proto:?}"
+            usage.is_some().then_some((2000, 40, 0)),
         );
-        assert_eq!(episode.trace.stop, StopReason::InfraFailure);
+        if let Some((field, value)) = usage {
+            let object = if proto == Proto::Gemini {
+                "usageMetadata"
+            } else {
+                "usage"
+            };
+            body[object][field] = value;
+        }
+        body
+    }
+
+    async fn missing_usage_is_an_infrastructure_failure(proto: Proto) {
+        let server = Loopback::replies(vec![Reply::json(call_with_usage(proto, None))]).await;
+        let run = episode_with(proto, &episode_config(proto, &server, "")).await;
+        assert_infra(proto, &run, "bad_usage", Some(200), 1);
+        assert_eq!(run.0.verdict.calls, 0, "the call is not executed");
         assert_eq!(
             server.received().len(),
             1,
             "a response without usage is not retried"
         );
+    }
+
+    async fn usage_that_is_not_counts_is_an_infrastructure_failure(proto: Proto) {
+        let (input, output) = match proto {
+            Proto::OpenAi => ("prompt_tokens", "completion_tokens"),
+            Proto::Anthropic => ("input_tokens", "output_tokens"),
+            Proto::Gemini => ("promptTokenCount", "candidatesTokenCount"),
+        };
+        for (field, value) in [
+            (input, json!(-5)),
+            (output, json!(-1)),
+            (input, json!(9_007_199_254_740_993_u64)),
+            (input, json!(u64::MAX)),
+            (input, json!(1e300)),
+            (output, json!(12.5)),
+            (input, json!(2000.0)),
+            (output, json!("40")),
+            (input, json!(null)),
+        ] {
+            let body = call_with_usage(proto, Some((field, value.clone())));
+            let server = Loopback::replies(vec![Reply::json(body)]).await;
+            let run = episode_with(proto, &episode_config(proto, &server, "")).await;
+            assert_infra(proto, &run, "bad_usage", Some(200), 1);
+            let (episode, row) = &run;
+            assert_eq!(episode.verdict.calls, 0, "{field} = {value}");
+            // Never scored as 0 tokens of an agent result: the row is a failure with
+            // its cause, whatever tokens it shows.
+            assert!(!row.vts && row.infra_failure, "{field} = {value}");
+            let message = &episode.verdict.infra.as_ref().expect("infra").message;
+            assert!(
+                message.contains(field),
+                "{proto:?}: {field} = {value}: {message}"
+            );
+        }
+    }
+
+    async fn arguments_of_the_wrong_kind_are_protocol_violations(proto: Proto) {
+        let (calls, _, _) = reference();
+        let (name, args) = calls[0].clone();
+        let mut body = proto.body(
+            None,
+            &[(call_id(proto, 0).as_str(), name.as_str(), args.clone())],
+            proto.stop_reason(Finish::ToolCalls),
+            Some((2000, 40, 0)),
+        );
+        // What each protocol must not carry where the arguments belong: OpenAI-compatible
+        // servers send a string of JSON, the others an object.
+        let wrong = match proto {
+            Proto::OpenAi => {
+                body["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"] =
+                    args.clone();
+                "object"
+            }
+            Proto::Anthropic => {
+                body["content"][0]["input"] = json!(args.to_string());
+                "string"
+            }
+            Proto::Gemini => {
+                body["candidates"][0]["content"]["parts"][0]["functionCall"]["args"] =
+                    json!([args.clone()]);
+                "array"
+            }
+        };
+        let server = Loopback::replies(vec![Reply::json(body)]).await;
+        let (episode, row) = episode_with(proto, &episode_config(proto, &server, "")).await;
+        let v = &episode.verdict;
+        assert_eq!(
+            episode.trace.stop,
+            StopReason::ProtocolViolation,
+            "{proto:?}"
+        );
+        assert_eq!(
+            (v.first_unmet, v.terminal_flag),
+            (Some(Obligation::S), Some(TerminalFlag::ContractBreak)),
+            "{proto:?}"
+        );
+        assert!(!v.infra_failure && !v.vts);
+        assert_eq!(v.calls, 0, "{proto:?}: the call is never executed");
+        assert_eq!(server.received().len(), 1, "the episode ends there");
+        let violation = episode.trace.turns[0].response.violation.as_deref();
+        assert!(
+            violation.is_some_and(|m| m.contains(wrong) && m.contains(&name)),
+            "{proto:?}: {violation:?}"
+        );
+        assert_eq!(
+            (
+                row.stop_reason.as_str(),
+                row.terminal_flag.as_deref(),
+                row.infra_error.as_deref()
+            ),
+            ("protocol_violation", Some("contract_break"), None)
+        );
+        // The recorded trace grades the same way again.
+        assert_eq!(tbb::grade::grade(variant(), &episode.trace), *v);
+    }
+
+    /// The reference program's write as `(tool, arguments)`.
+    fn reference_write() -> (String, Json) {
+        let (calls, _, _) = reference();
+        let tool = &variant().permitted_change.as_ref().expect("a write").tool;
+        calls
+            .into_iter()
+            .find(|(name, _)| name == tool)
+            .expect("the program makes the write")
+    }
+
+    /// One episode whose model makes `write` first and would then follow the program.
+    async fn write_first(proto: Proto, write: (String, Json)) -> (Episode, EpisodeRow, usize) {
+        let (calls, _, answer) = reference();
+        let script: Vec<(String, Json)> = std::iter::once(write).chain(calls).collect();
+        let server = Loopback::start(move |received, _| {
+            let n = proto.tool_results(&received.json()).len();
+            Reply::json(match script.get(n) {
+                Some((name, args)) => proto.body(
+                    None,
+                    &[(call_id(proto, n).as_str(), name.as_str(), args.clone())],
+                    proto.stop_reason(Finish::ToolCalls),
+                    Some((2000, 40, 0)),
+                ),
+                None => proto.body(
+                    Some(&answer),
+                    &[],
+                    proto.stop_reason(Finish::Stop),
+                    Some((2500, 80, 0)),
+                ),
+            })
+        })
+        .await;
+        let (episode, row) = episode_with(proto, &episode_config(proto, &server, "")).await;
+        (episode, row, server.received().len())
+    }
+
+    async fn an_unrequested_write_stops_the_episode_at_once(proto: Proto) {
+        let (tool, args) = reference_write();
+        let unrequested = (
+            tool,
+            json!({"id": args["id"], "field": "status", "value": "paid"}),
+        );
+        for write in [unrequested, reference_write()] {
+            let (episode, row, requests) = write_first(proto, write.clone()).await;
+            let v = &episode.verdict;
+            assert_eq!(episode.trace.stop, StopReason::Infeasible, "{write:?}");
+            assert_eq!(
+                (requests, v.calls),
+                (1, 1),
+                "{proto:?}: no request after the write {write:?}"
+            );
+            assert_eq!(v.terminal_flag, Some(TerminalFlag::Infeasibility));
+            assert!(!v.vts && !v.infra_failure);
+            assert!(!(v.obligations.ok_x && v.obligations.ok_g), "{v:#?}");
+            assert_eq!(row.stop_reason, "infeasible");
+        }
     }
 
     per_protocol!(
@@ -1542,6 +1907,14 @@ mod episodes {
         cut_at_the_cap,
         two_calls_break_the_contract,
         exhausted_server_errors_are_infrastructure_failures,
+        exhausted_rate_limits_are_infrastructure_failures,
+        timeouts_are_infrastructure_failures,
+        refused_connections_are_infrastructure_failures,
+        rejected_keys_are_infrastructure_failures,
+        bad_bodies_are_infrastructure_failures,
         missing_usage_is_an_infrastructure_failure,
+        usage_that_is_not_counts_is_an_infrastructure_failure,
+        arguments_of_the_wrong_kind_are_protocol_violations,
+        an_unrequested_write_stops_the_episode_at_once,
     );
 }

@@ -252,7 +252,13 @@ pub fn mutations(v: &Variant) -> Vec<Mutation> {
     );
     let mut t = without_answer(reference.clone());
     t.stop = StopReason::InfraFailure;
-    push("infrastructure failure", t, (O::Q, F::ContractBreak));
+    push("infrastructure failure", t, (O::Q, F::InfraFailure));
+    let mut t = without_answer(reference.clone());
+    if let Some(last) = t.turns.last_mut() {
+        last.response.violation = Some("`arguments` is a JSON object, not a string".into());
+    }
+    t.stop = StopReason::ProtocolViolation;
+    push("protocol violation", t, (O::Q, F::ContractBreak));
     out
 }
 

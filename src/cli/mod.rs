@@ -186,6 +186,19 @@ pub enum CliError {
         /// What went wrong.
         message: String,
     },
+    /// A disabled configuration was asked for without `--allow-disabled`.
+    #[error("configuration `{name}` is disabled in the catalogue")]
+    #[diagnostic(
+        code(tbb::cli::disabled),
+        help(
+            "pass --allow-disabled to run it anyway (a disabled configuration is usually \
+             a paid route), or set `enabled = true` for it in the catalogue"
+        )
+    )]
+    Disabled {
+        /// The configuration.
+        name: String,
+    },
     /// Output could not be written.
     #[error("cannot write {}: {source}", path.display())]
     #[diagnostic(code(tbb::cli::write))]

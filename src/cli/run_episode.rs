@@ -1,4 +1,10 @@
-//! `tbb run-episode --config NAME --family F --v --w --d [--lane] [--cap N] [--json]`.
+//! `tbb run-episode --config NAME --family F --v --w --d [--lane] [--cap N] [--json]
+//! [--allow-disabled]`.
+//!
+//! Owns: running one episode outside any study and printing what happened, the cause of
+//! an infrastructure failure included. Never runs a configuration the catalogue marks
+//! `enabled = false` unless asked to with `--allow-disabled`: a disabled configuration
+//! is usually a paid route, and one command must not spend money by accident.
 
 use std::path::PathBuf;
 
@@ -8,9 +14,11 @@ use serde::Serialize;
 
 use super::{catalogue, family, load, print_json, runtime, CellArgs, Cli, CliError};
 use crate::compile::compile;
+use crate::grade::trace::InfraFailure;
 use crate::grade::Verdict;
 use crate::harness::{run_episode, EpisodeSpec, Lane, PromptVariant, Prompts};
 use crate::provider::build;
+use crate::provider::chat::Sampling;
 
 #[derive(Debug, Args)]
 pub struct RunEpisodeArgs {
@@ -40,6 +48,9 @@ pub struct RunEpisodeArgs {
     /// Print JSON.
     #[arg(long)]
     json: bool,
+    /// Run the configuration even if the catalogue disables it (it may spend money).
+    #[arg(long)]
+    allow_disabled: bool,
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
@@ -73,8 +84,12 @@ struct Output<'a> {
     variant_id: &'a str,
     stop: crate::grade::trace::StopReason,
     verdict: &'a Verdict,
+    /// What failed, when the infrastructure ended the episode (also in `verdict`).
+    infra: Option<&'a InfraFailure>,
     usage: Totals,
     omitted: &'a [crate::provider::config::RequestField],
+    /// The sampling fields the first request's wire body carried.
+    sent: Option<Sampling>,
 }
 
 pub fn exec(cli: &Cli, args: &RunEpisodeArgs) -> Result<()> {
@@ -91,6 +106,12 @@ pub fn exec(cli: &Cli, args: &RunEpisodeArgs) -> Result<()> {
             args.config
         ));
     };
+    if !config.enabled && !args.allow_disabled {
+        return Err(CliError::Disabled {
+            name: config.name.clone(),
+        }
+        .into());
+    }
     let set = load(&cli.families)?;
     let fam = family(&set, &args.family)?;
     let variant = compile(fam, &args.cell.cell()).map_err(CliError::from)?;
@@ -140,8 +161,10 @@ pub fn exec(cli: &Cli, args: &RunEpisodeArgs) -> Result<()> {
             variant_id: &variant.variant_id,
             stop: t.stop,
             verdict: &episode.verdict,
+            infra: episode.verdict.infra.as_ref(),
             usage: totals,
             omitted: &episode.omitted,
+            sent: episode.transcript.wire_sampling,
         });
         return Ok(());
     }
@@ -181,6 +204,25 @@ pub fn exec(cli: &Cli, args: &RunEpisodeArgs) -> Result<()> {
         .map(|(o, ok)| format!("{o:?}{}", if *ok { "✓" } else { "✗" }))
         .collect();
     say!("stop {:?}; vts={}; {}", t.stop, v.vts, marks.join(" "));
+    if let Some(infra) = &v.infra {
+        say!(
+            "infrastructure failure: {} (last HTTP status {}, {} attempt{}): {}",
+            crate::compile::cell::level_name(&infra.cause),
+            infra
+                .http_status
+                .map_or("none".to_string(), |s| s.to_string()),
+            infra.attempts,
+            if infra.attempts == 1 { "" } else { "s" },
+            infra.message
+        );
+    }
+    if let Some(violation) = t
+        .turns
+        .iter()
+        .find_map(|turn| turn.response.violation.as_ref())
+    {
+        say!("protocol violation by the model: {violation}");
+    }
     if let (Some(o), Some(f)) = (v.first_unmet, v.terminal_flag) {
         say!(
             "failure record ({o:?}, {})",

@@ -1,8 +1,9 @@
 //! The exact grader: `grade(variant, trace) -> Verdict`. No model judge.
 //!
-//! Owns: the nine obligations (checked in the order A S P Q E X G B C), the six terminal
-//! flags (assigned by precedence to failed episodes), the failure record, VTS, and the
-//! trace format ([`trace`]).
+//! Owns: the nine obligations (checked in the order A S P Q E X G B C), the seven
+//! terminal flags (assigned by precedence to failed episodes), the failure record, VTS,
+//! the infeasibility rule the harness stops by ([`infeasible`]), and the trace format
+//! ([`trace`]).
 //!
 //! The grader never trusts the trace's observations: it replays every executed call in
 //! a fresh sandbox, derives the state changes itself, and counts a trace whose recorded
@@ -25,7 +26,29 @@
 //! - G: no other state change happened (a repeat of the permitted one counts).
 //! - B: reported tokens within the episode budget and executed calls within the limit.
 //! - C: the episode ended with an answer in a response that stopped normally, within
-//!   the turn limit, with at most one tool call per response and a trace that replays.
+//!   the turn limit, with at most one tool call per response, no response that broke
+//!   the wire protocol, and a trace that replays.
+//!
+//! Terminal flags, by precedence: infrastructure failure (the harness, not the model,
+//! ended the episode: a request failed after retries or a response came without valid
+//! usage; the trace's `infra` names the cause, and the episode still counts as a failure
+//! of its configuration), truncation, budget or call limit, turn limit, infeasibility
+//! (including an unavailable tool), wrong conclusion (an answer that fails S–G), and
+//! contract break (everything else: several calls in a response, a refusal, a protocol
+//! violation by the model, an answer that breaks C).
+//!
+//! Infeasibility, the rule the harness stops by (checked after every executed call):
+//! success has become impossible, and the episode stops at once, when
+//! - (a) the calls the reference program still needs (its unmatched information steps,
+//!   plus the permitted write if it has not happened) exceed the calls left; or
+//! - (b) a state change other than the permitted one has happened — a write the request
+//!   did not ask for, a wrong write, a repeat of the permitted one: G can never pass
+//!   again, since changes are never undone; or
+//! - (c) the permitted write was made before the calls that reveal what it needs: made
+//!   then, it is not the permitted change (X), and making it again later would be a
+//!   second change (G), so the evidence obligation can no longer be met.
+//!
+//! (b) and (c) are checked before (a); [`infeasible`] names which one fired.
 
 pub mod reference;
 pub mod trace;
@@ -36,8 +59,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
 
 use crate::compile::Variant;
-use crate::sandbox::Sandbox;
-use trace::{FinishReason, StopReason, Trace};
+use crate::sandbox::{Sandbox, StateChange};
+use trace::{FinishReason, InfraFailure, StopReason, Trace};
 
 /// The nine obligations, in checking order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -66,6 +89,8 @@ pub enum Obligation {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum TerminalFlag {
+    /// (0) The infrastructure ended the episode (the trace's `infra` says why).
+    InfraFailure,
     /// (i) A response was cut at the completion cap.
     Truncation,
     /// (ii) The episode budget or the call limit was exceeded.
@@ -144,8 +169,11 @@ pub struct Verdict {
     pub truncated: bool,
     /// ... before any tool call was executed.
     pub truncated_before_first_call: bool,
-    /// The provider failed after retries.
+    /// The provider failed after retries, or a response came without valid usage.
     pub infra_failure: bool,
+    /// What failed, when `infra_failure` (the trace's record of it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub infra: Option<InfraFailure>,
     /// Why integrity failed, if it did.
     pub integrity_errors: Vec<String>,
 }
@@ -155,7 +183,7 @@ pub const EPISODE_BUDGET: u64 = 128_000;
 
 /// Version of the grading rules, part of every grade node's key: bump it whenever a
 /// change here changes any verdict (cached transcripts are then regraded, not rerun).
-pub const CODE_VERSION: &str = "grade/2";
+pub const CODE_VERSION: &str = "grade/3";
 
 /// Grades a trace against its variant under the frozen episode budget. Never panics,
 /// whatever the trace holds.
@@ -182,6 +210,13 @@ pub fn grade_with_budget(variant: &Variant, trace: &Trace, episode_budget: u64) 
     let answered_text = trace.turns.last().and_then(|t| t.response.text.as_deref());
     if trace.final_answer.is_some() && trace.final_answer.as_deref() != answered_text {
         integrity.push("final_answer is not the text of the last response".to_string());
+    }
+    let infra_failure = trace.stop == StopReason::InfraFailure;
+    if trace.infra.is_some() && !infra_failure {
+        integrity.push(format!(
+            "the trace records an infrastructure failure but stopped with {:?}",
+            trace.stop
+        ));
     }
     if trace.format != trace::TRACE_FORMAT {
         integrity.push(format!("unknown trace format `{}`", trace.format));
@@ -257,7 +292,11 @@ pub fn grade_with_budget(variant: &Variant, trace: &Trace, episode_budget: u64) 
         .last()
         .is_some_and(|t| t.response.finish_reason == FinishReason::Stop);
     let over_turns = trace.stop == StopReason::TurnLimit || requests > limits.turn_limit;
+    // A response that broke the wire protocol ends the episode in the harness; a trace
+    // that records one and goes on is held to C all the same.
+    let violated = trace.turns.iter().any(|t| t.response.violation.is_some());
     let ok_c = trace.stop == StopReason::Answer
+        && !violated
         && trace.final_answer.is_some()
         && last_stopped
         && !truncated
@@ -283,7 +322,9 @@ pub fn grade_with_budget(variant: &Variant, trace: &Trace, episode_budget: u64) 
     let vts = first_unmet.is_none();
     let conclusion_wrong = !(ok_s && ok_p && ok_q && ok_e && ok_x && ok_g);
     let terminal_flag = (!vts).then(|| {
-        if truncated {
+        if infra_failure {
+            TerminalFlag::InfraFailure
+        } else if truncated {
             TerminalFlag::Truncation
         } else if over_budget {
             TerminalFlag::BudgetOrCallLimit
@@ -319,7 +360,8 @@ pub fn grade_with_budget(variant: &Variant, trace: &Trace, episode_budget: u64) 
         total_tokens,
         truncated,
         truncated_before_first_call,
-        infra_failure: trace.stop == StopReason::InfraFailure,
+        infra_failure,
+        infra: trace.infra.clone().filter(|_| infra_failure),
         integrity_errors: integrity,
     }
 }
@@ -381,17 +423,51 @@ fn count_unmatched(variant: &Variant, matched: &[Option<usize>]) -> usize {
 }
 
 /// Calls the reference program still needs after these calls and state changes: the
-/// unmatched information steps, plus the permitted write if it has not happened. The
-/// harness stops an episode as infeasible when this exceeds the calls left.
+/// unmatched information steps, plus the permitted write if it has not happened.
 pub fn remaining_steps(
     variant: &Variant,
     executed: &[&trace::ExecutedCall],
-    changes: &[crate::sandbox::StateChange],
+    changes: &[StateChange],
 ) -> usize {
-    let matched = match_steps(variant, executed);
+    remaining(variant, changes, &match_steps(variant, executed))
+}
+
+fn remaining(variant: &Variant, changes: &[StateChange], matched: &[Option<usize>]) -> usize {
     let write_left =
-        variant.permitted_change.is_some() && !check_changes(variant, changes, &matched).0;
-    count_unmatched(variant, &matched) + usize::from(write_left)
+        variant.permitted_change.is_some() && !check_changes(variant, changes, matched).0;
+    count_unmatched(variant, matched) + usize::from(write_left)
+}
+
+/// Which trigger of the infeasibility rule (see the module doc) fired.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Impossible {
+    /// (a) The calls the reference program still needs exceed the calls left.
+    CallsLeft,
+    /// (b) A state change other than the permitted one happened.
+    UnrequestedChange,
+    /// (c) The permitted write was made before its evidence.
+    WriteBeforeEvidence,
+}
+
+/// Whether success has become impossible after these calls and state changes with
+/// `calls_left` executed calls still allowed, and by which trigger.
+pub fn infeasible(
+    variant: &Variant,
+    executed: &[&trace::ExecutedCall],
+    changes: &[StateChange],
+    calls_left: usize,
+) -> Option<Impossible> {
+    let matched = match_steps(variant, executed);
+    let offending = classify_changes(variant, changes, &matched)
+        .into_iter()
+        .find(|kind| *kind != ChangeKind::Permitted);
+    match offending {
+        Some(ChangeKind::Premature) => Some(Impossible::WriteBeforeEvidence),
+        Some(_) => Some(Impossible::UnrequestedChange),
+        None if remaining(variant, changes, &matched) > calls_left => Some(Impossible::CallsLeft),
+        None => None,
+    }
 }
 
 /// Q, and the cited set for E when the answer is well-formed enough to have one.
@@ -421,11 +497,37 @@ fn check_answer(variant: &Variant, answer: Option<&Json>) -> (bool, Option<BTree
 /// so a write that guessed ahead of its evidence is not the permitted change.
 fn check_changes(
     variant: &Variant,
-    changes: &[crate::sandbox::StateChange],
+    changes: &[StateChange],
     matched: &[Option<usize>],
 ) -> (bool, bool) {
+    let kinds = classify_changes(variant, changes, matched);
+    let permitted = kinds.contains(&ChangeKind::Permitted);
+    (
+        variant.permitted_change.is_none() || permitted,
+        kinds.iter().all(|k| *k == ChangeKind::Permitted),
+    )
+}
+
+/// What one state change was, judged against the permitted change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ChangeKind {
+    /// The permitted change, made after its evidence (only its first occurrence).
+    Permitted,
+    /// The permitted change's tool, target and arguments, made before its evidence.
+    Premature,
+    /// Anything else, a repeat of the permitted change included.
+    Other,
+}
+
+/// The kind of each change, in order. A change's kind never changes as the episode
+/// goes on: evidence found later comes after it, and only the first permitted one is.
+fn classify_changes(
+    variant: &Variant,
+    changes: &[StateChange],
+    matched: &[Option<usize>],
+) -> Vec<ChangeKind> {
     let Some(expected) = &variant.permitted_change else {
-        return (true, changes.is_empty());
+        return vec![ChangeKind::Other; changes.len()];
     };
     let steps = &variant.reference_program.steps;
     let write = steps.iter().find(|s| s.call.tool == expected.tool);
@@ -438,13 +540,194 @@ fn check_changes(
             .map(|deps| deps.into_iter().max().map_or(0, |m| m + 1)),
         None => Some(0),
     };
-    let matches = |c: &crate::sandbox::StateChange| {
-        c.tool == expected.tool
-            && c.target == expected.target
-            && expected.args.iter().all(|(k, v)| c.args.get(k) == Some(v))
-            && ready_after.is_some_and(|r| c.call >= r)
-    };
-    let permitted = changes.iter().position(matches);
-    let others = changes.len() - usize::from(permitted.is_some());
-    (permitted.is_some(), others == 0)
+    let mut seen = false;
+    changes
+        .iter()
+        .map(|c| {
+            let same = c.tool == expected.tool
+                && c.target == expected.target
+                && expected.args.iter().all(|(k, v)| c.args.get(k) == Some(v));
+            if !same {
+                ChangeKind::Other
+            } else if ready_after.is_none_or(|r| c.call < r) {
+                ChangeKind::Premature
+            } else if seen {
+                ChangeKind::Other
+            } else {
+                seen = true;
+                ChangeKind::Permitted
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compile::{compile, Cell, Encoding, Workflow};
+    use crate::family::repository_family;
+    use serde_json::json;
+
+    fn harbor() -> Variant {
+        let family = repository_family("overdue-escalation-harbor");
+        match compile(family, &Cell::new(8, Workflow::High, Encoding::Raw)) {
+            Ok(v) => v,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    /// Executes `calls` in a fresh sandbox and asks the rule after each one, with the
+    /// variant's own call limit.
+    fn verdicts(variant: &Variant, calls: &[(String, Json)]) -> Vec<Option<Impossible>> {
+        let mut sandbox = Sandbox::new(variant);
+        let mut executed = Vec::new();
+        calls
+            .iter()
+            .map(|(tool, arguments)| {
+                let arguments = arguments.to_string();
+                let outcome = sandbox.execute(tool, &arguments);
+                executed.push(trace::ExecutedCall {
+                    call_id: format!("c{}", executed.len()),
+                    tool: tool.clone(),
+                    arguments,
+                    observation: outcome.observation,
+                });
+                let refs: Vec<&trace::ExecutedCall> = executed.iter().collect();
+                let left = (variant.call_limit as usize).saturating_sub(executed.len());
+                infeasible(variant, &refs, sandbox.changes(), left)
+            })
+            .collect()
+    }
+
+    fn program(variant: &Variant) -> Vec<(String, Json)> {
+        variant
+            .reference_program
+            .steps
+            .iter()
+            .map(|s| (s.call.tool.clone(), s.call.arguments.clone()))
+            .collect()
+    }
+
+    /// The permitted write as the reference program makes it.
+    fn write(variant: &Variant) -> (String, Json) {
+        let expected = variant.permitted_change.as_ref().map(|c| c.tool.clone());
+        match program(variant)
+            .into_iter()
+            .find(|(tool, _)| Some(tool) == expected.as_ref())
+        {
+            Some(w) => w,
+            None => panic!("the harbor variant has a permitted write"),
+        }
+    }
+
+    #[test]
+    fn the_reference_program_is_never_infeasible() {
+        let v = harbor();
+        let steps = program(&v);
+        assert_eq!(verdicts(&v, &steps), vec![None; steps.len()]);
+    }
+
+    #[test]
+    fn calls_left_below_the_remaining_steps_are_infeasible() {
+        let v = harbor();
+        let first = program(&v)[0].clone();
+        // Repeating the first search wastes one call each time; the rule fires exactly
+        // when the steps still needed exceed the calls left.
+        let repeats = vec![first; v.call_limit as usize];
+        let got = verdicts(&v, &repeats);
+        let needed = v.reference_program.steps.len() - 1;
+        for (i, verdict) in got.iter().enumerate() {
+            let left = v.call_limit as usize - (i + 1);
+            let expected = (needed > left).then_some(Impossible::CallsLeft);
+            assert_eq!(*verdict, expected, "after {} calls", i + 1);
+        }
+        assert!(got.contains(&Some(Impossible::CallsLeft)));
+    }
+
+    #[test]
+    fn an_unrequested_state_change_is_infeasible_at_once() {
+        let v = harbor();
+        let (tool, args) = write(&v);
+        let target = args["id"].clone();
+        let unrequested = (
+            tool.clone(),
+            json!({"id": target, "field": "status", "value": "paid"}),
+        );
+        // As the very first call, with every call of the program still available.
+        assert_eq!(
+            verdicts(&v, std::slice::from_ref(&unrequested)),
+            vec![Some(Impossible::UnrequestedChange)]
+        );
+        // After the evidence, too: a write the request did not ask for is never undone.
+        let mut calls: Vec<(String, Json)> = program(&v).into_iter().take(2).collect();
+        calls.push(unrequested);
+        assert_eq!(
+            verdicts(&v, &calls),
+            vec![None, None, Some(Impossible::UnrequestedChange)]
+        );
+        // A repeat of the permitted write is a second change.
+        let mut calls = program(&v);
+        calls.push(write(&v));
+        let got = verdicts(&v, &calls);
+        assert_eq!(got.last(), Some(&Some(Impossible::UnrequestedChange)));
+        assert!(got[..got.len() - 1].iter().all(Option::is_none), "{got:?}");
+    }
+
+    #[test]
+    fn the_permitted_write_before_its_evidence_is_infeasible_at_once() {
+        let v = harbor();
+        let permitted = write(&v);
+        assert_eq!(
+            verdicts(&v, std::slice::from_ref(&permitted)),
+            vec![Some(Impossible::WriteBeforeEvidence)]
+        );
+        // After only part of its evidence (the search, not the read).
+        let calls = vec![program(&v)[0].clone(), permitted.clone()];
+        assert_eq!(
+            verdicts(&v, &calls),
+            vec![None, Some(Impossible::WriteBeforeEvidence)]
+        );
+        // After all of it, the same write is the permitted change.
+        let calls: Vec<(String, Json)> =
+            program(&v).into_iter().take(2).chain([permitted]).collect();
+        assert_eq!(verdicts(&v, &calls), vec![None, None, None]);
+    }
+
+    #[test]
+    fn a_recorded_protocol_violation_fails_c() {
+        let v = harbor();
+        let mut t = reference::reference_trace(&v);
+        assert!(grade(&v, &t).vts);
+        t.turns[0].response.violation = Some("`arguments` is a JSON object".into());
+        let verdict = grade(&v, &t);
+        assert!(!verdict.obligations.ok_c && !verdict.vts);
+        assert_eq!(verdict.terminal_flag, Some(TerminalFlag::ContractBreak));
+    }
+
+    #[test]
+    fn the_rule_agrees_with_the_grader() {
+        // Whenever (b) or (c) fires, the trace, even completed by the rest of the program
+        // and the reference answer, fails X or G: the stop never ends a winnable episode.
+        let v = harbor();
+        let steps = program(&v);
+        let w = steps.len() - 1;
+        assert_eq!(Some(&steps[w]), Some(&write(&v)));
+        let all: Vec<usize> = (0..steps.len()).collect();
+        let premature: Vec<usize> = std::iter::once(w).chain(0..w).collect();
+        let repeated: Vec<usize> = all.iter().copied().chain([w]).collect();
+        for (order, fired) in [
+            (premature, Impossible::WriteBeforeEvidence),
+            (repeated, Impossible::UnrequestedChange),
+        ] {
+            let calls: Vec<(String, Json)> = order.iter().map(|&i| steps[i].clone()).collect();
+            assert!(verdicts(&v, &calls).contains(&Some(fired)), "{order:?}");
+            let verdict = grade(&v, &reference::trace_in_order(&v, &order));
+            assert!(!verdict.vts, "{order:?}");
+            assert!(
+                !(verdict.obligations.ok_x && verdict.obligations.ok_g),
+                "{order:?}: {verdict:#?}"
+            );
+        }
+        assert!(grade(&v, &reference::trace_in_order(&v, &all)).vts);
+    }
 }

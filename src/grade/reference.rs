@@ -55,6 +55,7 @@ pub fn trace_in_order(variant: &Variant, order: &[usize]) -> Trace {
             text,
             tool_calls: calls,
             raw: None,
+            violation: None,
             wall_ms: 0,
         }
     };
@@ -121,5 +122,6 @@ pub fn trace_in_order(variant: &Variant, order: &[usize]) -> Trace {
         turns,
         final_answer: Some(answer),
         stop: StopReason::Answer,
+        infra: None,
     }
 }

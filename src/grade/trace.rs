@@ -6,7 +6,8 @@
 //! turn: the request (tools visible at that turn), the provider's response (normalized
 //! finish reason, usage, text, tool calls, and the raw body) and the calls the harness
 //! executed with their observations. `final_answer` is the text of the response that
-//! ended the episode with an answer; `stop` says why the harness stopped.
+//! ended the episode with an answer; `stop` says why the harness stopped, and `infra`,
+//! when the harness (not the model) ended it, says what failed.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
@@ -37,6 +38,50 @@ pub struct Trace {
     pub final_answer: Option<String>,
     /// Why the harness stopped.
     pub stop: StopReason,
+    /// What failed, when `stop` is [`StopReason::InfraFailure`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub infra: Option<InfraFailure>,
+}
+
+/// What ended an episode that the infrastructure, not the model, ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum InfraCause {
+    /// HTTP 429 (after the retries the configuration allows).
+    RateLimited,
+    /// HTTP 5xx (after retries).
+    ServerError,
+    /// No response within the configuration's timeout (after retries).
+    Timeout,
+    /// The connection failed (after retries).
+    Transport,
+    /// No usable credentials: HTTP 401 or 403, or the key variable is not set.
+    Auth,
+    /// Another non-success HTTP status (a 3xx, 400, 404, ...).
+    OtherStatus,
+    /// A success status whose body is not the protocol's JSON.
+    BadBody,
+    /// A response whose usage is missing, or not counts (negative, fractional, above
+    /// 2^53, not a number): the budget cannot be enforced, and 0 tokens would be a lie.
+    BadUsage,
+    /// The configuration cannot be used.
+    Config,
+}
+
+/// An infrastructure failure: its cause, the last HTTP status seen and the attempts
+/// made for the request that failed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InfraFailure {
+    /// The cause.
+    pub cause: InfraCause,
+    /// The HTTP status of the last response received for the failing request, over all
+    /// its attempts (a 500 then a timeout gives 500); `None` when no attempt got a
+    /// response (timeouts, transport errors) or there is no HTTP (sim).
+    pub http_status: Option<u16>,
+    /// Attempts made for the failing request, retries included.
+    pub attempts: u32,
+    /// The error, as the provider reported it (never containing a key).
+    pub message: String,
 }
 
 /// The harness limits of an episode.
@@ -85,7 +130,11 @@ pub enum StopReason {
     /// The agent broke another term of the contract (several tool calls in one
     /// response, an empty response, a refusal or content filter).
     ContractBreak,
-    /// The provider failed after retries.
+    /// The model broke the wire protocol: tool-call arguments that are not a string
+    /// (OpenAI-compatible) or input / args that are not an object (Anthropic, Gemini).
+    /// Nothing of that response is executed.
+    ProtocolViolation,
+    /// The provider failed after retries, or sent a response without valid usage.
     InfraFailure,
 }
 
@@ -164,6 +213,10 @@ pub struct ResponseRecord {
     /// The raw provider body.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub raw: Option<Json>,
+    /// How the response broke the wire protocol, when it did (see
+    /// [`StopReason::ProtocolViolation`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub violation: Option<String>,
     /// Wall time of the request in milliseconds (never used in grading).
     #[serde(default)]
     pub wall_ms: u64,

@@ -15,15 +15,24 @@
 //!   the episode stops as unavailable;
 //! - each request carries the completion cap; a response that ends at the cap ends the
 //!   episode; so does reported usage (prompt + completion, summed) above the episode
-//!   budget, a refusal or content filter, a response with several tool calls (a break
-//!   of the contract: none of them is executed), a response without usage (the budget
-//!   cannot be enforced: an infrastructure failure), and a request that fails after the
-//!   configuration's retries (an infrastructure failure);
+//!   budget, a refusal or content filter, a response that breaks the wire protocol
+//!   (tool-call arguments that are not a string, or input / args that are not an
+//!   object: the model's protocol violation, an agent failure; nothing is executed), a
+//!   response with several tool calls (a break of the contract: none of them is
+//!   executed), a response without valid usage (missing, or counts that are negative,
+//!   fractional, above 2^53 or not numbers: the budget cannot be enforced, an
+//!   infrastructure failure with cause `bad_usage`), and a request that fails after the
+//!   configuration's retries (an infrastructure failure whose cause, last HTTP status
+//!   and attempts are recorded in the trace and the row);
 //! - one tool call is executed as written — an invalid argument string is executed too
 //!   and gets the sandbox's error observation; the harness never repairs it — unless it
 //!   would exceed the call limit, which ends the episode;
-//! - after each executed call, the episode stops as infeasible as soon as the calls
-//!   left cannot complete what remains of the reference program;
+//! - after each executed call, the episode stops as infeasible as soon as success is
+//!   impossible ([`crate::grade::infeasible`]): the calls left cannot complete what
+//!   remains of the reference program, an unrequested state change happened, or the
+//!   permitted write was made before its evidence;
+//! - the sampling fields the first request's wire body actually carried are recorded
+//!   (the transcript's `wire_sampling`, the row's `sent_*` columns);
 //! - a response with text and no tool call is the final answer; a response with
 //!   neither is answered with a fixed nudge (`prompts/nudge.txt`) and costs a turn; the
 //!   turn limit ends the episode;
@@ -46,16 +55,16 @@ use serde_json::json;
 use crate::compile::cell::level_name;
 use crate::compile::Variant;
 use crate::grade::trace::{
-    ExecutedCall, FinishReason, Limits, RequestRecord, ResponseRecord, StopReason, Trace, Turn,
-    TRACE_FORMAT,
+    ExecutedCall, FinishReason, InfraCause, InfraFailure, Limits, RequestRecord, ResponseRecord,
+    StopReason, Trace, Turn, TRACE_FORMAT,
 };
-use crate::grade::{grade_with_budget, remaining_steps, Verdict, EPISODE_BUDGET};
+use crate::grade::{grade_with_budget, infeasible, Verdict, EPISODE_BUDGET};
 use crate::provider::chat::Sampling;
 use crate::provider::config::RequestField;
 use crate::provider::retry::{send_with_retry, RouteLimits};
 use crate::provider::{
-    ChatRequest, ChatResponse, Configuration, Finish, Message, Provider, ReasoningSource,
-    ToolSchema,
+    ChatRequest, ChatResponse, Configuration, Finish, Message, Provider, ProviderError,
+    ReasoningSource, ToolSchema,
 };
 use crate::sandbox::Sandbox;
 pub use prompts::{PromptVariant, Prompts};
@@ -66,7 +75,7 @@ pub const COMPLETION_CAP: u32 = 1024;
 
 /// Version of the episode loop, part of every execute node's key: bump it whenever a
 /// change to the contract or the transcripts changes what an episode records.
-pub const CODE_VERSION: &str = "execute/1";
+pub const CODE_VERSION: &str = "execute/2";
 
 /// Menu lanes.
 #[derive(
@@ -228,6 +237,18 @@ impl Episode {
                 .cost_usd(prompt_tokens, completion_tokens),
             wall_ms: self.wall_ms,
             infra_failure: verdict.infra_failure,
+            infra_error: verdict.infra.as_ref().map(|i| level_name(&i.cause)),
+            infra_http_status: verdict
+                .infra
+                .as_ref()
+                .and_then(|i| i.http_status.map(u32::from)),
+            infra_attempts: verdict.infra.as_ref().map(|i| i.attempts),
+            sent_temperature: self.transcript.wire_sampling.and_then(|s| s.temperature),
+            sent_seed: self.transcript.wire_sampling.and_then(|s| s.seed),
+            sent_parallel_tool_calls: self
+                .transcript
+                .wire_sampling
+                .and_then(|s| s.parallel_tool_calls),
             stop_reason: level_name(&self.trace.stop),
             transcript_ref: transcript_ref.into(),
             node_key: node_key.into(),
@@ -278,6 +299,44 @@ fn finish_reason(f: Finish) -> FinishReason {
     }
 }
 
+/// What an error that ended a request amounts to: its cause (from the final error), the
+/// last HTTP status seen over all attempts (`last_status`, else the final error's) and
+/// the attempts made (`attempts` unless retries ran out, which say how many).
+pub fn infra_failure(
+    error: &ProviderError,
+    attempts: u32,
+    last_status: Option<u16>,
+) -> InfraFailure {
+    let (last, attempts) = match error {
+        ProviderError::Exhausted { attempts, last } => (last.as_ref(), *attempts),
+        other => (other, attempts),
+    };
+    let (cause, http_status) = match last {
+        ProviderError::Http { status: 429, .. } => (InfraCause::RateLimited, Some(429)),
+        ProviderError::Http { status, .. } if *status >= 500 => {
+            (InfraCause::ServerError, Some(*status))
+        }
+        ProviderError::Http {
+            status: status @ (401 | 403),
+            ..
+        } => (InfraCause::Auth, Some(*status)),
+        ProviderError::Http { status, .. } => (InfraCause::OtherStatus, Some(*status)),
+        ProviderError::Timeout(_) => (InfraCause::Timeout, None),
+        ProviderError::Transport(_) => (InfraCause::Transport, None),
+        ProviderError::Decode { status, .. } => (InfraCause::BadBody, *status),
+        ProviderError::MissingKey { .. } => (InfraCause::Auth, None),
+        ProviderError::Config { .. } => (InfraCause::Config, None),
+        // `Exhausted` never nests; if it did, its own count stands.
+        ProviderError::Exhausted { .. } => (InfraCause::BadBody, None),
+    };
+    InfraFailure {
+        cause,
+        http_status: last_status.or(http_status),
+        attempts,
+        message: error.to_string(),
+    }
+}
+
 pub(crate) fn response_record(r: &ChatResponse, wall_ms: u64) -> ResponseRecord {
     let usage = r.usage.unwrap_or(crate::provider::Usage {
         input_tokens: 0,
@@ -307,6 +366,7 @@ pub(crate) fn response_record(r: &ChatResponse, wall_ms: u64) -> ResponseRecord 
             })
             .collect(),
         raw: Some(r.raw.clone()),
+        violation: r.violation.clone(),
         wall_ms,
     }
 }
@@ -353,10 +413,12 @@ pub async fn run_episode(
         turns: Vec::new(),
         final_answer: None,
         stop: StopReason::Answer,
+        infra: None,
     };
     let mut transcript = Transcript::new(&key);
     let mut blobs = BlobStore::default();
     let mut attempts = 0;
+    let mut infra: Option<InfraFailure> = None;
 
     let offered: BTreeSet<&str> = menu.iter().map(String::as_str).collect();
     let stop = if variant
@@ -396,6 +458,9 @@ pub async fn run_episode(
                 break StopReason::TurnLimit;
             }
             let request_ref = transcript.record_request(&request, visible.1, &mut blobs);
+            if transcript.wire_sampling.is_none() {
+                transcript.wire_sampling = Some(provider.wire_sampling(&request));
+            }
             let sent = Instant::now();
             let outcome = {
                 let permit = match routes {
@@ -417,6 +482,7 @@ pub async fn run_episode(
                         error: error.to_string(),
                         attempts: outcome.attempts,
                     });
+                    infra = Some(infra_failure(&error, outcome.attempts, outcome.last_status));
                     break StopReason::InfraFailure;
                 }
             };
@@ -433,6 +499,15 @@ pub async fn run_episode(
             };
             let Some(usage) = response.usage else {
                 trace.turns.push(turn);
+                infra = Some(InfraFailure {
+                    cause: InfraCause::BadUsage,
+                    http_status: response.http_status,
+                    attempts: outcome.attempts,
+                    message: response
+                        .usage_error
+                        .clone()
+                        .unwrap_or_else(|| "the response has no usage".to_string()),
+                });
                 break StopReason::InfraFailure;
             };
             tokens = tokens
@@ -442,6 +517,7 @@ pub async fn run_episode(
                 Finish::Length => Some(StopReason::Truncated),
                 _ if tokens > spec.episode_budget => Some(StopReason::BudgetExceeded),
                 Finish::ContentFilter => Some(StopReason::ContractBreak),
+                _ if response.violation.is_some() => Some(StopReason::ProtocolViolation),
                 _ if response.tool_calls.len() > 1 => Some(StopReason::ContractBreak),
                 _ => None,
             };
@@ -501,7 +577,7 @@ pub async fn run_episode(
             }
             let refs: Vec<&ExecutedCall> = executed.iter().collect();
             let left = variant.call_limit.saturating_sub(executed.len() as u32) as usize;
-            if remaining_steps(variant, &refs, sandbox.changes()) > left {
+            if infeasible(variant, &refs, sandbox.changes(), left).is_some() {
                 break StopReason::Infeasible;
             }
         };
@@ -511,7 +587,9 @@ pub async fn run_episode(
     if stop == StopReason::Unavailable {
         transcript.close(&[], stop, limits);
     }
+    transcript.infra = infra.clone();
     trace.stop = stop;
+    trace.infra = infra;
     let verdict = grade_with_budget(variant, &trace, spec.episode_budget);
     Episode {
         key,

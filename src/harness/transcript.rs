@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::compile::Variant;
 use crate::grade::trace::{
-    ExecutedCall, Limits, RequestRecord, StopReason, Trace, Turn, TRACE_FORMAT,
+    ExecutedCall, InfraFailure, Limits, RequestRecord, StopReason, Trace, Turn, TRACE_FORMAT,
 };
 use crate::provider::chat::Sampling;
 use crate::provider::{ChatRequest, ChatResponse, Message, ToolSchema};
@@ -122,6 +122,14 @@ pub struct Transcript {
     /// The body reference of the last request recorded (chained into the next).
     #[serde(default)]
     pub last_ref: String,
+    /// The sampling fields the first request's wire body carried, read back from the
+    /// body the client built ([`crate::provider::Provider::wire_sampling`]); `None`
+    /// when no request was sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wire_sampling: Option<Sampling>,
+    /// What failed, when the infrastructure ended the episode.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub infra: Option<InfraFailure>,
 }
 
 impl Transcript {
@@ -137,6 +145,8 @@ impl Transcript {
             stop: None,
             limits: None,
             last_ref: String::new(),
+            wire_sampling: None,
+            infra: None,
         }
     }
 
@@ -233,6 +243,7 @@ impl Transcript {
             turns,
             final_answer,
             stop,
+            infra: self.infra.clone(),
         })
     }
 

@@ -26,10 +26,15 @@
 //!   stay in `raw`; the API accepts that while thinking is disabled.
 //! - `arguments` of a `tool_use` is its `input` serialized (keys in sorted order — the
 //!   API returns parsed input, so the model's own bytes are not available); a block
-//!   without `input` gives an empty string.
+//!   without `input` gives an empty string. An `input` that is not an object (a string,
+//!   array, number, boolean or null) is a protocol violation by the model
+//!   ([`ChatResponse::violation`]): recorded serialized, never executed.
 //! - Usage: `input_tokens` excludes cache reads and writes, so the normalized input is
 //!   `input_tokens + cache_read_input_tokens + cache_creation_input_tokens`, cached =
 //!   `cache_read_input_tokens`; output = `output_tokens`, which includes any thinking.
+//!   `input_tokens` and `output_tokens` are required, and every count present must be
+//!   an integer from 0 to 2^53, else the response has no usage
+//!   ([`ChatResponse::usage_error`] says why).
 //!   Reasoning is `None` / Unknown: the API reports no thinking count, and counting
 //!   thinking text would be wrong for summarized or redacted thinking.
 //! - `stop_reason` end_turn/stop_sequence→Stop, max_tokens→Length, tool_use→ToolCalls,
@@ -40,7 +45,9 @@ use reqwest::header::{HeaderName, HeaderValue};
 use reqwest::Url;
 use serde_json::{json, Map, Value as Json};
 
-use super::chat::{ChatRequest, ChatResponse, Finish, Message, ReasoningSource, ToolCall, Usage};
+use super::chat::{
+    ChatRequest, ChatResponse, Finish, Message, ReasoningSource, Sampling, ToolCall, Usage,
+};
 use super::config::Configuration;
 use super::http;
 use super::openai::{listing, model_ids};
@@ -90,12 +97,18 @@ impl Provider for Anthropic {
     ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
         Box::pin(async move {
             let body = request_body(request);
-            let raw = self
+            let (raw, status) = self
                 .client
                 .post_json(http::endpoint(&self.base, &["messages"]), &body)
                 .await?;
-            parse_response(raw)
+            let mut response = parse_response(raw).map_err(|e| e.at_status(status))?;
+            response.http_status = Some(status);
+            Ok(response)
         })
+    }
+
+    fn wire_sampling(&self, request: &ChatRequest) -> Sampling {
+        sent_sampling(&request_body(request))
     }
 
     fn check<'a>(&'a self) -> BoxFuture<'a, Result<String, ProviderError>> {
@@ -105,6 +118,20 @@ impl Provider for Anthropic {
             let raw = self.client.get_json(url).await?;
             Ok(listing(&self.model, &model_ids(&raw)?))
         })
+    }
+}
+
+/// The sampling fields a Messages body carries (`parallel_tool_calls` as the negation
+/// of `disable_parallel_tool_use`; never a seed).
+pub fn sent_sampling(body: &Json) -> Sampling {
+    Sampling {
+        temperature: body.get("temperature").and_then(Json::as_f64),
+        seed: None,
+        parallel_tool_calls: body
+            .get("tool_choice")
+            .and_then(|c| c.get("disable_parallel_tool_use"))
+            .and_then(Json::as_bool)
+            .map(|disable| !disable),
     }
 }
 
@@ -189,22 +216,34 @@ pub fn parse_response(raw: Json) -> Result<ChatResponse, ProviderError> {
         .ok_or_else(|| http::not_protocol("the response has no `content` array", &raw))?;
     let mut text = String::new();
     let mut tool_calls = Vec::new();
+    let mut violation = None;
     for block in blocks {
         match block.get("type").and_then(Json::as_str) {
             Some("text") => text.push_str(block.get("text").and_then(Json::as_str).unwrap_or("")),
-            Some("tool_use") => tool_calls.push(ToolCall {
-                id: block
-                    .get("id")
-                    .and_then(Json::as_str)
-                    .unwrap_or("")
-                    .to_string(),
-                name: block
+            Some("tool_use") => {
+                let name = block
                     .get("name")
                     .and_then(Json::as_str)
                     .unwrap_or("")
-                    .to_string(),
-                arguments: block.get("input").map(Json::to_string).unwrap_or_default(),
-            }),
+                    .to_string();
+                let input = block.get("input");
+                if let Some(other) = input.filter(|i| !i.is_object()) {
+                    violation = violation.or(Some(format!(
+                        "tool call {} (`{name}`): `input` is a JSON {}, not an object",
+                        tool_calls.len(),
+                        http::kind(other)
+                    )));
+                }
+                tool_calls.push(ToolCall {
+                    id: block
+                        .get("id")
+                        .and_then(Json::as_str)
+                        .unwrap_or("")
+                        .to_string(),
+                    name,
+                    arguments: input.map(Json::to_string).unwrap_or_default(),
+                });
+            }
             // thinking, redacted_thinking, server tools: kept in `raw` only.
             _ => {}
         }
@@ -221,17 +260,17 @@ pub fn parse_response(raw: Json) -> Result<ChatResponse, ProviderError> {
         "refusal" => Finish::ContentFilter,
         _ => Finish::Other,
     };
-    let usage = raw.get("usage").filter(|u| u.is_object()).map(|u| {
-        let cached = http::count(u, "cache_read_input_tokens");
-        Usage {
-            input_tokens: http::count(u, "input_tokens")
-                + cached
-                + http::count(u, "cache_creation_input_tokens"),
+    let (usage, usage_error) = http::read_usage(&raw, "usage", |u| {
+        let cached = http::count_opt(u, "cache_read_input_tokens")?.unwrap_or(0);
+        let created = http::count_opt(u, "cache_creation_input_tokens")?.unwrap_or(0);
+        Ok(Usage {
+            // Each count is at most 2^53, so the sum cannot overflow.
+            input_tokens: http::count(u, "input_tokens")? + cached + created,
             cached_tokens: cached,
-            output_tokens: http::count(u, "output_tokens"),
+            output_tokens: http::count(u, "output_tokens")?,
             reasoning_tokens: None,
             reasoning_source: ReasoningSource::Unknown,
-        }
+        })
     });
     Ok(ChatResponse {
         text: (!text.is_empty()).then_some(text),
@@ -239,6 +278,9 @@ pub fn parse_response(raw: Json) -> Result<ChatResponse, ProviderError> {
         finish,
         finish_raw,
         usage,
+        usage_error,
+        violation,
+        http_status: None,
         raw,
     })
 }
@@ -246,7 +288,7 @@ pub fn parse_response(raw: Json) -> Result<ChatResponse, ProviderError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::provider::chat::{Sampling, ToolSchema};
+    use crate::provider::chat::ToolSchema;
 
     fn call(id: &str, arguments: &str) -> ToolCall {
         ToolCall {
@@ -378,7 +420,7 @@ mod tests {
         }
         assert!(matches!(
             parse_response(json!({"type": "error"})),
-            Err(ProviderError::Decode(_))
+            Err(ProviderError::Decode { .. })
         ));
     }
 }

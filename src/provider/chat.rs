@@ -142,8 +142,21 @@ pub struct ChatResponse {
     pub finish: Finish,
     /// The provider's own finish reason.
     pub finish_raw: String,
-    /// Usage; `None` when the provider sent none.
+    /// Usage; `None` when the provider sent none, or sent counts that are not counts.
     pub usage: Option<Usage>,
+    /// Why `usage` is `None` although the body has a usage object (a count that is
+    /// negative, fractional, above 2^53, not a number, or missing).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage_error: Option<String>,
+    /// How the model broke the wire protocol, when it did: tool-call arguments that are
+    /// not a string (OpenAI-compatible), or input / args that are not an object
+    /// (Anthropic, Gemini). The calls are still listed, with the offending value
+    /// serialized so the record can be read, but the harness executes none of them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub violation: Option<String>,
+    /// The HTTP status the response came with (`None` for the simulated panel).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http_status: Option<u16>,
     /// The raw response body.
     pub raw: Json,
 }

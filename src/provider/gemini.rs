@@ -35,8 +35,10 @@
 //! - A recorded call whose arguments are not a JSON object is replayed with `args: {}`
 //!   (the wire cannot carry a raw string; the function response that follows still
 //!   holds the sandbox's error for it); `arguments` of a `functionCall` is its
-//!   `args` serialized (`{}` when the API omits them). Thought parts (`thought: true`)
-//!   are not text.
+//!   `args` serialized (`{}` when the API omits them or sends null). `args` that are
+//!   not an object (a string, array, number or boolean) are a protocol violation by the
+//!   model ([`ChatResponse::violation`]): recorded serialized, never executed. Thought
+//!   parts (`thought: true`) are not text.
 //! - `finishReason` STOP→Stop (ToolCalls when a function call is present),
 //!   MAX_TOKENS→Length, SAFETY/RECITATION/BLOCKLIST/PROHIBITED_CONTENT/SPII/
 //!   IMAGE_SAFETY→ContentFilter, everything else (MALFORMED_FUNCTION_CALL, ...)→Other.
@@ -45,12 +47,16 @@
 //! - Usage: input = `promptTokenCount` (cached included), cached =
 //!   `cachedContentTokenCount`, output = `candidatesTokenCount + thoughtsTokenCount`,
 //!   reasoning = `thoughtsTokenCount` (Reported when present, else Unknown).
+//!   `promptTokenCount` is required, and every count present must be an integer from 0
+//!   to 2^53, else the response has no usage ([`ChatResponse::usage_error`] says why).
 
 use reqwest::header::HeaderName;
 use reqwest::Url;
 use serde_json::{json, Map, Value as Json};
 
-use super::chat::{ChatRequest, ChatResponse, Finish, Message, ReasoningSource, ToolCall, Usage};
+use super::chat::{
+    ChatRequest, ChatResponse, Finish, Message, ReasoningSource, Sampling, ToolCall, Usage,
+};
 use super::config::Configuration;
 use super::http;
 use super::{BoxFuture, Provider, ProviderError};
@@ -124,12 +130,18 @@ impl Provider for Gemini {
         Box::pin(async move {
             let body = request_body(request);
             let method = format!("{}:generateContent", model_segment(&request.model));
-            let raw = self
+            let (raw, status) = self
                 .client
                 .post_json(http::endpoint(&self.base, &["models", &method]), &body)
                 .await?;
-            parse_response(raw)
+            let mut response = parse_response(raw).map_err(|e| e.at_status(status))?;
+            response.http_status = Some(status);
+            Ok(response)
         })
+    }
+
+    fn wire_sampling(&self, request: &ChatRequest) -> Sampling {
+        sent_sampling(&request_body(request))
     }
 
     fn check<'a>(&'a self) -> BoxFuture<'a, Result<String, ProviderError>> {
@@ -310,12 +322,21 @@ pub fn gemini_schema(schema: &Json) -> Json {
     Json::Object(out)
 }
 
+/// The sampling fields a `generateContent` body carries (in `generationConfig`; the
+/// API has no `parallel_tool_calls`).
+pub fn sent_sampling(body: &Json) -> Sampling {
+    let generation = body.get("generationConfig");
+    let field = |name: &str| generation.and_then(|g| g.get(name));
+    Sampling {
+        temperature: field("temperature").and_then(Json::as_f64),
+        seed: field("seed").and_then(Json::as_u64),
+        parallel_tool_calls: None,
+    }
+}
+
 /// The [`ChatResponse`] of a `generateContent` body; `raw` keeps the body.
 pub fn parse_response(raw: Json) -> Result<ChatResponse, ProviderError> {
-    let usage = raw
-        .get("usageMetadata")
-        .filter(|u| u.is_object())
-        .map(usage);
+    let (usage, usage_error) = http::read_usage(&raw, "usageMetadata", usage);
     let candidate = raw
         .get("candidates")
         .and_then(Json::as_array)
@@ -333,6 +354,9 @@ pub fn parse_response(raw: Json) -> Result<ChatResponse, ProviderError> {
                 finish: Finish::ContentFilter,
                 finish_raw: reason,
                 usage,
+                usage_error,
+                violation: None,
+                http_status: None,
                 raw,
             }),
             None => Err(http::not_protocol(
@@ -349,6 +373,7 @@ pub fn parse_response(raw: Json) -> Result<ChatResponse, ProviderError> {
         .unwrap_or_default();
     let mut text = String::new();
     let mut tool_calls = Vec::new();
+    let mut violation = None;
     for part in parts {
         if let Some(call) = part.get("functionCall") {
             let mut id = match call.get("id").and_then(Json::as_str) {
@@ -359,17 +384,28 @@ pub fn parse_response(raw: Json) -> Result<ChatResponse, ProviderError> {
                 id.push_str(SIGNATURE_SEPARATOR);
                 id.push_str(signature);
             }
+            let name = call
+                .get("name")
+                .and_then(Json::as_str)
+                .unwrap_or("")
+                .to_string();
+            let arguments = match call.get("args") {
+                None | Some(Json::Null) => "{}".to_string(),
+                Some(args) => {
+                    if !args.is_object() {
+                        violation = violation.or(Some(format!(
+                            "tool call {} (`{name}`): `args` is a JSON {}, not an object",
+                            tool_calls.len(),
+                            http::kind(args)
+                        )));
+                    }
+                    args.to_string()
+                }
+            };
             tool_calls.push(ToolCall {
                 id,
-                name: call
-                    .get("name")
-                    .and_then(Json::as_str)
-                    .unwrap_or("")
-                    .to_string(),
-                arguments: call
-                    .get("args")
-                    .map(Json::to_string)
-                    .unwrap_or_else(|| "{}".to_string()),
+                name,
+                arguments,
             });
         } else if part.get("thought").and_then(Json::as_bool) != Some(true) {
             if let Some(t) = part.get("text").and_then(Json::as_str) {
@@ -397,29 +433,34 @@ pub fn parse_response(raw: Json) -> Result<ChatResponse, ProviderError> {
         finish,
         finish_raw,
         usage,
+        usage_error,
+        violation,
+        http_status: None,
         raw,
     })
 }
 
-fn usage(u: &Json) -> Usage {
-    let thoughts = http::count_opt(u, "thoughtsTokenCount");
-    Usage {
-        input_tokens: http::count(u, "promptTokenCount"),
-        cached_tokens: http::count(u, "cachedContentTokenCount"),
-        output_tokens: http::count(u, "candidatesTokenCount") + thoughts.unwrap_or(0),
+fn usage(u: &Json) -> Result<Usage, String> {
+    let thoughts = http::count_opt(u, "thoughtsTokenCount")?;
+    let candidates = http::count_opt(u, "candidatesTokenCount")?.unwrap_or(0);
+    Ok(Usage {
+        input_tokens: http::count(u, "promptTokenCount")?,
+        cached_tokens: http::count_opt(u, "cachedContentTokenCount")?.unwrap_or(0),
+        // Each count is at most 2^53, so the sum cannot overflow.
+        output_tokens: candidates + thoughts.unwrap_or(0),
         reasoning_tokens: thoughts,
         reasoning_source: if thoughts.is_some() {
             ReasoningSource::Reported
         } else {
             ReasoningSource::Unknown
         },
-    }
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::provider::chat::{Sampling, ToolSchema};
+    use crate::provider::chat::ToolSchema;
 
     #[test]
     fn schemas_lose_the_keys_gemini_rejects() {
@@ -592,7 +633,7 @@ mod tests {
         );
         assert!(matches!(
             parse_response(json!({"candidates": []})),
-            Err(ProviderError::Decode(_))
+            Err(ProviderError::Decode { .. })
         ));
     }
 }

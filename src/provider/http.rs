@@ -22,6 +22,7 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
 use reqwest::{StatusCode, Url};
 use serde_json::Value as Json;
 
+use super::chat::Usage;
 use super::config::Configuration;
 use super::ProviderError;
 
@@ -174,10 +175,16 @@ impl Client {
         })
     }
 
-    /// POSTs a JSON body and returns the response's JSON.
-    pub(crate) async fn post_json(&self, url: Url, body: &Json) -> Result<Json, ProviderError> {
-        let bytes = serde_json::to_vec(body)
-            .map_err(|e| ProviderError::Decode(format!("cannot encode the request: {e}")))?;
+    /// POSTs a JSON body and returns the response's JSON and (success) status.
+    pub(crate) async fn post_json(
+        &self,
+        url: Url,
+        body: &Json,
+    ) -> Result<(Json, u16), ProviderError> {
+        let bytes = serde_json::to_vec(body).map_err(|e| ProviderError::Decode {
+            status: None,
+            message: format!("cannot encode the request: {e}"),
+        })?;
         let request = self
             .inner
             .post(url)
@@ -188,10 +195,10 @@ impl Client {
 
     /// GETs a URL and returns the response's JSON.
     pub(crate) async fn get_json(&self, url: Url) -> Result<Json, ProviderError> {
-        self.send(self.inner.get(url)).await
+        Ok(self.send(self.inner.get(url)).await?.0)
     }
 
-    async fn send(&self, request: reqwest::RequestBuilder) -> Result<Json, ProviderError> {
+    async fn send(&self, request: reqwest::RequestBuilder) -> Result<(Json, u16), ProviderError> {
         let response = request.send().await.map_err(|e| self.transport(&e))?;
         let status = response.status();
         let retry_after = response
@@ -200,7 +207,8 @@ impl Client {
             .and_then(|v| v.to_str().ok())
             .and_then(|v| parse_retry_after(v, SystemTime::now()));
         let text = response.text().await.map_err(|e| self.transport(&e))?;
-        interpret(status, retry_after, &text, self.key.as_ref())
+        let json = interpret(status, retry_after, &text, self.key.as_ref())?;
+        Ok((json, status.as_u16()))
     }
 
     fn transport(&self, e: &reqwest::Error) -> ProviderError {
@@ -241,8 +249,9 @@ pub(crate) fn interpret(
             retry_after,
         });
     }
-    let mut json: Json = serde_json::from_str(text).map_err(|e| {
-        ProviderError::Decode(format!("{e}; the body starts: {}", snippet(text, key)))
+    let mut json: Json = serde_json::from_str(text).map_err(|e| ProviderError::Decode {
+        status: Some(status.as_u16()),
+        message: format!("{e}; the body starts: {}", snippet(text, key)),
     })?;
     if let Some(k) = key.filter(|k| k.occurs_in(text)) {
         scrub(&mut json, k);
@@ -264,12 +273,16 @@ pub(crate) fn snippet(text: &str, key: Option<&Secret>) -> String {
     cut
 }
 
-/// A `Decode` error for a body that is JSON but not the protocol's.
+/// A `Decode` error for a body that is JSON but not the protocol's (its status is
+/// added by the caller, which knows it).
 pub(crate) fn not_protocol(what: &str, body: &Json) -> ProviderError {
-    ProviderError::Decode(format!(
-        "{what}; the body starts: {}",
-        snippet(&body.to_string(), None)
-    ))
+    ProviderError::Decode {
+        status: None,
+        message: format!(
+            "{what}; the body starts: {}",
+            snippet(&body.to_string(), None)
+        ),
+    }
 }
 
 fn scrub(value: &mut Json, key: &Secret) {
@@ -339,14 +352,71 @@ fn parse_imf_fixdate(value: &str) -> Option<u64> {
     Some(days * 86_400 + h * 3_600 + m * 60 + s)
 }
 
-/// A non-negative integer at `key` of an object, 0 when absent or not a number.
-pub(crate) fn count(value: &Json, key: &str) -> u64 {
-    value.get(key).and_then(Json::as_u64).unwrap_or(0)
+/// The largest token count accepted: 2^53, beyond which a JSON number is no longer
+/// exact in the doubles that most servers and every notebook use.
+pub(crate) const MAX_COUNT: u64 = 1 << 53;
+
+/// The usage object at `key` of a response body, read by `read`: the usage, or why the
+/// body's usage is not usable. An absent or null usage is `(None, None)`: missing, which
+/// the harness treats exactly like a usage that is not counts.
+pub(crate) fn read_usage(
+    raw: &Json,
+    key: &str,
+    read: impl Fn(&Json) -> Result<Usage, String>,
+) -> (Option<Usage>, Option<String>) {
+    match raw.get(key) {
+        None | Some(Json::Null) => (None, None),
+        Some(u @ Json::Object(_)) => match read(u) {
+            Ok(usage) => (Some(usage), None),
+            Err(why) => (None, Some(why)),
+        },
+        Some(other) => (
+            None,
+            Some(format!(
+                "`{key}` is not an object: {}",
+                snippet(&other.to_string(), None)
+            )),
+        ),
+    }
 }
 
-/// A non-negative integer at `key`, `None` when absent.
-pub(crate) fn count_opt(value: &Json, key: &str) -> Option<u64> {
-    value.get(key).and_then(Json::as_u64)
+/// A token count the protocol always reports, at `key` of a usage object.
+pub(crate) fn count(usage: &Json, key: &str) -> Result<u64, String> {
+    count_opt(usage, key)?.ok_or_else(|| format!("usage has no `{key}`"))
+}
+
+/// A token count the protocol may leave out (absent or null is `None`). Whatever is
+/// there must be a JSON integer from 0 to [`MAX_COUNT`]: a negative, fractional
+/// (`12.5`, and `12.0` too: counts are written as integers), huge or non-numeric count
+/// is an error, never read as 0.
+pub(crate) fn count_opt(usage: &Json, key: &str) -> Result<Option<u64>, String> {
+    match usage.get(key) {
+        None | Some(Json::Null) => Ok(None),
+        Some(value) => match value.as_u64() {
+            Some(n) if n <= MAX_COUNT => Ok(Some(n)),
+            _ => Err(format!(
+                "usage `{key}` is {}, not a token count (an integer from 0 to 2^53)",
+                snippet(&value.to_string(), None)
+            )),
+        },
+    }
+}
+
+/// The object at `key` (token details), `None` when absent, null or not an object.
+pub(crate) fn details<'a>(usage: &'a Json, key: &str) -> Option<&'a Json> {
+    usage.get(key).filter(|d| d.is_object())
+}
+
+/// A name for the kind of a JSON value, for messages about protocol violations.
+pub(crate) fn kind(value: &Json) -> &'static str {
+    match value {
+        Json::Null => "null",
+        Json::Bool(_) => "boolean",
+        Json::Number(_) => "number",
+        Json::String(_) => "string",
+        Json::Array(_) => "array",
+        Json::Object(_) => "object",
+    }
 }
 
 /// The arguments of a recorded tool call as a JSON object, for protocols that take
@@ -422,11 +492,11 @@ mod tests {
         }
         assert!(matches!(
             interpret(StatusCode::OK, None, html, None),
-            Err(ProviderError::Decode(_))
+            Err(ProviderError::Decode { .. })
         ));
         assert!(matches!(
             interpret(StatusCode::OK, None, "{\"a\": [1,", None),
-            Err(ProviderError::Decode(_))
+            Err(ProviderError::Decode { .. })
         ));
         let echoed = format!("{{\"error\": \"bad key {KEY}\", \"{KEY}\": 1}}");
         let json = interpret(StatusCode::OK, None, &echoed, Some(&key)).expect("json");
@@ -450,6 +520,54 @@ mod tests {
             endpoint(&url, &["models", "gemini-2.5-flash:generateContent"]).as_str(),
             "https://example.test/v1beta/models/gemini-2.5-flash:generateContent"
         );
+    }
+
+    #[test]
+    fn counts_are_integers_from_zero_to_two_to_the_53() {
+        let u = serde_json::json!({
+            "ok": 12, "zero": 0, "max": MAX_COUNT, "null": null,
+            "negative": -5, "fraction": 12.5, "integral_float": 12.0,
+            "huge": MAX_COUNT + 1, "u64_max": u64::MAX, "exponent": 1e300,
+            "string": "12", "bool": true, "object": {"n": 1},
+        });
+        assert_eq!(count(&u, "ok"), Ok(12));
+        assert_eq!(count(&u, "zero"), Ok(0));
+        assert_eq!(count(&u, "max"), Ok(MAX_COUNT));
+        assert_eq!(count_opt(&u, "null"), Ok(None));
+        assert_eq!(count_opt(&u, "absent"), Ok(None));
+        assert!(count(&u, "absent").is_err_and(|e| e.contains("no `absent`")));
+        assert!(count(&u, "null").is_err());
+        for bad in [
+            "negative",
+            "fraction",
+            "integral_float",
+            "huge",
+            "u64_max",
+            "exponent",
+            "string",
+            "bool",
+            "object",
+        ] {
+            let error = count_opt(&u, bad).expect_err(bad);
+            assert!(error.contains(bad), "{error}");
+        }
+        let read = |u: &Json| -> Result<Usage, String> {
+            Ok(Usage {
+                input_tokens: count(u, "n")?,
+                cached_tokens: 0,
+                output_tokens: 0,
+                reasoning_tokens: None,
+                reasoning_source: super::super::ReasoningSource::Unknown,
+            })
+        };
+        assert!(read_usage(&serde_json::json!({}), "usage", read) == (None, None));
+        assert!(read_usage(&serde_json::json!({"usage": null}), "usage", read) == (None, None));
+        let (usage, why) = read_usage(&serde_json::json!({"usage": [1]}), "usage", read);
+        assert!(usage.is_none() && why.is_some_and(|w| w.contains("not an object")));
+        let (usage, why) = read_usage(&serde_json::json!({"usage": {"n": -1}}), "usage", read);
+        assert!(usage.is_none() && why.is_some_and(|w| w.contains("-1")));
+        let (usage, why) = read_usage(&serde_json::json!({"usage": {"n": 3}}), "usage", read);
+        assert_eq!((usage.map(|u| u.input_tokens), why), (Some(3), None));
     }
 
     #[test]

@@ -46,6 +46,15 @@ pub trait Provider: Send + Sync {
         request: &'a ChatRequest,
     ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>>;
 
+    /// The sampling fields the wire body of `request` carries: read back from the body
+    /// the client builds, so a field the protocol drops (Anthropic's seed, Gemini's
+    /// `parallel_tool_calls`) or reduces (a seed modulo the API's integer range) shows
+    /// as sent. The default, for providers without a wire (the simulated panel), is the
+    /// request's own settings: what its configuration would send.
+    fn wire_sampling(&self, request: &ChatRequest) -> chat::Sampling {
+        request.sampling
+    }
+
     /// Checks credentials and reachability without spending tokens where the protocol
     /// allows (listing models, say). The default sends nothing and reports success.
     fn check<'a>(&'a self) -> BoxFuture<'a, Result<String, ProviderError>> {
@@ -89,8 +98,13 @@ pub enum ProviderError {
     #[error("transport error: {0}")]
     Transport(String),
     /// A success status whose body is not the protocol's JSON.
-    #[error("cannot decode the response: {0}")]
-    Decode(String),
+    #[error("cannot decode the response: {message}")]
+    Decode {
+        /// The status the body came with, when there was one.
+        status: Option<u16>,
+        /// What is wrong with it.
+        message: String,
+    },
     /// Retries ran out; the episode is an infrastructure failure.
     #[error("gave up after {attempts} attempts: {last}")]
     Exhausted {
@@ -99,6 +113,32 @@ pub enum ProviderError {
         /// The last error.
         last: Box<ProviderError>,
     },
+}
+
+impl ProviderError {
+    /// The HTTP status the error came with, if a response came at all.
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            ProviderError::Http { status, .. } => Some(*status),
+            ProviderError::Decode { status, .. } => *status,
+            ProviderError::Exhausted { last, .. } => last.status(),
+            _ => None,
+        }
+    }
+
+    /// A `Decode` error that knows no status yet gets `status`; others are unchanged.
+    pub(crate) fn at_status(self, status: u16) -> ProviderError {
+        match self {
+            ProviderError::Decode {
+                status: None,
+                message,
+            } => ProviderError::Decode {
+                status: Some(status),
+                message,
+            },
+            other => other,
+        }
+    }
 }
 
 /// Reads a configuration's key from the environment. A missing key is an error before

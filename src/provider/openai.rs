@@ -16,9 +16,15 @@
 //! Parsed decisions:
 //! - Empty `content` (`""` or `null`) is no text; content given as an array of text
 //!   parts (some compatible servers) is concatenated.
-//! - `arguments` is kept byte for byte; a server that returns an object instead of a
-//!   string (some local servers) has it serialized. A call without an id (some local
-//!   servers) gets `call_<index>`.
+//! - `arguments` is kept byte for byte. Arguments sent as a JSON object, array, number
+//!   or boolean instead of a string are a protocol violation by the model
+//!   ([`ChatResponse::violation`]): recorded (serialized, so the record can be read)
+//!   and never executed — the harness ends the episode as an agent failure. Absent or
+//!   null arguments are the empty string. A call without an id (some local servers)
+//!   gets `call_<index>`.
+//! - Usage: `prompt_tokens` and `completion_tokens` are required; every count present
+//!   must be an integer from 0 to 2^53 ([`http::count_opt`]), else the response has no
+//!   usage and [`ChatResponse::usage_error`] says why.
 //! - `finish_reason` stop→Stop, length→Length, tool_calls→ToolCalls,
 //!   content_filter→ContentFilter, else Other — except that `stop` with tool calls
 //!   present (what several compatible servers send) is ToolCalls; `finish_raw` keeps
@@ -30,7 +36,9 @@ use reqwest::header::{HeaderName, AUTHORIZATION};
 use reqwest::Url;
 use serde_json::{json, Map, Value as Json};
 
-use super::chat::{ChatRequest, ChatResponse, Finish, Message, ReasoningSource, ToolCall, Usage};
+use super::chat::{
+    ChatRequest, ChatResponse, Finish, Message, ReasoningSource, Sampling, ToolCall, Usage,
+};
 use super::config::{Configuration, MaxTokensField};
 use super::http::{self, Secret};
 use super::{BoxFuture, Provider, ProviderError};
@@ -75,12 +83,18 @@ impl Provider for OpenAi {
     ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
         Box::pin(async move {
             let body = request_body(request, self.max_tokens_field);
-            let raw = self
+            let (raw, status) = self
                 .client
                 .post_json(http::endpoint(&self.base, &["chat", "completions"]), &body)
                 .await?;
-            parse_response(raw)
+            let mut response = parse_response(raw).map_err(|e| e.at_status(status))?;
+            response.http_status = Some(status);
+            Ok(response)
         })
+    }
+
+    fn wire_sampling(&self, request: &ChatRequest) -> Sampling {
+        sent_sampling(&request_body(request, self.max_tokens_field))
     }
 
     fn check<'a>(&'a self) -> BoxFuture<'a, Result<String, ProviderError>> {
@@ -154,6 +168,15 @@ pub fn request_body(request: &ChatRequest, max_tokens_field: MaxTokensField) -> 
     Json::Object(body)
 }
 
+/// The sampling fields a chat-completions body carries.
+pub fn sent_sampling(body: &Json) -> Sampling {
+    Sampling {
+        temperature: body.get("temperature").and_then(Json::as_f64),
+        seed: body.get("seed").and_then(Json::as_u64),
+        parallel_tool_calls: body.get("parallel_tool_calls").and_then(Json::as_bool),
+    }
+}
+
 fn message(m: &Message) -> Json {
     match m {
         Message::System { content } => json!({"role": "system", "content": content}),
@@ -210,6 +233,7 @@ pub fn parse_response(raw: Json) -> Result<ChatResponse, ProviderError> {
         }
         _ => None,
     };
+    let mut violation = None;
     let tool_calls: Vec<ToolCall> = message
         .get("tool_calls")
         .and_then(Json::as_array)
@@ -217,7 +241,11 @@ pub fn parse_response(raw: Json) -> Result<ChatResponse, ProviderError> {
             calls
                 .iter()
                 .enumerate()
-                .map(|(i, c)| tool_call(i, c))
+                .map(|(i, c)| {
+                    let (call, broke) = tool_call(i, c);
+                    violation = violation.take().or(broke);
+                    call
+                })
                 .collect()
         })
         .unwrap_or_default();
@@ -234,63 +262,79 @@ pub fn parse_response(raw: Json) -> Result<ChatResponse, ProviderError> {
         "content_filter" => Finish::ContentFilter,
         _ => Finish::Other,
     };
-    let usage = raw.get("usage").filter(|u| u.is_object()).map(usage);
+    let (usage, usage_error) = http::read_usage(&raw, "usage", usage);
     Ok(ChatResponse {
         text,
         tool_calls,
         finish,
         finish_raw,
         usage,
+        usage_error,
+        violation,
+        http_status: None,
         raw,
     })
 }
 
-fn tool_call(index: usize, call: &Json) -> ToolCall {
+/// A call, and the protocol violation its arguments are, if they are one.
+fn tool_call(index: usize, call: &Json) -> (ToolCall, Option<String>) {
     let function = call.get("function").unwrap_or(&Json::Null);
     let id = match call.get("id").and_then(Json::as_str) {
         Some(id) if !id.is_empty() => id.to_string(),
         _ => format!("call_{index}"),
     };
-    let arguments = match function.get("arguments") {
-        Some(Json::String(s)) => s.clone(),
-        None | Some(Json::Null) => String::new(),
-        Some(other) => other.to_string(),
+    let name = function
+        .get("name")
+        .and_then(Json::as_str)
+        .unwrap_or("")
+        .to_string();
+    let (arguments, violation) = match function.get("arguments") {
+        Some(Json::String(s)) => (s.clone(), None),
+        None | Some(Json::Null) => (String::new(), None),
+        Some(other) => (
+            other.to_string(),
+            Some(format!(
+                "tool call {index} (`{name}`): `arguments` is a JSON {}, not a string",
+                http::kind(other)
+            )),
+        ),
     };
-    ToolCall {
-        id,
-        name: function
-            .get("name")
-            .and_then(Json::as_str)
-            .unwrap_or("")
-            .to_string(),
-        arguments,
-    }
+    (
+        ToolCall {
+            id,
+            name,
+            arguments,
+        },
+        violation,
+    )
 }
 
-fn usage(u: &Json) -> Usage {
-    let reasoning = u
-        .get("completion_tokens_details")
-        .and_then(|d| http::count_opt(d, "reasoning_tokens"));
-    Usage {
-        input_tokens: http::count(u, "prompt_tokens"),
-        cached_tokens: u
-            .get("prompt_tokens_details")
-            .map(|d| http::count(d, "cached_tokens"))
-            .unwrap_or(0),
-        output_tokens: http::count(u, "completion_tokens"),
+fn usage(u: &Json) -> Result<Usage, String> {
+    let reasoning = match http::details(u, "completion_tokens_details") {
+        Some(d) => http::count_opt(d, "reasoning_tokens")?,
+        None => None,
+    };
+    let cached = match http::details(u, "prompt_tokens_details") {
+        Some(d) => http::count_opt(d, "cached_tokens")?,
+        None => None,
+    };
+    Ok(Usage {
+        input_tokens: http::count(u, "prompt_tokens")?,
+        cached_tokens: cached.unwrap_or(0),
+        output_tokens: http::count(u, "completion_tokens")?,
         reasoning_tokens: reasoning,
         reasoning_source: if reasoning.is_some() {
             ReasoningSource::Reported
         } else {
             ReasoningSource::Unknown
         },
-    }
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::provider::chat::{Sampling, ToolSchema};
+    use crate::provider::chat::ToolSchema;
 
     fn request(sampling: Sampling) -> ChatRequest {
         ChatRequest {
@@ -392,7 +436,13 @@ mod tests {
         assert_eq!(r.finish, Finish::Length);
         assert_eq!(r.tool_calls[0].arguments, "{\"id\": \"rec_");
         assert_eq!(r.tool_calls[1].id, "call_1");
+        // An object where the string belongs is recorded, and flagged as a violation.
         assert_eq!(r.tool_calls[1].arguments, "{\"id\":\"rec_2\"}");
+        assert_eq!(
+            r.violation.as_deref(),
+            Some("tool call 1 (`read`): `arguments` is a JSON object, not a string")
+        );
+        assert_eq!(r.usage_error, None);
         assert_eq!(
             r.usage,
             Some(Usage {
@@ -440,13 +490,91 @@ mod tests {
     }
 
     #[test]
+    fn arguments_that_are_not_strings_are_violations_and_strings_are_not() {
+        let body = |arguments: Json| {
+            json!({"choices": [{"message": {"tool_calls": [
+                {"id": "c", "function": {"name": "read", "arguments": arguments}}]},
+                "finish_reason": "tool_calls"}],
+                "usage": {"prompt_tokens": 1, "completion_tokens": 1}})
+        };
+        for (arguments, kind) in [
+            (json!({"id": "rec_1"}), Some("object")),
+            (json!(["rec_1"]), Some("array")),
+            (json!(7), Some("number")),
+            (json!(true), Some("boolean")),
+            (json!("{\"id\": rec_1"), None),
+            (json!(null), None),
+        ] {
+            let r = parse_response(body(arguments.clone())).expect("parse");
+            match kind {
+                Some(kind) => assert!(
+                    r.violation.as_deref().is_some_and(|v| v.contains(kind)),
+                    "{arguments}: {:?}",
+                    r.violation
+                ),
+                None => assert_eq!(r.violation, None, "{arguments}"),
+            }
+        }
+    }
+
+    #[test]
+    fn usage_that_is_not_counts_is_no_usage_with_a_reason() {
+        let body = |usage: Json| json!({"choices": [{"message": {"content": "ok"}, "finish_reason": "stop"}], "usage": usage});
+        for (usage, field) in [
+            (
+                json!({"prompt_tokens": -5, "completion_tokens": 1}),
+                "prompt_tokens",
+            ),
+            (
+                json!({"prompt_tokens": 9_007_199_254_740_993_u64, "completion_tokens": 1}),
+                "prompt_tokens",
+            ),
+            (
+                json!({"prompt_tokens": 10, "completion_tokens": 12.5}),
+                "completion_tokens",
+            ),
+            (
+                json!({"prompt_tokens": 10, "completion_tokens": "12"}),
+                "completion_tokens",
+            ),
+            (json!({"prompt_tokens": 10}), "completion_tokens"),
+            (
+                json!({"prompt_tokens": 10, "completion_tokens": 1,
+                    "completion_tokens_details": {"reasoning_tokens": -1}}),
+                "reasoning_tokens",
+            ),
+            (
+                json!({"prompt_tokens": 10, "completion_tokens": 1,
+                    "prompt_tokens_details": {"cached_tokens": 0.5}}),
+                "cached_tokens",
+            ),
+        ] {
+            let r = parse_response(body(usage.clone())).expect("parse");
+            assert_eq!(r.usage, None, "{usage}");
+            assert!(
+                r.usage_error.as_deref().is_some_and(|e| e.contains(field)),
+                "{usage}: {:?}",
+                r.usage_error
+            );
+        }
+        // Null details are no details.
+        let r = parse_response(body(json!({"prompt_tokens": 10, "completion_tokens": 1,
+            "prompt_tokens_details": null, "completion_tokens_details": null})))
+        .expect("parse");
+        assert_eq!(r.usage.map(|u| u.input_tokens), Some(10));
+    }
+
+    #[test]
     fn bodies_without_choices_are_decode_errors() {
         for raw in [
             json!({}),
             json!({"choices": []}),
             json!({"error": {"message": "overloaded"}}),
         ] {
-            assert!(matches!(parse_response(raw), Err(ProviderError::Decode(_))));
+            assert!(matches!(
+                parse_response(raw),
+                Err(ProviderError::Decode { .. })
+            ));
         }
     }
 }

@@ -57,6 +57,9 @@ pub struct Attempted {
     pub result: Result<ChatResponse, ProviderError>,
     /// Attempts made.
     pub attempts: u32,
+    /// The HTTP status of the last attempt that got a response, even when a later one
+    /// got none (a 500, then a timeout); `None` when no attempt got one.
+    pub last_status: Option<u16>,
 }
 
 /// Sends a request, retrying what the policy says may be retried.
@@ -67,22 +70,26 @@ pub async fn send_with_retry(
 ) -> Attempted {
     let mut rng: Option<ChaCha8Rng> = None;
     let mut attempts = 0;
+    let mut last_status = None;
     loop {
         attempts += 1;
         let error = match provider.chat(request).await {
             Ok(response) => {
                 return Attempted {
+                    last_status: response.http_status.or(last_status),
                     result: Ok(response),
                     attempts,
                 }
             }
             Err(e) => e,
         };
+        last_status = error.status().or(last_status);
         let retryable = classify(&error).is_some_and(|c| policy.retry_on.contains(&c));
         if !retryable {
             return Attempted {
                 result: Err(error),
                 attempts,
+                last_status,
             };
         }
         if attempts >= policy.max_attempts {
@@ -92,6 +99,7 @@ pub async fn send_with_retry(
                     last: Box::new(error),
                 }),
                 attempts,
+                last_status,
             };
         }
         let rng = rng.get_or_insert_with(|| {
@@ -158,6 +166,12 @@ mod tests {
             Duration::from_millis(250)
         );
         assert_eq!(classify(&limited), Some(Retryable::RateLimited));
-        assert_eq!(classify(&ProviderError::Decode("<html>".into())), None);
+        assert_eq!(
+            classify(&ProviderError::Decode {
+                status: Some(200),
+                message: "<html>".into()
+            }),
+            None
+        );
     }
 }

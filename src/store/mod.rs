@@ -142,6 +142,15 @@ impl TableBuilder {
         self.push(name, DataType::UInt64, false, Arc::new(b.finish()))
     }
 
+    /// A nullable u64 column.
+    pub fn u64_opt(self, name: &str, values: impl IntoIterator<Item = Option<u64>>) -> Self {
+        let mut b = UInt64Builder::new();
+        for v in values {
+            b.append_option(v);
+        }
+        self.push(name, DataType::UInt64, true, Arc::new(b.finish()))
+    }
+
     /// An f64 column.
     pub fn f64(self, name: &str, values: impl IntoIterator<Item = f64>) -> Self {
         let mut b = Float64Builder::new();
@@ -167,6 +176,15 @@ impl TableBuilder {
             b.append_value(v);
         }
         self.push(name, DataType::Boolean, false, Arc::new(b.finish()))
+    }
+
+    /// A nullable boolean column.
+    pub fn bool_opt(self, name: &str, values: impl IntoIterator<Item = Option<bool>>) -> Self {
+        let mut b = BooleanBuilder::new();
+        for v in values {
+            b.append_option(v);
+        }
+        self.push(name, DataType::Boolean, true, Arc::new(b.finish()))
     }
 
     /// The batch.

@@ -117,8 +117,23 @@ pub struct EpisodeRow {
     pub cost_usd: f64,
     /// Wall time (excluded from determinism checks).
     pub wall_ms: u64,
-    /// Provider failure after retries, or missing usage.
+    /// Provider failure after retries, or a response without valid usage.
     pub infra_failure: bool,
+    /// Its cause (`rate_limited`, `server_error`, `timeout`, `transport`, `auth`,
+    /// `other_status`, `bad_body`, `bad_usage`, `config`); null when none.
+    pub infra_error: Option<String>,
+    /// The last HTTP status seen for the failing request; null when none came.
+    pub infra_http_status: Option<u32>,
+    /// Attempts made for the failing request, retries included.
+    pub infra_attempts: Option<u32>,
+    /// The temperature the wire body carried; null when not sent.
+    pub sent_temperature: Option<f64>,
+    /// The seed the wire body carried (after the API's range reduction); null when not
+    /// sent.
+    pub sent_seed: Option<u64>,
+    /// `parallel_tool_calls` as the wire body carried it (Anthropic: the negation of
+    /// `disable_parallel_tool_use`); null when not sent.
+    pub sent_parallel_tool_calls: Option<bool>,
     /// Why the harness stopped.
     pub stop_reason: String,
     /// Content address of the stored transcript.
@@ -181,6 +196,18 @@ pub fn episodes(rows: &[EpisodeRow]) -> Result<RecordBatch, StoreError> {
         .f64("cost_usd", rows.iter().map(|r| r.cost_usd))
         .u64("wall_ms", rows.iter().map(|r| r.wall_ms))
         .bool("infra_failure", rows.iter().map(|r| r.infra_failure))
+        .text_opt("infra_error", rows.iter().map(|r| r.infra_error.as_ref()))
+        .u32_opt(
+            "infra_http_status",
+            rows.iter().map(|r| r.infra_http_status),
+        )
+        .u32_opt("infra_attempts", rows.iter().map(|r| r.infra_attempts))
+        .f64_opt("sent_temperature", rows.iter().map(|r| r.sent_temperature))
+        .u64_opt("sent_seed", rows.iter().map(|r| r.sent_seed))
+        .bool_opt(
+            "sent_parallel_tool_calls",
+            rows.iter().map(|r| r.sent_parallel_tool_calls),
+        )
         .text("stop_reason", rows.iter().map(|r| &r.stop_reason))
         .text("transcript_ref", rows.iter().map(|r| &r.transcript_ref))
         .text("node_key", rows.iter().map(|r| &r.node_key))

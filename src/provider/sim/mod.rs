@@ -384,6 +384,9 @@ impl SimAgent {
             finish,
             finish_raw: finish_raw.to_string(),
             usage: Some(usage),
+            usage_error: None,
+            violation: None,
+            http_status: None,
             raw,
         }
     }
