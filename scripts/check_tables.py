@@ -4,10 +4,10 @@
 
 Checks, for every outputs/<study>/*.parquet: it reads; it carries tbb.version,
 tbb.manifest_hash, tbb.lockfile_hash and tbb.node_key in its key-value metadata;
-and the contract's tables (DESIGN.md, "Tables") hold at least their columns, with
-one episodes row per scored condition, and an infrastructure failure exactly
-where a row has a cause (`infra_error`) and the flag `infra_failure`. Exits 1
-naming every problem.
+and the contract's tables (docs/architecture.md, "The table contract") hold at
+least their columns, with one episodes row per scored condition, and an
+infrastructure failure exactly where a row has a cause (`infra_error`) and the
+flag `infra_failure`. Exits 1 naming every problem.
 """
 
 import pathlib

@@ -1,5 +1,5 @@
 //! The layouts of `variants.parquet` and `episodes.parquet` (the notebook contract of
-//! DESIGN.md: stable snake_case column names).
+//! `docs/architecture.md`, "The table contract": stable snake_case column names).
 
 use arrow_array::RecordBatch;
 use serde::Serialize;
