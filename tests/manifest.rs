@@ -421,3 +421,180 @@ fn a_missing_catalogue_points_at_the_catalogue_key() {
     assert!(text.contains("nowhere.toml does not exist"), "{text}");
     assert!(text.contains("catalogue = \"nowhere.toml\""), "{text}");
 }
+
+/// The smoke manifest with every numeric key a manifest has, each on its own line:
+/// a listed cell with a depth and a configuration's caps.
+fn every_number(t: String) -> String {
+    let t = replace(
+        t,
+        "preset = \"capacity\"",
+        "[[cells.list]]\nv = 8\nw = \"low\"\nd = \"raw\"\ndepth = 2",
+    );
+    replace(
+        t,
+        "completion_caps = [1024]",
+        "completion_caps = [1024]\nconfiguration_caps = { sim-dunlin-max = [2048] }",
+    )
+}
+
+/// `(line as written, the same line with VALUE in place of its number)`.
+const NUMERIC_LINES: [(&str, &str); 9] = [
+    ("repeats = 1", "repeats = VALUE"),
+    ("v = 8", "v = VALUE"),
+    ("depth = 2", "depth = VALUE"),
+    ("completion_caps = [1024]", "completion_caps = [VALUE]"),
+    (
+        "configuration_caps = { sim-dunlin-max = [2048] }",
+        "configuration_caps = { sim-dunlin-max = [VALUE] }",
+    ),
+    ("episode_budget = 128000", "episode_budget = VALUE"),
+    ("call_slack = 2", "call_slack = VALUE"),
+    ("draws = 1000", "draws = VALUE"),
+    ("seed = 20261202", "seed = VALUE"),
+];
+
+#[test]
+fn the_manifest_with_every_number_loads() {
+    let m = edited("smoke.toml", every_number);
+    let manifest = load(&m.path).manifest;
+    assert_eq!(manifest.cells.len(), 1);
+    assert_eq!(manifest.caps_for("sim-dunlin-max"), [2048]);
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+
+    /// Regression: `repeats = nan` and `lanes = -inf` became defaults, silently.
+    #[test]
+    fn nan_or_inf_in_any_numeric_field_is_an_error_at_its_value(
+        line in proptest::sample::select(NUMERIC_LINES.to_vec()),
+        value in proptest::sample::select(vec!["nan", "+nan", "-nan", "inf", "+inf", "-inf"]),
+        also_a_string_field in proptest::bool::ANY,
+    ) {
+        let (from, to) = line;
+        let to = to.replace("VALUE", value);
+        let m = edited("smoke.toml", |t| {
+            let t = replace(every_number(t), from, &to);
+            if also_a_string_field {
+                replace(t, "lanes = [\"routed\", \"fixed\"]", "lanes = [\"routed\", inf]")
+            } else {
+                t
+            }
+        });
+        let (e, text) = failure(&m, &[]);
+        proptest::prop_assert!(text.contains("is not a finite number"), "{}", text);
+        proptest::prop_assert!(text.contains(&to), "the span shows `{}`:\n{}", to, text);
+        proptest::prop_assert!(text.contains("╰── here"), "{}", text);
+        proptest::prop_assert_eq!(e.problem_count(), 1 + usize::from(also_a_string_field), "{}", text);
+    }
+
+    #[test]
+    fn nan_or_inf_in_an_override_names_the_override(
+        key in proptest::sample::select(vec![
+            "repeats", "budgets.episode_budget", "budgets.completion_caps", "lanes",
+            "analyses", "cells.list",
+        ]),
+        value in proptest::sample::select(vec!["nan", "inf", "-inf", "[nan]", "[-inf]"]),
+        by_env in proptest::bool::ANY,
+    ) {
+        // Tables are set by environment variables key by key only (`TBB_ANALYSES` is
+        // not read), so only `--set` can replace the analyses.
+        let by_env = by_env && key != "analyses";
+        let result = if by_env {
+            let var = format!("TBB_{}", key.to_ascii_uppercase().replace('.', "__"));
+            let name = format!("environment variable {var}");
+            (load_at(&shipped("smoke.toml"), &[], &[(var.as_str(), value)]), name)
+        } else {
+            (load_at(&shipped("smoke.toml"), &[(key, value)], &[]), format!("--set {key}"))
+        };
+        let (loaded, name) = result;
+        match loaded {
+            Ok(l) => proptest::prop_assert!(false, "{key}={value} loaded: repeats {}", l.manifest.repeats),
+            Err(e) => {
+                let text = render(&e);
+                proptest::prop_assert!(text.contains(&format!("{name}: ")), "{}", text);
+            }
+        }
+    }
+}
+
+#[test]
+fn a_wrong_type_in_an_override_names_that_override_only() {
+    let (e, text) = failure(
+        &edited("smoke.toml", |t| t),
+        &[("repeats", "2"), ("budgets.episode_budget", "\"lots\"")],
+    );
+    assert_eq!(e.problem_count(), 1, "{text}");
+    assert!(
+        text.contains("--set budgets.episode_budget: `budgets.episode_budget` does not fit"),
+        "{text}"
+    );
+    assert!(!text.contains("--set repeats"), "{text}");
+}
+
+#[test]
+fn a_wrong_type_deep_in_the_file_points_at_it() {
+    let m = edited("smoke.toml", |t| {
+        replace(
+            t,
+            "preset = \"capacity\"",
+            "[[cells.list]]\nv = 8\nw = \"low\"\nd = \"raw\"\n[[cells.list]]\nv = \"eight\"\nw = \"low\"\nd = \"raw\"",
+        )
+    });
+    let (_, text) = failure(&m, &[]);
+    assert!(text.contains("`cells.list.1.v` does not fit"), "{text}");
+    assert!(text.contains("v = \"eight\""), "{text}");
+}
+
+/// Regression: "not valid TOML: invalid type: string \"list\"".
+#[test]
+fn a_cell_list_without_a_cells_table_line_loads() {
+    let list = "[[cells.list]]\nv = 8\nw = \"low\"\nd = \"raw\"\n\n[[cells.list]]\nv = 128\nw = \"low\"\nd = \"raw\"\n";
+    let without = edited("smoke.toml", |t| {
+        replace(t, "[cells]\npreset = \"capacity\"\n", list)
+    });
+    let with = edited("smoke.toml", |t| {
+        replace(
+            t,
+            "[cells]\npreset = \"capacity\"\n",
+            &format!("[cells]\n{list}"),
+        )
+    });
+    let a = load(&without.path).manifest;
+    assert_eq!(a.cells.len(), 2);
+    assert_eq!(a.content_hash, load(&with.path).manifest.content_hash);
+    // Spans still point into such a list.
+    let bad = edited("smoke.toml", |t| {
+        replace(
+            t,
+            "[cells]\npreset = \"capacity\"\n",
+            &list.replace("v = 128", "v = 127"),
+        )
+    });
+    let (_, text) = failure(&bad, &[]);
+    assert!(text.contains("v = 127"), "{text}");
+}
+
+/// Regression: 1,000 duplicate cells took 20 s and printed 12 MB.
+#[test]
+fn a_thousand_duplicate_cells_give_a_bounded_report() {
+    let entries: String = (0..1000)
+        .map(|_| "[[cells.list]]\nv = 8\nw = \"low\"\nd = \"raw\"\n\n")
+        .collect();
+    let m = edited("smoke.toml", |t| {
+        replace(t, "[cells]\npreset = \"capacity\"\n", &entries)
+    });
+    let started = std::time::Instant::now();
+    let (e, text) = failure(&m, &[]);
+    let took = started.elapsed();
+    assert_eq!(e.problem_count(), 999, "{text}");
+    assert_eq!(e.problems().len(), tbb::manifest::MAX_SHOWN);
+    assert!(text.contains("999 problem(s)"), "{text}");
+    assert!(text.contains("… and 949 more"), "{text}");
+    assert_eq!(
+        text.matches("is listed twice").count(),
+        tbb::manifest::MAX_SHOWN
+    );
+    assert!(text.len() < 100_000, "{} bytes", text.len());
+    assert!(took < std::time::Duration::from_secs(5), "{took:?}");
+}
