@@ -1212,3 +1212,62 @@ fn manifest_check_resolves_the_capacity_factorial_and_applies_overrides() {
     ]));
     assert!(stderr.contains("--set repeats"), "{stderr}");
 }
+
+/// Regression: `tbb apply missing.toml` said "cannot use the plan ...".
+#[test]
+fn a_missing_manifest_is_named_as_missing_by_every_command() {
+    for command in [
+        &["apply", "no/such/manifest.toml"][..],
+        &["plan", "no/such/manifest.toml"],
+        &["manifest", "check", "no/such/manifest.toml"],
+    ] {
+        let stderr = failure_of(tbb().args(command));
+        assert!(
+            stderr.contains("manifest no/such/manifest.toml does not exist"),
+            "`tbb {}`:\n{stderr}",
+            command.join(" ")
+        );
+        assert!(
+            !stderr.contains("plan"),
+            "`tbb {}`:\n{stderr}",
+            command.join(" ")
+        );
+    }
+}
+
+#[test]
+fn manifest_check_reports_nan_at_its_value_and_bounds_long_reports() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    std::fs::copy(
+        root().join("manifests/configurations.toml"),
+        dir.path().join("configurations.toml"),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let smoke = std::fs::read_to_string(root().join("manifests/smoke.toml"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let nan = dir.path().join("nan.toml");
+    std::fs::write(&nan, smoke.replace("repeats = 1", "repeats = nan"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let stderr = failure_of(tbb().args(["manifest", "check"]).arg(&nan));
+    assert!(
+        stderr.contains("`repeats` = nan is not a finite number"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("repeats = nan"), "{stderr}");
+
+    let entries: String = (0..1000)
+        .map(|_| "[[cells.list]]\nv = 8\nw = \"low\"\nd = \"raw\"\n\n")
+        .collect();
+    let dup = dir.path().join("dup.toml");
+    std::fs::write(
+        &dup,
+        smoke.replace("[cells]\npreset = \"capacity\"\n", &entries),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let started = std::time::Instant::now();
+    let stderr = failure_of(tbb().args(["plan"]).arg(&dup));
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+    assert!(stderr.contains("999 problem(s)"), "{stderr}");
+    assert!(stderr.contains("… and 949 more"), "{stderr}");
+    assert!(stderr.len() < 100_000, "{} bytes of stderr", stderr.len());
+}

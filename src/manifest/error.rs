@@ -31,6 +31,16 @@ pub enum ManifestError {
         #[source]
         source: std::io::Error,
     },
+    /// There is no file at the path.
+    #[error("manifest {} does not exist", path.display())]
+    #[diagnostic(
+        code(tbb::manifest::missing),
+        help("pass the path of a manifest, e.g. manifests/capacity.toml (paths are relative to the current directory)")
+    )]
+    Missing {
+        /// The path.
+        path: PathBuf,
+    },
     /// The configuration catalogue the manifest names cannot be used.
     #[error(transparent)]
     #[diagnostic(transparent)]

@@ -212,9 +212,17 @@ impl Manifest {
         overrides: &[(String, String)],
         env: &[(String, String)],
     ) -> Result<Loaded, ManifestError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ManifestError::Io {
-            path: path.to_path_buf(),
-            source,
+        let text = std::fs::read_to_string(path).map_err(|source| {
+            if source.kind() == std::io::ErrorKind::NotFound {
+                ManifestError::Missing {
+                    path: path.to_path_buf(),
+                }
+            } else {
+                ManifestError::Io {
+                    path: path.to_path_buf(),
+                    source,
+                }
+            }
         })?;
         let src = NamedSource::new(path.display().to_string(), Arc::<str>::from(text.as_str()));
         let invalid = |problems: Vec<Problem>| ManifestError::invalid(path.to_path_buf(), problems);
