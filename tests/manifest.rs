@@ -598,3 +598,161 @@ fn a_thousand_duplicate_cells_give_a_bounded_report() {
     assert!(text.len() < 100_000, "{} bytes", text.len());
     assert!(took < std::time::Duration::from_secs(5), "{took:?}");
 }
+
+// ---------------------------------------------------------------------------------
+// The configuration catalogue is validated when loaded
+// ---------------------------------------------------------------------------------
+
+/// A mutation of one catalogue entry that must never load.
+#[derive(Debug, Clone)]
+enum Mutation {
+    Price(&'static str, f64),
+    SimParam(&'static str, toml::Value),
+    UnknownSimParam,
+    DuplicateName,
+}
+
+fn mutation() -> impl proptest::strategy::Strategy<Value = Mutation> {
+    use proptest::prelude::*;
+    let bad = prop_oneof![
+        Just(f64::NAN),
+        Just(f64::INFINITY),
+        Just(f64::NEG_INFINITY),
+        (-1e6f64..-1e-9),
+    ];
+    let price_key = proptest::sample::select(vec!["input_per_mtok", "output_per_mtok"]);
+    let probability = proptest::sample::select(vec![
+        "stall",
+        "handoff_reliability",
+        "misread_raw",
+        "type_check",
+    ]);
+    let amount = proptest::sample::select(vec![
+        "reasoning_base",
+        "reasoning_per_schema",
+        "spike_factor",
+    ]);
+    prop_oneof![
+        (price_key, bad.clone()).prop_map(|(k, x)| Mutation::Price(k, x)),
+        (probability, prop_oneof![bad.clone(), (1.0001f64..100.0)])
+            .prop_map(|(k, x)| Mutation::SimParam(k, toml::Value::Float(x))),
+        (amount.clone(), bad).prop_map(|(k, x)| Mutation::SimParam(k, toml::Value::Float(x))),
+        amount.prop_map(|k| Mutation::SimParam(k, toml::Value::String("many".into()))),
+        Just(Mutation::UnknownSimParam),
+        Just(Mutation::DuplicateName),
+    ]
+}
+
+fn shipped_catalogue() -> toml::Table {
+    let text = std::fs::read_to_string(shipped("configurations.toml")).unwrap();
+    toml::from_str(&text).unwrap()
+}
+
+fn load_catalogue(
+    table: &toml::Table,
+) -> (
+    tempfile::TempDir,
+    Result<tbb::provider::Catalogue, tbb::provider::config::CatalogueError>,
+) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("configurations.toml");
+    std::fs::write(&path, toml::to_string(table).unwrap()).unwrap();
+    let loaded = tbb::provider::Catalogue::load(&path);
+    (dir, loaded)
+}
+
+fn render_any(e: &dyn miette::Diagnostic) -> String {
+    let mut out = String::new();
+    miette::GraphicalReportHandler::new_themed(miette::GraphicalTheme::unicode_nocolor())
+        .with_width(200)
+        .render_report(&mut out, e)
+        .unwrap();
+    out
+}
+
+#[test]
+fn the_shipped_catalogue_loads_and_survives_a_round_trip() {
+    let (_dir, loaded) = load_catalogue(&shipped_catalogue());
+    assert_eq!(loaded.map(|c| c.configurations.len()).ok(), Some(25));
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
+
+    #[test]
+    fn a_mutated_catalogue_never_loads_silently(
+        picks in proptest::collection::vec((0usize..21, mutation()), 1..4),
+    ) {
+        let mut table = shipped_catalogue();
+        let Some(toml::Value::Array(entries)) = table.get_mut("configuration") else {
+            panic!("no [[configuration]]");
+        };
+        let sims: Vec<usize> = (0..entries.len())
+            .filter(|&i| entries[i].get("provider").and_then(|p| p.as_str()) == Some("sim"))
+            .collect();
+        let mut names = Vec::new();
+        for (pick, m) in &picks {
+            let i = sims[pick % sims.len()];
+            let other = entries[sims[(pick + 1) % sims.len()]]["name"].clone();
+            let entry = entries[i].as_table_mut().unwrap();
+            names.push(entry["name"].as_str().unwrap_or_default().to_string());
+            match m {
+                Mutation::Price(key, x) => {
+                    entry["prices"].as_table_mut().unwrap().insert(key.to_string(), toml::Value::Float(*x));
+                }
+                Mutation::SimParam(key, v) => {
+                    entry["sim"].as_table_mut().unwrap().insert(key.to_string(), v.clone());
+                }
+                Mutation::UnknownSimParam => {
+                    entry["sim"].as_table_mut().unwrap().insert("reasoning_bse".into(), toml::Value::Float(1.0));
+                }
+                Mutation::DuplicateName => {
+                    entry.insert("name".into(), other.clone());
+                    names.pop();
+                    names.push(other.as_str().unwrap_or_default().to_string());
+                }
+            }
+        }
+        let (_dir, loaded) = load_catalogue(&table);
+        match loaded {
+            Ok(_) => proptest::prop_assert!(false, "{:?} loaded", picks),
+            Err(e) => {
+                let text = render_any(&e);
+                proptest::prop_assert!(e.problem_count() >= 1, "{}", text);
+                proptest::prop_assert!(e.problem_count() <= picks.len(), "{}", text);
+                proptest::prop_assert!(text.contains("╰── here"), "a span is shown:\n{}", text);
+                proptest::prop_assert!(
+                    names.iter().any(|n| text.contains(&format!("`{n}`"))),
+                    "the configuration is named:\n{}", text
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn every_catalogue_problem_is_listed_at_once_at_its_value() {
+    let text = std::fs::read_to_string(shipped("configurations.toml")).unwrap();
+    let text = text
+        .replacen("input_per_mtok = 0.30", "input_per_mtok = -0.30", 1)
+        .replacen("reasoning_base = 140.0", "reasoning_bse = 140.0", 1)
+        .replacen(
+            "name = \"sim-dunlin-max\"",
+            "name = \"sim-aurora-flash\"",
+            1,
+        );
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("configurations.toml");
+    std::fs::write(&path, &text).unwrap();
+    let e = tbb::provider::Catalogue::load(&path).err().unwrap();
+    let out = render_any(&e);
+    assert_eq!(e.problem_count(), 3, "{out}");
+    for needle in [
+        "input_per_mtok = -0.30",
+        "price input_per_mtok = -0.3 is not a finite, non-negative number",
+        "unknown sim parameter `reasoning_bse`; did you mean `reasoning_base`?",
+        "configuration `sim-aurora-flash` is defined twice",
+    ] {
+        assert!(out.contains(needle), "{needle} missing in\n{out}");
+    }
+}
