@@ -163,6 +163,16 @@ pub fn cannot_run(kind: AnalysisKind, cells: &[Cell], lanes: &[Lane]) -> Option<
     }
 }
 
+/// The analyses of a manifest that cannot run on its design, in manifest order, with
+/// why: `tbb manifest check` and `tbb plan` list them, and the DAG leaves them out.
+pub fn skipped(manifest: &crate::manifest::Manifest) -> Vec<(AnalysisKind, String)> {
+    manifest
+        .analyses
+        .iter()
+        .filter_map(|a| cannot_run(a.kind, &manifest.cells, &manifest.lanes).map(|r| (a.kind, r)))
+        .collect()
+}
+
 /// Runs one analysis over the graded episodes.
 pub fn run(
     analysis: &crate::manifest::Analysis,
