@@ -273,7 +273,7 @@ impl Manifest {
         let non_finite = layers.non_finite();
         for (at, x) in &non_finite {
             sink.at(
-                &at,
+                at,
                 format!("`{at}` = {} is not a finite number", toml_float(*x)),
                 Some(
                     "no manifest value may be nan or inf; give a number, e.g. `repeats = 1`".into(),
