@@ -28,4 +28,5 @@ pub mod pipeline;
 pub mod provider;
 pub mod report;
 pub mod sandbox;
+pub mod spans;
 pub mod store;

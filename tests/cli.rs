@@ -1354,3 +1354,109 @@ fn run_episode_prints_the_cause_of_an_infrastructure_failure() {
     );
     assert!(text.contains("infra_failure"), "{text}");
 }
+
+/// Regression: `tbb apply missing.toml` said "cannot use the plan ...".
+#[test]
+fn a_missing_manifest_is_named_as_missing_by_every_command() {
+    for command in [
+        &["apply", "no/such/manifest.toml"][..],
+        &["plan", "no/such/manifest.toml"],
+        &["manifest", "check", "no/such/manifest.toml"],
+    ] {
+        let stderr = failure_of(tbb().args(command));
+        assert!(
+            stderr.contains("manifest no/such/manifest.toml does not exist"),
+            "`tbb {}`:\n{stderr}",
+            command.join(" ")
+        );
+        assert!(
+            !stderr.contains("plan"),
+            "`tbb {}`:\n{stderr}",
+            command.join(" ")
+        );
+    }
+}
+
+#[test]
+fn manifest_check_reports_nan_at_its_value_and_bounds_long_reports() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    std::fs::copy(
+        root().join("manifests/configurations.toml"),
+        dir.path().join("configurations.toml"),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let smoke = std::fs::read_to_string(root().join("manifests/smoke.toml"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let nan = dir.path().join("nan.toml");
+    std::fs::write(&nan, smoke.replace("repeats = 1", "repeats = nan"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let stderr = failure_of(tbb().args(["manifest", "check"]).arg(&nan));
+    assert!(
+        stderr.contains("`repeats` = nan is not a finite number"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("repeats = nan"), "{stderr}");
+
+    let entries: String = (0..1000)
+        .map(|_| "[[cells.list]]\nv = 8\nw = \"low\"\nd = \"raw\"\n\n")
+        .collect();
+    let dup = dir.path().join("dup.toml");
+    std::fs::write(
+        &dup,
+        smoke.replace("[cells]\npreset = \"capacity\"\n", &entries),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let started = std::time::Instant::now();
+    let stderr = failure_of(tbb().args(["plan"]).arg(&dup));
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+    assert!(stderr.contains("999 problem(s)"), "{stderr}");
+    assert!(stderr.contains("… and 949 more"), "{stderr}");
+    assert!(stderr.len() < 100_000, "{} bytes of stderr", stderr.len());
+}
+
+/// Regression: a small study (V = 8 and V = 128 at one W/D) ran every episode and then
+/// failed the contrasts node (exit 1, no report).
+#[test]
+fn a_subset_study_skips_the_analyses_it_cannot_feed_and_still_reports() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    std::fs::copy(
+        root().join("manifests/configurations.toml"),
+        dir.path().join("configurations.toml"),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let smoke = std::fs::read_to_string(root().join("manifests/smoke.toml"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let cells = "[[cells.list]]\nv = 8\nw = \"low\"\nd = \"raw\"\n\n[[cells.list]]\nv = 128\nw = \"low\"\nd = \"raw\"\n";
+    let manifest = dir.path().join("small.toml");
+    std::fs::write(
+        &manifest,
+        smoke.replace("[cells]\npreset = \"capacity\"\n", cells),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let m = manifest.to_string_lossy().into_owned();
+    let outputs = dir.path().join("outputs").to_string_lossy().into_owned();
+    let lockfiles = dir.path().join("lockfiles").to_string_lossy().into_owned();
+    let check = stdout_of(&["manifest", "check", &m]);
+    assert!(
+        check.contains("analysis contrasts cannot run on this design"),
+        "{check}"
+    );
+    assert!(!check.contains("analysis strata"), "{check}");
+    let plan = stdout_of(&["plan", &m, "--outputs", &outputs]);
+    assert!(
+        plan.contains("! analysis contrasts is skipped: it needs all 12 capacity cells"),
+        "{plan}"
+    );
+    stdout_of(&[
+        "apply",
+        &m,
+        "--outputs",
+        &outputs,
+        "--lockfiles",
+        &lockfiles,
+    ]);
+    let study = dir.path().join("outputs/smoke");
+    assert!(study.join("report.md").is_file());
+    assert!(study.join("strata.parquet").is_file());
+    assert!(!study.join("contrasts.parquet").exists());
+}

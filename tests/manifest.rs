@@ -421,3 +421,338 @@ fn a_missing_catalogue_points_at_the_catalogue_key() {
     assert!(text.contains("nowhere.toml does not exist"), "{text}");
     assert!(text.contains("catalogue = \"nowhere.toml\""), "{text}");
 }
+
+/// The smoke manifest with every numeric key a manifest has, each on its own line:
+/// a listed cell with a depth and a configuration's caps.
+fn every_number(t: String) -> String {
+    let t = replace(
+        t,
+        "preset = \"capacity\"",
+        "[[cells.list]]\nv = 8\nw = \"low\"\nd = \"raw\"\ndepth = 2",
+    );
+    replace(
+        t,
+        "completion_caps = [1024]",
+        "completion_caps = [1024]\nconfiguration_caps = { sim-dunlin-max = [2048] }",
+    )
+}
+
+/// `(line as written, the same line with VALUE in place of its number)`.
+const NUMERIC_LINES: [(&str, &str); 9] = [
+    ("repeats = 1", "repeats = VALUE"),
+    ("v = 8", "v = VALUE"),
+    ("depth = 2", "depth = VALUE"),
+    ("completion_caps = [1024]", "completion_caps = [VALUE]"),
+    (
+        "configuration_caps = { sim-dunlin-max = [2048] }",
+        "configuration_caps = { sim-dunlin-max = [VALUE] }",
+    ),
+    ("episode_budget = 128000", "episode_budget = VALUE"),
+    ("call_slack = 2", "call_slack = VALUE"),
+    ("draws = 1000", "draws = VALUE"),
+    ("seed = 20261202", "seed = VALUE"),
+];
+
+#[test]
+fn the_manifest_with_every_number_loads() {
+    let m = edited("smoke.toml", every_number);
+    let manifest = load(&m.path).manifest;
+    assert_eq!(manifest.cells.len(), 1);
+    assert_eq!(manifest.caps_for("sim-dunlin-max"), [2048]);
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+
+    /// Regression: `repeats = nan` and `lanes = -inf` became defaults, silently.
+    #[test]
+    fn nan_or_inf_in_any_numeric_field_is_an_error_at_its_value(
+        line in proptest::sample::select(NUMERIC_LINES.to_vec()),
+        value in proptest::sample::select(vec!["nan", "+nan", "-nan", "inf", "+inf", "-inf"]),
+        also_a_string_field in proptest::bool::ANY,
+    ) {
+        let (from, to) = line;
+        let to = to.replace("VALUE", value);
+        let m = edited("smoke.toml", |t| {
+            let t = replace(every_number(t), from, &to);
+            if also_a_string_field {
+                replace(t, "lanes = [\"routed\", \"fixed\"]", "lanes = [\"routed\", inf]")
+            } else {
+                t
+            }
+        });
+        let (e, text) = failure(&m, &[]);
+        proptest::prop_assert!(text.contains("is not a finite number"), "{}", text);
+        proptest::prop_assert!(text.contains(&to), "the span shows `{}`:\n{}", to, text);
+        proptest::prop_assert!(text.contains("╰── here"), "{}", text);
+        proptest::prop_assert_eq!(e.problem_count(), 1 + usize::from(also_a_string_field), "{}", text);
+    }
+
+    #[test]
+    fn nan_or_inf_in_an_override_names_the_override(
+        key in proptest::sample::select(vec![
+            "repeats", "budgets.episode_budget", "budgets.completion_caps", "lanes",
+            "analyses", "cells.list",
+        ]),
+        value in proptest::sample::select(vec!["nan", "inf", "-inf", "[nan]", "[-inf]"]),
+        by_env in proptest::bool::ANY,
+    ) {
+        // Tables are set by environment variables key by key only (`TBB_ANALYSES` is
+        // not read), so only `--set` can replace the analyses.
+        let by_env = by_env && key != "analyses";
+        let result = if by_env {
+            let var = format!("TBB_{}", key.to_ascii_uppercase().replace('.', "__"));
+            let name = format!("environment variable {var}");
+            (load_at(&shipped("smoke.toml"), &[], &[(var.as_str(), value)]), name)
+        } else {
+            (load_at(&shipped("smoke.toml"), &[(key, value)], &[]), format!("--set {key}"))
+        };
+        let (loaded, name) = result;
+        match loaded {
+            Ok(l) => proptest::prop_assert!(false, "{key}={value} loaded: repeats {}", l.manifest.repeats),
+            Err(e) => {
+                let text = render(&e);
+                proptest::prop_assert!(text.contains(&format!("{name}: ")), "{}", text);
+            }
+        }
+    }
+}
+
+#[test]
+fn a_wrong_type_in_an_override_names_that_override_only() {
+    let (e, text) = failure(
+        &edited("smoke.toml", |t| t),
+        &[("repeats", "2"), ("budgets.episode_budget", "\"lots\"")],
+    );
+    assert_eq!(e.problem_count(), 1, "{text}");
+    assert!(
+        text.contains("--set budgets.episode_budget: `budgets.episode_budget` does not fit"),
+        "{text}"
+    );
+    assert!(!text.contains("--set repeats"), "{text}");
+}
+
+#[test]
+fn a_wrong_type_deep_in_the_file_points_at_it() {
+    let m = edited("smoke.toml", |t| {
+        replace(
+            t,
+            "preset = \"capacity\"",
+            "[[cells.list]]\nv = 8\nw = \"low\"\nd = \"raw\"\n[[cells.list]]\nv = \"eight\"\nw = \"low\"\nd = \"raw\"",
+        )
+    });
+    let (_, text) = failure(&m, &[]);
+    assert!(text.contains("`cells.list.1.v` does not fit"), "{text}");
+    assert!(text.contains("v = \"eight\""), "{text}");
+}
+
+/// Regression: "not valid TOML: invalid type: string \"list\"".
+#[test]
+fn a_cell_list_without_a_cells_table_line_loads() {
+    let list = "[[cells.list]]\nv = 8\nw = \"low\"\nd = \"raw\"\n\n[[cells.list]]\nv = 128\nw = \"low\"\nd = \"raw\"\n";
+    let without = edited("smoke.toml", |t| {
+        replace(t, "[cells]\npreset = \"capacity\"\n", list)
+    });
+    let with = edited("smoke.toml", |t| {
+        replace(
+            t,
+            "[cells]\npreset = \"capacity\"\n",
+            &format!("[cells]\n{list}"),
+        )
+    });
+    let a = load(&without.path).manifest;
+    assert_eq!(a.cells.len(), 2);
+    assert_eq!(a.content_hash, load(&with.path).manifest.content_hash);
+    // Spans still point into such a list.
+    let bad = edited("smoke.toml", |t| {
+        replace(
+            t,
+            "[cells]\npreset = \"capacity\"\n",
+            &list.replace("v = 128", "v = 127"),
+        )
+    });
+    let (_, text) = failure(&bad, &[]);
+    assert!(text.contains("v = 127"), "{text}");
+}
+
+/// Regression: 1,000 duplicate cells took 20 s and printed 12 MB.
+#[test]
+fn a_thousand_duplicate_cells_give_a_bounded_report() {
+    let entries: String = (0..1000)
+        .map(|_| "[[cells.list]]\nv = 8\nw = \"low\"\nd = \"raw\"\n\n")
+        .collect();
+    let m = edited("smoke.toml", |t| {
+        replace(t, "[cells]\npreset = \"capacity\"\n", &entries)
+    });
+    let started = std::time::Instant::now();
+    let (e, text) = failure(&m, &[]);
+    let took = started.elapsed();
+    assert_eq!(e.problem_count(), 999, "{text}");
+    assert_eq!(e.problems().len(), tbb::manifest::MAX_SHOWN);
+    assert!(text.contains("999 problem(s)"), "{text}");
+    assert!(text.contains("… and 949 more"), "{text}");
+    assert_eq!(
+        text.matches("is listed twice").count(),
+        tbb::manifest::MAX_SHOWN
+    );
+    assert!(text.len() < 100_000, "{} bytes", text.len());
+    assert!(took < std::time::Duration::from_secs(5), "{took:?}");
+}
+
+// ---------------------------------------------------------------------------------
+// The configuration catalogue is validated when loaded
+// ---------------------------------------------------------------------------------
+
+/// A mutation of one catalogue entry that must never load.
+#[derive(Debug, Clone)]
+enum Mutation {
+    Price(&'static str, f64),
+    SimParam(&'static str, toml::Value),
+    UnknownSimParam,
+    DuplicateName,
+}
+
+fn mutation() -> impl proptest::strategy::Strategy<Value = Mutation> {
+    use proptest::prelude::*;
+    let bad = prop_oneof![
+        Just(f64::NAN),
+        Just(f64::INFINITY),
+        Just(f64::NEG_INFINITY),
+        (-1e6f64..-1e-9),
+    ];
+    let price_key = proptest::sample::select(vec!["input_per_mtok", "output_per_mtok"]);
+    let probability = proptest::sample::select(vec![
+        "stall",
+        "handoff_reliability",
+        "misread_raw",
+        "type_check",
+    ]);
+    let amount = proptest::sample::select(vec![
+        "reasoning_base",
+        "reasoning_per_schema",
+        "spike_factor",
+    ]);
+    prop_oneof![
+        (price_key, bad.clone()).prop_map(|(k, x)| Mutation::Price(k, x)),
+        (probability, prop_oneof![bad.clone(), (1.0001f64..100.0)])
+            .prop_map(|(k, x)| Mutation::SimParam(k, toml::Value::Float(x))),
+        (amount.clone(), bad).prop_map(|(k, x)| Mutation::SimParam(k, toml::Value::Float(x))),
+        amount.prop_map(|k| Mutation::SimParam(k, toml::Value::String("many".into()))),
+        Just(Mutation::UnknownSimParam),
+        Just(Mutation::DuplicateName),
+    ]
+}
+
+fn shipped_catalogue() -> toml::Table {
+    let text = std::fs::read_to_string(shipped("configurations.toml")).unwrap();
+    toml::from_str(&text).unwrap()
+}
+
+fn load_catalogue(
+    table: &toml::Table,
+) -> (
+    tempfile::TempDir,
+    Result<tbb::provider::Catalogue, tbb::provider::config::CatalogueError>,
+) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("configurations.toml");
+    std::fs::write(&path, toml::to_string(table).unwrap()).unwrap();
+    let loaded = tbb::provider::Catalogue::load(&path);
+    (dir, loaded)
+}
+
+fn render_any(e: &dyn miette::Diagnostic) -> String {
+    let mut out = String::new();
+    miette::GraphicalReportHandler::new_themed(miette::GraphicalTheme::unicode_nocolor())
+        .with_width(200)
+        .render_report(&mut out, e)
+        .unwrap();
+    out
+}
+
+#[test]
+fn the_shipped_catalogue_loads_and_survives_a_round_trip() {
+    let (_dir, loaded) = load_catalogue(&shipped_catalogue());
+    assert_eq!(loaded.map(|c| c.configurations.len()).ok(), Some(25));
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
+
+    #[test]
+    fn a_mutated_catalogue_never_loads_silently(
+        picks in proptest::collection::vec((0usize..21, mutation()), 1..4),
+    ) {
+        let mut table = shipped_catalogue();
+        let Some(toml::Value::Array(entries)) = table.get_mut("configuration") else {
+            panic!("no [[configuration]]");
+        };
+        let sims: Vec<usize> = (0..entries.len())
+            .filter(|&i| entries[i].get("provider").and_then(|p| p.as_str()) == Some("sim"))
+            .collect();
+        let mut names = Vec::new();
+        for (pick, m) in &picks {
+            let i = sims[pick % sims.len()];
+            let other = entries[sims[(pick + 1) % sims.len()]]["name"].clone();
+            let entry = entries[i].as_table_mut().unwrap();
+            names.push(entry["name"].as_str().unwrap_or_default().to_string());
+            match m {
+                Mutation::Price(key, x) => {
+                    entry["prices"].as_table_mut().unwrap().insert(key.to_string(), toml::Value::Float(*x));
+                }
+                Mutation::SimParam(key, v) => {
+                    entry["sim"].as_table_mut().unwrap().insert(key.to_string(), v.clone());
+                }
+                Mutation::UnknownSimParam => {
+                    entry["sim"].as_table_mut().unwrap().insert("reasoning_bse".into(), toml::Value::Float(1.0));
+                }
+                Mutation::DuplicateName => {
+                    entry.insert("name".into(), other.clone());
+                    names.pop();
+                    names.push(other.as_str().unwrap_or_default().to_string());
+                }
+            }
+        }
+        let (_dir, loaded) = load_catalogue(&table);
+        match loaded {
+            Ok(_) => proptest::prop_assert!(false, "{:?} loaded", picks),
+            Err(e) => {
+                let text = render_any(&e);
+                proptest::prop_assert!(e.problem_count() >= 1, "{}", text);
+                proptest::prop_assert!(e.problem_count() <= picks.len(), "{}", text);
+                proptest::prop_assert!(text.contains("╰── here"), "a span is shown:\n{}", text);
+                proptest::prop_assert!(
+                    names.iter().any(|n| text.contains(&format!("`{n}`"))),
+                    "the configuration is named:\n{}", text
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn every_catalogue_problem_is_listed_at_once_at_its_value() {
+    let text = std::fs::read_to_string(shipped("configurations.toml")).unwrap();
+    let text = text
+        .replacen("input_per_mtok = 0.30", "input_per_mtok = -0.30", 1)
+        .replacen("reasoning_base = 140.0", "reasoning_bse = 140.0", 1)
+        .replacen(
+            "name = \"sim-dunlin-max\"",
+            "name = \"sim-aurora-flash\"",
+            1,
+        );
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("configurations.toml");
+    std::fs::write(&path, &text).unwrap();
+    let e = tbb::provider::Catalogue::load(&path).err().unwrap();
+    let out = render_any(&e);
+    assert_eq!(e.problem_count(), 3, "{out}");
+    for needle in [
+        "input_per_mtok = -0.30",
+        "price input_per_mtok = -0.3 is not a finite, non-negative number",
+        "unknown sim parameter `reasoning_bse`; did you mean `reasoning_base`?",
+        "configuration `sim-aurora-flash` is defined twice",
+    ] {
+        assert!(out.contains(needle), "{needle} missing in\n{out}");
+    }
+}

@@ -22,6 +22,8 @@ pub mod truncation;
 
 use arrow_array::RecordBatch;
 
+use crate::compile::cell::{level_name, Cell};
+use crate::harness::Lane;
 use crate::manifest::AnalysisKind;
 use crate::store::StoreError;
 
@@ -90,6 +92,87 @@ pub enum AnalysisError {
     },
 }
 
+/// Why an analysis of this kind cannot run on a manifest's design, or `None` when it
+/// can: what each kind needs of the cells and lanes, checked before any episode runs,
+/// so a study on a subset of the design skips the analysis instead of paying for every
+/// request and then failing.
+///
+/// - contrasts: all twelve capacity cells (every contrast's weights span them);
+/// - truncation and strata: matched V = 8 / V = 128 pairs — at least one endpoint
+///   (W, D) at both menu sizes, and every endpoint cell's V partner;
+/// - lanes: both menu lanes, routed and fixed;
+/// - costs and the report: any episodes.
+pub fn cannot_run(kind: AnalysisKind, cells: &[Cell], lanes: &[Lane]) -> Option<String> {
+    let index = |c: &Cell| {
+        let (w, d) = (level_name(&c.w), level_name(&c.d));
+        let capacity = level_name(&c.r) == design::CAPACITY_R && c.depth.is_none();
+        design::CELLS
+            .iter()
+            .position(|x| capacity && u32::from(c.v) == x.v && x.w == w && x.d == d)
+    };
+    let present: std::collections::BTreeSet<usize> = cells.iter().filter_map(index).collect();
+    match kind {
+        AnalysisKind::Contrasts => {
+            let missing: Vec<String> = (0..design::CELLS.len())
+                .filter(|i| !present.contains(i))
+                .map(|i| design::CELLS[i].label())
+                .collect();
+            (!missing.is_empty()).then(|| {
+                format!(
+                    "it needs all 12 capacity cells; the manifest lacks {}",
+                    missing.join(", ")
+                )
+            })
+        }
+        AnalysisKind::Truncation | AnalysisKind::Strata => {
+            let endpoints: Vec<usize> = present
+                .iter()
+                .copied()
+                .filter(|&i| i < design::N_ENDPOINTS)
+                .collect();
+            // Endpoints are ordered V slowest: the partner of cell i is i ± 4.
+            let half = design::N_ENDPOINTS / 2;
+            let partner = |i: usize| if i < half { i + half } else { i - half };
+            let unpaired: Vec<String> = endpoints
+                .iter()
+                .filter(|&&i| !present.contains(&partner(i)))
+                .map(|&i| {
+                    format!(
+                        "{} has no {}",
+                        design::CELLS[i].label(),
+                        design::CELLS[partner(i)].label()
+                    )
+                })
+                .collect();
+            if endpoints.is_empty() {
+                Some("it needs matched V = 8 / V = 128 cells (e.g. (8, low, raw) and (128, low, raw)); the manifest has none".into())
+            } else if !unpaired.is_empty() {
+                Some(format!(
+                    "it needs every endpoint cell's V = 8 / V = 128 partner: {}",
+                    unpaired.join(", ")
+                ))
+            } else {
+                None
+            }
+        }
+        AnalysisKind::Lanes => {
+            let both = lanes.contains(&Lane::Routed) && lanes.contains(&Lane::Fixed);
+            (!both).then(|| "it needs both menu lanes (`lanes = [\"routed\", \"fixed\"]`)".into())
+        }
+        AnalysisKind::Costs | AnalysisKind::Report => None,
+    }
+}
+
+/// The analyses of a manifest that cannot run on its design, in manifest order, with
+/// why: `tbb manifest check` and `tbb plan` list them, and the DAG leaves them out.
+pub fn skipped(manifest: &crate::manifest::Manifest) -> Vec<(AnalysisKind, String)> {
+    manifest
+        .analyses
+        .iter()
+        .filter_map(|a| cannot_run(a.kind, &manifest.cells, &manifest.lanes).map(|r| (a.kind, r)))
+        .collect()
+}
+
 /// Runs one analysis over the graded episodes.
 pub fn run(
     analysis: &crate::manifest::Analysis,
@@ -105,5 +188,50 @@ pub fn run(
             analysis: analysis.kind.name(),
             detail: "the report is not implemented yet".into(),
         }),
+    }
+}
+
+#[cfg(test)]
+mod needs_tests {
+    use super::*;
+
+    fn cell(v: u16, w: &str, d: &str) -> Cell {
+        Cell {
+            v,
+            w: w.parse().unwrap_or_else(|_| panic!("{w}")),
+            d: d.parse().unwrap_or_else(|_| panic!("{d}")),
+            r: crate::compile::cell::Routing::Low,
+            depth: None,
+        }
+    }
+
+    #[test]
+    fn the_capacity_design_runs_every_analysis() {
+        let both = [Lane::Routed, Lane::Fixed];
+        for kind in AnalysisKind::ALL {
+            assert_eq!(cannot_run(kind, &Cell::capacity(), &both), None, "{kind:?}");
+        }
+    }
+
+    #[test]
+    fn a_small_live_study_declares_what_it_cannot_run() {
+        // V = 8 and V = 128 at one W/D, one lane.
+        let cells = [cell(8, "low", "raw"), cell(128, "low", "raw")];
+        let routed = [Lane::Routed];
+        let contrasts = cannot_run(AnalysisKind::Contrasts, &cells, &routed).unwrap_or_default();
+        assert!(contrasts.contains("(8, high, linked)"), "{contrasts}");
+        assert!(!contrasts.contains("(8, low, raw)"), "{contrasts}");
+        assert_eq!(cannot_run(AnalysisKind::Truncation, &cells, &routed), None);
+        assert_eq!(cannot_run(AnalysisKind::Strata, &cells, &routed), None);
+        assert!(cannot_run(AnalysisKind::Lanes, &cells, &routed).is_some());
+        assert_eq!(cannot_run(AnalysisKind::Costs, &cells, &routed), None);
+        let lonely = [cell(8, "low", "raw"), cell(128, "high", "raw")];
+        let strata = cannot_run(AnalysisKind::Strata, &lonely, &routed).unwrap_or_default();
+        assert!(
+            strata.contains("(8, low, raw) has no (128, low, raw)"),
+            "{strata}"
+        );
+        let none = cannot_run(AnalysisKind::Truncation, &[cell(32, "low", "raw")], &routed);
+        assert!(none.is_some_and(|s| s.contains("has none")));
     }
 }

@@ -37,6 +37,10 @@ pub struct ApplyArgs {
 }
 
 fn read_plan(path: &Path) -> Result<Option<Plan>, PipelineError> {
+    // A missing file is not a plan: the manifest loader says it does not exist.
+    if !path.exists() {
+        return Ok(None);
+    }
     let text = std::fs::read_to_string(path).map_err(|e| PipelineError::PlanFile {
         path: path.to_path_buf(),
         message: e.to_string(),

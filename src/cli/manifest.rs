@@ -58,6 +58,10 @@ pub fn exec(cli: &Cli, command: &ManifestCommand) -> Result<()> {
             "repeats": m.repeats,
             "episodes": m.episode_count(),
             "warnings": loaded.warnings,
+            "skipped_analyses": crate::analysis::skipped(m)
+                .into_iter()
+                .map(|(kind, why)| json!({"analysis": kind.name(), "reason": why}))
+                .collect::<Vec<_>>(),
         }));
         return Ok(());
     }
@@ -77,5 +81,11 @@ pub fn exec(cli: &Cli, command: &ManifestCommand) -> Result<()> {
         m.repeats,
         m.episode_count()
     );
+    for (kind, why) in crate::analysis::skipped(m) {
+        say!(
+            "analysis {} cannot run on this design and will be skipped: {why}",
+            kind.name()
+        );
+    }
     Ok(())
 }

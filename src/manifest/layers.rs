@@ -115,6 +115,22 @@ impl Layers {
         self.figment.extract().map_err(Box::new)
     }
 
+    /// Every number that is NaN or infinite, by dotted path, with its value. TOML allows
+    /// `nan` and `inf`, but no manifest value may be either, and they must be caught
+    /// here: the merged JSON has no such numbers and would turn them into nulls, that is
+    /// into silent defaults.
+    pub fn non_finite(&self) -> Vec<(String, f64)> {
+        let mut out = Vec::new();
+        if let Ok(mut data) = self.figment.data() {
+            if let Some(dict) = data.remove(&Profile::Default) {
+                for (key, value) in &dict {
+                    non_finite_in(key.clone(), value, &mut out);
+                }
+            }
+        }
+        out
+    }
+
     /// The names of the overrides that set anything, in precedence order.
     pub fn overrides(&self) -> Vec<String> {
         self.figment
@@ -140,6 +156,27 @@ impl Layers {
                 None => return Origin::Default,
             }
         }
+    }
+}
+
+fn non_finite_in(path: String, value: &Value, out: &mut Vec<(String, f64)>) {
+    match value {
+        Value::Num(_, n) => {
+            if let Some(x) = n.to_f64().filter(|x| !x.is_finite()) {
+                out.push((path, x));
+            }
+        }
+        Value::Dict(_, dict) => {
+            for (key, v) in dict {
+                non_finite_in(format!("{path}.{key}"), v, out);
+            }
+        }
+        Value::Array(_, items) => {
+            for (i, v) in items.iter().enumerate() {
+                non_finite_in(format!("{path}.{i}"), v, out);
+            }
+        }
+        _ => {}
     }
 }
 

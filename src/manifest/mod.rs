@@ -26,10 +26,14 @@ mod resolve;
 
 use std::path::{Path, PathBuf};
 
+use std::sync::Arc;
+
 use miette::NamedSource;
 use serde::Serialize;
 
-pub use error::{ManifestError, Problem};
+pub use error::{ManifestError, Problem, MAX_SHOWN};
+
+use crate::spans::SpanIndex;
 
 use crate::compile::cell::Cell;
 use crate::family::FamilySet;
@@ -208,15 +212,20 @@ impl Manifest {
         overrides: &[(String, String)],
         env: &[(String, String)],
     ) -> Result<Loaded, ManifestError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ManifestError::Io {
-            path: path.to_path_buf(),
-            source,
+        let text = std::fs::read_to_string(path).map_err(|source| {
+            if source.kind() == std::io::ErrorKind::NotFound {
+                ManifestError::Missing {
+                    path: path.to_path_buf(),
+                }
+            } else {
+                ManifestError::Io {
+                    path: path.to_path_buf(),
+                    source,
+                }
+            }
         })?;
-        let src = NamedSource::new(path.display().to_string(), text.clone());
-        let invalid = |problems: Vec<Problem>| ManifestError::Invalid {
-            path: path.to_path_buf(),
-            problems,
-        };
+        let src = NamedSource::new(path.display().to_string(), Arc::<str>::from(text.as_str()));
+        let invalid = |problems: Vec<Problem>| ManifestError::invalid(path.to_path_buf(), problems);
         let problem = |message: String, span: Option<std::ops::Range<usize>>, help: &str| Problem {
             message,
             src: src.clone(),
@@ -227,19 +236,16 @@ impl Manifest {
         const SCHEMA_HELP: &str = "see manifests/capacity.toml for every key a manifest may hold";
 
         // Stage 0: TOML syntax, with the span of the error.
-        let syntax = |e: toml::de::Error| {
+        let syntax = |message: &str, span: Option<std::ops::Range<usize>>| {
             invalid(vec![problem(
-                format!(
-                    "{} is not valid TOML: {}",
-                    path.display(),
-                    e.message().trim()
-                ),
-                e.span(),
+                format!("{} is not valid TOML: {}", path.display(), message.trim()),
+                span,
                 SCHEMA_HELP,
             )])
         };
-        let table: toml::Table = toml::from_str(&text).map_err(syntax)?;
-        let spans = raw::SpanIndex::parse(&text).map_err(syntax)?;
+        let table: toml::Table =
+            toml::from_str(&text).map_err(|e| syntax(e.message(), e.span()))?;
+        let spans = SpanIndex::parse(&text).map_err(|e| syntax(&e.message, e.span))?;
 
         // Layering.
         let layers = layers::Layers::new(&table, spans, env, overrides).map_err(|e| {
@@ -256,28 +262,52 @@ impl Manifest {
                 "overrides are `key.path=value`, e.g. `budgets.completion_caps=[4096]`",
             )])
         })?;
+        let mut sink = resolve::Sink {
+            layers: &layers,
+            src: src.clone(),
+            problems: Vec::new(),
+        };
 
-        // Stage 1: the schema, warning on unknown keys.
+        // NaN and infinities first: the merged JSON below cannot hold them (they would
+        // become nulls, and nulls defaults), so they are found in the layers.
+        let non_finite = layers.non_finite();
+        for (at, x) in &non_finite {
+            sink.at(
+                at,
+                format!("`{at}` = {} is not a finite number", toml_float(*x)),
+                Some(
+                    "no manifest value may be nan or inf; give a number, e.g. `repeats = 1`".into(),
+                ),
+            );
+        }
+
+        // Stage 1: the schema, warning on unknown keys; a value of the wrong type is an
+        // error at that value (its span, or the override that set it).
         let mut unknown = Vec::new();
+        let mut note = |p: serde_ignored::Path<'_>| unknown.push(p.to_string());
         let parsed: Result<raw::RawManifest, _> =
-            serde_ignored::deserialize(&merged, |p| unknown.push(p.to_string()));
+            serde_path_to_error::deserialize(serde_ignored::Deserializer::new(&merged, &mut note));
         let raw = match parsed {
             Ok(raw) => raw,
             Err(e) => {
-                // Say where: the file alone (with its span), or else the overrides.
-                let p = match toml::from_str::<raw::RawManifest>(&text) {
-                    Err(fe) => problem(
-                        format!("{} does not fit the manifest schema: {}", path.display(), fe.message().trim()),
-                        fe.span(),
-                        SCHEMA_HELP,
-                    ),
-                    Ok(_) => problem(
-                        format!("the overrides ({}) do not fit the manifest schema: {e}", layers.overrides().join(", ")),
-                        None,
-                        "check the type of each overridden value, e.g. `repeats=2`, `budgets.completion_caps=[4096]`",
-                    ),
+                let at = dotted(e.path());
+                // The null a NaN became is already reported, at the NaN.
+                if non_finite.iter().any(|(p, _)| *p == at) {
+                    return Err(invalid(sink.problems));
+                }
+                let what = if at.is_empty() {
+                    path.display().to_string()
+                } else {
+                    format!("`{at}`")
                 };
-                return Err(invalid(vec![p]));
+                sink.at(
+                    &at,
+                    format!("{what} does not fit the manifest schema: {}", e.inner()),
+                    Some(format!(
+                        "{SCHEMA_HELP}; overrides are typed like TOML values, e.g. `repeats=2`, `budgets.completion_caps=[4096]`"
+                    )),
+                );
+                return Err(invalid(sink.problems));
             }
         };
         let warnings = unknown
@@ -292,11 +322,6 @@ impl Manifest {
             .collect();
 
         // Stage 2: names, levels and rules.
-        let mut sink = resolve::Sink {
-            layers: &layers,
-            src: src.clone(),
-            problems: Vec::new(),
-        };
         let catalogue_path = resolve::catalogue_path(&raw, path);
         let catalogue = if catalogue_path.is_file() {
             Some(Catalogue::load(&catalogue_path)?)
@@ -369,5 +394,31 @@ impl Manifest {
         .map(|&n| n as u64)
         .product::<u64>()
             * caps
+    }
+}
+
+/// A serde path as the dotted path of [`SpanIndex`] and the layers (`cells.list.0.v`).
+fn dotted(path: &serde_path_to_error::Path) -> String {
+    use serde_path_to_error::Segment;
+    let mut parts = Vec::new();
+    for segment in path.iter() {
+        match segment {
+            Segment::Seq { index } => parts.push(index.to_string()),
+            Segment::Map { key } => parts.push(key.clone()),
+            Segment::Enum { variant } => parts.push(variant.clone()),
+            Segment::Unknown => break,
+        }
+    }
+    parts.join(".")
+}
+
+/// A non-finite float as TOML writes it.
+fn toml_float(x: f64) -> &'static str {
+    if x.is_nan() {
+        "nan"
+    } else if x > 0.0 {
+        "inf"
+    } else {
+        "-inf"
     }
 }

@@ -3,15 +3,13 @@
 //!
 //! Values are kept loose here (names as strings, numbers as `i64`) so that stage 2
 //! can say *which* name is unknown and *what* the allowed values are, at the value's
-//! span, instead of stopping at serde's first type error. Unknown keys are not errors:
+//! span, instead of stopping at serde's first type error. A value of the wrong type is
+//! still an error (at its span, via its path), never a silent default. Unknown keys are not errors:
 //! [`super::layers`] collects them with `serde_ignored` as warnings.
 
-use std::collections::BTreeMap;
-use std::ops::Range;
-
-use serde::de::{Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
-use toml::Spanned;
+
+pub use crate::spans::SpanIndex;
 
 /// The whole manifest.
 #[derive(Debug, Clone, Deserialize)]
@@ -148,109 +146,4 @@ pub struct RawAnalysis {
     /// Units resampled together.
     #[serde(default)]
     pub cluster_units: Option<Vec<String>>,
-}
-
-/// Byte spans of every value in the manifest file, by dotted path
-/// (`cells.list.0.v`, `configurations.names.2`).
-#[derive(Debug, Default)]
-pub struct SpanIndex {
-    spans: BTreeMap<String, Range<usize>>,
-}
-
-impl SpanIndex {
-    /// Indexes a file's text. Fails with the TOML syntax error and its span.
-    pub fn parse(text: &str) -> Result<SpanIndex, toml::de::Error> {
-        let root: Node = toml::from_str(text)?;
-        let mut index = SpanIndex::default();
-        index.walk(String::new(), &root);
-        Ok(index)
-    }
-
-    fn walk(&mut self, path: String, node: &Node) {
-        let child = |key: &str| {
-            if path.is_empty() {
-                key.to_string()
-            } else {
-                format!("{path}.{key}")
-            }
-        };
-        match node {
-            Node::Table(entries) => {
-                for (key, value) in entries {
-                    let p = child(key);
-                    self.spans.insert(p.clone(), value.span());
-                    self.walk(p, value.get_ref());
-                }
-            }
-            Node::Array(items) => {
-                for (i, value) in items.iter().enumerate() {
-                    let p = child(&i.to_string());
-                    self.spans.insert(p.clone(), value.span());
-                    self.walk(p, value.get_ref());
-                }
-            }
-            Node::Leaf => {}
-        }
-    }
-
-    /// The span of the value at `path`, or of its nearest ancestor in the file.
-    pub fn find(&self, path: &str) -> Option<Range<usize>> {
-        let mut p = path;
-        loop {
-            if let Some(span) = self.spans.get(p) {
-                return Some(span.clone());
-            }
-            p = &p[..p.rfind('.')?];
-        }
-    }
-}
-
-/// A TOML value reduced to its shape, with the span of every child.
-enum Node {
-    Table(Vec<(String, Spanned<Node>)>),
-    Array(Vec<Spanned<Node>>),
-    Leaf,
-}
-
-impl<'de> Deserialize<'de> for Node {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct NodeVisitor;
-        impl<'de> Visitor<'de> for NodeVisitor {
-            type Value = Node;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("a TOML value")
-            }
-            fn visit_bool<E>(self, _: bool) -> Result<Node, E> {
-                Ok(Node::Leaf)
-            }
-            fn visit_i64<E>(self, _: i64) -> Result<Node, E> {
-                Ok(Node::Leaf)
-            }
-            fn visit_u64<E>(self, _: u64) -> Result<Node, E> {
-                Ok(Node::Leaf)
-            }
-            fn visit_f64<E>(self, _: f64) -> Result<Node, E> {
-                Ok(Node::Leaf)
-            }
-            fn visit_str<E>(self, _: &str) -> Result<Node, E> {
-                Ok(Node::Leaf)
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Node, A::Error> {
-                let mut items = Vec::new();
-                while let Some(item) = seq.next_element::<Spanned<Node>>()? {
-                    items.push(item);
-                }
-                Ok(Node::Array(items))
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Node, A::Error> {
-                let mut entries = Vec::new();
-                while let Some(key) = map.next_key::<String>()? {
-                    let value = map.next_value::<Spanned<Node>>()?;
-                    entries.push((key, value));
-                }
-                Ok(Node::Table(entries))
-            }
-        }
-        deserializer.deserialize_any(NodeVisitor)
-    }
 }

@@ -23,7 +23,7 @@ use crate::provider::Configuration;
 /// Collects problems, placing each at its value's origin.
 pub(super) struct Sink<'a> {
     pub layers: &'a Layers,
-    pub src: NamedSource<String>,
+    pub src: NamedSource<std::sync::Arc<str>>,
     pub problems: Vec<Problem>,
 }
 
@@ -270,9 +270,11 @@ fn resolve_cells(raw: &RawManifest, sink: &mut Sink<'_>) -> Vec<Cell> {
                 sink.at("cells.list", "the cell list is empty", None);
             }
             let mut out: Vec<Cell> = Vec::new();
+            // A set, not `out.contains`: generated lists can hold thousands of cells.
+            let mut seen = std::collections::BTreeSet::new();
             for (i, rc) in list.iter().enumerate() {
                 if let Some(cell) = resolve_cell(sink, &format!("cells.list.{i}"), rc) {
-                    if out.contains(&cell.normalized()) {
+                    if !seen.insert(cell.normalized()) {
                         sink.at(
                             &format!("cells.list.{i}"),
                             format!("cell {cell} is listed twice"),

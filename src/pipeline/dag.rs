@@ -298,7 +298,16 @@ impl Dag {
         // Analyses over the episodes; the report reads the other analyses.
         let mut analyses: Vec<(String, NodeIndex)> = Vec::new();
         let mut seen: BTreeMap<AnalysisKind, usize> = BTreeMap::new();
+        // An analysis the design cannot feed gets no node: it would fail only after
+        // every episode was paid for (`tbb plan` and `manifest check` say why).
+        let skipped: Vec<AnalysisKind> = crate::analysis::skipped(manifest)
+            .into_iter()
+            .map(|(k, _)| k)
+            .collect();
         for (index, a) in manifest.analyses.iter().enumerate() {
+            if skipped.contains(&a.kind) {
+                continue;
+            }
             let n = seen.entry(a.kind).or_insert(0);
             *n += 1;
             let name = if *n == 1 {

@@ -287,6 +287,10 @@ impl Study {
         p.overrides = self.overrides.clone();
         p.manifest_hash = self.manifest.content_hash.clone();
         p.lockfile_hash = self.lockfile_hash.clone();
+        p.skipped_analyses = crate::analysis::skipped(&self.manifest)
+            .into_iter()
+            .map(|(kind, why)| (kind.name().to_string(), why))
+            .collect();
         p.estimate = apply::estimate(self, cache, &p);
         p.fingerprint = plan::fingerprint(&p);
         p

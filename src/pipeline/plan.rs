@@ -110,6 +110,10 @@ pub struct Plan {
     /// blake3 over every node's identity, key and action: two plans with the same
     /// fingerprint do the same work.
     pub fingerprint: String,
+    /// Analyses the manifest asks for that cannot run on its design (no node is
+    /// planned for them), each as `(analysis, why)`.
+    #[serde(default)]
+    pub skipped_analyses: Vec<(String, String)>,
 }
 
 /// The format tag of saved plans.
@@ -218,6 +222,7 @@ pub fn plan(dag: &Dag, cache: &Cache, outputs: &Path) -> Plan {
         nodes,
         estimate: Estimate::default(),
         fingerprint: String::new(),
+        skipped_analyses: Vec::new(),
     }
 }
 
@@ -375,6 +380,12 @@ impl Plan {
             }
         }
         if !out.is_empty() {
+            out.push('\n');
+        }
+        for (analysis, why) in &self.skipped_analyses {
+            let _ = writeln!(out, "  ! analysis {analysis} is skipped: {why}");
+        }
+        if !self.skipped_analyses.is_empty() {
             out.push('\n');
         }
         out.push_str(&self.summary());

@@ -2,16 +2,21 @@
 //! route plus its harness settings — execution profile, retry policy, concurrency,
 //! timeout — with its organization and frozen prices.
 //!
-//! Read from TOML (`manifests/configurations.toml`, a list of `[[configuration]]`).
-//! Unknown keys are errors at their span. Keys are never in the file: a configuration
+//! Read from TOML (`manifests/configurations.toml`, a list of `[[configuration]]`) and
+//! validated when loaded, every problem at once at its span: unknown keys, duplicate
+//! names, prices that are negative or not finite, unknown or out-of-range sim
+//! parameters. A catalogue that loads never fails later on its own values. Keys are never in the file: a configuration
 //! names the environment variable that holds its key (`api_key_env`).
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use miette::{Diagnostic, NamedSource, SourceSpan};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
+
+use crate::spans::SpanIndex;
 
 /// Which protocol a configuration speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -243,26 +248,74 @@ pub enum CatalogueError {
         /// Cause.
         source: std::io::Error,
     },
-    /// Not valid TOML, or not the schema, or a rule broken.
-    #[error("{message}")]
+    /// Not valid TOML, or not the schema, or rules broken; every problem found is
+    /// listed (the first [`MAX_SHOWN`], then how many more).
+    #[error("{total} problem(s) in the configuration catalogue {}", path.display())]
     #[diagnostic(code(tbb::config::invalid))]
     Invalid {
-        /// What is wrong.
-        message: String,
-        /// The file.
-        #[source_code]
-        src: NamedSource<String>,
-        /// Where.
-        #[label("here")]
-        span: SourceSpan,
-        /// How to fix it.
-        #[help]
-        help: Option<String>,
+        /// The catalogue.
+        path: PathBuf,
+        /// How many problems were found.
+        total: usize,
+        /// The problems shown.
+        #[related]
+        problems: Vec<CatalogueProblem>,
     },
 }
 
+/// Problems a catalogue report shows at most.
+pub const MAX_SHOWN: usize = 50;
+
+/// One problem in a catalogue, at its value's span.
+#[derive(Debug, Error, Diagnostic)]
+#[error("{message}")]
+pub struct CatalogueProblem {
+    /// What is wrong.
+    pub message: String,
+    /// The catalogue's text, shared by every problem.
+    #[source_code]
+    pub src: NamedSource<Arc<str>>,
+    /// Where.
+    #[label("here")]
+    pub span: Option<SourceSpan>,
+    /// How to fix it.
+    #[help]
+    pub help: Option<String>,
+}
+
+impl CatalogueError {
+    fn invalid(path: &Path, mut problems: Vec<CatalogueProblem>) -> CatalogueError {
+        let total = problems.len();
+        if total > MAX_SHOWN {
+            problems.truncate(MAX_SHOWN);
+            problems.push(CatalogueProblem {
+                message: format!("… and {} more", total - MAX_SHOWN),
+                src: NamedSource::new(path.display().to_string(), Arc::from("")),
+                span: None,
+                help: None,
+            });
+        }
+        CatalogueError::Invalid {
+            path: path.to_path_buf(),
+            total,
+            problems,
+        }
+    }
+
+    /// How many problems were found (0 when the file could not be read).
+    pub fn problem_count(&self) -> usize {
+        match self {
+            CatalogueError::Invalid { total, .. } => *total,
+            CatalogueError::Io { .. } => 0,
+        }
+    }
+}
+
 impl Catalogue {
-    /// Reads and checks a catalogue file.
+    /// Reads and checks a catalogue file: every rule is checked and every problem
+    /// reported at once, at its value's span (duplicate names, sim tables on the wrong
+    /// provider, prices that are negative or not finite, unknown, mistyped or
+    /// out-of-range sim parameters, zero attempts or concurrency).
     // The error is a rich diagnostic built once per load; its size does not matter.
     #[allow(clippy::result_large_err)]
     pub fn load(path: &Path) -> Result<Catalogue, CatalogueError> {
@@ -270,44 +323,94 @@ impl Catalogue {
             path: path.to_path_buf(),
             source,
         })?;
-        let invalid = |message: String, span: std::ops::Range<usize>, help: Option<String>| {
-            CatalogueError::Invalid {
-                message: format!("{}: {message}", path.display()),
-                src: NamedSource::new(path.display().to_string(), text.clone()),
-                span: span.into(),
-                help,
-            }
+        let src = NamedSource::new(path.display().to_string(), Arc::<str>::from(text.as_str()));
+        let invalid = |message: String, span: Option<std::ops::Range<usize>>| {
+            CatalogueError::invalid(
+                path,
+                vec![CatalogueProblem {
+                    message,
+                    src: src.clone(),
+                    span: span.map(Into::into),
+                    help: None,
+                }],
+            )
         };
-        let file: CatalogueFile = toml::from_str(&text)
-            .map_err(|e| invalid(e.message().to_string(), e.span().unwrap_or(0..0), None))?;
+        let spans = SpanIndex::parse(&text).map_err(|e| invalid(e.message, e.span))?;
+        let file: CatalogueFile =
+            toml::from_str(&text).map_err(|e| invalid(e.message().trim().to_string(), e.span()))?;
+        let mut problems = Vec::new();
+        let mut problem = |at: &str, message: String, help: Option<String>| {
+            problems.push(CatalogueProblem {
+                message,
+                src: src.clone(),
+                span: spans.find(at).map(Into::into),
+                help,
+            })
+        };
         let mut names = BTreeSet::new();
-        for c in &file.configuration {
-            let at = text.find(&format!("\"{}\"", c.name)).unwrap_or(0);
-            let span = at..at + c.name.len() + 2;
-            if !names.insert(c.name.as_str()) {
-                return Err(invalid(
-                    format!("configuration `{}` is defined twice", c.name),
-                    span,
-                    None,
-                ));
+        for (i, c) in file.configuration.iter().enumerate() {
+            let at = |key: &str| format!("configuration.{i}.{key}");
+            let name = &c.name;
+            if !names.insert(name.as_str()) {
+                problem(
+                    &at("name"),
+                    format!("configuration `{name}` is defined twice"),
+                    Some("configuration names are unique; rename or remove one".into()),
+                );
             }
             if (c.provider == ProviderKind::Sim) != c.sim.is_some() {
-                return Err(invalid(
-                    format!("configuration `{}`: a `[configuration.sim]` table goes with provider = \"sim\", and only with it", c.name),
-                    span,
+                problem(
+                    &at("provider"),
+                    format!("configuration `{name}`: a `[configuration.sim]` table goes with provider = \"sim\", and only with it"),
                     None,
-                ));
+                );
             }
-            if c.retry.max_attempts == 0 || c.concurrency == 0 {
-                return Err(invalid(
-                    format!(
-                        "configuration `{}`: retry.max_attempts and concurrency must be at least 1",
-                        c.name
-                    ),
-                    span,
+            if c.retry.max_attempts == 0 {
+                problem(
+                    &at("retry.max_attempts"),
+                    format!("configuration `{name}`: retry.max_attempts must be at least 1"),
+                    Some("1 means no retry".into()),
+                );
+            }
+            if c.concurrency == 0 {
+                problem(
+                    &at("concurrency"),
+                    format!("configuration `{name}`: concurrency must be at least 1"),
                     None,
-                ));
+                );
             }
+            for (key, x) in [
+                ("input_per_mtok", c.prices.input_per_mtok),
+                ("output_per_mtok", c.prices.output_per_mtok),
+            ] {
+                if !x.is_finite() || x < 0.0 {
+                    problem(
+                        &at(&format!("prices.{key}")),
+                        format!("configuration `{name}`: price {key} = {x} is not a finite, non-negative number of USD"),
+                        Some("prices are USD per million tokens, 0 for local or simulated models".into()),
+                    );
+                }
+            }
+            let t = c.profile.temperature;
+            if !t.is_finite() || t < 0.0 {
+                problem(
+                    &at("profile.temperature"),
+                    format!("configuration `{name}`: temperature = {t} is not a finite, non-negative number"),
+                    None,
+                );
+            }
+            if let Some(sim) = &c.sim {
+                for (key, message) in super::sim::Params::table_problems(sim) {
+                    problem(
+                        &at(&format!("sim.{key}")),
+                        format!("configuration `{name}`: {message}"),
+                        None,
+                    );
+                }
+            }
+        }
+        if !problems.is_empty() {
+            return Err(CatalogueError::invalid(path, problems));
         }
         Ok(Catalogue {
             path: path.to_path_buf(),

@@ -216,7 +216,21 @@ pub struct TableWriter {
     path: PathBuf,
     tmp: PathBuf,
     schema: arrow_schema::SchemaRef,
-    writer: ArrowWriter<File>,
+    /// `None` once finished (or given up on).
+    writer: Option<ArrowWriter<File>>,
+    /// Renamed into place: nothing to clean up.
+    committed: bool,
+}
+
+impl Drop for TableWriter {
+    /// A writer dropped before [`TableWriter::finish`] succeeded (an error, a panic)
+    /// removes its temporary file: a failed write leaves nothing behind.
+    fn drop(&mut self) {
+        if !self.committed {
+            drop(self.writer.take());
+            let _ = std::fs::remove_file(&self.tmp);
+        }
+    }
 }
 
 impl TableWriter {
@@ -271,13 +285,16 @@ impl TableWriter {
         );
         let tmp = path.with_extension("parquet.tmp");
         let file = File::create(&tmp).map_err(io)?;
-        let writer = ArrowWriter::try_new(file, schema.clone(), Some(props)).map_err(pq)?;
-        Ok(TableWriter {
+        let mut table = TableWriter {
             path: path.to_path_buf(),
             tmp,
-            schema,
-            writer,
-        })
+            schema: schema.clone(),
+            writer: None,
+            committed: false,
+        };
+        // On failure `table` drops and takes the temporary file with it.
+        table.writer = Some(ArrowWriter::try_new(file, schema, Some(props)).map_err(pq)?);
+        Ok(table)
     }
 
     /// Appends a batch (of the table's schema, metadata aside).
@@ -289,30 +306,39 @@ impl TableWriter {
                 table: self.path.display().to_string(),
                 source,
             })?;
-        self.writer
-            .write(&batch)
-            .map_err(|source| StoreError::Parquet {
+        let Some(writer) = self.writer.as_mut() else {
+            return Err(StoreError::Io {
                 path: self.path.clone(),
-                source,
-            })
+                source: std::io::Error::other("the table writer is already closed"),
+            });
+        };
+        writer.write(&batch).map_err(|source| StoreError::Parquet {
+            path: self.path.clone(),
+            source,
+        })
     }
 
     /// Closes, fsyncs and renames the table into place.
-    pub fn finish(self) -> Result<(), StoreError> {
+    pub fn finish(mut self) -> Result<(), StoreError> {
+        let path = self.path.clone();
         let io = |source| StoreError::Io {
-            path: self.path.clone(),
+            path: path.clone(),
             source,
         };
-        let mut file = self
-            .writer
-            .into_inner()
-            .map_err(|source| StoreError::Parquet {
-                path: self.path.clone(),
-                source,
-            })?;
+        let Some(writer) = self.writer.take() else {
+            return Err(io(std::io::Error::other(
+                "the table writer is already closed",
+            )));
+        };
+        let mut file = writer.into_inner().map_err(|source| StoreError::Parquet {
+            path: path.clone(),
+            source,
+        })?;
         file.flush().map_err(io)?;
         file.sync_all().map_err(io)?;
+        drop(file);
         std::fs::rename(&self.tmp, &self.path).map_err(io)?;
+        self.committed = true;
         sync_dir(&self.path).map_err(io)
     }
 }
@@ -326,12 +352,17 @@ pub fn write_text(path: &Path, text: &str) -> std::io::Result<()> {
     let mut tmp_name = path.as_os_str().to_owned();
     tmp_name.push(".tmp");
     let tmp = PathBuf::from(tmp_name);
-    {
+    let written = (|| {
         let mut f = File::create(&tmp)?;
         f.write_all(text.as_bytes())?;
         f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if let Err(e) = written {
+        // A failed write leaves nothing behind, not even the temporary file.
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e);
     }
-    std::fs::rename(&tmp, path)?;
     sync_dir(path)
 }
 
@@ -417,5 +448,49 @@ mod tests {
         assert_eq!(c.null_count(), 1);
         let got: Vec<Option<f64>> = c.iter().collect();
         assert_eq!(got, [Some(0.5), None, Some(0.0)]);
+    }
+
+    fn leftovers(dir: &Path) -> Vec<String> {
+        std::fs::read_dir(dir)
+            .map(|entries| {
+                entries
+                    .flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .filter(|n| n.ends_with(".tmp"))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn a_failed_text_write_leaves_no_tmp_file() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        // The destination is a non-empty directory: the final rename must fail.
+        let path = dir.path().join("taken");
+        std::fs::create_dir_all(path.join("inside")).unwrap_or_else(|e| panic!("{e}"));
+        assert!(write_text(&path, "text").is_err());
+        assert_eq!(leftovers(dir.path()), Vec::<String>::new());
+        write_text(&dir.path().join("ok.txt"), "text").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(leftovers(dir.path()), Vec::<String>::new());
+    }
+
+    #[test]
+    fn a_failed_or_abandoned_table_write_leaves_no_tmp_file() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let batch = TableBuilder::new()
+            .f64_opt("share", [Some(0.5)])
+            .build("t")
+            .unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.path().join("taken.parquet");
+        std::fs::create_dir_all(path.join("inside")).unwrap_or_else(|e| panic!("{e}"));
+        assert!(write_table(&path, &batch, &Provenance::default()).is_err());
+        assert_eq!(leftovers(dir.path()), Vec::<String>::new());
+        let abandoned = dir.path().join("abandoned.parquet");
+        let writer = TableWriter::create(&abandoned, batch.schema(), &Provenance::default())
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(leftovers(dir.path()).len(), 1, "written while open");
+        drop(writer);
+        assert_eq!(leftovers(dir.path()), Vec::<String>::new());
+        assert!(!abandoned.exists());
     }
 }

@@ -189,6 +189,22 @@ impl Params {
 
     /// Checks that probabilities are probabilities and amounts are amounts.
     pub fn validate(&self) -> Result<(), String> {
+        match self.problems().into_iter().next() {
+            Some((_, message)) => Err(message),
+            None => Ok(()),
+        }
+    }
+
+    /// The names of every parameter, as written in a `[configuration.sim]` table.
+    pub fn names() -> Vec<String> {
+        toml::Table::try_from(Params::default())
+            .map(|t| t.keys().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// Every parameter out of its range, by name, with what is wrong.
+    pub fn problems(&self) -> Vec<(&'static str, String)> {
+        let mut out = Vec::new();
         let probabilities = [
             ("menu_rescan", self.menu_rescan),
             ("reasoning_spike", self.reasoning_spike),
@@ -219,7 +235,10 @@ impl Params {
         ];
         for (name, p) in probabilities {
             if !(0.0..=1.0).contains(&p) {
-                return Err(format!("sim parameter {name} = {p} must lie in [0, 1]"));
+                out.push((
+                    name,
+                    format!("sim parameter {name} = {p} must lie in [0, 1]"),
+                ));
             }
         }
         let amounts = [
@@ -234,12 +253,50 @@ impl Params {
         ];
         for (name, x) in amounts {
             if !x.is_finite() || x < 0.0 {
-                return Err(format!(
-                    "sim parameter {name} = {x} must be finite and non-negative"
+                out.push((
+                    name,
+                    format!("sim parameter {name} = {x} must be finite and non-negative"),
                 ));
             }
         }
-        Ok(())
+        out
+    }
+
+    /// Checks a `[configuration.sim]` table key by key: unknown names (with the nearest
+    /// known one), values of the wrong type, and values out of range, every one of them.
+    /// Each problem is `(key, message)`.
+    pub fn table_problems(table: &toml::Table) -> Vec<(String, String)> {
+        let names = Params::names();
+        let mut out = Vec::new();
+        let mut known = toml::Table::new();
+        for (key, value) in table {
+            if !names.iter().any(|n| n == key) {
+                let hint = nearest(key, &names)
+                    .map(|n| format!("; did you mean `{n}`?"))
+                    .unwrap_or_default();
+                out.push((key.clone(), format!("unknown sim parameter `{key}`{hint}")));
+                continue;
+            }
+            let one: toml::Table = [(key.clone(), value.clone())].into_iter().collect();
+            match Params::try_from_table(one) {
+                Ok(_) => {
+                    known.insert(key.clone(), value.clone());
+                }
+                Err(e) => out.push((key.clone(), format!("sim parameter `{key}`: {e}"))),
+            }
+        }
+        if let Ok(params) = Params::try_from_table(known) {
+            for (name, message) in params.problems() {
+                out.push((name.to_string(), message));
+            }
+        }
+        out
+    }
+
+    fn try_from_table(table: toml::Table) -> Result<Params, String> {
+        table
+            .try_into()
+            .map_err(|e: toml::de::Error| e.message().trim().to_string())
     }
 
     /// Whether any error mechanism is switched on (used by docs and tests).
@@ -262,6 +319,33 @@ impl Params {
         ];
         zero.iter().all(|&x| x == 0.0) && self.handoff_reliability == 1.0 && self.hop_decay == 1.0
     }
+}
+
+/// The known name closest to `name` by edit distance, when close enough to be a typo.
+/// (The family module has the same helper; providers must not depend on families.)
+fn nearest<'a>(name: &str, options: &'a [String]) -> Option<&'a str> {
+    let distance = |a: &str, b: &str| {
+        let b: Vec<char> = b.chars().collect();
+        let mut row: Vec<usize> = (0..=b.len()).collect();
+        for (i, ca) in a.chars().enumerate() {
+            let mut prev = row[0];
+            row[0] = i + 1;
+            for (j, cb) in b.iter().enumerate() {
+                let next = (prev + usize::from(ca != *cb))
+                    .min(row[j] + 1)
+                    .min(row[j + 1] + 1);
+                prev = row[j + 1];
+                row[j + 1] = next;
+            }
+        }
+        row[b.len()]
+    };
+    options
+        .iter()
+        .map(|o| (distance(o, name), o.as_str()))
+        .min()
+        .filter(|(d, _)| *d <= name.len().max(3) / 2 + 2)
+        .map(|(_, o)| o)
 }
 
 #[cfg(test)]
@@ -291,5 +375,33 @@ mod tests {
         assert_eq!(p.reasoning_per_schema, 6.5);
         assert_eq!(p.stall, 0.02);
         assert_eq!(p.reasoning_base, 150.0, "an integer is read as a float");
+    }
+
+    #[test]
+    fn a_table_is_checked_key_by_key_and_every_problem_is_listed() {
+        let t: toml::Table = toml::from_str(
+            "reasoning_bse = 3.0\nstall = 1.5\nreasoning_base = -1.0\nmisread_raw = \"x\"\nnarration = nan\nformat_slip = 0.1",
+        )
+        .unwrap_or_default();
+        let problems = Params::table_problems(&t);
+        let keys: std::collections::BTreeSet<&str> =
+            problems.iter().map(|(k, _)| k.as_str()).collect();
+        let expected = [
+            "misread_raw",
+            "narration",
+            "reasoning_base",
+            "reasoning_bse",
+            "stall",
+        ];
+        assert_eq!(keys, expected.into_iter().collect(), "{problems:?}");
+        assert_eq!(problems.len(), 5, "{problems:?}");
+        assert!(
+            problems
+                .iter()
+                .any(|(_, m)| m.contains("did you mean `reasoning_base`?")),
+            "{problems:?}"
+        );
+        assert!(Params::table_problems(&toml::Table::new()).is_empty());
+        assert_eq!(Params::names().len(), 36);
     }
 }

@@ -1,0 +1,151 @@
+//! Byte spans of every value in a TOML file, by dotted path (`cells.list.0.v`,
+//! `configuration.3.prices.input_per_mtok`), for diagnostics that point into the file.
+//!
+//! Owns: [`SpanIndex`], shared by the manifest and the configuration catalogue loaders.
+//! Built on `toml_edit`'s parse tree, which keeps spans under implicit tables too: a file
+//! that opens `[[cells.list]]` without a `[cells]` line is valid TOML, and the parent
+//! table simply has no span of its own (lookups fall back to the nearest ancestor that
+//! has one, or to none).
+//!
+//! Never: interprets values, or reads anything but the text it is given.
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+
+use toml_edit::{Item, Table, Value};
+
+/// Byte spans of every value (and every array-of-tables entry) of a TOML text.
+#[derive(Debug, Default, Clone)]
+pub struct SpanIndex {
+    spans: BTreeMap<String, Range<usize>>,
+}
+
+/// A TOML syntax error: its message and where it is.
+#[derive(Debug, Clone)]
+pub struct SyntaxError {
+    /// What is wrong.
+    pub message: String,
+    /// Where in the text, when known.
+    pub span: Option<Range<usize>>,
+}
+
+impl SpanIndex {
+    /// Indexes a file's text. Fails with the TOML syntax error and its span.
+    pub fn parse(text: &str) -> Result<SpanIndex, SyntaxError> {
+        let doc = toml_edit::ImDocument::parse(text).map_err(|e| SyntaxError {
+            message: e.message().trim().to_string(),
+            span: e.span(),
+        })?;
+        let mut index = SpanIndex::default();
+        index.table("", doc.as_table());
+        Ok(index)
+    }
+
+    fn insert(&mut self, path: &str, span: Option<Range<usize>>) {
+        if let Some(span) = span {
+            self.spans.insert(path.to_string(), span);
+        }
+    }
+
+    fn table(&mut self, path: &str, table: &Table) {
+        for (key, item) in table.iter() {
+            let p = join(path, key);
+            self.item(&p, item);
+        }
+    }
+
+    fn item(&mut self, path: &str, item: &Item) {
+        match item {
+            Item::None => {}
+            Item::Value(v) => self.value(path, v),
+            Item::Table(t) => {
+                self.insert(path, t.span());
+                self.table(path, t);
+            }
+            Item::ArrayOfTables(a) => {
+                self.insert(path, a.span());
+                for (i, t) in a.iter().enumerate() {
+                    let p = join(path, &i.to_string());
+                    self.insert(&p, t.span());
+                    self.table(&p, t);
+                }
+            }
+        }
+    }
+
+    fn value(&mut self, path: &str, value: &Value) {
+        self.insert(path, value.span());
+        match value {
+            Value::Array(items) => {
+                for (i, v) in items.iter().enumerate() {
+                    self.value(&join(path, &i.to_string()), v);
+                }
+            }
+            Value::InlineTable(t) => {
+                for (key, v) in t.iter() {
+                    self.value(&join(path, key), v);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The span of the value at `path`, or of its nearest ancestor in the file.
+    pub fn find(&self, path: &str) -> Option<Range<usize>> {
+        let mut p = path;
+        loop {
+            if let Some(span) = self.spans.get(p) {
+                return Some(span.clone());
+            }
+            p = &p[..p.rfind('.')?];
+        }
+    }
+}
+
+fn join(path: &str, key: &str) -> String {
+    if path.is_empty() {
+        key.to_string()
+    } else {
+        format!("{path}.{key}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at<'t>(text: &'t str, index: &SpanIndex, path: &str) -> &'t str {
+        index.find(path).map_or("", |s| &text[s])
+    }
+
+    #[test]
+    fn values_in_tables_arrays_and_inline_tables_have_spans() {
+        let text =
+            "repeats = 2\nlanes = [\"routed\", \"fixed\"]\n[budgets]\ncaps = { a = [1, 20] }\n";
+        let index = SpanIndex::parse(text).unwrap_or_default();
+        assert_eq!(at(text, &index, "repeats"), "2");
+        assert_eq!(at(text, &index, "lanes.1"), "\"fixed\"");
+        assert_eq!(at(text, &index, "budgets.caps.a.1"), "20");
+        assert_eq!(
+            at(text, &index, "budgets.caps.a.7"),
+            "[1, 20]",
+            "falls back to the parent"
+        );
+    }
+
+    #[test]
+    fn an_array_of_tables_without_its_parent_table_line_is_indexed() {
+        // Regression: `[[cells.list]]` with no `[cells]` line used to fail as
+        // "invalid type: string \"list\"".
+        let text = "[[cells.list]]\nv = 8\n[[cells.list]]\nv = 128\n";
+        let index = SpanIndex::parse(text).unwrap_or_default();
+        assert_eq!(at(text, &index, "cells.list.1.v"), "128");
+        assert_eq!(index.find("cells"), None);
+    }
+
+    #[test]
+    fn a_syntax_error_has_a_span() {
+        let e = SpanIndex::parse("repeats = = 1").err();
+        assert!(e.is_some_and(|e| e.span.is_some()));
+    }
+}
