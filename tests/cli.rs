@@ -1456,7 +1456,14 @@ fn a_subset_study_skips_the_analyses_it_cannot_feed_and_still_reports() {
         &lockfiles,
     ]);
     let study = dir.path().join("outputs/smoke");
-    assert!(study.join("report.md").is_file());
+    let report = std::fs::read_to_string(study.join("report.md")).unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        report.contains(
+            "Contrasts: skipped, the `contrasts` analysis cannot run on this study's design: \
+             it needs all 12 capacity cells"
+        ),
+        "{report}"
+    );
     assert!(study.join("strata.parquet").is_file());
     assert!(!study.join("contrasts.parquet").exists());
 }

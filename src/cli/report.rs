@@ -64,7 +64,11 @@ pub fn exec(cli: &Cli, args: &ReportArgs) -> Result<()> {
             outputs.display()
         ));
     }
-    let files = crate::report::render(&study.manifest.study, &tables)?.into_files();
+    let skipped: Vec<(&str, String)> = crate::analysis::skipped(&study.manifest)
+        .into_iter()
+        .map(|(kind, why)| (kind.name(), why))
+        .collect();
+    let files = crate::report::render(&study.manifest.study, &tables, &skipped)?.into_files();
     for (name, text) in &files {
         let path = outputs.join(name);
         write_text(&path, text).map_err(|source| CliError::Write { path, source })?;

@@ -76,8 +76,12 @@ impl Outcomes {
                     tables.insert(name, batch);
                 }
             }
-            let rendered =
-                crate::report::render(&study.manifest.study, &tables).map_err(|e| e.to_string())?;
+            let skipped: Vec<(&str, String)> = crate::analysis::skipped(&study.manifest)
+                .into_iter()
+                .map(|(kind, why)| (kind.name(), why))
+                .collect();
+            let rendered = crate::report::render(&study.manifest.study, &tables, &skipped)
+                .map_err(|e| e.to_string())?;
             Outcome {
                 tables: Vec::new(),
                 files: rendered.into_files(),

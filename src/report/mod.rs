@@ -123,12 +123,15 @@ pub enum ReportError {
 /// Renders the report of a study from its analysis tables, keyed by table name
 /// ("contrasts", "contrasts_by_configuration", "contrasts_sign_flip", "truncation",
 /// "truncation_pairs", "truncation_correlation", "strata", "lanes", "costs", ...
-/// whichever are present).
+/// whichever are present). `skipped` names the analyses the study's design cannot
+/// support, with why (`analysis::skipped`): their sections say so instead of asking the
+/// reader to add an analysis the manifest already holds.
 pub fn render(
     study: &str,
     tables: &BTreeMap<String, RecordBatch>,
+    skipped: &[(&str, String)],
 ) -> Result<Rendered, ReportError> {
-    let doc = document(study, tables)?;
+    let doc = document(study, tables, skipped)?;
     Ok(Rendered {
         markdown: markdown::write(&doc),
         html: html::write(&doc),
@@ -140,7 +143,11 @@ pub fn render(
 }
 
 /// The format-neutral document of the report.
-fn document(study: &str, tables: &BTreeMap<String, RecordBatch>) -> Result<Document, ReportError> {
+fn document(
+    study: &str,
+    tables: &BTreeMap<String, RecordBatch>,
+    skipped: &[(&str, String)],
+) -> Result<Document, ReportError> {
     let mut doc = Document {
         study: study.to_string(),
         preamble: Vec::new(),
@@ -170,6 +177,14 @@ fn document(study: &str, tables: &BTreeMap<String, RecordBatch>) -> Result<Docum
             let mut section = document::Section::new(spec.id, spec.title);
             (spec.build)(tables, &mut section)?;
             doc.sections.push(section);
+        } else if let Some((_, why)) = skipped.iter().find(|(a, _)| *a == spec.analysis) {
+            doc.omitted.push(vec![
+                text(format!("{}: skipped, the ", spec.title)),
+                code(spec.analysis),
+                text(format!(
+                    " analysis cannot run on this study's design: {why}."
+                )),
+            ]);
         } else {
             let mut note = vec![text(format!("{}: omitted, the study has no ", spec.title))];
             for (i, t) in spec.tables.iter().enumerate() {

@@ -338,7 +338,7 @@ fn full_study() -> BTreeMap<String, RecordBatch> {
 }
 
 fn rendered(tables: &BTreeMap<String, RecordBatch>) -> super::Rendered {
-    render("capacity", tables).unwrap_or_else(|e| panic!("{e}"))
+    render("capacity", tables, &[]).unwrap_or_else(|e| panic!("{e}"))
 }
 
 fn figure<'a>(r: &'a super::Rendered, prefix: &str) -> &'a str {
@@ -415,6 +415,22 @@ fn effect_figures_have_a_dot_per_configuration_and_the_share_figure_one_per_menu
 }
 
 #[test]
+fn an_analysis_the_design_cannot_run_is_noted_as_skipped_not_as_missing() {
+    let mut tables = BTreeMap::new();
+    tables.insert("costs".to_string(), costs());
+    let skipped = [("contrasts", "it needs all 12 capacity cells".to_string())];
+    let r = render("s", &tables, &skipped).unwrap_or_else(|e| panic!("{e}"));
+    let line = "- *Contrasts: skipped, the `contrasts` analysis cannot run on this study's \
+                design: it needs all 12 capacity cells.*";
+    assert!(r.markdown.contains(line), "{}", r.markdown);
+    assert!(!r.markdown.contains("add the `contrasts` analysis"));
+    // The others are still absent for the ordinary reason.
+    assert!(r
+        .markdown
+        .contains("add the `lanes` analysis to its manifest"));
+}
+
+#[test]
 fn absent_tables_become_one_line_notes() {
     let mut tables = BTreeMap::new();
     tables.insert("costs".to_string(), costs());
@@ -459,7 +475,7 @@ fn a_missing_column_is_an_error_naming_table_and_column() {
             "strata",
         ),
     );
-    match render("s", &tables) {
+    match render("s", &tables, &[]) {
         Err(ReportError::MissingColumn { table, column }) => {
             assert_eq!(
                 (table.as_str(), column.as_str()),
@@ -559,7 +575,7 @@ fn the_tables_the_analyses_write_render() {
             tables.insert(out.table.to_string(), out.batch);
         }
     }
-    let r = render("panel", &tables).unwrap_or_else(|e| panic!("{e}"));
+    let r = render("panel", &tables, &[]).unwrap_or_else(|e| panic!("{e}"));
     assert!(!r.markdown.contains("omitted"), "{}", r.markdown);
     assert!(!r.markdown.contains("Not shown"), "{}", r.markdown);
     // Two lanes × (contrasts, shares, V effect, W effect).
@@ -609,7 +625,7 @@ fn render_a_directory() {
         .and_then(|s| s.to_str())
         .unwrap_or("study")
         .to_string();
-    let r = render(&study, &tables).unwrap_or_else(|e| panic!("{e}"));
+    let r = render(&study, &tables, &[]).unwrap_or_else(|e| panic!("{e}"));
     std::fs::write(dir.join("report.md"), &r.markdown).unwrap_or_else(|e| panic!("{e}"));
     std::fs::write(dir.join("report.html"), &r.html).unwrap_or_else(|e| panic!("{e}"));
     for (name, svg) in &r.figures {
