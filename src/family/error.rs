@@ -21,15 +21,44 @@ pub enum FamilyError {
         #[source]
         source: std::io::Error,
     },
-    /// Files do not parse, or parse but break rules of the benchmark; every problem
-    /// found is listed.
-    #[error("{} problem(s) in the family files; nothing was loaded", problems.len())]
+    /// Files do not parse, or parse but break rules of the benchmark; the first
+    /// [`MAX_SHOWN`] problems are listed and the message counts all of them.
+    #[error(
+        "{total} problem(s) in the family files; nothing was loaded{}",
+        more_note(*total, problems.len())
+    )]
     #[diagnostic(code(tbb::family::invalid))]
     Invalid {
-        /// All problems found.
+        /// Problems found in all.
+        total: usize,
+        /// The first [`MAX_SHOWN`] of them.
         #[related]
         problems: Vec<Problem>,
     },
+}
+
+/// Problems a report lists at most: a generated family directory with thousands of
+/// mistakes gets a readable report, and the total still says how many there are.
+pub const MAX_SHOWN: usize = 50;
+
+impl FamilyError {
+    /// An invalid-families error with these problems, keeping the first [`MAX_SHOWN`].
+    pub fn invalid(mut problems: Vec<Problem>) -> FamilyError {
+        let total = problems.len();
+        problems.truncate(MAX_SHOWN);
+        FamilyError::Invalid { total, problems }
+    }
+}
+
+fn more_note(total: usize, shown: usize) -> String {
+    if total > shown {
+        format!(
+            " (the first {shown} are listed; {} more are not)",
+            total - shown
+        )
+    } else {
+        String::new()
+    }
 }
 
 /// One semantic problem in a family file, pointing at the offending span.
@@ -49,4 +78,39 @@ pub struct Problem {
     /// How to fix it.
     #[help]
     pub help: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn problem(n: usize) -> Problem {
+        Problem {
+            message: format!("problem {n}"),
+            src: NamedSource::new("f.toml", String::from("x = 1\n")),
+            span: (0, 1).into(),
+            label: String::new(),
+            help: None,
+        }
+    }
+
+    #[test]
+    fn a_long_report_lists_the_first_problems_and_counts_all() {
+        let e = FamilyError::invalid((0..120).map(problem).collect());
+        let FamilyError::Invalid { total, problems } = &e else {
+            panic!("{e:?}");
+        };
+        assert_eq!((*total, problems.len()), (120, MAX_SHOWN));
+        assert_eq!(problems[49].message, "problem 49");
+        assert_eq!(
+            e.to_string(),
+            "120 problem(s) in the family files; nothing was loaded \
+             (the first 50 are listed; 70 more are not)"
+        );
+        let short = FamilyError::invalid((0..3).map(problem).collect());
+        assert_eq!(
+            short.to_string(),
+            "3 problem(s) in the family files; nothing was loaded"
+        );
+    }
 }

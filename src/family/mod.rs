@@ -256,7 +256,7 @@ impl FamilySet {
         // Every file is parsed before any is judged, so all syntax errors show at once;
         // resolution needs every file, so it waits until they all parse.
         let Some(catalogue) = catalogue.filter(|_| problems.is_empty()) else {
-            return Err(FamilyError::Invalid { problems });
+            return Err(FamilyError::invalid(problems));
         };
         let (intents, families) =
             validate::resolve(&catalogue, (&catalogue_shown, &catalogue_text), sources)?;

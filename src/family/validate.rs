@@ -176,7 +176,7 @@ pub(super) fn resolve(
     if problems.is_empty() {
         Ok((intents, families))
     } else {
-        Err(FamilyError::Invalid { problems })
+        Err(FamilyError::invalid(problems))
     }
 }
 
@@ -789,7 +789,7 @@ mod tests {
     fn problems(edit: impl Fn(String) -> String) -> String {
         match load_with(edit) {
             Ok(_) => String::from("loaded"),
-            Err(FamilyError::Invalid { problems }) => problems
+            Err(FamilyError::Invalid { problems, .. }) => problems
                 .iter()
                 .map(|p| format!("{} | {}", p.message, p.help.clone().unwrap_or_default()))
                 .collect::<Vec<_>>()
