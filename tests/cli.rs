@@ -1467,3 +1467,51 @@ fn a_subset_study_skips_the_analyses_it_cannot_feed_and_still_reports() {
     assert!(study.join("strata.parquet").is_file());
     assert!(!study.join("contrasts.parquet").exists());
 }
+
+/// `tbb manifest check` rejects what apply would: an enabled live configuration whose
+/// key variable is not set fails check (naming the variable), before any request.
+#[test]
+fn check_refuses_a_configuration_apply_could_not_build() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let catalogue = std::fs::read_to_string(root().join("manifests/configurations.toml"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let entry = "name = \"openai-gpt-4.1-mini\"";
+    let start = catalogue
+        .find(entry)
+        .unwrap_or_else(|| panic!("no {entry}"));
+    let (head, tail) = catalogue.split_at(start);
+    let tail = tail
+        .replacen("enabled = false", "enabled = true", 1)
+        .replacen("OPENAI_API_KEY", "TBB_TEST_KEY_THAT_IS_NEVER_SET", 1);
+    std::fs::write(
+        dir.path().join("configurations.toml"),
+        format!("{head}{tail}"),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let smoke = std::fs::read_to_string(root().join("manifests/smoke.toml"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let manifest = dir.path().join("live.toml");
+    std::fs::write(
+        &manifest,
+        smoke.replace(
+            "names = [\"sim-aurora-flash\", \"sim-dunlin-max\"]",
+            "names = [\"sim-aurora-flash\", \"openai-gpt-4.1-mini\"]",
+        ),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let m = manifest.to_string_lossy().into_owned();
+    let stderr = failure_of(
+        tbb()
+            .env_remove("TBB_TEST_KEY_THAT_IS_NEVER_SET")
+            .args(["manifest", "check", &m]),
+    );
+    assert!(
+        stderr.contains("configuration `openai-gpt-4.1-mini` cannot run"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("TBB_TEST_KEY_THAT_IS_NEVER_SET"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("sim-aurora-flash` cannot run"), "{stderr}");
+}

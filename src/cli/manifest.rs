@@ -1,6 +1,7 @@
 //! `tbb manifest check MANIFEST [--set key=value ...] [--json]`: loads a manifest through
 //! every layer (file, `TBB_*` environment, `--set`), validates it against the families
-//! and the catalogue, and prints what it resolves to.
+//! and the catalogue, builds every configuration's provider as apply would (a missing
+//! key fails here, and no request is sent), and prints what it resolves to.
 
 use std::path::PathBuf;
 
@@ -45,6 +46,28 @@ pub fn exec(cli: &Cli, command: &ManifestCommand) -> Result<()> {
         eprintln!("warning: {w}");
     }
     let m = &loaded.manifest;
+    // Apply builds every configuration's provider before it runs anything (a missing
+    // key or an unusable route stops it there); check builds them too, without sending
+    // a request, so that nothing apply would reject passes check.
+    crate::provider::install_crypto();
+    let unusable: Vec<String> = m
+        .configurations
+        .iter()
+        .filter_map(|c| {
+            crate::provider::build(c)
+                .err()
+                .map(|e| format!("configuration `{}` cannot run: {e}", c.name))
+        })
+        .collect();
+    if !unusable.is_empty() {
+        return Err(miette::miette!(
+            code = "tbb::manifest::unusable_configuration",
+            help = "set the environment variable each names, fix it in the catalogue, or drop it from the manifest's [configurations]",
+            "{} of the manifest's configurations cannot run, so `tbb apply` would refuse it:\n{}",
+            unusable.len(),
+            unusable.join("\n")
+        ));
+    }
     if args.json {
         print_json(&json!({
             "study": m.study,
