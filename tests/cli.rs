@@ -1515,3 +1515,18 @@ fn check_refuses_a_configuration_apply_could_not_build() {
     );
     assert!(!stderr.contains("sim-aurora-flash` cannot run"), "{stderr}");
 }
+
+/// A prompt directory plan and apply could not load fails check too.
+#[test]
+fn check_refuses_a_prompt_directory_apply_could_not_load() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let missing = dir.path().join("no-prompts").to_string_lossy().into_owned();
+    let stderr = failure_of(tbb().args([
+        "--prompts",
+        &missing,
+        "manifest",
+        "check",
+        "manifests/smoke.toml",
+    ]));
+    assert!(stderr.contains("no-prompts"), "{stderr}");
+}

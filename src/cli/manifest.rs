@@ -46,6 +46,9 @@ pub fn exec(cli: &Cli, command: &ManifestCommand) -> Result<()> {
         eprintln!("warning: {w}");
     }
     let m = &loaded.manifest;
+    // Plan and apply load the system prompts with the study; a missing or malformed
+    // prompt file fails check as it would fail them.
+    crate::harness::prompts::Prompts::load(&cli.prompts)?;
     // Apply builds every configuration's provider before it runs anything (a missing
     // key or an unusable route stops it there); check builds them too, without sending
     // a request, so that nothing apply would reject passes check.
