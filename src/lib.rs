@@ -25,6 +25,7 @@ pub mod grade;
 pub mod harness;
 pub mod manifest;
 pub mod pipeline;
+pub mod problems;
 pub mod provider;
 pub mod report;
 pub mod sandbox;

@@ -37,15 +37,13 @@ pub enum FamilyError {
     },
 }
 
-/// Problems a report lists at most: a generated family directory with thousands of
-/// mistakes gets a readable report, and the total still says how many there are.
-pub const MAX_SHOWN: usize = 50;
+pub use crate::problems::MAX_SHOWN;
 
 impl FamilyError {
-    /// An invalid-families error with these problems, keeping the first [`MAX_SHOWN`].
+    /// An invalid-families error with these problems, keeping the first [`MAX_SHOWN`]
+    /// (the message counts the rest).
     pub fn invalid(mut problems: Vec<Problem>) -> FamilyError {
-        let total = problems.len();
-        problems.truncate(MAX_SHOWN);
+        let total = crate::problems::bound(&mut problems, |_| None);
         FamilyError::Invalid { total, problems }
     }
 }

@@ -67,23 +67,20 @@ impl From<CatalogueError> for ManifestError {
     }
 }
 
-/// Problems a report shows at most.
-pub const MAX_SHOWN: usize = 50;
+pub use crate::problems::MAX_SHOWN;
 
 impl ManifestError {
     /// An invalid manifest with these problems, keeping the first [`MAX_SHOWN`].
     pub fn invalid(path: PathBuf, mut problems: Vec<Problem>) -> ManifestError {
-        let total = problems.len();
-        if total > MAX_SHOWN {
-            problems.truncate(MAX_SHOWN);
-            problems.push(Problem {
-                message: format!("… and {} more", total - MAX_SHOWN),
+        let total = crate::problems::bound(&mut problems, |cut| {
+            Some(Problem {
+                message: format!("… and {cut} more"),
                 src: NamedSource::new(path.display().to_string(), Arc::from("")),
                 span: None,
                 label: String::new(),
                 help: Some("fix the problems shown and check again to see the rest".into()),
-            });
-        }
+            })
+        });
         ManifestError::Invalid {
             path,
             total,

@@ -263,8 +263,7 @@ pub enum CatalogueError {
     },
 }
 
-/// Problems a catalogue report shows at most.
-pub const MAX_SHOWN: usize = 50;
+pub use crate::problems::MAX_SHOWN;
 
 /// One problem in a catalogue, at its value's span.
 #[derive(Debug, Error, Diagnostic)]
@@ -285,16 +284,14 @@ pub struct CatalogueProblem {
 
 impl CatalogueError {
     fn invalid(path: &Path, mut problems: Vec<CatalogueProblem>) -> CatalogueError {
-        let total = problems.len();
-        if total > MAX_SHOWN {
-            problems.truncate(MAX_SHOWN);
-            problems.push(CatalogueProblem {
-                message: format!("… and {} more", total - MAX_SHOWN),
+        let total = crate::problems::bound(&mut problems, |cut| {
+            Some(CatalogueProblem {
+                message: format!("… and {cut} more"),
                 src: NamedSource::new(path.display().to_string(), Arc::from("")),
                 span: None,
                 help: None,
-            });
-        }
+            })
+        });
         CatalogueError::Invalid {
             path: path.to_path_buf(),
             total,
