@@ -424,14 +424,6 @@ fn count_unmatched(variant: &Variant, matched: &[Option<usize>]) -> usize {
 
 /// Calls the reference program still needs after these calls and state changes: the
 /// unmatched information steps, plus the permitted write if it has not happened.
-pub fn remaining_steps(
-    variant: &Variant,
-    executed: &[&trace::ExecutedCall],
-    changes: &[StateChange],
-) -> usize {
-    remaining(variant, changes, &match_steps(variant, executed))
-}
-
 fn remaining(variant: &Variant, changes: &[StateChange], matched: &[Option<usize>]) -> usize {
     let write_left =
         variant.permitted_change.is_some() && !check_changes(variant, changes, matched).0;
