@@ -1377,16 +1377,22 @@ fn a_missing_manifest_is_named_as_missing_by_every_command() {
     }
 }
 
-#[test]
-fn manifest_check_reports_nan_at_its_value_and_bounds_long_reports() {
+/// A scratch directory holding the shipped catalogue (after `edit`), for manifests
+/// written beside it, and the smoke manifest's text to derive them from.
+fn scratch_study(edit: impl FnOnce(String) -> String) -> (tempfile::TempDir, String) {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    std::fs::copy(
-        root().join("manifests/configurations.toml"),
-        dir.path().join("configurations.toml"),
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
+    let catalogue = std::fs::read_to_string(root().join("manifests/configurations.toml"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(dir.path().join("configurations.toml"), edit(catalogue))
+        .unwrap_or_else(|e| panic!("{e}"));
     let smoke = std::fs::read_to_string(root().join("manifests/smoke.toml"))
         .unwrap_or_else(|e| panic!("{e}"));
+    (dir, smoke)
+}
+
+#[test]
+fn manifest_check_reports_nan_at_its_value_and_bounds_long_reports() {
+    let (dir, smoke) = scratch_study(|catalogue| catalogue);
     let nan = dir.path().join("nan.toml");
     std::fs::write(&nan, smoke.replace("repeats = 1", "repeats = nan"))
         .unwrap_or_else(|e| panic!("{e}"));
@@ -1418,14 +1424,7 @@ fn manifest_check_reports_nan_at_its_value_and_bounds_long_reports() {
 /// failed the contrasts node (exit 1, no report).
 #[test]
 fn a_subset_study_skips_the_analyses_it_cannot_feed_and_still_reports() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    std::fs::copy(
-        root().join("manifests/configurations.toml"),
-        dir.path().join("configurations.toml"),
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
-    let smoke = std::fs::read_to_string(root().join("manifests/smoke.toml"))
-        .unwrap_or_else(|e| panic!("{e}"));
+    let (dir, smoke) = scratch_study(|catalogue| catalogue);
     let cells = "[[cells.list]]\nv = 8\nw = \"low\"\nd = \"raw\"\n\n[[cells.list]]\nv = 128\nw = \"low\"\nd = \"raw\"\n";
     let manifest = dir.path().join("small.toml");
     std::fs::write(
@@ -1472,24 +1471,17 @@ fn a_subset_study_skips_the_analyses_it_cannot_feed_and_still_reports() {
 /// key variable is not set fails check (naming the variable), before any request.
 #[test]
 fn check_refuses_a_configuration_apply_could_not_build() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    let catalogue = std::fs::read_to_string(root().join("manifests/configurations.toml"))
-        .unwrap_or_else(|e| panic!("{e}"));
-    let entry = "name = \"openai-gpt-4.1-mini\"";
-    let start = catalogue
-        .find(entry)
-        .unwrap_or_else(|| panic!("no {entry}"));
-    let (head, tail) = catalogue.split_at(start);
-    let tail = tail
-        .replacen("enabled = false", "enabled = true", 1)
-        .replacen("OPENAI_API_KEY", "TBB_TEST_KEY_THAT_IS_NEVER_SET", 1);
-    std::fs::write(
-        dir.path().join("configurations.toml"),
-        format!("{head}{tail}"),
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
-    let smoke = std::fs::read_to_string(root().join("manifests/smoke.toml"))
-        .unwrap_or_else(|e| panic!("{e}"));
+    let (dir, smoke) = scratch_study(|catalogue| {
+        let entry = "name = \"openai-gpt-4.1-mini\"";
+        let start = catalogue
+            .find(entry)
+            .unwrap_or_else(|| panic!("no {entry}"));
+        let (head, tail) = catalogue.split_at(start);
+        let tail = tail
+            .replacen("enabled = false", "enabled = true", 1)
+            .replacen("OPENAI_API_KEY", "TBB_TEST_KEY_THAT_IS_NEVER_SET", 1);
+        format!("{head}{tail}")
+    });
     let manifest = dir.path().join("live.toml");
     std::fs::write(
         &manifest,
