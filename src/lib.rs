@@ -1,33 +1,27 @@
 //! # tbb — ToolBottleneckBench as a tool
 //!
-//! A task *family* (data in `families/`) is compiled, one pressure at a time, into
-//! matched *variants* (`compile`): a record store, a visible tool menu, a rendered user
-//! request, the reference answer and the reference program with its certified minimum
-//! number of calls. The `sandbox` executes an agent's tool calls against a variant and
-//! returns observations in the variant's record encoding; the `grade` module checks an
-//! episode's trace against the nine obligations and assigns the terminal flag.
+//! The `tbb` package is the command line ([`cli`]) over a workspace whose crates draw
+//! the benchmark's one hard line:
 //!
-//! Module map and layering (an arrow means "may use"):
-//! `cli -> {grade, sandbox, compile, family}`; `grade -> {sandbox, compile, family}`;
-//! `sandbox -> {compile, family}`; `compile -> family`. The pure core (family after
-//! loading, compile, sandbox, grade) never touches the network, the clock or the file
-//! system. `compile` owns the record store's lookups because the certified-minimum
-//! search must execute tool semantics without depending on the sandbox's state and
-//! encodings.
+//! - `tbb-core`: families, compiler, sandbox, grader, audits. Pure and deterministic.
+//! - `tbb-agent`: what an agent may use — the chat types, the [`provider::Provider`]
+//!   trait, token counting, the simulated panel. It cannot depend on `tbb-core`, so
+//!   an agent can never name an answer, a reference program or a grade.
+//! - `tbb-provider`: the catalogue, retries and the wire clients, over `tbb-agent` only.
+//! - `tbb-engine`: the harness (where core and agent meet), manifests, the pipeline,
+//!   the tables, the analyses and the reports.
+//! - `tbb-diag`: spans and problem-report bounds shared by loaders on both sides.
+//!
+//! Layering (an arrow means "may use"): `cli -> engine -> {core, provider, agent}`;
+//! `provider -> agent`; `agent` and `core` use nothing of ours but `tbb-diag`.
+//!
+//! The modules are re-exported here under their historical paths (`tbb::compile`,
+//! `tbb::harness`, ...), so tests, benchmarks and notebooks name one crate.
 #![warn(missing_docs)]
 
-pub mod analysis;
-pub mod audit;
 pub mod cli;
-pub mod compile;
-pub mod family;
-pub mod grade;
-pub mod harness;
-pub mod manifest;
-pub mod pipeline;
-pub mod problems;
-pub mod provider;
-pub mod report;
-pub mod sandbox;
-pub mod spans;
-pub mod store;
+
+pub use tbb_core::{audit, compile, family, grade, sandbox};
+pub use tbb_diag::{problems, spans};
+pub use tbb_engine::{analysis, harness, manifest, pipeline, report, store};
+pub use tbb_provider as provider;

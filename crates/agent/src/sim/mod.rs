@@ -1,0 +1,451 @@
+//! The built-in simulated agents (`provider = "sim"`): in-process agents whose behaviour
+//! is a set of mechanisms with parameters, so the whole pipeline runs offline and
+//! deterministically.
+//!
+//! # The rule that keeps them honest
+//!
+//! A simulated agent sees exactly what a model sees — the [`ChatRequest`]: messages, tool
+//! schemas, sampling settings and the completion cap — and acts only through the
+//! [`Provider`] trait. It reads the route, start query, requested facts, decision
+//! policy, state-change instruction and answer schema from the user message text
+//! ([`parse`]), the tools from their public names and descriptions ([`menu`]), and
+//! records from tool results by their JSON structure ([`observe`]). Nothing in this
+//! module tree can name the compiler, the sandbox, the grader or the harness (a test
+//! greps for it), and nothing is keyed on a pressure level: every effect in the results
+//! comes out of a mechanism whose input is something the request shows.
+//!
+//! # Mechanisms (parameters in [`params::Params`])
+//!
+//! - **Reasoning spend.** Each request spends
+//!   `(reasoning_base + reasoning_per_schema × visible schemas [× menu_rescan once a call
+//!   has succeeded] + reasoning_per_ktok × prompt/1000) × lognormal(reasoning_sigma)`
+//!   reasoning tokens (× `verify_prompt_reasoning` under a verify-each-call prompt;
+//!   × `spike_factor` with chance `reasoning_spike`, a deliberation spike). If
+//!   they count against the cap and reach it, the response is cut with no text and no
+//!   call (reasoning-only truncation); if reasoning plus what it writes passes the cap,
+//!   the call's arguments or the text are cut where the cap falls. Finish `length`
+//!   either way. A `narration` chance writes a short visible note before a call, so a
+//!   cut can fall inside the note or inside the call. Usage reports reasoning
+//!   (`Reported`) or hides it in the output count (`Unknown`) per `reports_reasoning`.
+//! - **Route choice.** Tools whose declared coordinates equal the request's route are
+//!   the route; a search no hand-off names may go instead to a near-miss connector
+//!   (two shared coordinates; `near_miss_confusion` each), a look-alike (same
+//!   collection; `lookalike_confusion` each) or, diluted by menu length, anything else
+//!   (`menu_dilution` per 100 schemas). Once an error or an empty search has occurred,
+//!   the agent checks coordinates and is no longer confused.
+//! - **Hand-offs.** While facts are missing it follows `next_handoff`, hop `h` with
+//!   probability `handoff_reliability × hop_decay^(h−1)` (drawn once per hop, so the
+//!   difficulty persists across requests); a failure answers at once with guesses
+//!   (`premature_share`) or repeats the previous search, breaking out of that loop with
+//!   `loop_escape` per request (wasted calls: call-limit and infeasibility endings).
+//! - **Versions.** It reads the `current` hit, except with `stale_confusion`
+//!   (reduced by `hop_care` per hop followed); after a superseded read leaves facts
+//!   missing it reads the current version with `stale_recovery`, else answers.
+//! - **Reading.** Each requested fact is misread with a chance set per layout
+//!   (`misread_raw|compact|typed|linked`), growing with the requested facts crowded in
+//!   one record (`crowding`) and with the context (`context_misread` per 10k tokens),
+//!   shrinking per hop followed (`hop_care`) and under an interface guide in the
+//!   system prompt (`guide_relief`). A compact misread takes the neighbouring column,
+//!   another layout a neighbouring field. A value whose JSON type does not fit the
+//!   answer schema is noticed with `type_check` and the record read again.
+//! - **Stalls.** An empty response with chance `stall + stall_per_10k × prompt/10k`.
+//! - **Contract breaks.** Two tool calls in one response (`double_call`); an argument
+//!   string that is not JSON (`invalid_json`).
+//! - **Decision and writes.** The parsed policy decides on the facts in hand; the
+//!   requested state change is made once when its condition holds; an overeager writer
+//!   (`overeager_write`) makes an unrequested change before answering.
+//! - **Answer.** Raw JSON in the schema's key order, with the ids of the records that
+//!   supplied facts as `sources`; `format_slip` wraps it in a fence or prose.
+//!
+//! Workflow sensitivity of either sign comes out of these: `hop_decay` and looping
+//! hand-offs cost more on longer chains; `crowding` and `hop_care` make a chain that
+//! spreads the facts over several records easier than one crowded record.
+//!
+//! # Determinism and cost
+//!
+//! Each response is drawn from ChaCha seeded by blake3 of the configuration, the model,
+//! the sampling seed, the tool names and every message, so the same request gives the
+//! same response. How a record was perceived is seeded by the observation itself, so the
+//! agent — stateless across calls, the messages are its state — re-derives the same
+//! perception on every later request. Token counts come from the real tokenizer
+//! ([`crate::tokens`]): input = system, user and every message plus each
+//! schema's JSON; output = what it writes plus the reasoning it spent. Each schema is
+//! read and counted once per process ([`menu::info`]), each message once
+//! ([`tokens::count`] memoises by content hash).
+
+/// Version of the simulated agents' behaviour, part of the key of every episode they
+/// run: bump it whenever a change to this module changes any response.
+pub const CODE_VERSION: &str = "sim/1";
+
+pub mod agent;
+pub mod mechanisms;
+pub mod menu;
+pub mod observe;
+pub mod params;
+pub mod parse;
+
+use rand::{RngExt, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde_json::json;
+
+use crate::{
+    tokens, BoxFuture, ChatRequest, ChatResponse, Finish, Message, Provider, ProviderError,
+    ReasoningSource, ToolCall, Usage,
+};
+use agent::{Action, State};
+use mechanisms::{PromptCues, SpendInputs};
+use menu::Menu;
+pub use params::Params;
+
+/// One simulated configuration.
+#[derive(Debug, Clone)]
+pub struct SimAgent {
+    name: String,
+    params: Params,
+    salt: [u8; 32],
+}
+
+impl SimAgent {
+    /// Builds an agent from its parameters (a configuration's `[configuration.sim]`
+    /// table, read by the provider crate; tests and benchmarks build them directly).
+    pub fn with_params(name: &str, params: Params) -> SimAgent {
+        let mut h = blake3::Hasher::new();
+        h.update(b"tbb sim agent/1\0");
+        h.update(name.as_bytes());
+        h.update(b"\0");
+        h.update(
+            serde_json::to_string(&params)
+                .unwrap_or_default()
+                .as_bytes(),
+        );
+        SimAgent {
+            name: name.to_string(),
+            params,
+            salt: *h.finalize().as_bytes(),
+        }
+    }
+
+    /// The mechanism parameters.
+    pub fn params(&self) -> &Params {
+        &self.params
+    }
+
+    /// Answers one request (synchronously; [`Provider::chat`] wraps this).
+    pub fn respond(&self, request: &ChatRequest) -> ChatResponse {
+        let p = &self.params;
+        let menu = Menu::new(&request.tools);
+        let message_tokens: Vec<u64> = request.messages.iter().map(message_tokens).collect();
+        let prompt_tokens = message_tokens.iter().sum::<u64>() + menu.tokens();
+        let mut rng = ChaCha8Rng::from_seed(self.request_seed(request));
+        // The episode's own randomness (perception, hop dispositions): the agent and the
+        // sampling seed, so repeats differ and requests of one episode agree.
+        let episode_salt = {
+            let mut h = blake3::Hasher::new();
+            h.update(b"tbb sim episode/1\0");
+            h.update(&self.salt);
+            match request.sampling.seed {
+                Some(s) => h.update(&s.to_le_bytes()),
+                None => h.update(b"no seed"),
+            };
+            *h.finalize().as_bytes()
+        };
+        let conversation =
+            agent::read_conversation(request, &message_tokens, menu.tokens(), &episode_salt);
+        let cues = PromptCues::read(&conversation.system);
+        let parsed = conversation.request_text.map(parse::parse);
+
+        let state = match &parsed {
+            Some(Ok(req)) => Some(State::build(
+                req,
+                &conversation,
+                &menu,
+                p,
+                cues,
+                episode_salt,
+            )),
+            _ => None,
+        };
+        let located = state.as_ref().is_some_and(|s| s.located);
+        let calls_written = conversation.calls_written;
+        let reasoning = mechanisms::reasoning_tokens(
+            p,
+            SpendInputs {
+                schemas: request.tools.len(),
+                prompt_tokens,
+                located,
+                cues,
+            },
+            &mut rng,
+        );
+        let stall_roll: f64 = rng.random();
+        let narrate_roll: f64 = rng.random();
+        let action = if stall_roll < mechanisms::stall_probability(p, prompt_tokens) {
+            None
+        } else {
+            Some(match (&parsed, &state) {
+                (Some(Ok(_)), Some(state)) => state.plan(&menu, p, &mut rng),
+                (Some(Err(e)), _) => Action::Answer {
+                    text: format!("I cannot act on this request: {e}"),
+                    why: "unreadable request",
+                },
+                _ => Action::Answer {
+                    text: "There is no task in this conversation.".into(),
+                    why: "no user message",
+                },
+            })
+        };
+        let note = match (&action, &state) {
+            (Some(Action::Call { tool, why, .. }), Some(state)) if narrate_roll < p.narration => {
+                Some(state.note(tool, why))
+            }
+            _ => None,
+        };
+        let draft = Draft {
+            action,
+            note,
+            reasoning,
+            prompt_tokens,
+            calls_written,
+        };
+        self.compose(request, draft, &mut rng)
+    }
+
+    fn request_seed(&self, request: &ChatRequest) -> [u8; 32] {
+        let mut h = blake3::Hasher::new();
+        h.update(b"tbb sim request/1\0");
+        h.update(&self.salt);
+        h.update(request.model.as_bytes());
+        h.update(b"\0");
+        match request.sampling.seed {
+            Some(s) => h.update(&s.to_le_bytes()),
+            None => h.update(b"no seed"),
+        };
+        for t in &request.tools {
+            h.update(t.name.as_bytes());
+            h.update(b"\0");
+        }
+        for m in &request.messages {
+            match m {
+                Message::System { content } => h.update(b"\x01").update(content.as_bytes()),
+                Message::User { content } => h.update(b"\x02").update(content.as_bytes()),
+                Message::Assistant {
+                    content,
+                    tool_calls,
+                } => {
+                    h.update(b"\x03");
+                    h.update(content.as_deref().unwrap_or_default().as_bytes());
+                    for c in tool_calls {
+                        h.update(b"\0").update(c.id.as_bytes());
+                        h.update(b"\0").update(c.name.as_bytes());
+                        h.update(b"\0").update(c.arguments.as_bytes());
+                    }
+                    &mut h
+                }
+                Message::Tool {
+                    call_id, content, ..
+                } => h
+                    .update(b"\x04")
+                    .update(call_id.as_bytes())
+                    .update(b"\0")
+                    .update(content.as_bytes()),
+            };
+        }
+        *h.finalize().as_bytes()
+    }
+
+    /// Writes the response: contract breaks, the cap, usage and the raw record.
+    fn compose(&self, request: &ChatRequest, draft: Draft, rng: &mut ChaCha8Rng) -> ChatResponse {
+        let p = &self.params;
+        let Draft {
+            action,
+            note,
+            reasoning,
+            prompt_tokens,
+            calls_written,
+        } = draft;
+        let (bad_json_roll, double_roll): (f64, f64) = (rng.random(), rng.random());
+        let mut text: Option<String> = None;
+        let mut calls: Vec<ToolCall> = Vec::new();
+        let (kind, why) = match &action {
+            None => ("stall", "empty response"),
+            Some(Action::Answer { text: t, why }) => {
+                text = Some(t.clone());
+                ("answer", *why)
+            }
+            Some(Action::Call { tool, args, why }) => {
+                text = note;
+                let mut arguments = args.to_string();
+                if bad_json_roll < p.invalid_json {
+                    arguments.pop(); // drop the closing brace
+                }
+                calls.push(ToolCall {
+                    id: format!("call_{}", calls_written + 1),
+                    name: tool.clone(),
+                    arguments: arguments.clone(),
+                });
+                if double_roll < p.double_call {
+                    calls.push(ToolCall {
+                        id: format!("call_{}", calls_written + 2),
+                        name: tool.clone(),
+                        arguments,
+                    });
+                }
+                ("call", *why)
+            }
+        };
+        let text_tokens = text.as_deref().map_or(0, tokens::count);
+        let call_tokens: u64 = calls
+            .iter()
+            .map(|c| tokens::count(&c.name) + tokens::count(&c.arguments))
+            .sum();
+        let visible = text_tokens + call_tokens;
+        let cap = u64::from(request.max_completion_tokens);
+        let counted = if p.reasoning_counts_against_cap {
+            reasoning
+        } else {
+            0
+        };
+        let mut reasoning_used = reasoning;
+        let mut visible_used = visible;
+        let mut cut = "none";
+        if counted >= cap {
+            reasoning_used = cap;
+            visible_used = 0;
+            text = None;
+            calls.clear();
+            cut = "reasoning";
+        } else if counted + visible > cap {
+            // The text comes first, then the call: the cap falls inside one of them.
+            let keep = cap - counted;
+            visible_used = keep;
+            if keep < text_tokens || calls.is_empty() {
+                if let Some(t) = &mut text {
+                    *t = prefix(t, keep as f64 / text_tokens.max(1) as f64);
+                }
+                calls.clear();
+                cut = "text";
+            } else {
+                let share = (keep - text_tokens) as f64 / call_tokens.max(1) as f64;
+                calls.truncate(1);
+                if let Some(c) = calls.first_mut() {
+                    c.arguments = prefix(&c.arguments, share);
+                }
+                cut = "call";
+            }
+        }
+        let finish = if cut != "none" {
+            Finish::Length
+        } else if !calls.is_empty() {
+            Finish::ToolCalls
+        } else {
+            Finish::Stop
+        };
+        let finish_raw = match finish {
+            Finish::Length => "length",
+            Finish::ToolCalls => "tool_calls",
+            _ => "stop",
+        };
+        let usage = Usage {
+            input_tokens: prompt_tokens,
+            cached_tokens: 0,
+            output_tokens: reasoning_used + visible_used,
+            reasoning_tokens: p.reports_reasoning.then_some(reasoning_used),
+            reasoning_source: if p.reports_reasoning {
+                ReasoningSource::Reported
+            } else {
+                ReasoningSource::Unknown
+            },
+        };
+        let raw = json!({
+            "object": "tbb.sim.response",
+            "configuration": self.name,
+            "model": request.model,
+            "action": kind,
+            "why": why,
+            "reasoning_tokens": reasoning,
+            "visible_tokens": visible,
+            "cut": cut,
+            "finish": finish_raw,
+            "visible_schemas": request.tools.len(),
+            "prompt_tokens": prompt_tokens,
+        });
+        ChatResponse {
+            text,
+            tool_calls: calls,
+            finish,
+            finish_raw: finish_raw.to_string(),
+            usage: Some(usage),
+            usage_error: None,
+            violation: None,
+            http_status: None,
+            raw,
+        }
+    }
+}
+
+/// What the agent decided, before the cap and the contract have their say.
+struct Draft {
+    /// The move (`None`: a stall).
+    action: Option<Action>,
+    /// A visible note written before a call.
+    note: Option<String>,
+    /// Reasoning tokens spent.
+    reasoning: u64,
+    /// Prompt tokens of the request.
+    prompt_tokens: u64,
+    /// Tool calls already in the conversation (for fresh call ids).
+    calls_written: usize,
+}
+
+/// The first `share` of a string, on a character boundary.
+fn prefix(s: &str, share: f64) -> String {
+    let mut end = ((s.len() as f64) * share.clamp(0.0, 1.0)).floor() as usize;
+    while end > 0 && !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    s[..end].to_string()
+}
+
+/// Tokens of one message (content, plus each call's name and arguments).
+fn message_tokens(m: &Message) -> u64 {
+    match m {
+        Message::System { content } | Message::User { content } => tokens::count(content),
+        Message::Assistant {
+            content,
+            tool_calls,
+        } => {
+            content.as_deref().map_or(0, tokens::count)
+                + tool_calls
+                    .iter()
+                    .map(|c| tokens::count(&c.name) + tokens::count(&c.arguments))
+                    .sum::<u64>()
+        }
+        Message::Tool { content, .. } => tokens::count(content),
+    }
+}
+
+impl Provider for SimAgent {
+    fn chat<'a>(
+        &'a self,
+        request: &'a ChatRequest,
+    ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
+        Box::pin(async move { Ok(self.respond(request)) })
+    }
+
+    fn check<'a>(&'a self) -> BoxFuture<'a, Result<String, ProviderError>> {
+        let name = self.name.clone();
+        Box::pin(async move { Ok(format!("simulated agent {name}: nothing to reach")) })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefixes_respect_char_boundaries() {
+        assert_eq!(prefix("héllo", 0.4), "h");
+        assert_eq!(prefix("abcd", 0.5), "ab");
+        assert_eq!(prefix("abcd", 2.0), "abcd");
+    }
+}

@@ -1,0 +1,315 @@
+//! Content-addressed transcripts: every request and response of an episode, stored so
+//! that nothing large is repeated.
+//!
+//! System prompts and tool menus go into a [`BlobStore`] once, by blake3 hash (a
+//! 128-schema menu is ~60 KiB and is shared by every request and every episode that
+//! shows it). A request is stored as references to its system prompt and menu plus the
+//! messages appended since the previous request; a response is stored whole, raw body
+//! included. [`Transcript::rebuild`] gives back the exact request, byte for byte in its
+//! canonical JSON, from which each wire client's body is a pure function.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use tbb_core::compile::Variant;
+use tbb_core::grade::trace::{
+    ExecutedCall, InfraFailure, Limits, RequestRecord, StopReason, Trace, Turn, TRACE_FORMAT,
+};
+use tbb_provider::chat::Sampling;
+use tbb_provider::{ChatRequest, ChatResponse, Message, ToolSchema};
+
+/// The format tag of stored transcripts.
+pub const TRANSCRIPT_FORMAT: &str = "tbb-transcript/1";
+
+/// Texts stored once by content hash.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BlobStore {
+    /// Hash reference -> text.
+    pub blobs: BTreeMap<String, String>,
+}
+
+/// The reference of a text: `b3:` and the first 32 hex digits of its blake3 hash.
+pub fn blob_ref(text: &str) -> String {
+    format!("b3:{}", &blake3::hash(text.as_bytes()).to_hex()[..32])
+}
+
+impl BlobStore {
+    /// Stores a text (once) and returns its reference.
+    pub fn put(&mut self, text: &str) -> String {
+        let r = blob_ref(text);
+        self.blobs
+            .entry(r.clone())
+            .or_insert_with(|| text.to_string());
+        r
+    }
+
+    /// The text of a reference.
+    pub fn get(&self, r: &str) -> Option<&str> {
+        self.blobs.get(r).map(String::as_str)
+    }
+
+    /// Adds every blob of another store.
+    pub fn extend(&mut self, other: &BlobStore) {
+        for (k, v) in &other.blobs {
+            self.blobs.entry(k.clone()).or_insert_with(|| v.clone());
+        }
+    }
+}
+
+/// A request as stored.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StoredRequest {
+    /// Model.
+    pub model: String,
+    /// Blob of the system prompt.
+    pub system_ref: String,
+    /// Blob of the tool list (JSON array of schemas).
+    pub tools_ref: String,
+    /// Messages after those of the previous request (after the system prompt for the
+    /// first).
+    pub appended: Vec<Message>,
+    /// Completion cap.
+    pub max_completion_tokens: u32,
+    /// Sampling as sent.
+    pub sampling: Sampling,
+}
+
+/// What came back for one request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StoredOutcome {
+    /// A response, whole.
+    Response(ChatResponse),
+    /// No response after the retry policy (the error, never containing a key).
+    Failed {
+        /// The error.
+        error: String,
+        /// Attempts made.
+        attempts: u32,
+    },
+}
+
+/// Puts a tool list into the blob store and returns its reference.
+pub fn put_tools(tools: &[ToolSchema], blobs: &mut BlobStore) -> String {
+    blobs.put(&serde_json::to_string(tools).unwrap_or_default())
+}
+
+/// Every request and response of an episode.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Transcript {
+    /// Always [`TRANSCRIPT_FORMAT`].
+    pub format: String,
+    /// The episode's content key.
+    pub episode_key: String,
+    /// Requests in order.
+    pub requests: Vec<StoredRequest>,
+    /// One outcome per request.
+    pub outcomes: Vec<StoredOutcome>,
+    /// Wall time of each request in milliseconds (never part of a result's identity).
+    #[serde(default)]
+    pub wall_ms: Vec<u64>,
+    /// Messages after the last request (the observation of a call executed just before
+    /// the episode stopped).
+    #[serde(default)]
+    pub trailing: Vec<Message>,
+    /// Why the episode stopped.
+    #[serde(default)]
+    pub stop: Option<StopReason>,
+    /// The limits in force.
+    #[serde(default)]
+    pub limits: Option<Limits>,
+    /// The body reference of the last request recorded (chained into the next).
+    #[serde(default)]
+    pub last_ref: String,
+    /// The sampling fields the first request's wire body carried, read back from the
+    /// body the client built ([`tbb_provider::Provider::wire_sampling`]); `None`
+    /// when no request was sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wire_sampling: Option<Sampling>,
+    /// What failed, when the infrastructure ended the episode.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub infra: Option<InfraFailure>,
+}
+
+impl Transcript {
+    /// An empty transcript.
+    pub fn new(episode_key: &str) -> Transcript {
+        Transcript {
+            format: TRANSCRIPT_FORMAT.into(),
+            episode_key: episode_key.into(),
+            requests: Vec::new(),
+            outcomes: Vec::new(),
+            wall_ms: Vec::new(),
+            trailing: Vec::new(),
+            stop: None,
+            limits: None,
+            last_ref: String::new(),
+            wire_sampling: None,
+            infra: None,
+        }
+    }
+
+    /// Stores `request`, the next request of the episode, as a delta from the previous,
+    /// and returns its body reference. `tools_ref` is the blob of `request.tools`, put
+    /// once per menu by the caller (see [`put_tools`]) so a 128-schema menu is not
+    /// serialised again for every request.
+    ///
+    /// The body reference chains: blake3 of the previous request's reference and this
+    /// stored request. It identifies the exact request (which [`Transcript::rebuild`]
+    /// restores) without serialising the whole body at every turn.
+    pub fn record_request(
+        &mut self,
+        request: &ChatRequest,
+        tools_ref: &str,
+        blobs: &mut BlobStore,
+    ) -> String {
+        let (system, rest) = match request.messages.split_first() {
+            Some((Message::System { content }, rest)) => (content.as_str(), rest),
+            _ => ("", request.messages.as_slice()),
+        };
+        let already: usize = self.requests.iter().map(|r| r.appended.len()).sum();
+        let stored = StoredRequest {
+            model: request.model.clone(),
+            system_ref: blobs.put(system),
+            tools_ref: tools_ref.to_string(),
+            appended: rest.get(already..).unwrap_or_default().to_vec(),
+            max_completion_tokens: request.max_completion_tokens,
+            sampling: request.sampling,
+        };
+        let mut h = blake3::Hasher::new();
+        h.update(self.last_ref.as_bytes());
+        h.update(
+            serde_json::to_string(&stored)
+                .unwrap_or_default()
+                .as_bytes(),
+        );
+        self.last_ref = format!("b3:{}", &h.finalize().to_hex()[..32]);
+        self.requests.push(stored);
+        self.last_ref.clone()
+    }
+
+    /// Closes the transcript: the messages after the last recorded request, the stop
+    /// reason and the limits.
+    pub fn close(&mut self, messages: &[Message], stop: StopReason, limits: Limits) {
+        let recorded = 1 + self
+            .requests
+            .iter()
+            .map(|r| r.appended.len())
+            .sum::<usize>();
+        self.trailing = messages.get(recorded..).unwrap_or_default().to_vec();
+        self.stop = Some(stop);
+        self.limits = Some(limits);
+    }
+
+    /// Rebuilds the episode's trace from the stored requests and responses, so that a
+    /// verdict can be re-derived offline. `None` if the transcript is incomplete.
+    pub fn trace(&self, blobs: &BlobStore, variant: &Variant) -> Option<Trace> {
+        let refs = self.body_refs();
+        let mut turns: Vec<Turn> = Vec::new();
+        for (i, (request, outcome)) in self.requests.iter().zip(&self.outcomes).enumerate() {
+            // Calls executed after response i-1 arrive as tool messages in request i.
+            attach_executed(turns.last_mut(), &request.appended);
+            let StoredOutcome::Response(response) = outcome else {
+                continue;
+            };
+            let tools: Vec<ToolSchema> =
+                serde_json::from_str(blobs.get(&request.tools_ref)?).ok()?;
+            turns.push(Turn {
+                request: RequestRecord {
+                    visible_tools: tools.into_iter().map(|t| t.name).collect(),
+                    body_ref: refs.get(i).cloned(),
+                },
+                response: super::response_record(
+                    response,
+                    self.wall_ms.get(i).copied().unwrap_or(0),
+                ),
+                executed: Vec::new(),
+            });
+        }
+        attach_executed(turns.last_mut(), &self.trailing);
+        let stop = self.stop?;
+        let final_answer = match stop {
+            StopReason::Answer => turns.last().and_then(|t| t.response.text.clone()),
+            _ => None,
+        };
+        Some(Trace {
+            format: TRACE_FORMAT.into(),
+            family: variant.family.clone(),
+            cell: variant.cell,
+            variant_id: variant.variant_id.clone(),
+            menu: variant.menu_names(),
+            limits: self.limits?,
+            turns,
+            final_answer,
+            stop,
+            infra: self.infra.clone(),
+        })
+    }
+
+    /// The body references of every request, recomputed from the stored requests.
+    pub fn body_refs(&self) -> Vec<String> {
+        let mut last = String::new();
+        self.requests
+            .iter()
+            .map(|stored| {
+                let mut h = blake3::Hasher::new();
+                h.update(last.as_bytes());
+                h.update(serde_json::to_string(stored).unwrap_or_default().as_bytes());
+                last = format!("b3:{}", &h.finalize().to_hex()[..32]);
+                last.clone()
+            })
+            .collect()
+    }
+
+    /// Rebuilds request `index` exactly; `None` if a blob is missing or malformed.
+    pub fn rebuild(&self, index: usize, blobs: &BlobStore) -> Option<ChatRequest> {
+        let stored = self.requests.get(index)?;
+        let system = blobs.get(&stored.system_ref)?;
+        let tools: Vec<ToolSchema> = serde_json::from_str(blobs.get(&stored.tools_ref)?).ok()?;
+        let mut messages = Vec::new();
+        if !system.is_empty() {
+            messages.push(Message::System {
+                content: system.to_string(),
+            });
+        }
+        for r in &self.requests[..=index] {
+            messages.extend(r.appended.iter().cloned());
+        }
+        Some(ChatRequest {
+            model: stored.model.clone(),
+            messages,
+            tools,
+            max_completion_tokens: stored.max_completion_tokens,
+            sampling: stored.sampling,
+        })
+    }
+}
+
+/// Adds the tool messages among `messages` to `turn` as executed calls, with the
+/// argument strings the turn's response gave for those call ids.
+fn attach_executed(turn: Option<&mut Turn>, messages: &[Message]) {
+    let Some(turn) = turn else { return };
+    for m in messages {
+        if let Message::Tool {
+            call_id,
+            name,
+            content,
+        } = m
+        {
+            let arguments = turn
+                .response
+                .tool_calls
+                .iter()
+                .find(|c| &c.id == call_id)
+                .map(|c| c.arguments.clone())
+                .unwrap_or_default();
+            turn.executed.push(ExecutedCall {
+                call_id: call_id.clone(),
+                tool: name.clone(),
+                arguments,
+                observation: content.clone(),
+            });
+        }
+    }
+}

@@ -1,0 +1,424 @@
+//! Manifests: what a study runs, as a TOML file researchers edit
+//! (`manifests/capacity.toml`).
+//!
+//! Owns: the manifest schema, layered loading (the file, then `TBB_*` environment
+//! variables, then `--set key=value`), validation against the families and the
+//! configuration catalogue, and the manifest's content hash.
+//!
+//! Stages: [`raw::RawManifest`] (serde, loose types, after layering) -> [`Manifest`]
+//! (validated and resolved). The file is parsed with `toml` for byte spans
+//! ([`raw::SpanIndex`]); figment only layers ([`layers`]).
+//!
+//! Invariants: loading is all-or-nothing — every problem is collected and reported at
+//! once ([`ManifestError::Invalid`]), each at the span of the value in the file, or
+//! naming the override it came from. Unknown keys are warnings, never errors;
+//! misspelled names are errors with "did you mean". The content hash covers the
+//! resolved manifest as canonical JSON (not the file's bytes, comments or layout, and
+//! not its path).
+//!
+//! Never: plans, runs or writes anything. Reading the manifest and its catalogue is the
+//! only I/O.
+
+pub mod error;
+pub mod layers;
+pub mod raw;
+mod resolve;
+
+use std::path::{Path, PathBuf};
+
+use std::sync::Arc;
+
+use miette::NamedSource;
+use serde::Serialize;
+
+pub use error::{ManifestError, Problem, MAX_SHOWN};
+
+use tbb_diag::spans::SpanIndex;
+
+use crate::harness::{Lane, PromptVariant};
+use tbb_core::compile::cell::Cell;
+use tbb_core::family::FamilySet;
+use tbb_provider::config::Catalogue;
+use tbb_provider::Configuration;
+
+/// Calls above the certified minimum every variant allows (fixed by the compiler).
+pub const CALL_SLACK: u32 = 2;
+
+/// Budgets of every episode.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Budgets {
+    /// Completion caps per request, one factor level each.
+    pub completion_caps: Vec<u32>,
+    /// Caps of single configurations, replacing `completion_caps` for them.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub configuration_caps: std::collections::BTreeMap<String, Vec<u32>>,
+    /// Tokens per episode.
+    pub episode_budget: u64,
+    /// Calls allowed above the certified minimum.
+    pub call_slack: u32,
+}
+
+/// The analyses a manifest may ask for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AnalysisKind {
+    /// Pressure contrasts with cluster-bootstrap intervals.
+    Contrasts,
+    /// Truncation decomposition.
+    Truncation,
+    /// Failure strata.
+    Strata,
+    /// Routed versus fixed lanes.
+    Lanes,
+    /// Tokens and cost.
+    Costs,
+    /// The written report.
+    Report,
+}
+
+impl AnalysisKind {
+    /// Every kind, in report order.
+    pub const ALL: [AnalysisKind; 6] = [
+        AnalysisKind::Contrasts,
+        AnalysisKind::Truncation,
+        AnalysisKind::Strata,
+        AnalysisKind::Lanes,
+        AnalysisKind::Costs,
+        AnalysisKind::Report,
+    ];
+
+    /// The name written in manifests.
+    pub fn name(self) -> &'static str {
+        match self {
+            AnalysisKind::Contrasts => "contrasts",
+            AnalysisKind::Truncation => "truncation",
+            AnalysisKind::Strata => "strata",
+            AnalysisKind::Lanes => "lanes",
+            AnalysisKind::Costs => "costs",
+            AnalysisKind::Report => "report",
+        }
+    }
+}
+
+/// Units a bootstrap resamples together.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ClusterUnit {
+    /// Task family.
+    Family,
+    /// Intent.
+    Intent,
+    /// Record domain.
+    Domain,
+    /// Configuration.
+    Configuration,
+    /// Organization.
+    Organization,
+}
+
+impl ClusterUnit {
+    /// Every unit.
+    pub const ALL: [ClusterUnit; 5] = [
+        ClusterUnit::Family,
+        ClusterUnit::Intent,
+        ClusterUnit::Domain,
+        ClusterUnit::Configuration,
+        ClusterUnit::Organization,
+    ];
+
+    /// The name written in manifests.
+    pub fn name(self) -> &'static str {
+        match self {
+            ClusterUnit::Family => "family",
+            ClusterUnit::Intent => "intent",
+            ClusterUnit::Domain => "domain",
+            ClusterUnit::Configuration => "configuration",
+            ClusterUnit::Organization => "organization",
+        }
+    }
+}
+
+/// One analysis and its parameters (`None`: the analysis's own default).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Analysis {
+    /// Which.
+    pub kind: AnalysisKind,
+    /// Bootstrap draws.
+    pub draws: Option<u32>,
+    /// Bootstrap seed.
+    pub seed: Option<u64>,
+    /// Units resampled together (empty: the analysis's default).
+    pub cluster_units: Vec<ClusterUnit>,
+}
+
+/// A validated, resolved manifest.
+#[derive(Debug, Clone, Serialize)]
+pub struct Manifest {
+    /// The study's name.
+    pub study: String,
+    /// The manifest file (not part of the hash).
+    #[serde(skip)]
+    pub path: PathBuf,
+    /// blake3 (hex) of the canonical JSON of everything below.
+    #[serde(skip)]
+    pub content_hash: String,
+    /// Selected family names, in [`FamilySet`] order.
+    pub families: Vec<String>,
+    /// Cells, normalized, in the order given.
+    pub cells: Vec<Cell>,
+    /// Lanes.
+    pub lanes: Vec<Lane>,
+    /// Prompt variants (`none` is [`PromptVariant::Base`]).
+    pub repairs: Vec<PromptVariant>,
+    /// Configurations, cloned from the catalogue, in catalogue order.
+    pub configurations: Vec<Configuration>,
+    /// Budgets.
+    pub budgets: Budgets,
+    /// Repeats of every episode.
+    pub repeats: u32,
+    /// Analyses, in the order given.
+    pub analyses: Vec<Analysis>,
+}
+
+/// A loaded manifest and the warnings about it (unknown keys).
+#[derive(Debug, Clone)]
+pub struct Loaded {
+    /// The manifest.
+    pub manifest: Manifest,
+    /// One line per unknown key, with its path and origin.
+    pub warnings: Vec<String>,
+}
+
+impl Manifest {
+    /// Loads `path`, layering the process's `TBB_*` environment variables and the
+    /// `--set` pairs over it, and resolves it against `families` and the configuration
+    /// catalogue it names.
+    pub fn load(
+        path: &Path,
+        families: &FamilySet,
+        overrides: &[(String, String)],
+    ) -> Result<Loaded, ManifestError> {
+        let env: Vec<(String, String)> = std::env::vars()
+            .filter(|(k, _)| k.starts_with("TBB_"))
+            .collect();
+        Manifest::load_with_env(path, families, overrides, &env)
+    }
+
+    /// [`Manifest::load`] with an explicit environment (`(name, value)` pairs; only
+    /// `TBB_*` names for the manifest's keys are read).
+    pub fn load_with_env(
+        path: &Path,
+        families: &FamilySet,
+        overrides: &[(String, String)],
+        env: &[(String, String)],
+    ) -> Result<Loaded, ManifestError> {
+        let text = std::fs::read_to_string(path).map_err(|source| {
+            if source.kind() == std::io::ErrorKind::NotFound {
+                ManifestError::Missing {
+                    path: path.to_path_buf(),
+                }
+            } else {
+                ManifestError::Io {
+                    path: path.to_path_buf(),
+                    source,
+                }
+            }
+        })?;
+        let src = NamedSource::new(path.display().to_string(), Arc::<str>::from(text.as_str()));
+        let invalid = |problems: Vec<Problem>| ManifestError::invalid(path.to_path_buf(), problems);
+        let problem = |message: String, span: Option<std::ops::Range<usize>>, help: &str| Problem {
+            message,
+            src: src.clone(),
+            span: span.map(Into::into),
+            label: "here".into(),
+            help: Some(help.to_string()),
+        };
+        const SCHEMA_HELP: &str = "see manifests/capacity.toml for every key a manifest may hold";
+
+        // Stage 0: TOML syntax, with the span of the error.
+        let syntax = |message: &str, span: Option<std::ops::Range<usize>>| {
+            invalid(vec![problem(
+                format!("{} is not valid TOML: {}", path.display(), message.trim()),
+                span,
+                SCHEMA_HELP,
+            )])
+        };
+        let table: toml::Table =
+            toml::from_str(&text).map_err(|e| syntax(e.message(), e.span()))?;
+        let spans = SpanIndex::parse(&text).map_err(|e| syntax(&e.message, e.span))?;
+
+        // Layering.
+        let layers = layers::Layers::new(&table, spans, env, overrides).map_err(|e| {
+            invalid(vec![problem(
+                format!("cannot layer the overrides: {e}"),
+                None,
+                "overrides are `key.path=value`, e.g. `budgets.completion_caps=[4096]`",
+            )])
+        })?;
+        let merged = layers.merged().map_err(|e| {
+            invalid(vec![problem(
+                format!("cannot layer the overrides: {e}"),
+                None,
+                "overrides are `key.path=value`, e.g. `budgets.completion_caps=[4096]`",
+            )])
+        })?;
+        let mut sink = resolve::Sink {
+            layers: &layers,
+            src: src.clone(),
+            problems: Vec::new(),
+        };
+
+        // NaN and infinities first: the merged JSON below cannot hold them (they would
+        // become nulls, and nulls defaults), so they are found in the layers.
+        let non_finite = layers.non_finite();
+        for (at, x) in &non_finite {
+            sink.at(
+                at,
+                format!("`{at}` = {} is not a finite number", toml_float(*x)),
+                Some(
+                    "no manifest value may be nan or inf; give a number, e.g. `repeats = 1`".into(),
+                ),
+            );
+        }
+
+        // Stage 1: the schema, warning on unknown keys; a value of the wrong type is an
+        // error at that value (its span, or the override that set it).
+        let mut unknown = Vec::new();
+        let mut note = |p: serde_ignored::Path<'_>| unknown.push(p.to_string());
+        let parsed: Result<raw::RawManifest, _> =
+            serde_path_to_error::deserialize(serde_ignored::Deserializer::new(&merged, &mut note));
+        let raw = match parsed {
+            Ok(raw) => raw,
+            Err(e) => {
+                let at = dotted(e.path());
+                // The null a NaN became is already reported, at the NaN.
+                if non_finite.iter().any(|(p, _)| *p == at) {
+                    return Err(invalid(sink.problems));
+                }
+                let what = if at.is_empty() {
+                    path.display().to_string()
+                } else {
+                    format!("`{at}`")
+                };
+                sink.at(
+                    &at,
+                    format!("{what} does not fit the manifest schema: {}", e.inner()),
+                    Some(format!(
+                        "{SCHEMA_HELP}; overrides are typed like TOML values, e.g. `repeats=2`, `budgets.completion_caps=[4096]`"
+                    )),
+                );
+                return Err(invalid(sink.problems));
+            }
+        };
+        let warnings = unknown
+            .iter()
+            .map(|p| {
+                let from = match layers.origin(p) {
+                    layers::Origin::Override(name) => format!(" (from {name})"),
+                    _ => String::new(),
+                };
+                format!("{}: unknown key `{p}`{from} is ignored", path.display())
+            })
+            .collect();
+
+        // Stage 2: names, levels and rules.
+        let catalogue_path = resolve::catalogue_path(&raw, path);
+        let catalogue = if catalogue_path.is_file() {
+            Some(Catalogue::load(&catalogue_path)?)
+        } else {
+            sink.at(
+                "study.catalogue",
+                format!("the configuration catalogue {} does not exist", catalogue_path.display()),
+                Some("`catalogue` is a path relative to the manifest's directory (default configurations.toml)".into()),
+            );
+            None
+        };
+        let resolved = resolve::resolve(&raw, &mut sink, families, catalogue.as_ref());
+        let problems = sink.problems;
+        let Some(r) = resolved.filter(|_| problems.is_empty()) else {
+            return Err(invalid(problems));
+        };
+        let mut manifest = Manifest {
+            study: raw.study.name.clone(),
+            path: path.to_path_buf(),
+            content_hash: String::new(),
+            families: r.families,
+            cells: r.cells,
+            lanes: r.lanes,
+            repairs: r.repairs,
+            configurations: r.configurations,
+            budgets: r.budgets,
+            repeats: r.repeats,
+            analyses: r.analyses,
+        };
+        manifest.content_hash = manifest.compute_hash();
+        Ok(Loaded { manifest, warnings })
+    }
+
+    /// The canonical JSON the content hash is taken over (every field but the path).
+    pub fn canonical_json(&self) -> String {
+        // Plain structs, vectors and sorted maps of strings and numbers: cannot fail.
+        serde_json::to_string(self).unwrap_or_default()
+    }
+
+    fn compute_hash(&self) -> String {
+        blake3::hash(self.canonical_json().as_bytes())
+            .to_hex()
+            .to_string()
+    }
+
+    /// The completion caps a configuration runs at.
+    pub fn caps_for(&self, configuration: &str) -> &[u32] {
+        self.budgets
+            .configuration_caps
+            .get(configuration)
+            .map_or(&self.budgets.completion_caps, |caps| caps)
+    }
+
+    /// Episodes the manifest asks for: families × cells × lanes × repairs × repeats ×
+    /// the completion caps of each configuration.
+    pub fn episode_count(&self) -> u64 {
+        let caps: u64 = self
+            .configurations
+            .iter()
+            .map(|c| self.caps_for(&c.name).len() as u64)
+            .sum();
+        [
+            self.families.len(),
+            self.cells.len(),
+            self.lanes.len(),
+            self.repairs.len(),
+            self.repeats as usize,
+        ]
+        .iter()
+        .map(|&n| n as u64)
+        .product::<u64>()
+            * caps
+    }
+}
+
+/// A serde path as the dotted path of [`SpanIndex`] and the layers (`cells.list.0.v`).
+fn dotted(path: &serde_path_to_error::Path) -> String {
+    use serde_path_to_error::Segment;
+    let mut parts = Vec::new();
+    for segment in path.iter() {
+        match segment {
+            Segment::Seq { index } => parts.push(index.to_string()),
+            Segment::Map { key } => parts.push(key.clone()),
+            Segment::Enum { variant } => parts.push(variant.clone()),
+            Segment::Unknown => break,
+        }
+    }
+    parts.join(".")
+}
+
+/// A non-finite float as TOML writes it.
+fn toml_float(x: f64) -> &'static str {
+    if x.is_nan() {
+        "nan"
+    } else if x > 0.0 {
+        "inf"
+    } else {
+        "-inf"
+    }
+}

@@ -1,0 +1,149 @@
+//! Stage 1: the manifest as written ([`RawManifest`]), after layering, before any name
+//! is looked up; and the byte spans of every value in the manifest file ([`SpanIndex`]).
+//!
+//! Values are kept loose here (names as strings, numbers as `i64`) so that stage 2
+//! can say *which* name is unknown and *what* the allowed values are, at the value's
+//! span, instead of stopping at serde's first type error. A value of the wrong type is
+//! still an error (at its span, via its path), never a silent default. Unknown keys are not errors:
+//! [`super::layers`] collects them with `serde_ignored` as warnings.
+
+use serde::Deserialize;
+
+pub use tbb_diag::spans::SpanIndex;
+
+/// The whole manifest.
+#[derive(Debug, Clone, Deserialize)]
+pub struct RawManifest {
+    /// `lanes = ["routed", "fixed"]` (default `["routed"]`).
+    #[serde(default)]
+    pub lanes: Option<Vec<String>>,
+    /// `repairs = ["none", "workflow_prompt", "interface_guide"]` (default `["none"]`).
+    #[serde(default)]
+    pub repairs: Option<Vec<String>>,
+    /// `repeats = 1`.
+    #[serde(default)]
+    pub repeats: Option<i64>,
+    /// `[study]`.
+    pub study: RawStudy,
+    /// `[families]`.
+    #[serde(default)]
+    pub families: RawFamilies,
+    /// `[cells]`.
+    #[serde(default)]
+    pub cells: RawCells,
+    /// `[configurations]`.
+    #[serde(default)]
+    pub configurations: RawConfigurations,
+    /// `[budgets]`.
+    #[serde(default)]
+    pub budgets: RawBudgets,
+    /// `[[analyses]]`.
+    #[serde(default)]
+    pub analyses: Vec<RawAnalysis>,
+}
+
+/// `[study]`.
+#[derive(Debug, Clone, Deserialize)]
+pub struct RawStudy {
+    /// The study's name.
+    pub name: String,
+    /// The configuration catalogue, relative to the manifest's directory (default
+    /// `configurations.toml` beside the manifest).
+    #[serde(default)]
+    pub catalogue: Option<String>,
+}
+
+/// `[families]`: `select = "all"`, or any of the filters (a family must pass all given).
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct RawFamilies {
+    /// `"all"`.
+    #[serde(default)]
+    pub select: Option<String>,
+    /// Intent names.
+    #[serde(default)]
+    pub intents: Option<Vec<String>>,
+    /// Domains (`accounting`, `email`, `file`, `calendar`).
+    #[serde(default)]
+    pub domains: Option<Vec<String>>,
+    /// Family names.
+    #[serde(default)]
+    pub names: Option<Vec<String>>,
+    /// Splits (`core`, `holdout`, `frontier`).
+    #[serde(default)]
+    pub splits: Option<Vec<String>>,
+}
+
+/// `[cells]`: a preset or a list.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct RawCells {
+    /// `"capacity"` (the default when no list is given).
+    #[serde(default)]
+    pub preset: Option<String>,
+    /// `[[cells.list]]`.
+    #[serde(default)]
+    pub list: Option<Vec<RawCell>>,
+}
+
+/// One `[[cells.list]]` entry.
+#[derive(Debug, Clone, Deserialize)]
+pub struct RawCell {
+    /// Menu size.
+    pub v: i64,
+    /// Workflow level.
+    pub w: String,
+    /// Encoding.
+    pub d: String,
+    /// Routing difficulty (default `low`).
+    #[serde(default)]
+    pub r: Option<String>,
+    /// Frontier depth.
+    #[serde(default)]
+    pub depth: Option<i64>,
+}
+
+/// `[configurations]`: the union of what each selector picks, in catalogue order.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct RawConfigurations {
+    /// By name.
+    #[serde(default)]
+    pub names: Option<Vec<String>>,
+    /// Every configuration of these organizations.
+    #[serde(default)]
+    pub organizations: Option<Vec<String>>,
+    /// Every `provider = "sim"` configuration.
+    #[serde(default)]
+    pub all_sim: Option<bool>,
+}
+
+/// `[budgets]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct RawBudgets {
+    /// Completion caps per request (one factor level each).
+    #[serde(default)]
+    pub completion_caps: Option<Vec<i64>>,
+    /// Completion caps of single configurations, replacing `completion_caps` for them.
+    #[serde(default)]
+    pub configuration_caps: Option<std::collections::BTreeMap<String, Vec<i64>>>,
+    /// Tokens per episode.
+    #[serde(default)]
+    pub episode_budget: Option<i64>,
+    /// Calls allowed above the certified minimum (only 2 is supported).
+    #[serde(default)]
+    pub call_slack: Option<i64>,
+}
+
+/// One `[[analyses]]` entry.
+#[derive(Debug, Clone, Deserialize)]
+pub struct RawAnalysis {
+    /// Which analysis.
+    pub kind: String,
+    /// Bootstrap draws.
+    #[serde(default)]
+    pub draws: Option<i64>,
+    /// Bootstrap seed.
+    #[serde(default)]
+    pub seed: Option<i64>,
+    /// Units resampled together.
+    #[serde(default)]
+    pub cluster_units: Option<Vec<String>>,
+}

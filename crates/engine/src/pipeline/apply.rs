@@ -1,0 +1,718 @@
+//! Applying a plan: compile the variants it needs, run its episodes with bounded
+//! concurrency per provider route, grade each from its stored transcript, run the
+//! analyses and publish the tables — committing every finished node to the cache.
+//!
+//! Commit order is what makes a killed run resumable: an execute node and its grade
+//! are committed together in a batch (every 512 nodes or every second), after the
+//! blobs and objects they refer to; a table node is recorded only after its file is
+//! renamed into place. Anything not committed simply reruns next time, and because
+//! every episode is seeded from its own key, the rerun gives the same result.
+//!
+//! Never: decides staleness (the plan does), prints (the caller gets progress through
+//! indicatif bars it asked for and a [`Summary`]), or lets one failed node stop the
+//! others: failures are collected, their dependents skipped, and reported at the end.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+use petgraph::graph::NodeIndex;
+use serde::Serialize;
+use tokio::task::JoinSet;
+
+use super::cache::{Batch, Cache, NewEntry};
+use super::dag::{Node, Publish, Work};
+use super::key::NodeKind;
+use super::plan::{Estimate, Plan};
+use super::publish::{publish, Outcomes};
+use super::{CompilePayload, ExecutePayload, PipelineError, Study, TablePayload};
+use crate::harness::transcript::BlobStore;
+use crate::harness::{run_episode, Episode, EpisodeSpec};
+use crate::store::tables::EpisodeRow;
+use tbb_core::compile::{compile, Variant};
+use tbb_core::grade::grade_with_budget;
+use tbb_provider::retry::RouteLimits;
+use tbb_provider::{Configuration, Provider};
+
+/// How to apply.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// Set (by a Ctrl-C handler) to stop starting nodes, drain and commit.
+    pub interrupt: Arc<AtomicBool>,
+    /// Draw progress bars on stderr (when it is a terminal).
+    pub progress: bool,
+}
+
+/// What an apply did.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Summary {
+    /// Nodes run and committed.
+    pub run: usize,
+    /// Nodes that failed (not committed).
+    pub failed: usize,
+    /// Nodes reused from the cache.
+    pub cached: usize,
+    /// Files published under `outputs/<study>/` (tables, report, figures).
+    pub files: usize,
+    /// Episodes that ended as infrastructure failures (recorded as such).
+    pub infra_failures: usize,
+    /// Failures, `(identity, why)`, in DAG order.
+    pub failures: Vec<(String, String)>,
+}
+
+impl Summary {
+    /// The one summary line.
+    pub fn line(&self, seconds: f64) -> String {
+        format!(
+            "Apply complete: {} run ({} failed), {} cached, {} files written in {seconds:.1}s{}.",
+            crate::report::format::count(self.run as u64),
+            self.failed,
+            crate::report::format::count(self.cached as u64),
+            self.files,
+            if self.infra_failures > 0 {
+                format!(
+                    "; {} episodes were infrastructure failures",
+                    self.infra_failures
+                )
+            } else {
+                String::new()
+            }
+        )
+    }
+}
+
+/// Builds the provider of every configuration the manifest runs (before anything is
+/// locked or written: a missing key stops here).
+pub fn providers(study: &Study) -> Result<Vec<Arc<dyn Provider>>, PipelineError> {
+    tbb_provider::install_crypto();
+    study
+        .manifest
+        .configurations
+        .iter()
+        .map(|c| {
+            tbb_provider::build(c).map_err(|source| PipelineError::Provider {
+                config: c.name.clone(),
+                source,
+            })
+        })
+        .collect()
+}
+
+/// Expected provider traffic of the plan's execute nodes: each variant's certified
+/// minimum plus a final answer, prompts of its menu, request and system prompt (4 bytes
+/// a token) growing by one exchange per request, 152 completion tokens a response (the
+/// paper's median). An estimate for budgeting, not a prediction.
+pub fn estimate(study: &Study, cache: &Cache, plan: &Plan) -> Estimate {
+    let dag = &study.dag;
+    let runs: Vec<&Node> = plan
+        .nodes
+        .iter()
+        .filter(|p| p.action.runs() && p.kind == NodeKind::Execute)
+        .filter_map(|p| p.node.map(|i| &dag.graph[i]))
+        .collect();
+    if runs.is_empty() {
+        return Estimate::default();
+    }
+    let compiles: Vec<NodeIndex> = {
+        let mut set: Vec<NodeIndex> = runs
+            .iter()
+            .filter_map(|n| match n.work {
+                Work::Execute { compile, .. } => Some(compile),
+                _ => None,
+            })
+            .collect();
+        set.sort();
+        set.dedup();
+        set
+    };
+    let keys: Vec<&str> = compiles
+        .iter()
+        .map(|&c| dag.graph[c].key.as_str())
+        .collect();
+    let cached = cache.payloads(&keys).unwrap_or_default();
+    let mut info: HashMap<NodeIndex, CompilePayload> = HashMap::new();
+    for &c in &compiles {
+        let node = &dag.graph[c];
+        let payload = cached
+            .get(&node.key)
+            .and_then(|p| serde_json::from_str(p).ok())
+            .or_else(|| {
+                compile_node(study, node)
+                    .ok()
+                    .map(|v| CompilePayload::of(&v))
+            });
+        if let Some(p) = payload {
+            info.insert(c, p);
+        }
+    }
+    const EXCHANGE_TOKENS: u64 = 150;
+    const RESPONSE_TOKENS: u64 = 152;
+    let mut e = Estimate::default();
+    for n in runs {
+        let Work::Execute {
+            compile,
+            config,
+            repair,
+            ..
+        } = n.work
+        else {
+            continue;
+        };
+        let Some(p) = info.get(&compile) else {
+            continue;
+        };
+        let config = &study.manifest.configurations[config];
+        let requests = u64::from(p.certified_min_calls) + 1;
+        let base = (p.menu_bytes + p.request_bytes + study.prompts.system(repair).len() as u64) / 4;
+        let prompt: u64 = (0..requests).map(|i| base + i * EXCHANGE_TOKENS).sum();
+        let completion = requests * RESPONSE_TOKENS;
+        e.requests += requests;
+        e.prompt_tokens += prompt;
+        e.completion_tokens += completion;
+        e.cost_usd += config.prices.cost_usd(prompt, completion);
+    }
+    e
+}
+
+fn compile_node(study: &Study, node: &Node) -> Result<Variant, String> {
+    let Work::Compile { family, cell } = &node.work else {
+        return Err("not a compile node".into());
+    };
+    compile(&study.families.families[*family], cell).map_err(|e| e.to_string())
+}
+
+/// One finished episode, ready to commit.
+struct Finished {
+    execute: NodeIndex,
+    grade: NodeIndex,
+    result: Result<(ExecutePayload, BlobStore, EpisodeRow), String>,
+}
+
+/// Runs the plan's nodes. `plan` must come from `study.plan(cache)` under the outputs
+/// lock.
+pub async fn run(
+    study: &Study,
+    cache: &mut Cache,
+    plan: &Plan,
+    providers: &[Arc<dyn Provider>],
+    options: &Options,
+) -> Result<Summary, PipelineError> {
+    let dag = &study.dag;
+    cache.remove_temporaries()?;
+    let runs: HashSet<NodeIndex> = plan
+        .nodes
+        .iter()
+        .filter(|p| p.action.runs())
+        .filter_map(|p| p.node)
+        .collect();
+    let mut summary = Summary {
+        cached: plan.count(super::Action::Cached),
+        ..Summary::default()
+    };
+    let mut failed: HashMap<NodeIndex, String> = HashMap::new();
+    let bars = Bars::new(options.progress);
+
+    // Objects the key inputs refer to go in first.
+    let mut pending = Batch {
+        objects: dag
+            .objects
+            .iter()
+            .filter(|(h, _)| !cache.has_object(h))
+            .map(|(h, v)| (h.clone(), v.to_string()))
+            .collect(),
+        ..Batch::default()
+    };
+
+    // Stage 1: compile what anything that runs needs.
+    let publishes_variants = runs
+        .iter()
+        .any(|&i| matches!(dag.graph[i].work, Work::Table(Publish::Variants)));
+    let mut needed: Vec<NodeIndex> = dag
+        .nodes()
+        .filter_map(|(i, n)| match n.work {
+            Work::Compile { .. } if publishes_variants || runs.contains(&i) => Some(i),
+            Work::Execute { compile, .. } | Work::Grade { compile, .. } if runs.contains(&i) => {
+                Some(compile)
+            }
+            _ => None,
+        })
+        .collect();
+    needed.sort();
+    needed.dedup();
+    let recorded: HashMap<String, String> = {
+        let keys: Vec<&str> = needed
+            .iter()
+            .filter(|i| !runs.contains(i))
+            .map(|&i| dag.graph[i].key.as_str())
+            .collect();
+        cache.payloads(&keys)?
+    };
+    let mut variants: HashMap<NodeIndex, Arc<Variant>> = HashMap::new();
+    bars.compile.set_length(needed.len() as u64);
+    for &c in &needed {
+        let node = &dag.graph[c];
+        match compile_node(study, node) {
+            Ok(v) => {
+                let payload = CompilePayload::of(&v);
+                if let Some(old) = recorded
+                    .get(&node.key)
+                    .and_then(|p| serde_json::from_str::<CompilePayload>(p).ok())
+                {
+                    if old.variant_hash != payload.variant_hash {
+                        failed.insert(c, format!(
+                            "recompiling gave variant {} where the cache holds {}: the compiler is not deterministic, or its CODE_VERSION was not bumped",
+                            payload.variant_hash, old.variant_hash
+                        ));
+                        continue;
+                    }
+                }
+                if runs.contains(&c) {
+                    pending.nodes.push(entry(node, &payload));
+                    summary.run += 1;
+                }
+                variants.insert(c, Arc::new(v));
+            }
+            Err(e) => {
+                failed.insert(c, e);
+            }
+        }
+        bars.compile.inc(1);
+    }
+    bars.compile.finish();
+    cache.commit(std::mem::take(&mut pending))?;
+
+    // Stage 2: episodes. Execute nodes run their episode and grade it at once; grade
+    // nodes whose episode is cached regrade the stored transcript.
+    let executes: Vec<NodeIndex> = dag
+        .nodes()
+        .filter(|(i, n)| n.kind == NodeKind::Execute && runs.contains(i))
+        .map(|(i, _)| i)
+        .collect();
+    let regrades: Vec<NodeIndex> = dag
+        .nodes()
+        .filter(|(i, n)| match n.work {
+            Work::Grade { execute, .. } => runs.contains(i) && !runs.contains(&execute),
+            _ => false,
+        })
+        .map(|(i, _)| i)
+        .collect();
+    bars.episodes
+        .set_length((executes.len() + regrades.len()) as u64);
+    let mut rows: HashMap<NodeIndex, EpisodeRow> = HashMap::new();
+    let prompts = Arc::new(study.prompts.clone());
+    let configs: Vec<Arc<Configuration>> = study
+        .manifest
+        .configurations
+        .iter()
+        .cloned()
+        .map(Arc::new)
+        .collect();
+    let routes = RouteLimits::default();
+    let jobs = in_flight_limit(&study.manifest.configurations);
+    let mut tasks: JoinSet<Finished> = JoinSet::new();
+    let mut task_nodes: HashMap<tokio::task::Id, NodeIndex> = HashMap::new();
+    let mut blobs_pending: HashSet<String> = HashSet::new();
+    let mut last_flush = Instant::now();
+    let mut interrupted = false;
+    let mut next = executes.into_iter();
+    loop {
+        // Keep the slots busy unless interrupted.
+        while !interrupted && tasks.len() < jobs {
+            if options.interrupt.load(Ordering::SeqCst) {
+                interrupted = true;
+                break;
+            }
+            let Some(e) = next.next() else { break };
+            let Work::Execute {
+                compile,
+                config,
+                lane,
+                repair,
+                cap,
+                repeat,
+            } = dag.graph[e].work
+            else {
+                continue;
+            };
+            let grade = dag
+                .graph
+                .neighbors(e)
+                .find(|&g| dag.graph[g].kind == NodeKind::Grade);
+            let (Some(grade), Some(variant)) = (grade, variants.get(&compile).cloned()) else {
+                failed.insert(e, upstream_failure(&failed, compile));
+                continue;
+            };
+            let provider = providers[config].clone();
+            let config = configs[config].clone();
+            let prompts = prompts.clone();
+            let routes = routes.clone();
+            let study_name = study.manifest.study.clone();
+            let budget = study.manifest.budgets.episode_budget;
+            let grade_key = dag.graph[grade].key.clone();
+            let execute_key = dag.graph[e].key.clone();
+            let handle = tasks.spawn(async move {
+                let spec = EpisodeSpec {
+                    variant: &variant,
+                    config: &config,
+                    lane,
+                    prompt: repair,
+                    completion_cap: cap,
+                    episode_budget: budget,
+                    repeat,
+                };
+                let episode = run_episode(provider.as_ref(), &spec, &prompts, Some(&routes)).await;
+                let result = finish(&episode, &spec, &study_name, &execute_key, &grade_key);
+                Finished {
+                    execute: e,
+                    grade,
+                    result,
+                }
+            });
+            task_nodes.insert(handle.id(), e);
+        }
+        let Some(joined) = tasks.join_next().await else {
+            break;
+        };
+        let done = match joined {
+            Ok(done) => done,
+            Err(e) => {
+                // A panicking episode is a bug of ours: its node fails, the others go on.
+                if let Some(&node) = task_nodes.get(&e.id()) {
+                    failed.insert(node, format!("the episode task failed: {e}"));
+                }
+                continue;
+            }
+        };
+        bars.episodes.inc(1);
+        match done.result {
+            Ok((payload, blobs, row)) => {
+                for (r, text) in blobs.blobs {
+                    if !cache.has_blob(&r) && blobs_pending.insert(r.clone()) {
+                        pending.blobs.push((r, text));
+                    }
+                }
+                if row.infra_failure {
+                    summary.infra_failures += 1;
+                }
+                pending
+                    .nodes
+                    .push(entry(&dag.graph[done.execute], &payload));
+                pending.nodes.push(entry(&dag.graph[done.grade], &row));
+                rows.insert(done.grade, row);
+                summary.run += 2;
+            }
+            Err(why) => {
+                failed.insert(done.execute, why);
+            }
+        }
+        if pending.nodes.len() >= 512 || last_flush.elapsed() >= Duration::from_secs(1) {
+            cache.commit(std::mem::take(&mut pending))?;
+            blobs_pending.clear();
+            last_flush = Instant::now();
+        }
+    }
+    cache.commit(std::mem::take(&mut pending))?;
+    if interrupted {
+        bars.clear();
+        return Err(PipelineError::Interrupted {
+            committed: summary.run,
+        });
+    }
+
+    // Regrade cached transcripts.
+    if !regrades.is_empty() {
+        let keys: Vec<&str> = regrades
+            .iter()
+            .filter_map(|&g| match dag.graph[g].work {
+                Work::Grade { execute, .. } => Some(dag.graph[execute].key.as_str()),
+                _ => None,
+            })
+            .collect();
+        let payloads = cache.payloads(&keys)?;
+        let blobs = BlobStore {
+            blobs: cache.blobs()?.into_iter().collect(),
+        };
+        for &g in &regrades {
+            let Work::Grade { execute, compile } = dag.graph[g].work else {
+                continue;
+            };
+            let result = regrade(
+                study,
+                &dag.graph[execute],
+                payloads.get(&dag.graph[execute].key),
+                &blobs,
+                variants.get(&compile),
+                &dag.graph[g].key,
+            );
+            match result {
+                Ok(row) => {
+                    pending.nodes.push(entry(&dag.graph[g], &row));
+                    rows.insert(g, row);
+                    summary.run += 1;
+                }
+                Err(why) => {
+                    failed.insert(g, why);
+                }
+            }
+            bars.episodes.inc(1);
+        }
+        cache.commit(std::mem::take(&mut pending))?;
+    }
+    bars.episodes.finish();
+
+    // Every grade node's row, in DAG order.
+    let grades: Vec<NodeIndex> = dag
+        .nodes()
+        .filter(|(_, n)| n.kind == NodeKind::Grade)
+        .map(|(i, _)| i)
+        .collect();
+    let missing: Vec<&str> = grades
+        .iter()
+        .filter(|g| !rows.contains_key(g))
+        .map(|&g| dag.graph[g].key.as_str())
+        .collect();
+    let stored = cache.payloads(&missing)?;
+    let mut all_rows = Vec::with_capacity(grades.len());
+    let mut complete = true;
+    for &g in &grades {
+        let row = rows.remove(&g).or_else(|| {
+            stored
+                .get(&dag.graph[g].key)
+                .and_then(|p| serde_json::from_str(p).ok())
+        });
+        match row {
+            Some(mut row) => {
+                row.study = study.manifest.study.clone();
+                all_rows.push(row);
+            }
+            None => complete = false,
+        }
+    }
+
+    // Stage 3: analyses and tables.
+    let mut outcomes = Outcomes::default();
+    let finals: Vec<NodeIndex> = dag
+        .nodes()
+        .filter(|(i, n)| matches!(n.kind, NodeKind::Analysis | NodeKind::Table) && runs.contains(i))
+        .map(|(i, _)| i)
+        .collect();
+    bars.tables.set_length(finals.len() as u64);
+    for i in finals {
+        let node = &dag.graph[i];
+        let upstream = dag
+            .graph
+            .neighbors_directed(i, petgraph::Direction::Incoming)
+            .find(|u| failed.contains_key(u) && dag.graph[*u].kind == NodeKind::Analysis);
+        let result: Result<(), String> = if !complete {
+            Err("some episodes failed, so the episodes are incomplete".into())
+        } else if let Some(u) = upstream {
+            Err(upstream_failure(&failed, u))
+        } else {
+            match node.work {
+                Work::Analysis { .. } => outcomes.run(study, cache, i, &all_rows).map(|payload| {
+                    pending.nodes.push(NewEntry {
+                        kind: node.kind,
+                        id: node.id.clone(),
+                        key: node.key.clone(),
+                        input: node.input.canonical(),
+                        payload,
+                    });
+                }),
+                Work::Table(_) => {
+                    publish(study, i, &variants, &all_rows, &outcomes, cache).map(|files| {
+                        summary.files += files.len();
+                        pending.nodes.push(entry(node, &TablePayload { files }));
+                    })
+                }
+                _ => Ok(()),
+            }
+        };
+        match result {
+            Ok(()) => summary.run += 1,
+            Err(e) => {
+                failed.insert(i, e);
+            }
+        }
+        cache.commit(std::mem::take(&mut pending))?;
+        bars.tables.inc(1);
+    }
+    bars.tables.finish();
+    bars.clear();
+    if cache.node_files() > 32 {
+        cache.compact()?;
+    }
+
+    let order: HashMap<NodeIndex, usize> = dag
+        .graph
+        .node_indices()
+        .enumerate()
+        .map(|(k, i)| (i, k))
+        .collect();
+    let mut failures: Vec<(NodeIndex, String)> = failed.into_iter().collect();
+    failures.sort_by_key(|(i, _)| order.get(i).copied());
+    summary.failed = failures.len();
+    summary.failures = failures
+        .into_iter()
+        .map(|(i, why)| (dag.graph[i].id.clone(), why))
+        .collect();
+    Ok(summary)
+}
+
+fn upstream_failure(failed: &HashMap<NodeIndex, String>, upstream: NodeIndex) -> String {
+    match failed.get(&upstream) {
+        Some(why) => format!("upstream failed: {why}"),
+        None => "upstream failed".into(),
+    }
+}
+
+fn entry<T: Serialize>(node: &Node, payload: &T) -> NewEntry {
+    NewEntry {
+        kind: node.kind,
+        id: node.id.clone(),
+        key: node.key.clone(),
+        input: node.input.canonical(),
+        payload: serde_json::to_string(payload).unwrap_or_default(),
+    }
+}
+
+/// Grades a live episode from its stored transcript — as a regrade would — and checks
+/// that the verdict equals the one the harness reached live.
+fn finish(
+    episode: &Episode,
+    spec: &EpisodeSpec<'_>,
+    study: &str,
+    execute_key: &str,
+    grade_key: &str,
+) -> Result<(ExecutePayload, BlobStore, EpisodeRow), String> {
+    let trace = episode
+        .transcript
+        .trace(&episode.blobs, spec.variant)
+        .ok_or("the stored transcript does not rebuild a trace")?;
+    let verdict = grade_with_budget(spec.variant, &trace, spec.episode_budget);
+    if verdict != episode.verdict {
+        return Err("grading the stored transcript gives another verdict than the live episode: a transcript bug".into());
+    }
+    let row = episode.row(
+        study,
+        spec.prompt.repair_name(),
+        spec,
+        execute_key,
+        grade_key,
+    );
+    let payload = ExecutePayload {
+        episode_key: episode.key.clone(),
+        transcript: episode.transcript.clone(),
+        omitted: episode.omitted.clone(),
+        attempts: episode.attempts,
+        wall_ms: episode.wall_ms,
+    };
+    Ok((payload, episode.blobs.clone(), row))
+}
+
+/// Grades a cached transcript.
+fn regrade(
+    study: &Study,
+    execute: &Node,
+    payload: Option<&String>,
+    blobs: &BlobStore,
+    variant: Option<&Arc<Variant>>,
+    grade_key: &str,
+) -> Result<EpisodeRow, String> {
+    let Work::Execute {
+        config,
+        lane,
+        repair,
+        cap,
+        repeat,
+        ..
+    } = execute.work
+    else {
+        return Err("not an execute node".into());
+    };
+    let variant = variant.ok_or("its variant failed to compile")?;
+    let payload: ExecutePayload = payload
+        .and_then(|p| serde_json::from_str(p).ok())
+        .ok_or("its cached transcript is unreadable")?;
+    let config = &study.manifest.configurations[config];
+    let spec = EpisodeSpec {
+        variant,
+        config,
+        lane,
+        prompt: repair,
+        completion_cap: cap,
+        episode_budget: study.manifest.budgets.episode_budget,
+        repeat,
+    };
+    let trace = payload
+        .transcript
+        .trace(blobs, variant)
+        .ok_or("the cached transcript does not rebuild a trace")?;
+    let verdict = grade_with_budget(variant, &trace, spec.episode_budget);
+    let episode = Episode {
+        key: payload.episode_key,
+        trace,
+        verdict,
+        transcript: payload.transcript,
+        blobs: BlobStore::default(),
+        omitted: payload.omitted,
+        attempts: payload.attempts,
+        wall_ms: payload.wall_ms,
+    };
+    Ok(episode.row(
+        &study.manifest.study,
+        repair.repair_name(),
+        &spec,
+        &execute.key,
+        grade_key,
+    ))
+}
+
+/// Episodes in flight: the sum of every route's concurrency (each route's own limit is
+/// enforced per request by [`RouteLimits`]), at least 1 and at most 256.
+fn in_flight_limit(configs: &[Configuration]) -> usize {
+    let mut by_route: BTreeMap<String, u32> = BTreeMap::new();
+    for c in configs {
+        by_route.entry(c.route()).or_insert(c.concurrency.max(1));
+    }
+    (by_route.values().map(|&n| n as usize).sum::<usize>()).clamp(1, 256)
+}
+
+/// One progress bar per stage.
+struct Bars {
+    multi: MultiProgress,
+    compile: ProgressBar,
+    episodes: ProgressBar,
+    tables: ProgressBar,
+}
+
+impl Bars {
+    fn new(show: bool) -> Bars {
+        let multi = MultiProgress::with_draw_target(if show {
+            ProgressDrawTarget::stderr()
+        } else {
+            ProgressDrawTarget::hidden()
+        });
+        let style =
+            ProgressStyle::with_template("{prefix:>9} [{bar:32}] {pos}/{len} {per_sec} ETA {eta}")
+                .unwrap_or_else(|_| ProgressStyle::default_bar())
+                .progress_chars("=> ");
+        let bar = |name: &str| {
+            let b = multi.add(ProgressBar::new(0));
+            b.set_style(style.clone());
+            b.set_prefix(name.to_string());
+            b
+        };
+        Bars {
+            compile: bar("compile"),
+            episodes: bar("episodes"),
+            tables: bar("analyses"),
+            multi,
+        }
+    }
+
+    fn clear(&self) {
+        let _ = self.multi.clear();
+    }
+}

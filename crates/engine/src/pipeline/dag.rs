@@ -1,0 +1,503 @@
+//! The DAG a manifest becomes: compile, execute, grade, analysis and table nodes, each
+//! with a readable identity and a content key ([`super::key`]).
+//!
+//! Identity is what a node *is* (`execute[cfg=sim-x, family=f, v=128, w=high, d=raw,
+//! r=low, lane=routed, repair=none, cap=1024, rep=0]`); the key is what it was computed
+//! *from*. The cache is indexed by both: a node whose identity is known under another
+//! key reruns, and the two key inputs say why.
+//!
+//! Node order is deterministic (the manifest's order: families, cells, configurations,
+//! lanes, repairs, caps, repeats) and topological: every node comes after its inputs.
+//!
+//! Never: runs, reads the cache or writes anything. Building the DAG reads nothing but
+//! what it is given.
+
+use std::collections::BTreeMap;
+
+use petgraph::graph::{DiGraph, NodeIndex};
+use serde_json::Value;
+
+use super::key::{hash_hex, KeyInput, NodeKind};
+use crate::harness::{Lane, PromptVariant, Prompts};
+use crate::manifest::{AnalysisKind, Manifest};
+use tbb_core::compile::cell::{level_name, Cell};
+use tbb_core::family::FamilySet;
+use tbb_provider::config::ProviderKind;
+use tbb_provider::Configuration;
+
+/// What running a node means.
+#[derive(Debug, Clone)]
+pub enum Work {
+    /// Compile `families[family]` at `cell`.
+    Compile {
+        /// Index into [`FamilySet::families`].
+        family: usize,
+        /// The cell.
+        cell: Cell,
+    },
+    /// Run one episode.
+    Execute {
+        /// The compile node of its variant.
+        compile: NodeIndex,
+        /// Index into [`Manifest::configurations`].
+        config: usize,
+        /// Menu lane.
+        lane: Lane,
+        /// System prompt.
+        repair: PromptVariant,
+        /// Completion cap.
+        cap: u32,
+        /// Repeat index.
+        repeat: u32,
+    },
+    /// Grade one episode's transcript.
+    Grade {
+        /// Its execute node.
+        execute: NodeIndex,
+        /// Its compile node.
+        compile: NodeIndex,
+    },
+    /// Run `manifest.analyses[index]`.
+    Analysis {
+        /// Index into [`Manifest::analyses`].
+        index: usize,
+    },
+    /// Publish a table.
+    Table(Publish),
+}
+
+/// What a table node publishes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Publish {
+    /// `variants.parquet`, from every compile node.
+    Variants,
+    /// `episodes.parquet`, from every grade node.
+    Episodes,
+    /// The tables of an analysis node.
+    Analysis(NodeIndex),
+}
+
+/// One node.
+#[derive(Debug, Clone)]
+pub struct Node {
+    /// Its kind.
+    pub kind: NodeKind,
+    /// Readable identity, unique in the DAG.
+    pub id: String,
+    /// The identity's fields, in order.
+    pub fields: Vec<(&'static str, String)>,
+    /// What its key is computed from.
+    pub input: KeyInput,
+    /// blake3 of the key input.
+    pub key: String,
+    /// What running it means.
+    pub work: Work,
+}
+
+/// The DAG of a manifest.
+#[derive(Debug)]
+pub struct Dag {
+    /// Nodes in topological order; edges run from an input to the node reading it.
+    pub graph: DiGraph<Node, ()>,
+    /// Objects the key inputs refer to, by hash.
+    pub objects: BTreeMap<String, Value>,
+}
+
+/// Code versions: bump the one of a stage whenever its results would change.
+pub mod versions {
+    /// Table publication (columns, writer settings).
+    pub const TABLE: &str = "table/1";
+}
+
+/// What the DAG is built from besides the manifest.
+pub struct Inputs<'a> {
+    /// The families the manifest names.
+    pub families: &'a FamilySet,
+    /// The system prompts.
+    pub prompts: &'a Prompts,
+    /// The prompts' directory, for readable names.
+    pub prompts_dir: &'a std::path::Path,
+    /// blake3 of the lockfile the run would write.
+    pub lockfile_hash: &'a str,
+}
+
+impl Dag {
+    /// Builds the DAG of `manifest`.
+    pub fn build(manifest: &Manifest, inputs: &Inputs<'_>) -> Dag {
+        let mut dag = Dag {
+            graph: DiGraph::new(),
+            objects: BTreeMap::new(),
+        };
+        let provenance = |input: KeyInput| {
+            input
+                .file(
+                    format!("manifest {}", short_name(&manifest.path)),
+                    manifest.content_hash.clone(),
+                )
+                .file("lockfile", inputs.lockfile_hash.to_string())
+        };
+
+        // Compile nodes: one per (family, cell).
+        let mut compiles = Vec::new();
+        for name in &manifest.families {
+            let Some(family) = inputs
+                .families
+                .families
+                .iter()
+                .position(|f| &f.name == name)
+            else {
+                continue;
+            };
+            let f = &inputs.families.families[family];
+            let mut row = Vec::new();
+            for cell in &manifest.cells {
+                let mut fields = vec![("family", f.name.clone())];
+                fields.extend(cell_fields(cell));
+                let mut input = KeyInput::new(NodeKind::Compile, tbb_core::compile::CODE_VERSION)
+                    .file(
+                        format!("family {}", f.name),
+                        tbb_core::family::hex(&f.content_hash),
+                    );
+                for (k, v) in cell_fields(cell) {
+                    input = input.param(k, v);
+                }
+                row.push(dag.add(
+                    NodeKind::Compile,
+                    fields,
+                    input,
+                    Work::Compile {
+                        family,
+                        cell: *cell,
+                    },
+                    &[],
+                ));
+            }
+            compiles.push(row);
+        }
+
+        // Execute and grade nodes.
+        let mut grades = Vec::new();
+        let config_objects: Vec<String> = manifest
+            .configurations
+            .iter()
+            .map(|c| dag.put_object(config_object(c)))
+            .collect();
+        // Every episode condition once (configuration, lane, repair, cap, repeat), with
+        // its identity fields and key input short of the variant; then one execute and
+        // one grade node per (variant, condition).
+        let nudge = (
+            format!(
+                "prompt {}",
+                short_name(&inputs.prompts_dir.join("nudge.txt"))
+            ),
+            hash_hex(inputs.prompts.nudge.as_bytes()),
+        );
+        let mut conditions = Vec::new();
+        for (ci, config) in manifest.configurations.iter().enumerate() {
+            let version = execute_version(config);
+            for &lane in &manifest.lanes {
+                let lane_name = level_name(&lane);
+                for &repair in &manifest.repairs {
+                    let system = (
+                        format!(
+                            "prompt {}",
+                            short_name(&inputs.prompts_dir.join(repair.file_name()))
+                        ),
+                        hash_hex(inputs.prompts.system(repair).as_bytes()),
+                    );
+                    for &cap in manifest.caps_for(&config.name) {
+                        for repeat in 0..manifest.repeats {
+                            let suffix = [
+                                ("lane", lane_name.clone()),
+                                ("repair", repair.repair_name().to_string()),
+                                ("cap", cap.to_string()),
+                                ("rep", repeat.to_string()),
+                            ];
+                            let template = KeyInput::new(NodeKind::Execute, &version)
+                                .param("lane", lane_name.clone())
+                                .param("repair", repair.repair_name())
+                                .param("completion_cap", cap)
+                                .param("episode_budget", manifest.budgets.episode_budget)
+                                .param("repeat", repeat)
+                                .file(system.0.clone(), system.1.clone())
+                                .file(nudge.0.clone(), nudge.1.clone())
+                                .object(
+                                    format!("configuration {}", config.name),
+                                    config_objects[ci].clone(),
+                                );
+                            let work = move |compile| Work::Execute {
+                                compile,
+                                config: ci,
+                                lane,
+                                repair,
+                                cap,
+                                repeat,
+                            };
+                            conditions.push((config.name.clone(), suffix, template, work));
+                        }
+                    }
+                }
+            }
+        }
+        let grade_template = KeyInput::new(NodeKind::Grade, tbb_core::grade::CODE_VERSION)
+            .param("episode_budget", manifest.budgets.episode_budget);
+        for &compile in compiles.iter().flatten() {
+            let compile_fields = dag.graph[compile].fields.clone();
+            let compile_key = dag.graph[compile].key.clone();
+            for (config, suffix, template, work) in &conditions {
+                let mut fields = Vec::with_capacity(compile_fields.len() + 5);
+                fields.push(("cfg", config.clone()));
+                fields.extend(compile_fields.iter().cloned());
+                fields.extend(suffix.iter().cloned());
+                let input = template.clone().input("compile", compile_key.clone());
+                let execute = dag.add(
+                    NodeKind::Execute,
+                    fields.clone(),
+                    input,
+                    work(compile),
+                    &[compile],
+                );
+                let input = grade_template
+                    .clone()
+                    .input("execute", dag.graph[execute].key.clone())
+                    .input("compile", compile_key.clone());
+                grades.push(dag.add(
+                    NodeKind::Grade,
+                    fields,
+                    input,
+                    Work::Grade { execute, compile },
+                    &[execute, compile],
+                ));
+            }
+        }
+
+        // Tables of the compiled variants and the graded episodes.
+        let all_compiles: Vec<NodeIndex> = compiles.iter().flatten().copied().collect();
+        let variants_key = dag.keys_hash(&all_compiles);
+        let input = provenance(KeyInput::new(NodeKind::Table, versions::TABLE))
+            .input("variants", variants_key);
+        dag.add(
+            NodeKind::Table,
+            vec![("table", "variants".into())],
+            input,
+            Work::Table(Publish::Variants),
+            &all_compiles,
+        );
+        let episodes_key = dag.keys_hash(&grades);
+        let input = provenance(KeyInput::new(NodeKind::Table, versions::TABLE))
+            .param("study", manifest.study.clone())
+            .input("episodes", episodes_key.clone());
+        dag.add(
+            NodeKind::Table,
+            vec![("table", "episodes".into())],
+            input,
+            Work::Table(Publish::Episodes),
+            &grades,
+        );
+
+        // Analyses over the episodes; the report reads the other analyses.
+        let mut analyses: Vec<(String, NodeIndex)> = Vec::new();
+        let mut seen: BTreeMap<AnalysisKind, usize> = BTreeMap::new();
+        // An analysis the design cannot feed gets no node: it would fail only after
+        // every episode was paid for (`tbb plan` and `manifest check` say why).
+        let skipped: Vec<AnalysisKind> = crate::analysis::skipped(manifest)
+            .into_iter()
+            .map(|(k, _)| k)
+            .collect();
+        for (index, a) in manifest.analyses.iter().enumerate() {
+            if skipped.contains(&a.kind) {
+                continue;
+            }
+            let n = seen.entry(a.kind).or_insert(0);
+            *n += 1;
+            let name = if *n == 1 {
+                a.kind.name().to_string()
+            } else {
+                format!("{}#{n}", a.kind.name())
+            };
+            let mut input =
+                KeyInput::new(NodeKind::Analysis, crate::analysis::code_version(a.kind));
+            if let Some(draws) = a.draws {
+                input = input.param("draws", draws);
+            }
+            if let Some(seed) = a.seed {
+                input = input.param("seed", seed);
+            }
+            if !a.cluster_units.is_empty() {
+                let units: Vec<&str> = a.cluster_units.iter().map(|u| u.name()).collect();
+                input = input.param("cluster_units", units.join(","));
+            }
+            let (input, reads) = if a.kind == AnalysisKind::Report {
+                let mut input = input;
+                for (other, node) in &analyses {
+                    input = input.input(other, dag.graph[*node].key.clone());
+                }
+                let reads: Vec<NodeIndex> = analyses.iter().map(|&(_, n)| n).collect();
+                (input, reads)
+            } else {
+                (
+                    input.input("episodes", episodes_key.clone()),
+                    grades.clone(),
+                )
+            };
+            let node = dag.add(
+                NodeKind::Analysis,
+                vec![("analysis", name.clone())],
+                input,
+                Work::Analysis { index },
+                &reads,
+            );
+            let input = provenance(KeyInput::new(NodeKind::Table, versions::TABLE))
+                .input("analysis", dag.graph[node].key.clone());
+            dag.add(
+                NodeKind::Table,
+                vec![("table", name.clone())],
+                input,
+                Work::Table(Publish::Analysis(node)),
+                &[node],
+            );
+            analyses.push((name, node));
+        }
+        dag
+    }
+
+    fn add(
+        &mut self,
+        kind: NodeKind,
+        fields: Vec<(&'static str, String)>,
+        input: KeyInput,
+        work: Work,
+        reads: &[NodeIndex],
+    ) -> NodeIndex {
+        let id = identity(kind, &fields);
+        let key = input.key();
+        let index = self.graph.add_node(Node {
+            kind,
+            id,
+            fields,
+            input,
+            key,
+            work,
+        });
+        for &r in reads {
+            self.graph.add_edge(r, index, ());
+        }
+        index
+    }
+
+    fn put_object(&mut self, value: Value) -> String {
+        let hash = hash_hex(value.to_string().as_bytes());
+        self.objects.insert(hash.clone(), value);
+        hash
+    }
+
+    fn keys_hash(&self, nodes: &[NodeIndex]) -> String {
+        let mut h = blake3::Hasher::new();
+        for &n in nodes {
+            h.update(self.graph[n].key.as_bytes());
+            h.update(b"\n");
+        }
+        h.finalize().to_hex().to_string()
+    }
+
+    /// The node with this identity (a scan: only `tbb explain` asks, once).
+    pub fn find(&self, id: &str) -> Option<NodeIndex> {
+        self.nodes().find(|(_, n)| n.id == id).map(|(i, _)| i)
+    }
+
+    /// Every node, in topological order.
+    pub fn nodes(&self) -> impl Iterator<Item = (NodeIndex, &Node)> {
+        self.graph.node_indices().map(move |i| (i, &self.graph[i]))
+    }
+
+    /// The DAG in Graphviz DOT, nodes labelled by identity and coloured by kind.
+    pub fn dot(&self) -> String {
+        let mut out =
+            String::from("digraph tbb {\n  rankdir=LR;\n  node [shape=box, fontsize=10];\n");
+        for (i, n) in self.nodes() {
+            let colour = match n.kind {
+                NodeKind::Compile => "lightblue",
+                NodeKind::Execute => "khaki",
+                NodeKind::Grade => "palegreen",
+                NodeKind::Analysis => "plum",
+                NodeKind::Table => "lightgrey",
+            };
+            out.push_str(&format!(
+                "  n{} [label={:?}, style=filled, fillcolor={colour}];\n",
+                i.index(),
+                n.id
+            ));
+        }
+        for e in self.graph.raw_edges() {
+            out.push_str(&format!(
+                "  n{} -> n{};\n",
+                e.source().index(),
+                e.target().index()
+            ));
+        }
+        out.push_str("}\n");
+        out
+    }
+}
+
+/// A file's name as keys and reasons show it: its directory's name and its own
+/// (`prompts/base.txt`), however the directory was spelled on the command line, so that
+/// `--prompts ./prompts` and `--prompts /abs/prompts` give the same keys.
+pub fn short_name(path: &std::path::Path) -> String {
+    let mut parts: Vec<String> = path
+        .components()
+        .rev()
+        .filter(|c| matches!(c, std::path::Component::Normal(_)))
+        .take(2)
+        .map(|c| c.as_os_str().to_string_lossy().to_string())
+        .collect();
+    parts.reverse();
+    parts.join("/")
+}
+
+/// `kind[field=value, ...]`.
+pub fn identity(kind: NodeKind, fields: &[(&'static str, String)]) -> String {
+    let inner: Vec<String> = fields
+        .iter()
+        .map(|(k, v)| {
+            if matches!(kind, NodeKind::Table | NodeKind::Analysis) {
+                v.clone()
+            } else {
+                format!("{k}={v}")
+            }
+        })
+        .collect();
+    format!("{}[{}]", kind.name(), inner.join(", "))
+}
+
+/// The fields of a cell in identities and parameters.
+fn cell_fields(cell: &Cell) -> Vec<(&'static str, String)> {
+    let mut fields = vec![
+        ("v", cell.v.to_string()),
+        ("w", level_name(&cell.w)),
+        ("d", level_name(&cell.d)),
+        ("r", level_name(&cell.r)),
+    ];
+    if let Some(depth) = cell.depth {
+        fields.push(("depth", depth.to_string()));
+    }
+    fields
+}
+
+/// A configuration as it enters execute keys: its [`Configuration::identity`].
+pub fn config_object(config: &Configuration) -> Value {
+    serde_json::to_value(config.identity()).unwrap_or(Value::Null)
+}
+
+/// The code version of an execute node: the harness's, and the simulator's for a
+/// simulated configuration (its behaviour is code, not data).
+fn execute_version(config: &Configuration) -> String {
+    match config.provider {
+        ProviderKind::Sim => format!(
+            "{}+{}",
+            crate::harness::CODE_VERSION,
+            tbb_provider::sim::CODE_VERSION
+        ),
+        _ => crate::harness::CODE_VERSION.to_string(),
+    }
+}

@@ -1,0 +1,184 @@
+//! Lockfiles (`lockfiles/<manifest>.lock`): the resolved manifest a run used, so a
+//! rerun is reproducible and a drift is visible.
+//!
+//! Holds the tbb version, the manifest's content hash, the content hash of every family
+//! and prompt the study reads, and every configuration with its provider, model, pinned
+//! version, prices and content hash. Secrets never enter it: a configuration names the
+//! environment variable of its key, never the key.
+//!
+//! `tbb apply` writes it (atomically); `tbb apply --locked` refuses to run when the
+//! lockfile it would write differs from the one on disk.
+//!
+//! Never: reads anything but what it is given.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use thiserror::Error;
+
+use super::dag::{config_object, short_name};
+use super::key::hash_hex;
+use crate::harness::Prompts;
+use crate::manifest::Manifest;
+use tbb_core::family::FamilySet;
+
+/// The lockfile is missing, differs or cannot be written.
+#[derive(Debug, Error, miette::Diagnostic)]
+pub enum LockfileError {
+    /// `--locked` and the lockfile would change.
+    #[error("the lockfile {} would change:\n{diff}", path.display())]
+    #[diagnostic(
+        code(tbb::lockfile::drift),
+        help("the families, prompts, configurations or manifest changed since the lockfile was written; review the lines above, then run without --locked to update it")
+    )]
+    Drift {
+        /// The lockfile.
+        path: PathBuf,
+        /// Removed (`-`) and added (`+`) lines.
+        diff: String,
+    },
+    /// `--locked` and there is no lockfile.
+    #[error("--locked was given but there is no lockfile {}", path.display())]
+    #[diagnostic(
+        code(tbb::lockfile::missing),
+        help("run `tbb apply` once without --locked to write it")
+    )]
+    Missing {
+        /// The lockfile.
+        path: PathBuf,
+    },
+    /// File system.
+    #[error("cannot write the lockfile {}: {source}", path.display())]
+    #[diagnostic(code(tbb::lockfile::io))]
+    Io {
+        /// The lockfile.
+        path: PathBuf,
+        /// Cause.
+        source: std::io::Error,
+    },
+}
+
+#[derive(Serialize)]
+struct Lock<'a> {
+    tbb: &'a str,
+    study: &'a str,
+    manifest_hash: &'a str,
+    families: BTreeMap<&'a str, String>,
+    prompts: BTreeMap<String, String>,
+    configurations: BTreeMap<&'a str, LockedConfiguration<'a>>,
+}
+
+#[derive(Serialize)]
+struct LockedConfiguration<'a> {
+    organization: &'a str,
+    provider: String,
+    model: &'a str,
+    version: &'a str,
+    route: String,
+    input_per_mtok: f64,
+    output_per_mtok: f64,
+    content_hash: String,
+}
+
+/// The lockfile's text for a manifest.
+pub fn render(
+    manifest: &Manifest,
+    families: &FamilySet,
+    prompts: &Prompts,
+    prompts_dir: &Path,
+) -> String {
+    let mut prompt_hashes = BTreeMap::new();
+    for &repair in &manifest.repairs {
+        prompt_hashes.insert(
+            short_name(&prompts_dir.join(repair.file_name())),
+            hash_hex(prompts.system(repair).as_bytes()),
+        );
+    }
+    prompt_hashes.insert(
+        short_name(&prompts_dir.join("nudge.txt")),
+        hash_hex(prompts.nudge.as_bytes()),
+    );
+    let lock = Lock {
+        tbb: env!("CARGO_PKG_VERSION"),
+        study: &manifest.study,
+        manifest_hash: &manifest.content_hash,
+        families: manifest
+            .families
+            .iter()
+            .filter_map(|name| families.get(name))
+            .map(|f| (f.name.as_str(), tbb_core::family::hex(&f.content_hash)))
+            .collect(),
+        prompts: prompt_hashes,
+        configurations: manifest
+            .configurations
+            .iter()
+            .map(|c| {
+                (
+                    c.name.as_str(),
+                    LockedConfiguration {
+                        organization: &c.organization,
+                        provider: tbb_core::compile::cell::level_name(&c.provider),
+                        model: &c.model,
+                        version: c.version.as_deref().unwrap_or("unpinned"),
+                        route: c.route(),
+                        input_per_mtok: c.prices.input_per_mtok,
+                        output_per_mtok: c.prices.output_per_mtok,
+                        content_hash: hash_hex(config_object(c).to_string().as_bytes()),
+                    },
+                )
+            })
+            .collect(),
+    };
+    let body = toml::to_string(&lock).unwrap_or_default();
+    format!("# Written by `tbb apply`: the resolved manifest of this study. Do not edit.\n{body}")
+}
+
+/// Where a manifest's lockfile lives: `<lockfiles>/<manifest file stem>.lock`.
+pub fn path_for(lockfiles: &Path, manifest: &Manifest) -> PathBuf {
+    let stem = manifest
+        .path
+        .file_stem()
+        .map(|s| s.to_string_lossy().to_string())
+        .unwrap_or_else(|| manifest.study.clone());
+    lockfiles.join(format!("{stem}.lock"))
+}
+
+/// With `locked`, fails unless the lockfile on disk is exactly `text`.
+pub fn check(path: &Path, text: &str, locked: bool) -> Result<(), LockfileError> {
+    if !locked {
+        return Ok(());
+    }
+    let Ok(old) = std::fs::read_to_string(path) else {
+        return Err(LockfileError::Missing {
+            path: path.to_path_buf(),
+        });
+    };
+    if old == text {
+        return Ok(());
+    }
+    let old_lines: Vec<&str> = old.lines().collect();
+    let new_lines: Vec<&str> = text.lines().collect();
+    let mut diff = String::new();
+    for l in old_lines.iter().filter(|l| !new_lines.contains(l)) {
+        diff.push_str(&format!("  - {l}\n"));
+    }
+    for l in new_lines.iter().filter(|l| !old_lines.contains(l)) {
+        diff.push_str(&format!("  + {l}\n"));
+    }
+    Err(LockfileError::Drift {
+        path: path.to_path_buf(),
+        diff: diff.trim_end().to_string(),
+    })
+}
+
+/// Writes the lockfile atomically (temporary file, fsync, rename) if it changed.
+pub fn write(path: &Path, text: &str) -> Result<(), LockfileError> {
+    if std::fs::read_to_string(path).is_ok_and(|old| old == text) {
+        return Ok(());
+    }
+    crate::store::write_text(path, text).map_err(|source| LockfileError::Io {
+        path: path.to_path_buf(),
+        source,
+    })
+}

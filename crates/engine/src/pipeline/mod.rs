@@ -1,0 +1,298 @@
+//! The pipeline: a manifest becomes a DAG of content-keyed nodes ([`dag`]), compared
+//! with the cache ([`cache`]) into a plan that says what runs and why ([`plan`]), and
+//! applied with bounded concurrency, committing each finished node atomically
+//! ([`apply`]); analysis results and published files are [`publish`]'s.
+//!
+//! Owns: everything about caching — keys ([`key`]), the cache under
+//! `outputs/<study>/cache/`, the published tables' freshness, the outputs lock
+//! ([`lock`]) and the lockfiles ([`lockfile`]). It is the only module that knows a
+//! result can be reused.
+//!
+//! Invariants: a plan is read-only; a node is recorded only after its result is written
+//! (temporary file, fsync, rename); a plan made right after an apply has nothing to
+//! run; the same manifest and lockfile give byte-identical tables, wall times aside.
+//!
+//! Never: decides what an episode, a verdict or a statistic is — it calls the harness,
+//! the grader and the analyses, and stores what they return.
+
+pub mod apply;
+pub mod cache;
+pub mod dag;
+pub mod key;
+pub mod lock;
+pub mod lockfile;
+pub mod plan;
+pub mod publish;
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+pub use cache::Cache;
+pub use dag::Dag;
+pub use key::{KeyInput, NodeKind, Reason};
+pub use plan::{Action, Plan};
+
+use crate::harness::transcript::Transcript;
+use crate::harness::Prompts;
+use crate::manifest::Manifest;
+use tbb_core::compile::Variant;
+use tbb_core::family::FamilySet;
+use tbb_provider::config::RequestField;
+
+/// Where a study reads and writes.
+#[derive(Debug, Clone)]
+pub struct Paths {
+    /// The task families.
+    pub families: PathBuf,
+    /// The system prompts.
+    pub prompts: PathBuf,
+    /// The outputs root: a study writes `<outputs>/<study>/`.
+    pub outputs: PathBuf,
+    /// Where lockfiles live.
+    pub lockfiles: PathBuf,
+}
+
+/// Why the pipeline stopped.
+#[derive(Debug, Error, miette::Diagnostic)]
+pub enum PipelineError {
+    /// The manifest is invalid.
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Manifest(#[from] crate::manifest::ManifestError),
+    /// The families are invalid.
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Family(#[from] tbb_core::family::FamilyError),
+    /// A prompt is unreadable.
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Prompt(#[from] crate::harness::prompts::PromptError),
+    /// The cache is unusable.
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Cache(#[from] cache::CacheError),
+    /// Another apply holds the outputs.
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Lock(#[from] lock::LockError),
+    /// The lockfile is missing, drifted or unwritable.
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Lockfile(#[from] lockfile::LockfileError),
+    /// A table cannot be written.
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Store(#[from] crate::store::StoreError),
+    /// A configuration cannot be used (missing key, bad parameters).
+    #[error("configuration `{config}` cannot run: {source}")]
+    #[diagnostic(
+        code(tbb::pipeline::provider),
+        help("set the environment variable it names, fix it in the catalogue, or drop it from the manifest's [configurations]")
+    )]
+    Provider {
+        /// Its name.
+        config: String,
+        /// Why.
+        source: tbb_provider::ProviderError,
+    },
+    /// A saved plan no longer matches the manifest and the cache.
+    #[error("the saved plan {} is stale: {detail}", path.display())]
+    #[diagnostic(
+        code(tbb::pipeline::stale_plan),
+        help("run `tbb plan {manifest} -o {}` again and review it", path.display())
+    )]
+    StalePlan {
+        /// The plan file.
+        path: PathBuf,
+        /// Its manifest.
+        manifest: String,
+        /// What changed.
+        detail: String,
+    },
+    /// A saved plan cannot be read.
+    #[error("cannot use the plan {}: {message}", path.display())]
+    #[diagnostic(
+        code(tbb::pipeline::plan_file),
+        help("a plan file is what `tbb plan MANIFEST -o plan.json` writes")
+    )]
+    PlanFile {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+    /// `tbb explain` was given a node the manifest does not have.
+    #[error("the manifest has no node `{id}`")]
+    #[diagnostic(code(tbb::pipeline::unknown_node), help("{help}"))]
+    UnknownNode {
+        /// What was asked for.
+        id: String,
+        /// Closest identities or how to list them.
+        help: String,
+    },
+    /// Ctrl-C: in-flight nodes were drained and committed.
+    #[error("interrupted: {committed} nodes committed before stopping")]
+    #[diagnostic(
+        code(tbb::pipeline::interrupted),
+        help("run the same `tbb apply` again to resume; nothing committed is lost")
+    )]
+    Interrupted {
+        /// Nodes committed by this run.
+        committed: usize,
+    },
+    /// Some nodes failed; the rest were committed.
+    #[error("{count} nodes failed; the first: {first}")]
+    #[diagnostic(
+        code(tbb::pipeline::failed),
+        help("the failed nodes are not recorded and rerun on the next apply")
+    )]
+    Failed {
+        /// How many.
+        count: usize,
+        /// The first failure.
+        first: String,
+    },
+}
+
+/// What a compile node records: enough to estimate requests without recompiling.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CompilePayload {
+    /// The variant's content hash (checked on every recompilation).
+    pub variant_hash: String,
+    /// Its certified minimum number of calls.
+    pub certified_min_calls: u32,
+    /// Bytes of its menu's schemas (JSON).
+    pub menu_bytes: u64,
+    /// Bytes of its user request.
+    pub request_bytes: u64,
+}
+
+impl CompilePayload {
+    /// Of a compiled variant.
+    pub fn of(v: &Variant) -> CompilePayload {
+        let menu: u64 = v
+            .menu
+            .iter()
+            .map(|t| (t.name.len() + t.description.len() + t.parameters.to_string().len()) as u64)
+            .sum();
+        CompilePayload {
+            variant_hash: v.variant_hash.clone(),
+            certified_min_calls: v.certified_min_calls,
+            menu_bytes: menu,
+            request_bytes: v.user_request.len() as u64,
+        }
+    }
+}
+
+/// What an execute node records (the blobs it refers to are stored once, apart).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ExecutePayload {
+    /// The episode key (seed source).
+    pub episode_key: String,
+    /// Every request and response.
+    pub transcript: Transcript,
+    /// Request fields the profile omitted.
+    pub omitted: Vec<RequestField>,
+    /// Provider attempts, retries included.
+    pub attempts: u32,
+    /// Wall time in milliseconds.
+    pub wall_ms: u64,
+}
+
+/// What a table node records: the files it wrote, relative to `outputs/<study>/`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TablePayload {
+    /// File names.
+    pub files: Vec<String>,
+}
+
+/// A loaded study: the manifest, what it reads, and its DAG.
+pub struct Study {
+    /// The manifest.
+    pub manifest: Manifest,
+    /// Unknown-key warnings.
+    pub warnings: Vec<String>,
+    /// `--set` overrides it was loaded with.
+    pub overrides: Vec<(String, String)>,
+    /// Every family.
+    pub families: FamilySet,
+    /// The prompts.
+    pub prompts: Prompts,
+    /// Paths.
+    pub paths: Paths,
+    /// The lockfile this study would write.
+    pub lockfile_text: String,
+    /// blake3 of it.
+    pub lockfile_hash: String,
+    /// The DAG.
+    pub dag: Dag,
+}
+
+impl Study {
+    /// Loads a manifest and everything it reads, and builds its DAG. Reads only.
+    pub fn load(
+        manifest: &Path,
+        overrides: &[(String, String)],
+        paths: &Paths,
+    ) -> Result<Study, PipelineError> {
+        let families = FamilySet::load(&paths.families)?;
+        let loaded = Manifest::load(manifest, &families, overrides)?;
+        let prompts = Prompts::load(&paths.prompts)?;
+        let manifest = loaded.manifest;
+        let lockfile_text = lockfile::render(&manifest, &families, &prompts, &paths.prompts);
+        let lockfile_hash = key::hash_hex(lockfile_text.as_bytes());
+        let dag = Dag::build(
+            &manifest,
+            &dag::Inputs {
+                families: &families,
+                prompts: &prompts,
+                prompts_dir: &paths.prompts,
+                lockfile_hash: &lockfile_hash,
+            },
+        );
+        Ok(Study {
+            manifest,
+            warnings: loaded.warnings,
+            overrides: overrides.to_vec(),
+            families,
+            prompts,
+            paths: paths.clone(),
+            lockfile_text,
+            lockfile_hash,
+            dag,
+        })
+    }
+
+    /// `outputs/<study>/`.
+    pub fn outputs(&self) -> PathBuf {
+        self.paths.outputs.join(&self.manifest.study)
+    }
+
+    /// The lockfile's path.
+    pub fn lockfile_path(&self) -> PathBuf {
+        lockfile::path_for(&self.paths.lockfiles, &self.manifest)
+    }
+
+    /// Opens the study's cache (read-only until something commits).
+    pub fn cache(&self) -> Result<Cache, PipelineError> {
+        Ok(Cache::open(&self.outputs().join("cache"))?)
+    }
+
+    /// The plan against `cache`, with the request estimate.
+    pub fn plan(&self, cache: &Cache) -> Plan {
+        let mut p = plan::plan(&self.dag, cache, &self.outputs());
+        p.manifest = self.manifest.path.display().to_string();
+        p.overrides = self.overrides.clone();
+        p.manifest_hash = self.manifest.content_hash.clone();
+        p.lockfile_hash = self.lockfile_hash.clone();
+        p.skipped_analyses = crate::analysis::skipped(&self.manifest)
+            .into_iter()
+            .map(|(kind, why)| (kind.name().to_string(), why))
+            .collect();
+        p.estimate = apply::estimate(self, cache, &p);
+        p.fingerprint = plan::fingerprint(&p);
+        p
+    }
+}

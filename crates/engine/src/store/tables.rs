@@ -1,0 +1,283 @@
+//! The layouts of `variants.parquet` and `episodes.parquet` (the notebook contract of
+//! `docs/architecture.md`, "The table contract": stable snake_case column names).
+
+use arrow_array::RecordBatch;
+use serde::Serialize;
+
+use super::{StoreError, TableBuilder};
+use tbb_core::compile::cell::level_name;
+use tbb_core::compile::Variant;
+
+/// `variants.parquet`: one row per compiled variant.
+pub fn variants(variants: &[&Variant]) -> Result<RecordBatch, StoreError> {
+    let json = |v: &serde_json::Value| v.to_string();
+    TableBuilder::new()
+        .text("variant_id", variants.iter().map(|v| &v.variant_id))
+        .text("family", variants.iter().map(|v| &v.family))
+        .text("intent", variants.iter().map(|v| &v.intent))
+        .text("domain", variants.iter().map(|v| level_name(&v.domain)))
+        .text("split", variants.iter().map(|v| level_name(&v.split)))
+        .u32("v", variants.iter().map(|v| u32::from(v.cell.v)))
+        .text("w", variants.iter().map(|v| level_name(&v.cell.w)))
+        .text("d", variants.iter().map(|v| level_name(&v.cell.d)))
+        .text("r", variants.iter().map(|v| level_name(&v.cell.r)))
+        .u32_opt(
+            "depth",
+            variants.iter().map(|v| v.cell.depth.map(u32::from)),
+        )
+        .u32(
+            "certified_min_calls",
+            variants.iter().map(|v| v.certified_min_calls),
+        )
+        .u32("call_limit", variants.iter().map(|v| v.call_limit))
+        .u32("turn_limit", variants.iter().map(|v| v.turn_limit))
+        .u32("menu_size", variants.iter().map(|v| v.menu.len() as u32))
+        .u32(
+            "n_operational_tools",
+            variants.iter().map(|v| v.operational_tools.len() as u32),
+        )
+        .text("answer_json", variants.iter().map(|v| json(&v.answer())))
+        .text(
+            "sources_json",
+            variants.iter().map(|v| json(&serde_json::json!(v.sources))),
+        )
+        .text("variant_hash", variants.iter().map(|v| &v.variant_hash))
+        .build("variants")
+}
+
+/// One row of `episodes.parquet`: one scored condition.
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+pub struct EpisodeRow {
+    /// Study (manifest) name.
+    pub study: String,
+    /// Configuration name.
+    pub configuration: String,
+    /// Its organization.
+    pub organization: String,
+    /// Its model.
+    pub model: String,
+    /// Its provider route.
+    pub route: String,
+    /// Menu lane.
+    pub lane: String,
+    /// Repair applied (`none`, `workflow_prompt`, `interface_guide`, ...).
+    pub repair: String,
+    /// Completion cap.
+    pub completion_cap: u32,
+    /// Repeat index.
+    pub repeat: u32,
+    /// The variant.
+    pub variant_id: String,
+    /// Family.
+    pub family: String,
+    /// Intent.
+    pub intent: String,
+    /// Record domain (accounting, email, file, calendar).
+    pub domain: String,
+    /// Menu size.
+    pub v: u32,
+    /// Workflow level.
+    pub w: String,
+    /// Encoding.
+    pub d: String,
+    /// Routing difficulty.
+    pub r: String,
+    /// Frontier depth.
+    pub depth: Option<u32>,
+    /// Verified task success.
+    pub vts: bool,
+    /// The nine obligations.
+    pub ok: [bool; 9],
+    /// First unmet obligation.
+    pub first_unmet: Option<String>,
+    /// Terminal flag.
+    pub terminal_flag: Option<String>,
+    /// Some response ended at the cap.
+    pub truncated: bool,
+    /// ... before any call was executed.
+    pub truncated_before_first_call: bool,
+    /// Executed calls.
+    pub calls: u32,
+    /// Model requests.
+    pub requests: u32,
+    /// Tool schemas sent over the episode's requests, summed over requests. The routed
+    /// lane's narrowing makes it smaller than `requests × v`; the fixed lane's equals it.
+    pub schema_exposures: u64,
+    /// Turns (requests answered).
+    pub turns: u32,
+    /// Prompt tokens over the episode.
+    pub prompt_tokens: u64,
+    /// Completion tokens over the episode.
+    pub completion_tokens: u64,
+    /// Reasoning tokens over the episode (reported or derived; 0 when unknown).
+    pub reasoning_tokens: u64,
+    /// Prompt + completion.
+    pub total_tokens: u64,
+    /// Tokens × frozen prices.
+    pub cost_usd: f64,
+    /// Wall time (excluded from determinism checks).
+    pub wall_ms: u64,
+    /// Provider failure after retries, or a response without valid usage.
+    pub infra_failure: bool,
+    /// Its cause (`rate_limited`, `server_error`, `timeout`, `transport`, `auth`,
+    /// `other_status`, `bad_body`, `bad_usage`, `config`); null when none.
+    pub infra_error: Option<String>,
+    /// The last HTTP status seen for the failing request; null when none came.
+    pub infra_http_status: Option<u32>,
+    /// Attempts made for the failing request, retries included.
+    pub infra_attempts: Option<u32>,
+    /// The temperature the wire body carried; null when not sent.
+    pub sent_temperature: Option<f64>,
+    /// The seed the wire body carried (after the API's range reduction); null when not
+    /// sent.
+    pub sent_seed: Option<u64>,
+    /// `parallel_tool_calls` as the wire body carried it (Anthropic: the negation of
+    /// `disable_parallel_tool_use`); null when not sent.
+    pub sent_parallel_tool_calls: Option<bool>,
+    /// Why the harness stopped.
+    pub stop_reason: String,
+    /// Content address of the stored transcript.
+    pub transcript_ref: String,
+    /// The execute node's key.
+    pub node_key: String,
+}
+
+/// `episodes.parquet`.
+pub fn episodes(rows: &[EpisodeRow]) -> Result<RecordBatch, StoreError> {
+    let mut t = TableBuilder::new()
+        .text("study", rows.iter().map(|r| &r.study))
+        .text("configuration", rows.iter().map(|r| &r.configuration))
+        .text("organization", rows.iter().map(|r| &r.organization))
+        .text("model", rows.iter().map(|r| &r.model))
+        .text("route", rows.iter().map(|r| &r.route))
+        .text("lane", rows.iter().map(|r| &r.lane))
+        .text("repair", rows.iter().map(|r| &r.repair))
+        .u32("completion_cap", rows.iter().map(|r| r.completion_cap))
+        .u32("repeat", rows.iter().map(|r| r.repeat))
+        .text("variant_id", rows.iter().map(|r| &r.variant_id))
+        .text("family", rows.iter().map(|r| &r.family))
+        .text("intent", rows.iter().map(|r| &r.intent))
+        .text("domain", rows.iter().map(|r| &r.domain))
+        .u32("v", rows.iter().map(|r| r.v))
+        .text("w", rows.iter().map(|r| &r.w))
+        .text("d", rows.iter().map(|r| &r.d))
+        .text("r", rows.iter().map(|r| &r.r))
+        .u32_opt("depth", rows.iter().map(|r| r.depth))
+        .bool("vts", rows.iter().map(|r| r.vts));
+    for (i, name) in [
+        "ok_a", "ok_s", "ok_p", "ok_q", "ok_e", "ok_x", "ok_g", "ok_b", "ok_c",
+    ]
+    .iter()
+    .enumerate()
+    {
+        t = t.bool(name, rows.iter().map(|r| r.ok[i]));
+    }
+    t.text_opt("first_unmet", rows.iter().map(|r| r.first_unmet.as_ref()))
+        .text_opt(
+            "terminal_flag",
+            rows.iter().map(|r| r.terminal_flag.as_ref()),
+        )
+        .bool("truncated", rows.iter().map(|r| r.truncated))
+        .bool(
+            "truncated_before_first_call",
+            rows.iter().map(|r| r.truncated_before_first_call),
+        )
+        .u32("calls", rows.iter().map(|r| r.calls))
+        .u32("requests", rows.iter().map(|r| r.requests))
+        .u64("schema_exposures", rows.iter().map(|r| r.schema_exposures))
+        .u32("turns", rows.iter().map(|r| r.turns))
+        .u64("prompt_tokens", rows.iter().map(|r| r.prompt_tokens))
+        .u64(
+            "completion_tokens",
+            rows.iter().map(|r| r.completion_tokens),
+        )
+        .u64("reasoning_tokens", rows.iter().map(|r| r.reasoning_tokens))
+        .u64("total_tokens", rows.iter().map(|r| r.total_tokens))
+        .f64("cost_usd", rows.iter().map(|r| r.cost_usd))
+        .u64("wall_ms", rows.iter().map(|r| r.wall_ms))
+        .bool("infra_failure", rows.iter().map(|r| r.infra_failure))
+        .text_opt("infra_error", rows.iter().map(|r| r.infra_error.as_ref()))
+        .u32_opt(
+            "infra_http_status",
+            rows.iter().map(|r| r.infra_http_status),
+        )
+        .u32_opt("infra_attempts", rows.iter().map(|r| r.infra_attempts))
+        .f64_opt("sent_temperature", rows.iter().map(|r| r.sent_temperature))
+        .u64_opt("sent_seed", rows.iter().map(|r| r.sent_seed))
+        .bool_opt(
+            "sent_parallel_tool_calls",
+            rows.iter().map(|r| r.sent_parallel_tool_calls),
+        )
+        .text("stop_reason", rows.iter().map(|r| &r.stop_reason))
+        .text("transcript_ref", rows.iter().map(|r| &r.transcript_ref))
+        .text("node_key", rows.iter().map(|r| &r.node_key))
+        .build("episodes")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{read_table, write_table, Provenance};
+    use tbb_core::compile::{compile, Cell};
+    use tbb_core::family::FamilySet;
+
+    #[test]
+    fn the_variants_table_round_trips_with_its_columns_and_provenance() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../families");
+        let set = FamilySet::load(&root).unwrap_or_else(|e| panic!("{e}"));
+        let compiled: Vec<Variant> = set
+            .families
+            .iter()
+            .take(3)
+            .flat_map(|f| {
+                Cell::capacity()
+                    .into_iter()
+                    .filter_map(move |c| compile(f, &c).ok())
+            })
+            .collect();
+        let refs: Vec<&Variant> = compiled.iter().collect();
+        let batch = match variants(&refs) {
+            Ok(b) => b,
+            Err(e) => panic!("{e}"),
+        };
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.path().join("variants.parquet");
+        let provenance = Provenance {
+            manifest_hash: "m".into(),
+            lockfile_hash: "l".into(),
+            node_key: "n".into(),
+        };
+        if let Err(e) = write_table(&path, &batch, &provenance) {
+            panic!("{e}");
+        }
+        let (back, meta) = read_table(&path).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(back.iter().map(RecordBatch::num_rows).sum::<usize>(), 36);
+        assert_eq!(back[0].schema(), batch.schema());
+        for column in [
+            "variant_id",
+            "family",
+            "intent",
+            "domain",
+            "v",
+            "w",
+            "d",
+            "r",
+            "depth",
+            "certified_min_calls",
+            "call_limit",
+            "turn_limit",
+            "menu_size",
+            "n_operational_tools",
+            "answer_json",
+            "sources_json",
+            "variant_hash",
+        ] {
+            assert!(batch.schema().field_with_name(column).is_ok(), "{column}");
+        }
+        assert!(meta.contains(&("tbb.manifest_hash".to_string(), "m".to_string())));
+        // The same rows give the same bytes.
+        let again = dir.path().join("again.parquet");
+        let _ = write_table(&again, &batch, &provenance);
+        assert_eq!(std::fs::read(&path).ok(), std::fs::read(&again).ok());
+    }
+}

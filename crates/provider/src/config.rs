@@ -1,0 +1,422 @@
+//! The configuration catalogue: a configuration is a served model behind a provider
+//! route plus its harness settings — execution profile, retry policy, concurrency,
+//! timeout — with its organization and frozen prices.
+//!
+//! Read from TOML (`manifests/configurations.toml`, a list of `[[configuration]]`) and
+//! validated when loaded, every problem at once at its span: unknown keys, duplicate
+//! names, prices that are negative or not finite, unknown or out-of-range sim
+//! parameters. A catalogue that loads never fails later on its own values. Keys are never in the file: a configuration
+//! names the environment variable that holds its key (`api_key_env`).
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use miette::{Diagnostic, NamedSource, SourceSpan};
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+use tbb_diag::spans::SpanIndex;
+
+/// Which protocol a configuration speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProviderKind {
+    /// The built-in simulated panel (no network).
+    Sim,
+    /// OpenAI-compatible chat completions (OpenAI, vLLM, SGLang, llama.cpp, Ollama,
+    /// OpenRouter, ...), chosen by `base_url`.
+    Openai,
+    /// Anthropic Messages.
+    Anthropic,
+    /// Gemini `generateContent`.
+    Gemini,
+}
+
+/// Frozen prices in USD per million tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Prices {
+    /// Per million input tokens.
+    pub input_per_mtok: f64,
+    /// Per million output tokens.
+    pub output_per_mtok: f64,
+}
+
+impl Prices {
+    /// Cost of an episode's tokens at these prices (no cache credit).
+    pub fn cost_usd(&self, input_tokens: u64, output_tokens: u64) -> f64 {
+        (input_tokens as f64 * self.input_per_mtok + output_tokens as f64 * self.output_per_mtok)
+            / 1e6
+    }
+}
+
+/// Request fields an execution profile may omit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RequestField {
+    /// `temperature`.
+    Temperature,
+    /// `seed`.
+    Seed,
+    /// `parallel_tool_calls` (or the protocol's equivalent).
+    ParallelToolCalls,
+}
+
+/// How the completion cap is sent on OpenAI-compatible routes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MaxTokensField {
+    /// `max_completion_tokens` (current OpenAI).
+    #[default]
+    MaxCompletionTokens,
+    /// `max_tokens` (older and many compatible servers).
+    MaxTokens,
+}
+
+/// Which request fields a route accepts, and their values.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExecutionProfile {
+    /// Fields not sent (each omission is recorded with the episode).
+    #[serde(default)]
+    pub omit: BTreeSet<RequestField>,
+    /// Temperature, when sent.
+    #[serde(default)]
+    pub temperature: f64,
+    /// The completion-cap field on OpenAI-compatible routes.
+    #[serde(default)]
+    pub max_tokens_field: MaxTokensField,
+}
+
+impl Default for ExecutionProfile {
+    fn default() -> Self {
+        ExecutionProfile {
+            omit: BTreeSet::new(),
+            temperature: 0.0,
+            max_tokens_field: MaxTokensField::MaxCompletionTokens,
+        }
+    }
+}
+
+/// Failures a retry may cure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Retryable {
+    /// HTTP 429.
+    RateLimited,
+    /// HTTP 5xx.
+    ServerError,
+    /// No response in time.
+    Timeout,
+    /// Connection failures.
+    Transport,
+}
+
+/// When and how to retry a failed request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RetryPolicy {
+    /// Attempts in all (1 = no retry).
+    pub max_attempts: u32,
+    /// First backoff; doubles each retry.
+    pub base_delay_ms: u64,
+    /// Longest backoff (and longest `Retry-After` honoured).
+    pub max_delay_ms: u64,
+    /// Which failures are retried.
+    pub retry_on: BTreeSet<Retryable>,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy {
+            max_attempts: 4,
+            base_delay_ms: 500,
+            max_delay_ms: 30_000,
+            retry_on: [
+                Retryable::RateLimited,
+                Retryable::ServerError,
+                Retryable::Timeout,
+                Retryable::Transport,
+            ]
+            .into_iter()
+            .collect(),
+        }
+    }
+}
+
+fn default_concurrency() -> u32 {
+    4
+}
+
+fn default_timeout_ms() -> u64 {
+    120_000
+}
+
+fn enabled() -> bool {
+    true
+}
+
+/// One configuration.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Configuration {
+    /// Unique name.
+    pub name: String,
+    /// The organization whose model it serves.
+    pub organization: String,
+    /// Protocol.
+    pub provider: ProviderKind,
+    /// Model identifier sent to the route.
+    pub model: String,
+    /// Pinned served version (recorded in lockfiles).
+    #[serde(default)]
+    pub version: Option<String>,
+    /// Base URL of the route (protocol default when absent).
+    #[serde(default)]
+    pub base_url: Option<String>,
+    /// The environment variable holding the key.
+    #[serde(default)]
+    pub api_key_env: Option<String>,
+    /// Frozen prices.
+    pub prices: Prices,
+    /// Request fields and values.
+    #[serde(default)]
+    pub profile: ExecutionProfile,
+    /// Retries.
+    #[serde(default)]
+    pub retry: RetryPolicy,
+    /// Requests in flight on this configuration's route at most.
+    #[serde(default = "default_concurrency")]
+    pub concurrency: u32,
+    /// Per-request timeout.
+    #[serde(default = "default_timeout_ms")]
+    pub timeout_ms: u64,
+    /// Disabled configurations are listed but never run (live examples without keys).
+    #[serde(default = "enabled")]
+    pub enabled: bool,
+    /// Mechanism parameters of a simulated agent (`provider = "sim"` only).
+    #[serde(default)]
+    pub sim: Option<toml::Table>,
+}
+
+impl Configuration {
+    /// The route requests share a concurrency limit on.
+    pub fn route(&self) -> String {
+        match &self.base_url {
+            Some(url) => url.clone(),
+            None => format!("{:?}", self.provider).to_lowercase(),
+        }
+    }
+
+    /// The configuration as it determines what an episode is: whole, except how many
+    /// requests it may have in flight and whether it is enabled, which change when an
+    /// episode runs, not what it is. Episode keys and execute-node keys hash this.
+    pub fn identity(&self) -> Configuration {
+        Configuration {
+            concurrency: 0,
+            enabled: true,
+            ..self.clone()
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CatalogueFile {
+    configuration: Vec<Configuration>,
+}
+
+/// The configurations of a catalogue file.
+#[derive(Debug, Clone)]
+pub struct Catalogue {
+    /// The file.
+    pub path: PathBuf,
+    /// Configurations in file order.
+    pub configurations: Vec<Configuration>,
+}
+
+/// A catalogue that cannot be used.
+#[derive(Debug, Error, Diagnostic)]
+pub enum CatalogueError {
+    /// Unreadable file.
+    #[error("cannot read {}: {source}", path.display())]
+    #[diagnostic(code(tbb::config::io))]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// Cause.
+        source: std::io::Error,
+    },
+    /// Not valid TOML, or not the schema, or rules broken; every problem found is
+    /// listed (the first [`MAX_SHOWN`], then how many more).
+    #[error("{total} problem(s) in the configuration catalogue {}", path.display())]
+    #[diagnostic(code(tbb::config::invalid))]
+    Invalid {
+        /// The catalogue.
+        path: PathBuf,
+        /// How many problems were found.
+        total: usize,
+        /// The problems shown.
+        #[related]
+        problems: Vec<CatalogueProblem>,
+    },
+}
+
+pub use tbb_diag::problems::MAX_SHOWN;
+
+/// One problem in a catalogue, at its value's span.
+#[derive(Debug, Error, Diagnostic)]
+#[error("{message}")]
+pub struct CatalogueProblem {
+    /// What is wrong.
+    pub message: String,
+    /// The catalogue's text, shared by every problem.
+    #[source_code]
+    pub src: NamedSource<Arc<str>>,
+    /// Where.
+    #[label("here")]
+    pub span: Option<SourceSpan>,
+    /// How to fix it.
+    #[help]
+    pub help: Option<String>,
+}
+
+impl CatalogueError {
+    fn invalid(path: &Path, mut problems: Vec<CatalogueProblem>) -> CatalogueError {
+        let total = tbb_diag::problems::bound(&mut problems, |cut| {
+            Some(CatalogueProblem {
+                message: format!("… and {cut} more"),
+                src: NamedSource::new(path.display().to_string(), Arc::from("")),
+                span: None,
+                help: None,
+            })
+        });
+        CatalogueError::Invalid {
+            path: path.to_path_buf(),
+            total,
+            problems,
+        }
+    }
+
+    /// How many problems were found (0 when the file could not be read).
+    pub fn problem_count(&self) -> usize {
+        match self {
+            CatalogueError::Invalid { total, .. } => *total,
+            CatalogueError::Io { .. } => 0,
+        }
+    }
+}
+
+impl Catalogue {
+    /// Reads and checks a catalogue file: every rule is checked and every problem
+    /// reported at once, at its value's span (duplicate names, sim tables on the wrong
+    /// provider, prices that are negative or not finite, unknown, mistyped or
+    /// out-of-range sim parameters, zero attempts or concurrency).
+    // The error is a rich diagnostic built once per load; its size does not matter.
+    #[allow(clippy::result_large_err)]
+    pub fn load(path: &Path) -> Result<Catalogue, CatalogueError> {
+        let text = std::fs::read_to_string(path).map_err(|source| CatalogueError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let src = NamedSource::new(path.display().to_string(), Arc::<str>::from(text.as_str()));
+        let invalid = |message: String, span: Option<std::ops::Range<usize>>| {
+            CatalogueError::invalid(
+                path,
+                vec![CatalogueProblem {
+                    message,
+                    src: src.clone(),
+                    span: span.map(Into::into),
+                    help: None,
+                }],
+            )
+        };
+        let spans = SpanIndex::parse(&text).map_err(|e| invalid(e.message, e.span))?;
+        let file: CatalogueFile =
+            toml::from_str(&text).map_err(|e| invalid(e.message().trim().to_string(), e.span()))?;
+        let mut problems = Vec::new();
+        let mut problem = |at: &str, message: String, help: Option<String>| {
+            problems.push(CatalogueProblem {
+                message,
+                src: src.clone(),
+                span: spans.find(at).map(Into::into),
+                help,
+            })
+        };
+        let mut names = BTreeSet::new();
+        for (i, c) in file.configuration.iter().enumerate() {
+            let at = |key: &str| format!("configuration.{i}.{key}");
+            let name = &c.name;
+            if !names.insert(name.as_str()) {
+                problem(
+                    &at("name"),
+                    format!("configuration `{name}` is defined twice"),
+                    Some("configuration names are unique; rename or remove one".into()),
+                );
+            }
+            if (c.provider == ProviderKind::Sim) != c.sim.is_some() {
+                problem(
+                    &at("provider"),
+                    format!("configuration `{name}`: a `[configuration.sim]` table goes with provider = \"sim\", and only with it"),
+                    None,
+                );
+            }
+            if c.retry.max_attempts == 0 {
+                problem(
+                    &at("retry.max_attempts"),
+                    format!("configuration `{name}`: retry.max_attempts must be at least 1"),
+                    Some("1 means no retry".into()),
+                );
+            }
+            if c.concurrency == 0 {
+                problem(
+                    &at("concurrency"),
+                    format!("configuration `{name}`: concurrency must be at least 1"),
+                    None,
+                );
+            }
+            for (key, x) in [
+                ("input_per_mtok", c.prices.input_per_mtok),
+                ("output_per_mtok", c.prices.output_per_mtok),
+            ] {
+                if !x.is_finite() || x < 0.0 {
+                    problem(
+                        &at(&format!("prices.{key}")),
+                        format!("configuration `{name}`: price {key} = {x} is not a finite, non-negative number of USD"),
+                        Some("prices are USD per million tokens, 0 for local or simulated models".into()),
+                    );
+                }
+            }
+            let t = c.profile.temperature;
+            if !t.is_finite() || t < 0.0 {
+                problem(
+                    &at("profile.temperature"),
+                    format!("configuration `{name}`: temperature = {t} is not a finite, non-negative number"),
+                    None,
+                );
+            }
+            if let Some(sim) = &c.sim {
+                for (key, message) in super::sim::Params::table_problems(sim) {
+                    problem(
+                        &at(&format!("sim.{key}")),
+                        format!("configuration `{name}`: {message}"),
+                        None,
+                    );
+                }
+            }
+        }
+        if !problems.is_empty() {
+            return Err(CatalogueError::invalid(path, problems));
+        }
+        Ok(Catalogue {
+            path: path.to_path_buf(),
+            configurations: file.configuration,
+        })
+    }
+
+    /// The configuration with this name.
+    pub fn get(&self, name: &str) -> Option<&Configuration> {
+        self.configurations.iter().find(|c| c.name == name)
+    }
+}
