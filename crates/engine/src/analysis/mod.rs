@@ -22,7 +22,7 @@ pub mod truncation;
 
 use arrow_array::RecordBatch;
 
-use crate::harness::Lane;
+use crate::harness::Menu as Lane;
 use crate::manifest::AnalysisKind;
 use crate::store::StoreError;
 use tbb_core::compile::cell::{level_name, Cell};
@@ -157,7 +157,7 @@ pub fn cannot_run(kind: AnalysisKind, cells: &[Cell], lanes: &[Lane]) -> Option<
         }
         AnalysisKind::Lanes => {
             let both = lanes.contains(&Lane::Routed) && lanes.contains(&Lane::Fixed);
-            (!both).then(|| "it needs both menu lanes (`lanes = [\"routed\", \"fixed\"]`)".into())
+            (!both).then(|| "it needs an arm with the routed menu and one with the fixed menu (`[[arms]]` with `menu = \"routed\"` and `menu = \"fixed\"`)".into())
         }
         AnalysisKind::Costs | AnalysisKind::Report => None,
     }
@@ -169,7 +169,7 @@ pub fn skipped(manifest: &crate::manifest::Manifest) -> Vec<(AnalysisKind, Strin
     manifest
         .analyses
         .iter()
-        .filter_map(|a| cannot_run(a.kind, &manifest.cells, &manifest.lanes).map(|r| (a.kind, r)))
+        .filter_map(|a| cannot_run(a.kind, &manifest.cells, &manifest.menus()).map(|r| (a.kind, r)))
         .collect()
 }
 
