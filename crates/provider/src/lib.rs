@@ -1,7 +1,8 @@
 //! Providers: the configuration catalogue ([`config`]), retries and per-route
 //! concurrency ([`retry`]), the three wire clients ([`openai`], [`anthropic`],
-//! [`gemini`]), and [`build`], which turns a configuration into the [`Provider`] that
-//! serves it (a wire client or the simulated panel of the agent crate).
+//! [`gemini`]), the replay of stored transcripts ([`replay`]), and [`build`], which
+//! turns a configuration into the [`Provider`] that serves it (a wire client or the
+//! simulated panel of the agent crate).
 //!
 //! Owns: everything between a [`chat::ChatRequest`] and the bytes on the wire — the
 //! wire formats, keys (read from the environment variable a configuration names, and
@@ -17,6 +18,7 @@ pub mod config;
 pub mod gemini;
 mod http;
 pub mod openai;
+pub mod replay;
 pub mod retry;
 
 use std::sync::Arc;
