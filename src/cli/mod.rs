@@ -11,6 +11,7 @@ macro_rules! say {
 }
 
 mod apply;
+mod certify;
 mod compile;
 mod configs;
 mod dag;
@@ -41,12 +42,21 @@ pub mod exit_codes {
     pub const NODES_FAILED: i32 = 1;
     /// A user error: bad input, unknown names, unreadable files.
     pub const USER_ERROR: i32 = 2;
+    /// A check found a difference: `certify` an episode that does not re-derive,
+    /// `reproduce` a table that does not.
+    pub const CHECK_FAILED: i32 = 3;
     /// Interrupted by Ctrl-C (128 + SIGINT).
     pub const INTERRUPTED: i32 = 130;
 
     /// The exit code of an error.
     pub fn of(report: &miette::Report) -> i32 {
         use crate::pipeline::PipelineError;
+        if report
+            .downcast_ref::<crate::pipeline::certify::CertifyError>()
+            .is_some_and(|e| matches!(e, crate::pipeline::certify::CertifyError::Failed { .. }))
+        {
+            return CHECK_FAILED;
+        }
         match report.downcast_ref::<PipelineError>() {
             Some(PipelineError::Interrupted { .. }) => INTERRUPTED,
             Some(PipelineError::Failed { .. }) => NODES_FAILED,
@@ -124,6 +134,8 @@ enum Command {
     Dag(dag::DagArgs),
     /// Render report.md, report.html and the figures from a study's analysis tables.
     Report(report::ReportArgs),
+    /// Re-derive every episode of an applied study from its saved responses, offline.
+    Certify(certify::CertifyArgs),
 }
 
 /// The levels of a cell, as flags.
@@ -228,6 +240,7 @@ pub fn run() -> Result<()> {
         Command::Explain(a) => explain::exec(&cli, a),
         Command::Dag(a) => dag::exec(&cli, a),
         Command::Report(a) => report::exec(&cli, a),
+        Command::Certify(a) => certify::exec(&cli, a),
     }
 }
 

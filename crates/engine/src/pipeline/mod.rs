@@ -17,6 +17,7 @@
 
 pub mod apply;
 pub mod cache;
+pub mod certify;
 pub mod dag;
 pub mod key;
 pub mod lock;

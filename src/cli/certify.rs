@@ -1,0 +1,89 @@
+//! `tbb certify MANIFEST [--configurations a,b]`: re-derives every episode of an applied
+//! study from its saved responses, offline, and compares each row with the stored one;
+//! writes `outputs/<study>/certificates.parquet` and prints a pass/fail summary. Exits
+//! nonzero when any episode fails.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use clap::Args;
+use miette::Result;
+
+use super::manifest::parse_set;
+use super::{study, Cli};
+use crate::pipeline::certify::{self, Options};
+use crate::pipeline::lock::OutputsLock;
+use crate::report::format::count;
+
+/// Failures listed in the summary; the table has them all.
+const SHOWN: usize = 10;
+
+#[derive(Debug, Args)]
+pub struct CertifyArgs {
+    /// The manifest file.
+    manifest: PathBuf,
+    /// Override a manifest key, as given to apply; repeatable.
+    #[arg(long = "set", value_name = "KEY=VALUE", value_parser = parse_set)]
+    set: Vec<(String, String)>,
+    /// Only these configurations (comma-separated).
+    #[arg(long, value_delimiter = ',', value_name = "NAMES")]
+    configurations: Vec<String>,
+    /// Seconds to wait for an apply on the same outputs (default: wait; 0: fail).
+    #[arg(long, value_name = "SECONDS")]
+    lock_timeout: Option<f64>,
+}
+
+pub fn exec(cli: &Cli, args: &CertifyArgs) -> Result<()> {
+    let started = Instant::now();
+    let study = study(cli, &args.manifest, &args.set)?;
+    let outputs = study.outputs();
+    let command = std::env::args().collect::<Vec<_>>().join(" ");
+    let timeout = args
+        .lock_timeout
+        .map(|s| Duration::from_secs_f64(s.max(0.0)));
+    // An apply must not rewrite the cache while it is read (a study never applied has
+    // no outputs to lock, and certify says so).
+    let _lock = if outputs.is_dir() {
+        Some(OutputsLock::acquire(
+            &outputs,
+            &command,
+            timeout,
+            &mut |holder| {
+                eprintln!(
+                    "Blocking: waiting for lock on {} ({holder})",
+                    outputs.display()
+                );
+            },
+        )?)
+    } else {
+        None
+    };
+    let cache = study.cache()?;
+    let options = Options {
+        configurations: args.configurations.clone(),
+        progress: true,
+    };
+    let certification = certify::certify(&study, &cache, &options)?;
+    let path = certify::write(&study, &certification)?;
+    let failures: Vec<_> = certification.failures().collect();
+    for c in failures.iter().take(SHOWN) {
+        say!("FAILED {}", c.line());
+        if c.mismatched.len() > 1 {
+            say!("       mismatched fields: {}", c.mismatched.join(", "));
+        }
+    }
+    if failures.len() > SHOWN {
+        say!("… and {} more (see {})", failures.len() - SHOWN, path.display());
+    }
+    say!(
+        "{}Certified study {}: {} episodes checked, {} passed, {} failed in {:.1}s; wrote {}.",
+        if failures.is_empty() { "" } else { "\n" },
+        study.manifest.study,
+        count(certification.checked() as u64),
+        count((certification.checked() - failures.len()) as u64),
+        count(failures.len() as u64),
+        started.elapsed().as_secs_f64(),
+        path.display()
+    );
+    Ok(certification.verdict()?)
+}
