@@ -73,7 +73,11 @@ pub fn exec(cli: &Cli, args: &CertifyArgs) -> Result<()> {
         }
     }
     if failures.len() > SHOWN {
-        say!("… and {} more (see {})", failures.len() - SHOWN, path.display());
+        say!(
+            "… and {} more (see {})",
+            failures.len() - SHOWN,
+            path.display()
+        );
     }
     say!(
         "{}Certified study {}: {} episodes checked, {} passed, {} failed in {:.1}s; wrote {}.",

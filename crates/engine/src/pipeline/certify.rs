@@ -79,7 +79,9 @@ pub enum CertifyError {
     #[error("the cache of study `{study}` is incomplete: {missing} of its {total} episodes are not in it (the first: {first})")]
     #[diagnostic(
         code(tbb::certify::incomplete),
-        help("`tbb plan {manifest}` shows what is missing and why; `tbb apply {manifest}` runs it")
+        help(
+            "`tbb plan {manifest}` shows what is missing and why; `tbb apply {manifest}` runs it"
+        )
     )]
     Incomplete {
         /// The study.
@@ -181,6 +183,7 @@ impl Certification {
     pub fn table(&self) -> Result<RecordBatch, StoreError> {
         let c = &self.certificates;
         TableBuilder::new()
+            .text("episode", c.iter().map(|c| &c.id))
             .text("node_key", c.iter().map(|c| &c.node_key))
             .text("configuration", c.iter().map(|c| &c.configuration))
             .text("block", c.iter().map(|c| &c.block))
@@ -192,7 +195,10 @@ impl Certification {
             .u32("repeat", c.iter().map(|c| c.repeat))
             .bool("passed", c.iter().map(|c| c.passed))
             .text("mismatched", c.iter().map(|c| c.mismatched.join(",")))
-            .text_opt("first_difference", c.iter().map(|c| c.first_difference.as_ref()))
+            .text_opt(
+                "first_difference",
+                c.iter().map(|c| c.first_difference.as_ref()),
+            )
             .build("certificates")
     }
 
@@ -428,11 +434,9 @@ pub fn certify(
                         let Some(job) = jobs.get(k) else { break };
                         let certificate = match &runtime {
                             Ok(rt) => certify_one(study, job, &variants, &payloads, &blobs, rt),
-                            Err(e) => failed(
-                                study,
-                                job,
-                                format!("cannot start the async runtime: {e}"),
-                            ),
+                            Err(e) => {
+                                failed(study, job, format!("cannot start the async runtime: {e}"))
+                            }
                         };
                         out.push((k, certificate));
                         bar.inc(1);
@@ -455,7 +459,11 @@ pub fn certify(
             if !have.contains(&k) {
                 done.push((
                     k,
-                    failed(study, job, "the certification of this episode panicked".into()),
+                    failed(
+                        study,
+                        job,
+                        "the certification of this episode panicked".into(),
+                    ),
                 ));
             }
         }
@@ -467,7 +475,10 @@ pub fn certify(
 }
 
 /// Writes `certificates.parquet` into the study's outputs.
-pub fn write(study: &Study, certification: &Certification) -> Result<std::path::PathBuf, CertifyError> {
+pub fn write(
+    study: &Study,
+    certification: &Certification,
+) -> Result<std::path::PathBuf, CertifyError> {
     let path = study.outputs().join(CERTIFICATES);
     let provenance = Provenance {
         manifest_hash: study.manifest.content_hash.clone(),
@@ -559,13 +570,12 @@ fn certify_one(
         certificate.first_difference = Some("not an execute node of this manifest".into());
         return certificate;
     };
-    let payload: ExecutePayload = match payloads
-        .get(&execute.key)
-        .map(|p| serde_json::from_str(p))
+    let payload: ExecutePayload = match payloads.get(&execute.key).map(|p| serde_json::from_str(p))
     {
         Some(Ok(p)) => p,
         Some(Err(e)) => {
-            certificate.first_difference = Some(format!("its stored transcript is unreadable: {e}"));
+            certificate.first_difference =
+                Some(format!("its stored transcript is unreadable: {e}"));
             return certificate;
         }
         None => {
@@ -587,7 +597,8 @@ fn certify_one(
     let turns = match replay_turns(&payload.transcript, blobs, spec.config) {
         Ok(t) => t,
         Err(e) => {
-            certificate.first_difference = Some(format!("its stored transcript cannot replay: {e}"));
+            certificate.first_difference =
+                Some(format!("its stored transcript cannot replay: {e}"));
             return certificate;
         }
     };
@@ -605,9 +616,7 @@ fn certify_one(
     certificate.mismatched = differences.iter().map(|d| d.0.clone()).collect();
     certificate.first_difference = match (&refused, differences.first()) {
         (Some(e), _) => Some(format!("replay refused: {e}")),
-        (None, Some((field, new, old))) => {
-            Some(format!("{field}: replayed {new}, stored {old}"))
-        }
+        (None, Some((field, new, old))) => Some(format!("{field}: replayed {new}, stored {old}")),
         (None, None) if episode.key != payload.episode_key => Some(format!(
             "episode key: replayed {}, stored {}",
             episode.key, payload.episode_key
@@ -690,7 +699,10 @@ fn replay_turns(
             },
             StoredOutcome::Failed { error, attempts } => {
                 let infra = infra.ok_or_else(|| {
-                    format!("request {} failed ({error}) but no infrastructure failure is recorded", i + 1)
+                    format!(
+                        "request {} failed ({error}) but no infrastructure failure is recorded",
+                        i + 1
+                    )
                 })?;
                 Answer::Failure {
                     error: replayed_error(infra, &config.name),
@@ -744,5 +756,191 @@ fn replayed_error(infra: &InfraFailure, config: &str) -> ProviderError {
             config: config.to_string(),
             message: infra.message.clone(),
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::harness::{Episode, Prompts};
+    use std::sync::atomic::AtomicUsize;
+    use tbb_core::compile::Cell;
+    use tbb_core::family::FamilySet;
+    use tbb_provider::{BoxFuture, ChatRequest, ChatResponse, Finish, Provider, ToolCall, Usage};
+
+    type Script = dyn Fn(usize) -> Result<ChatResponse, ProviderError> + Send + Sync;
+
+    /// Answers call `n` (over the whole episode, retries included) with `script(n)`.
+    struct Scripted {
+        script: Box<Script>,
+        calls: AtomicUsize,
+    }
+
+    impl Provider for Scripted {
+        fn chat<'a>(
+            &'a self,
+            _: &'a ChatRequest,
+        ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
+            let out = (self.script)(self.calls.fetch_add(1, Ordering::SeqCst));
+            Box::pin(async move { out })
+        }
+    }
+
+    fn root() -> std::path::PathBuf {
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+    }
+
+    fn variant() -> Variant {
+        let set = FamilySet::load(&root().join("families")).unwrap_or_else(|e| panic!("{e}"));
+        let family = &set.families[0];
+        compile(family, &Cell::capacity()[0]).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn config() -> Configuration {
+        toml::from_str(
+            "name = \"scripted\"\norganization = \"test\"\nprovider = \"openai\"\nmodel = \"scripted-1\"\n\
+             prices = { input_per_mtok = 1.0, output_per_mtok = 2.0 }\n\
+             retry = { max_attempts = 3, base_delay_ms = 1, max_delay_ms = 1, retry_on = [\"server_error\", \"timeout\"] }\n",
+        )
+        .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn first_call(v: &Variant) -> ChatResponse {
+        let step = &v.reference_program.steps[0];
+        ChatResponse {
+            text: None,
+            tool_calls: vec![ToolCall {
+                id: "c0".into(),
+                name: step.call.tool.clone(),
+                arguments: step.call.arguments.to_string(),
+            }],
+            finish: Finish::ToolCalls,
+            finish_raw: "tool_calls".into(),
+            usage: Some(Usage {
+                input_tokens: 900,
+                cached_tokens: 0,
+                output_tokens: 40,
+                reasoning_tokens: None,
+                reasoning_source: tbb_provider::ReasoningSource::Unknown,
+            }),
+            usage_error: None,
+            violation: None,
+            http_status: Some(200),
+            raw: Value::Null,
+        }
+    }
+
+    fn http(status: u16) -> ProviderError {
+        ProviderError::Http {
+            status,
+            body: "no".into(),
+            retry_after: None,
+        }
+    }
+
+    fn block_on<T>(f: impl std::future::Future<Output = T>) -> T {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap_or_else(|e| panic!("{e}"))
+            .block_on(f)
+    }
+
+    /// Runs the episode live against `script`, then replays its transcript through the
+    /// same loop: the two rows and the replay's verdict.
+    fn live_and_replayed(script: Box<Script>) -> (EpisodeRow, EpisodeRow, Option<String>) {
+        let v = variant();
+        let config = config();
+        let prompts = Prompts::load(&root().join("prompts")).unwrap_or_else(|e| panic!("{e}"));
+        let spec = EpisodeSpec::frozen(&v, &config);
+        let live: Episode = block_on(run_episode(
+            &Scripted {
+                script,
+                calls: AtomicUsize::new(0),
+            },
+            &spec,
+            &prompts,
+            None,
+        ));
+        let blobs = Blobs {
+            texts: live.blobs.blobs.clone().into_iter().collect(),
+            tools: Mutex::new(HashMap::new()),
+        };
+        let turns =
+            replay_turns(&live.transcript, &blobs, &config).unwrap_or_else(|e| panic!("{e}"));
+        let replay = Replay::new(turns, live.transcript.wire_sampling, &config.retry);
+        let again = block_on(run_episode(&replay, &spec, &prompts, None));
+        let refused = replay.finish().err().map(|e| e.to_string());
+        (
+            live.row("s", &spec, "x", "g"),
+            again.row("s", &spec, "x", "g"),
+            refused,
+        )
+    }
+
+    #[test]
+    fn infrastructure_failures_replay_with_the_same_cause_status_and_attempts() {
+        let v = variant();
+        let answered = first_call(&v);
+        let cases: Vec<(Box<Script>, (&str, Option<u32>, u32))> = vec![
+            // Retries run out on 500s.
+            (Box::new(|_| Err(http(500))), ("server_error", Some(500), 3)),
+            // One call, then a 500 and timeouts: the cause is the timeout, the status
+            // the 500 of an earlier attempt.
+            (
+                Box::new({
+                    let answered = answered.clone();
+                    move |n| match n {
+                        0 => Ok(answered.clone()),
+                        1 => Err(http(500)),
+                        _ => Err(ProviderError::Timeout(Duration::from_secs(9))),
+                    }
+                }),
+                ("timeout", Some(500), 3),
+            ),
+            // A 503, then a response without usage.
+            (
+                Box::new({
+                    let answered = answered.clone();
+                    move |n| match n {
+                        0 => Err(http(503)),
+                        _ => Ok(ChatResponse {
+                            usage: None,
+                            ..answered.clone()
+                        }),
+                    }
+                }),
+                ("bad_usage", Some(200), 2),
+            ),
+            // Not retried.
+            (Box::new(|_| Err(http(401))), ("auth", Some(401), 1)),
+        ];
+        for (script, (cause, status, attempts)) in cases {
+            let (live, replayed, refused) = live_and_replayed(script);
+            assert_eq!(
+                (
+                    live.infra_error.as_deref(),
+                    live.infra_http_status,
+                    live.infra_attempts
+                ),
+                (Some(cause), status, Some(attempts)),
+                "the live episode is the failure this case is about"
+            );
+            assert_eq!(refused, None);
+            assert_eq!(compare(&replayed, &live), Vec::new(), "{cause}");
+        }
+    }
+
+    #[test]
+    fn a_changed_response_shows_as_the_fields_it_changes() {
+        let v = variant();
+        let answered = first_call(&v);
+        let (live, _, _) = live_and_replayed(Box::new(move |_| Ok(answered.clone())));
+        let mut other = live.clone();
+        other.prompt_tokens += 1;
+        other.wall_ms += 5;
+        let diff = compare(&other, &live);
+        assert_eq!(diff.len(), 1, "wall_ms is not compared: {diff:?}");
+        assert_eq!(diff[0].0, "prompt_tokens");
     }
 }
