@@ -154,10 +154,10 @@ pub struct Certificate {
     pub repeat: u32,
     /// Whether the replayed episode gives the stored row exactly (`wall_ms` aside).
     pub passed: bool,
-    /// Fields of the row that differ, in the row's order.
+    /// Fields of the row that differ, in alphabetical order.
     pub mismatched: Vec<String>,
-    /// What differs first: the replay's refusal of a request, or the first field with
-    /// its replayed and stored values.
+    /// What differs first: the replay's refusal of a request, or the first mismatched
+    /// field with its replayed and stored values.
     pub first_difference: Option<String>,
 }
 
@@ -627,7 +627,7 @@ fn certify_one(
     certificate
 }
 
-/// The fields of two rows that differ, in the row's order, with both values as JSON;
+/// The fields of two rows that differ, in alphabetical order, with both values as JSON;
 /// `wall_ms` is left out (it measures the machine, not the episode).
 pub fn compare(replayed: &EpisodeRow, stored: &EpisodeRow) -> Vec<(String, String, String)> {
     let (Ok(Value::Object(a)), Ok(Value::Object(b))) =
@@ -769,6 +769,8 @@ mod tests {
     use tbb_provider::{BoxFuture, ChatRequest, ChatResponse, Finish, Provider, ToolCall, Usage};
 
     type Script = dyn Fn(usize) -> Result<ChatResponse, ProviderError> + Send + Sync;
+    /// The infrastructure columns a case expects: cause, status, attempts.
+    type Infra = (&'static str, Option<u32>, u32);
 
     /// Answers call `n` (over the whole episode, retries included) with `script(n)`.
     struct Scripted {
@@ -882,7 +884,7 @@ mod tests {
     fn infrastructure_failures_replay_with_the_same_cause_status_and_attempts() {
         let v = variant();
         let answered = first_call(&v);
-        let cases: Vec<(Box<Script>, (&str, Option<u32>, u32))> = vec![
+        let cases: Vec<(Box<Script>, Infra)> = vec![
             // Retries run out on 500s.
             (Box::new(|_| Err(http(500))), ("server_error", Some(500), 3)),
             // One call, then a 500 and timeouts: the cause is the timeout, the status

@@ -1,0 +1,314 @@
+//! `tbb certify` and `tbb reproduce` through the binary, on a fresh smoke apply: both
+//! pass; one stored response rewritten in the cache makes certify fail on exactly that
+//! episode; one value rewritten in a published table makes reproduce fail on exactly
+//! that table; a study that was never applied, or only partly, is refused.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use arrow_array::{Array, ArrayRef, BooleanArray, RecordBatch, StringArray};
+use assert_cmd::Command;
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::arrow::ArrowWriter;
+use serde_json::Value;
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A fresh outputs and lockfiles directory.
+struct Scratch {
+    dir: tempfile::TempDir,
+}
+
+impl Scratch {
+    fn new() -> Scratch {
+        Scratch {
+            dir: tempfile::tempdir().unwrap_or_else(|e| panic!("{e}")),
+        }
+    }
+
+    fn outputs(&self) -> PathBuf {
+        self.dir.path().join("outputs")
+    }
+
+    /// `tbb --outputs … --lockfiles … ARGS`, run from the repository root.
+    fn tbb(&self, args: &[&str]) -> std::process::Output {
+        Command::cargo_bin("tbb")
+            .unwrap_or_else(|e| panic!("{e}"))
+            .current_dir(root())
+            .env("NO_COLOR", "1")
+            .env("COLUMNS", "1000")
+            .arg("--outputs")
+            .arg(self.outputs())
+            .arg("--lockfiles")
+            .arg(self.dir.path().join("lockfiles"))
+            .args(args)
+            .output()
+            .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn applied() -> Scratch {
+        let s = Scratch::new();
+        let out = s.tbb(&["apply", "manifests/smoke.toml"]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        s
+    }
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// A diagnostic as one line: miette wraps at the terminal width, whatever it is.
+fn flat(b: &[u8]) -> String {
+    text(b)
+        .lines()
+        .map(|l| l.trim_start_matches(|c: char| c.is_whitespace() || c == '│'))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn read(path: &Path) -> RecordBatch {
+    let file = File::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let reader = ParquetRecordBatchReaderBuilder::try_new(file)
+        .and_then(|b| b.with_batch_size(1 << 20).build())
+        .unwrap_or_else(|e| panic!("{e}"));
+    let batches: Vec<RecordBatch> = reader
+        .map(|b| b.unwrap_or_else(|e| panic!("{e}")))
+        .collect();
+    let schema = batches
+        .first()
+        .map(|b| b.schema())
+        .unwrap_or_else(|| panic!("{} is empty", path.display()));
+    arrow_select::concat::concat_batches(&schema, &batches).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn write(path: &Path, batch: &RecordBatch) {
+    let file = File::create(path).unwrap_or_else(|e| panic!("{e}"));
+    let mut w = ArrowWriter::try_new(file, batch.schema(), None).unwrap_or_else(|e| panic!("{e}"));
+    w.write(batch).unwrap_or_else(|e| panic!("{e}"));
+    w.close().unwrap_or_else(|e| panic!("{e}"));
+}
+
+fn strings<'a>(batch: &'a RecordBatch, column: &str) -> &'a StringArray {
+    batch
+        .column_by_name(column)
+        .and_then(|c| c.as_any().downcast_ref::<StringArray>())
+        .unwrap_or_else(|| panic!("no text column {column}"))
+}
+
+/// Rewrites the stored transcript of the first execute node, in cache file order, for
+/// which `edit` changes something, and writes that cache file back: the bytes the
+/// replay serves are the changed ones. Returns the node's identity.
+fn rewrite_one_transcript(outputs: &Path, edit: impl Fn(&mut Value) -> bool) -> String {
+    let cache = outputs.join("smoke/cache");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&cache)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .map(|e| e.unwrap_or_else(|e| panic!("{e}")).path())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("nodes-") && n.ends_with(".parquet"))
+        })
+        .collect();
+    files.sort();
+    for path in files {
+        let batch = read(&path);
+        let kinds = strings(&batch, "kind");
+        let payloads = strings(&batch, "payload");
+        for row in 0..batch.num_rows() {
+            if kinds.value(row) != "execute" {
+                continue;
+            }
+            let mut payload: Value =
+                serde_json::from_str(payloads.value(row)).unwrap_or_else(|e| panic!("{e}"));
+            if !edit(&mut payload["transcript"]) {
+                continue;
+            }
+            let new: Vec<String> = (0..batch.num_rows())
+                .map(|r| {
+                    if r == row {
+                        payload.to_string()
+                    } else {
+                        payloads.value(r).to_string()
+                    }
+                })
+                .collect();
+            let columns: Vec<ArrayRef> = batch
+                .schema()
+                .fields()
+                .iter()
+                .enumerate()
+                .map(|(i, f)| {
+                    if f.name() == "payload" {
+                        Arc::new(StringArray::from(new.clone())) as ArrayRef
+                    } else {
+                        batch.column(i).clone()
+                    }
+                })
+                .collect();
+            let changed =
+                RecordBatch::try_new(batch.schema(), columns).unwrap_or_else(|e| panic!("{e}"));
+            write(&path, &changed);
+            return strings(&batch, "id").value(row).to_string();
+        }
+    }
+    panic!("no stored transcript could be edited")
+}
+
+/// The failed rows of `certificates.parquet`: (episode, first difference).
+fn failed_certificates(outputs: &Path) -> Vec<(String, String)> {
+    let batch = read(&outputs.join("smoke/certificates.parquet"));
+    let passed = batch
+        .column_by_name("passed")
+        .and_then(|c| c.as_any().downcast_ref::<BooleanArray>())
+        .unwrap_or_else(|| panic!("no passed column"));
+    let episodes = strings(&batch, "episode");
+    let first = strings(&batch, "first_difference");
+    assert_eq!(batch.num_rows(), 288, "one certificate per smoke episode");
+    (0..batch.num_rows())
+        .filter(|&r| !passed.value(r))
+        .map(|r| (episodes.value(r).to_string(), first.value(r).to_string()))
+        .collect()
+}
+
+#[test]
+fn certify_passes_on_a_fresh_apply_and_fails_on_exactly_the_episode_whose_tool_call_changed() {
+    let s = Scratch::applied();
+    let out = s.tbb(&["certify", "manifests/smoke.toml"]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+    assert!(
+        stdout.contains("288 episodes checked, 288 passed, 0 failed"),
+        "{stdout}"
+    );
+    assert_eq!(failed_certificates(&s.outputs()), Vec::new());
+
+    // The first call of an episode that made more than one request now asks for
+    // something else: the sandbox answers it differently, and the next request no
+    // longer is the recorded one.
+    let id = rewrite_one_transcript(&s.outputs(), |t| {
+        let outcomes = t["outcomes"].as_array_mut();
+        let Some(outcomes) = outcomes.filter(|o| o.len() > 1) else {
+            return false;
+        };
+        match outcomes[0]["response"]["tool_calls"][0]["arguments"].as_str() {
+            Some(_) => {
+                outcomes[0]["response"]["tool_calls"][0]["arguments"] =
+                    Value::String("{\"tampered\": true}".into());
+                true
+            }
+            None => false,
+        }
+    });
+    let out = s.tbb(&["certify", "manifests/smoke.toml"]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(3), "{stdout}{}", text(&out.stderr));
+    assert!(
+        stdout.contains("288 episodes checked, 287 passed, 1 failed"),
+        "{stdout}"
+    );
+    assert!(stdout.contains(&format!("FAILED {id}: replay refused: request 2 differs from the recorded one at $.messages[2].tool_calls[0].arguments")), "{stdout}");
+    let failed = failed_certificates(&s.outputs());
+    assert_eq!(failed.len(), 1, "{failed:?}");
+    assert_eq!(failed[0].0, id);
+    assert!(flat(&out.stderr).contains("1 of 288 episodes do not re-derive"));
+}
+
+#[test]
+fn certify_fails_on_exactly_the_episode_whose_usage_changed_naming_the_fields() {
+    let s = Scratch::applied();
+    let id = rewrite_one_transcript(&s.outputs(), |t| {
+        match t["outcomes"][0]["response"]["usage"]["output_tokens"].as_u64() {
+            Some(n) => {
+                t["outcomes"][0]["response"]["usage"]["output_tokens"] = Value::from(n + 7);
+                true
+            }
+            None => false,
+        }
+    });
+    let out = s.tbb(&[
+        "certify",
+        "manifests/smoke.toml",
+        "--configurations",
+        "sim-aurora-flash,sim-dunlin-max",
+    ]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(3), "{stdout}{}", text(&out.stderr));
+    assert!(stdout.contains("287 passed, 1 failed"), "{stdout}");
+    assert!(
+        stdout.contains(&format!("FAILED {id}: completion_tokens: replayed ")),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("mismatched fields: completion_tokens, cost_usd, total_tokens"),
+        "{stdout}"
+    );
+    let failed = failed_certificates(&s.outputs());
+    assert_eq!(
+        failed.iter().map(|f| f.0.as_str()).collect::<Vec<_>>(),
+        [id.as_str()]
+    );
+}
+
+#[test]
+fn certify_refuses_a_study_never_applied_or_applied_in_part() {
+    let s = Scratch::new();
+    let out = s.tbb(&["certify", "manifests/smoke.toml"]);
+    let stderr = flat(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("study `smoke` has not been applied"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("tbb apply manifests/smoke.toml"),
+        "{stderr}"
+    );
+
+    let s = Scratch::applied();
+    let more =
+        "configurations.names=[\"sim-aurora-flash\", \"sim-dunlin-max\", \"sim-basalt-mini\"]";
+    let out = s.tbb(&["certify", "manifests/smoke.toml", "--set", more]);
+    let stderr = flat(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(
+            "the cache of study `smoke` is incomplete: 144 of its 432 episodes are not in it (the first: execute[cfg=sim-basalt-mini,"
+        ),
+        "{stderr}"
+    );
+
+    let out = s.tbb(&[
+        "certify",
+        "manifests/smoke.toml",
+        "--configurations",
+        "sim-dunlin-mx",
+    ]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("the manifest runs no configuration `sim-dunlin-mx`"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("did you mean `sim-dunlin-max`?"),
+        "{stderr}"
+    );
+
+    // One configuration only: its episodes, all passing.
+    let out = s.tbb(&[
+        "certify",
+        "manifests/smoke.toml",
+        "--configurations",
+        "sim-dunlin-max",
+    ]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+    assert!(
+        stdout.contains("144 episodes checked, 144 passed, 0 failed"),
+        "{stdout}"
+    );
+}
