@@ -312,3 +312,74 @@ fn certify_refuses_a_study_never_applied_or_applied_in_part() {
         "{stdout}"
     );
 }
+
+#[test]
+fn reproduce_passes_on_a_fresh_apply_and_fails_on_exactly_the_table_edited_by_hand() {
+    let s = Scratch::applied();
+    let out = s.tbb(&["reproduce", "manifests/smoke.toml"]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+    assert!(
+        stdout.contains("21 files checked (21 byte-identical), 21 passed, 0 failed"),
+        "{stdout}"
+    );
+
+    // One estimate of the contrasts table, rewritten.
+    let contrasts = s.outputs().join("smoke/contrasts.parquet");
+    let batch = read(&contrasts);
+    let at = batch
+        .schema()
+        .index_of("estimate_pp")
+        .unwrap_or_else(|e| panic!("{e}"));
+    let old = batch
+        .column(at)
+        .as_any()
+        .downcast_ref::<arrow_array::Float64Array>()
+        .unwrap_or_else(|| panic!("estimate_pp is not f64"));
+    let published = old.value(0);
+    let mut values: Vec<Option<f64>> = old.iter().collect();
+    values[0] = Some(published + 0.5);
+    let mut columns: Vec<ArrayRef> = batch.columns().to_vec();
+    columns[at] = Arc::new(arrow_array::Float64Array::from(values));
+    write(
+        &contrasts,
+        &RecordBatch::try_new(batch.schema(), columns).unwrap_or_else(|e| panic!("{e}")),
+    );
+    // And one table written again unchanged by another writer: same values, other bytes.
+    let truncation = s.outputs().join("smoke/truncation.parquet");
+    write(&truncation, &read(&truncation));
+
+    let out = s.tbb(&["reproduce", "manifests/smoke.toml"]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(3), "{stdout}{}", text(&out.stderr));
+    assert!(
+        stdout.contains(&format!(
+            "FAILED contrasts.parquet: column estimate_pp row 0: published {:?}, recomputed {published:?}",
+            published + 0.5
+        )),
+        "{stdout}"
+    );
+    assert!(
+        stdout
+            .contains("FAILED truncation.parquet: every typed field agrees, but the bytes differ"),
+        "{stdout}"
+    );
+    assert_eq!(stdout.matches("FAILED").count(), 2, "{stdout}");
+    assert!(
+        stdout.contains("21 files checked (19 byte-identical), 19 passed, 2 failed"),
+        "{stdout}"
+    );
+    assert!(flat(&out.stderr).contains("2 of 21 published files do not reproduce"));
+}
+
+#[test]
+fn reproduce_refuses_a_study_never_applied() {
+    let s = Scratch::new();
+    let out = s.tbb(&["reproduce", "manifests/smoke.toml"]);
+    let stderr = flat(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("study `smoke` has not been applied"),
+        "{stderr}"
+    );
+}

@@ -22,6 +22,7 @@ mod manifest;
 mod plan;
 mod reference_trace;
 mod report;
+mod reproduce;
 mod run_episode;
 mod status;
 
@@ -51,10 +52,14 @@ pub mod exit_codes {
     /// The exit code of an error.
     pub fn of(report: &miette::Report) -> i32 {
         use crate::pipeline::PipelineError;
-        if report
-            .downcast_ref::<crate::pipeline::certify::CertifyError>()
-            .is_some_and(|e| matches!(e, crate::pipeline::certify::CertifyError::Failed { .. }))
-        {
+        use crate::pipeline::{certify::CertifyError, reproduce::ReproduceError};
+        if matches!(
+            report.downcast_ref::<CertifyError>(),
+            Some(CertifyError::Failed { .. })
+        ) || matches!(
+            report.downcast_ref::<ReproduceError>(),
+            Some(ReproduceError::Failed { .. })
+        ) {
             return CHECK_FAILED;
         }
         match report.downcast_ref::<PipelineError>() {
@@ -136,6 +141,8 @@ enum Command {
     Report(report::ReportArgs),
     /// Re-derive every episode of an applied study from its saved responses, offline.
     Certify(certify::CertifyArgs),
+    /// Recompute every published table of an applied study from its stored rows and compare.
+    Reproduce(reproduce::ReproduceArgs),
 }
 
 /// The levels of a cell, as flags.
@@ -241,6 +248,7 @@ pub fn run() -> Result<()> {
         Command::Dag(a) => dag::exec(&cli, a),
         Command::Report(a) => report::exec(&cli, a),
         Command::Certify(a) => certify::exec(&cli, a),
+        Command::Reproduce(a) => reproduce::exec(&cli, a),
     }
 }
 

@@ -24,6 +24,7 @@ pub mod lock;
 pub mod lockfile;
 pub mod plan;
 pub mod publish;
+pub mod reproduce;
 
 use std::path::{Path, PathBuf};
 
