@@ -1,6 +1,7 @@
 //! `tbb certify MANIFEST [--configurations a,b]`: re-derives every episode of an applied
 //! study from its saved responses, offline, and compares each row with the stored one;
-//! writes `outputs/<study>/certificates.parquet` and prints a pass/fail summary. Exits
+//! writes `outputs/<study>/certificates.parquet` (the selected configurations' episodes
+//! only, with `--configurations`) and prints a pass/fail summary. Exits
 //! nonzero when any episode fails.
 
 use std::path::PathBuf;

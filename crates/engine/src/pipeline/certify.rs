@@ -697,7 +697,7 @@ fn replay_turns(
                     .filter(|f| f.cause == InfraCause::BadUsage)
                     .map_or(1, |f| f.attempts),
             },
-            StoredOutcome::Failed { error, attempts } => {
+            StoredOutcome::Failed { error, .. } => {
                 let infra = infra.ok_or_else(|| {
                     format!(
                         "request {} failed ({error}) but no infrastructure failure is recorded",
@@ -706,7 +706,7 @@ fn replay_turns(
                 })?;
                 Answer::Failure {
                     error: replayed_error(infra, &config.name),
-                    attempts: (*attempts).max(infra.attempts),
+                    attempts: infra.attempts,
                     last_status: infra.http_status,
                 }
             }
