@@ -7,7 +7,7 @@ use std::sync::{Mutex, OnceLock};
 
 use tbb::family::FamilySet;
 use tbb::harness::Lane;
-use tbb::manifest::{AnalysisKind, Loaded, Manifest, ManifestError};
+use tbb::manifest::{Loaded, Manifest, ManifestError};
 
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -110,9 +110,19 @@ fn the_capacity_manifest_is_the_capacity_factorial() {
     assert_eq!(m.budgets.completion_caps, vec![1024]);
     assert_eq!(m.budgets.episode_budget, 128_000);
     assert_eq!(m.repeats, 1);
-    let kinds: Vec<_> = m.analyses.iter().map(|a| a.kind).collect();
-    assert_eq!(kinds, AnalysisKind::ALL.to_vec());
-    assert_eq!(m.analyses[0].draws, Some(10_000));
+    let kinds: Vec<_> = m.analyses.iter().map(|a| a.kind.name()).collect();
+    assert_eq!(
+        kinds,
+        [
+            "contrasts",
+            "truncation",
+            "strata",
+            "lanes",
+            "costs",
+            "report"
+        ]
+    );
+    assert_eq!(m.analyses[0].params["draws"], 10_000);
     assert_eq!(m.families.len() * m.cells.len(), 432);
     assert_eq!(m.episode_count(), 18_144);
 }
@@ -135,7 +145,7 @@ fn the_smoke_manifest_is_small_but_covers_four_intents() {
     assert_eq!(configs, ["sim-aurora-flash", "sim-dunlin-max"]);
     assert_eq!(m.cells.len(), 12);
     assert_eq!(m.analyses.len(), 6);
-    assert_eq!(m.analyses[0].draws, Some(1000));
+    assert_eq!(m.analyses[0].params["draws"], 1000);
     assert_eq!(m.episode_count(), 6 * 12 * 2 * 2);
 }
 
