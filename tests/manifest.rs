@@ -277,6 +277,54 @@ fn an_unknown_analysis_kind_gets_did_you_mean() {
 }
 
 #[test]
+fn analysis_parameters_are_typed_per_kind_and_checked_at_their_spans() {
+    // Unknown to its kind: did-you-mean among that kind's parameters.
+    let m = edited("smoke.toml", |t| replace(t, "draws = 1000", "drawz = 1000"));
+    let (_, text) = failure(&m, &[]);
+    assert!(
+        text.contains("unknown parameter of the contrasts analysis `drawz`"),
+        "{text}"
+    );
+    assert!(text.contains("drawz = 1000"), "{text}");
+    assert!(text.contains("did you mean `draws`?"), "{text}");
+    // A parameter of another kind: this kind takes none.
+    let m = edited("smoke.toml", |t| {
+        replace(t, "kind = \"costs\"", "kind = \"costs\"\nseed = 3")
+    });
+    let (e, text) = failure(&m, &[]);
+    assert_eq!(e.problem_count(), 1, "{text}");
+    assert!(
+        text.contains("the costs analysis takes no parameters"),
+        "{text}"
+    );
+    // A wrong type and an out-of-range value, each at its value.
+    let m = edited("smoke.toml", |t| {
+        let t = replace(t, "draws = 1000", "draws = 0");
+        replace(
+            t,
+            "cluster_units = [\"family\", \"intent\", \"configuration\"]",
+            "cluster_units = [\"family\", \"famly\"]",
+        )
+    });
+    let (e, text) = failure(&m, &[]);
+    assert_eq!(e.problem_count(), 1, "serde stops at the first: {text}");
+    assert!(
+        text.contains(
+            "`cluster_units.1` of the contrasts analysis is invalid: unknown variant `famly`"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("╰── here"), "{text}");
+    let m = edited("smoke.toml", |t| replace(t, "draws = 1000", "draws = 0"));
+    let (_, text) = failure(&m, &[]);
+    assert!(
+        text.contains("draws = 0 must be a positive integer"),
+        "{text}"
+    );
+    assert!(text.contains("╰── here"), "{text}");
+}
+
+#[test]
 fn malformed_toml_points_at_the_line() {
     let m = edited("smoke.toml", |t| replace(t, "repeats = 1", "repeats = = 1"));
     let (_, text) = failure(&m, &[]);

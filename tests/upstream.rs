@@ -154,8 +154,8 @@ fn an_analysis_reads_another_studys_table_pinned_by_its_hash() {
     );
     assert!(plan.contains(&line), "{plan}");
     dir.ok(&["apply", "manifests/sweep.toml"]);
-    let lock = std::fs::read_to_string(dir.path("lockfiles/sweep.lock"))
-        .unwrap_or_else(|e| panic!("{e}"));
+    let lock =
+        std::fs::read_to_string(dir.path("lockfiles/sweep.lock")).unwrap_or_else(|e| panic!("{e}"));
     assert!(
         lock.contains(&format!(
             "[[upstream]]\nstudy = \"smoke\"\ntable = \"truncation\"\nblake3 = \"{pinned}\""
@@ -166,7 +166,11 @@ fn an_analysis_reads_another_studys_table_pinned_by_its_hash() {
     let s = |x: &str| Some(x.to_string());
     assert_eq!(
         strings(&strata, "configuration"),
-        [s("sim-aurora-flash"), s("sim-aurora-pro"), s("sim-dunlin-max")]
+        [
+            s("sim-aurora-flash"),
+            s("sim-aurora-pro"),
+            s("sim-dunlin-max")
+        ]
     );
     // sim-aurora-pro is not in the smoke study: listed, with a null share.
     let (batches, _) = read_table(&strata).unwrap_or_else(|e| panic!("{e}"));
@@ -183,7 +187,10 @@ fn an_analysis_reads_another_studys_table_pinned_by_its_hash() {
         "sim-aurora-flash truncates: {stratum:?}"
     );
     let plan = dir.ok(&["plan", "manifests/sweep.toml"]);
-    assert!(plan.contains(&format!("blake3 {}, pinned\n", &pinned[..16])), "{plan}");
+    assert!(
+        plan.contains(&format!("blake3 {}, pinned\n", &pinned[..16])),
+        "{plan}"
+    );
     assert!(plan.contains("No changes"), "{plan}");
 
     // The upstream re-applied under an override: its table no longer matches its
@@ -237,8 +244,8 @@ fn an_analysis_reads_another_studys_table_pinned_by_its_hash() {
     let drift = dir.fails(&["apply", "manifests/sweep.toml", "--locked"]);
     assert!(drift.contains("would change"), "{drift}");
     dir.ok(&["apply", "manifests/sweep.toml"]);
-    let lock = std::fs::read_to_string(dir.path("lockfiles/sweep.lock"))
-        .unwrap_or_else(|e| panic!("{e}"));
+    let lock =
+        std::fs::read_to_string(dir.path("lockfiles/sweep.lock")).unwrap_or_else(|e| panic!("{e}"));
     assert!(lock.contains(&repinned), "{lock}");
 }
 
@@ -285,4 +292,37 @@ fn an_unknown_input_table_or_parameter_is_an_error_at_its_span() {
     );
     assert!(err.contains("did you mean `completion_cap`?"), "{err}");
     assert!(err.contains("completion_cpa = 1024"), "the span: {err}");
+}
+
+#[test]
+fn without_inputs_the_table_is_this_studys_own_and_must_be_written_before() {
+    let dir = Dir::new();
+    let smoke =
+        std::fs::read_to_string(dir.path("manifests/smoke.toml")).unwrap_or_else(|e| panic!("{e}"));
+    // Read before it is written: skipped, with why.
+    let early = smoke.replace(
+        "[[analyses]]\nkind = \"truncation\"\n",
+        "[[analyses]]\nkind = \"truncation_strata\"\n\n[[analyses]]\nkind = \"truncation\"\n",
+    );
+    std::fs::write(dir.path("manifests/smoke.toml"), &early).unwrap_or_else(|e| panic!("{e}"));
+    let plan = dir.ok(&["plan", "manifests/smoke.toml"]);
+    assert!(
+        plan.contains("! analysis truncation_strata is skipped: it reads the `truncation` table, which no analysis listed before it writes"),
+        "{plan}"
+    );
+    // Listed after the truncation analysis: it reads that node's table.
+    let late = format!("{smoke}\n[[analyses]]\nkind = \"truncation_strata\"\n");
+    std::fs::write(dir.path("manifests/smoke.toml"), late).unwrap_or_else(|e| panic!("{e}"));
+    dir.ok(&["apply", "manifests/smoke.toml"]);
+    let strata = dir.path("outputs/smoke/truncation_strata.parquet");
+    assert_eq!(
+        strings(&strata, "stratum"),
+        [Some("B".to_string()), Some("N".to_string())]
+    );
+    let explain = dir.ok(&[
+        "explain",
+        "manifests/smoke.toml",
+        "analysis[truncation_strata]",
+    ]);
+    assert!(explain.contains("truncation"), "{explain}");
 }

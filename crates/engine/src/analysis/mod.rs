@@ -181,14 +181,14 @@ impl<T: Typed> Kind for T {
     fn parse(&self, given: &Map<String, Value>) -> Result<Map<String, Value>, Vec<ParamProblem>> {
         let value = Value::Object(given.clone());
         let params: T::Params = serde_path_to_error::deserialize(&value).map_err(|e| {
+            let path = dotted(e.path());
             vec![ParamProblem {
-                path: e.path().to_string(),
                 message: format!(
-                    "`{}` of the {} analysis is invalid: {}",
-                    e.path(),
+                    "`{path}` of the {} analysis is invalid: {}",
                     T::NAME,
                     e.inner()
                 ),
+                path,
                 help: None,
             }]
         })?;
@@ -221,6 +221,21 @@ impl<T: Typed> Kind for T {
             })?;
         T::run(&params, input)
     }
+}
+
+/// A serde path as the manifest's dotted paths write it (`cluster_units.1`).
+fn dotted(path: &serde_path_to_error::Path) -> String {
+    use serde_path_to_error::Segment;
+    let mut parts = Vec::new();
+    for segment in path.iter() {
+        match segment {
+            Segment::Seq { index } => parts.push(index.to_string()),
+            Segment::Map { key } => parts.push(key.clone()),
+            Segment::Enum { variant } => parts.push(variant.clone()),
+            Segment::Unknown => break,
+        }
+    }
+    parts.join(".")
 }
 
 /// Parameters as stored in the manifest (and its hash): serialised from the typed
