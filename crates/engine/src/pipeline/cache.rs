@@ -725,6 +725,45 @@ mod tests {
     }
 
     #[test]
+    fn analysis_tables_are_parquet_read_back_as_batches_and_pruned_with_their_node() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let mut cache = Cache::open(dir.path()).unwrap_or_else(|e| panic!("{e}"));
+        let batch = crate::store::TableBuilder::new()
+            .text("configuration", ["a", "b"])
+            .f64_opt("share", [Some(0.5), None])
+            .build("t")
+            .unwrap_or_else(|e| panic!("{e}"));
+        let empty = crate::store::TableBuilder::new()
+            .text("configuration", Vec::<String>::new())
+            .build("e")
+            .unwrap_or_else(|e| panic!("{e}"));
+        for key in ["k1", "k2"] {
+            cache
+                .put_tables(
+                    key,
+                    &[("t".into(), batch.clone()), ("e".into(), empty.clone())],
+                )
+                .unwrap_or_else(|e| panic!("{e}"));
+        }
+        assert!(dir.path().join("tables/k1/t.parquet").is_file());
+        assert_eq!(cache.table("k1", "t").ok(), Some(batch.clone()));
+        assert_eq!(cache.table("k1", "e").map(|b| b.num_rows()).ok(), Some(0));
+        assert!(cache.table("k1", "nope").is_err());
+        // Only k2's node is committed: compaction drops k1's tables.
+        let mut node = entry("analysis[x]", "k2", "{}");
+        node.kind = NodeKind::Analysis;
+        cache
+            .commit(Batch {
+                nodes: vec![node],
+                ..Batch::default()
+            })
+            .unwrap_or_else(|e| panic!("{e}"));
+        cache.compact().unwrap_or_else(|e| panic!("{e}"));
+        assert!(!dir.path().join("tables/k1").exists());
+        assert_eq!(cache.table("k2", "t").ok(), Some(batch));
+    }
+
+    #[test]
     fn temporary_files_of_a_killed_run_are_ignored() {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         std::fs::write(dir.path().join("nodes-00000009.parquet.tmp"), b"partial")

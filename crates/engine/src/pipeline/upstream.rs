@@ -300,3 +300,64 @@ fn short(h: &str) -> String {
         h.chars().take(16).collect()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn status(blake3: Option<&str>, pinned: Option<&str>, problem: Option<&str>) -> Status {
+        Status {
+            pin: Pin {
+                study: "capacity".into(),
+                table: "truncation".into(),
+                blake3: blake3.map(str::to_string),
+            },
+            file: "outputs/capacity/truncation.parquet".into(),
+            pinned: pinned.map(str::to_string),
+            manifest: Some("manifests/capacity.toml".into()),
+            problem: problem.map(str::to_string),
+            fix: Some("tbb apply manifests/capacity.toml".into()),
+        }
+    }
+
+    #[test]
+    fn the_plan_lines_of_an_upstream_table() {
+        let a = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+        let b = "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb";
+        let lines = [
+            status(Some(a), None, None),
+            status(Some(a), Some(a), None),
+            status(Some(b), Some(a), None),
+            status(
+                None,
+                Some(a),
+                Some("outputs/capacity/truncation.parquet is missing"),
+            ),
+            status(Some(b), Some(a), Some("stale: it was written under --set")),
+        ]
+        .iter()
+        .map(Status::line)
+        .collect::<Vec<_>>()
+        .join("\n");
+        insta::assert_snapshot!(lines);
+    }
+
+    #[test]
+    fn a_study_maps_to_the_one_manifest_beside_that_declares_it() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let write = |name: &str, text: &str| {
+            std::fs::write(dir.path().join(name), text).unwrap_or_else(|e| panic!("{e}"))
+        };
+        write("sweep.toml", "[study]\nname = \"sweep\"\n");
+        write("panel.toml", "[study]\nname = \"capacity\"\n");
+        write("configurations.toml", "[[configurations]]\nname = \"x\"\n");
+        write("broken.toml", "[study\n");
+        let me = dir.path().join("sweep.toml");
+        let found = find_manifest(dir.path(), "capacity", &me);
+        assert_eq!(found, Ok(Some(dir.path().join("panel.toml"))));
+        assert_eq!(find_manifest(dir.path(), "sweep", &me), Ok(None));
+        write("panel2.toml", "[study]\nname = \"capacity\"\n");
+        let twice = find_manifest(dir.path(), "capacity", &me);
+        assert!(twice.is_err_and(|e| e.contains("several manifests declare study `capacity`")));
+    }
+}
