@@ -367,16 +367,6 @@ pub struct Analysis {
 }
 
 impl Analysis {
-    /// An analysis of `kind` with typed parameters (tests and tools; manifests go
-    /// through [`Kind::parse`]).
-    pub fn new<P: Serialize>(kind: &str, params: &P) -> Option<Analysis> {
-        Some(Analysis {
-            kind: AnalysisKind::get(kind)?,
-            params: normalise(params),
-            inputs: BTreeMap::new(),
-        })
-    }
-
     /// Its parameters, typed.
     pub fn params<P: DeserializeOwned>(&self) -> Result<P, AnalysisError> {
         serde_json::from_value(Value::Object(self.params.clone())).map_err(|e| {

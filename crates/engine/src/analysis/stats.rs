@@ -113,8 +113,8 @@ pub struct Bootstrap {
     /// Bootstrap seed (default [`DEFAULT_SEED`]).
     #[serde(default)]
     pub seed: Option<u64>,
-    /// Units resampled together (default [`DEFAULT_UNITS`]).
-    #[serde(default)]
+    /// Units resampled together (default, and when empty: [`DEFAULT_UNITS`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub cluster_units: Vec<ClusterUnit>,
 }
 

@@ -1,12 +1,13 @@
 //! A toy analysis kind, compiled only into tests: proof that a kind is one file plus
 //! one line in [`super::KINDS`]. It counts each configuration's episodes and multiplies
-//! the count by its one typed parameter, `factor`.
+//! the count by its one typed parameter, `factor`, and counts the study's variants (so
+//! that it reads both the episodes and the `variants` table).
 //!
 //! Never: ships in the binary (`#[cfg(test)]`).
 
 use serde::{Deserialize, Serialize};
 
-use super::{AnalysisError, Context, Output, ParamProblem, Produced, Typed};
+use super::{AnalysisError, Context, Input, Output, ParamProblem, Produced, Typed};
 use crate::store::TableBuilder;
 
 /// The `toy` analysis kind.
@@ -24,6 +25,7 @@ impl Typed for Toy {
     type Params = ToyParams;
     const NAME: &'static str = "toy";
     const VERSION: &'static str = "toy/1";
+    const INPUTS: &'static [Input] = &[Input::Episodes, Input::Variants];
     const OUTPUTS: &'static [&'static str] = &["toy"];
 
     fn check(params: &ToyParams) -> Vec<ParamProblem> {
@@ -42,12 +44,17 @@ impl Typed for Toy {
         for row in input.episodes {
             *counts.entry(row.configuration.as_str()).or_default() += 1;
         }
+        let variants = input
+            .tables
+            .get("variants")
+            .map_or(0, |v| v.num_rows() as u64);
         let batch = TableBuilder::new()
             .text("configuration", counts.keys())
             .u64(
                 "scaled_episodes",
                 counts.values().map(|n| n * u64::from(params.factor)),
             )
+            .u64("variants", counts.values().map(|_| variants))
             .build("toy")?;
         Ok(vec![Output {
             table: "toy",
@@ -145,6 +152,11 @@ kind = "toy"
         // One family × one cell × one configuration × one lane = 1 episode, × 7.
         assert_eq!(config.as_deref(), Some("sim-dunlin-max"));
         assert_eq!(scaled, Some(7));
+        let variants = batches[0]
+            .column_by_name("variants")
+            .and_then(|c| c.as_any().downcast_ref::<UInt64Array>())
+            .map(|c| c.value(0));
+        assert_eq!(variants, Some(1), "one family at one cell");
         // A second plan has nothing to run.
         let cache = study.cache().unwrap_or_else(|e| panic!("{e}"));
         assert!(study.plan(&cache).is_empty());
