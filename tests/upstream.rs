@@ -140,6 +140,7 @@ fn an_analysis_reads_another_studys_table_pinned_by_its_hash() {
     let refused = dir.fails(&["apply", "manifests/sweep.toml"]);
     assert!(refused.contains("upstream study `smoke`"), "{refused}");
     assert!(refused.contains(fix), "{refused}");
+    insta::assert_snapshot!("apply_refuses_a_missing_upstream", refused);
     assert!(!dir.path("outputs/sweep").exists());
     assert!(!dir.path("lockfiles/sweep.lock").exists());
 
