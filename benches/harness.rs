@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use tbb::compile::{compile, Cell, Encoding, Workflow};
 use tbb::family::FamilySet;
-use tbb::harness::{run_episode, EpisodeSpec, Lane, Prompts};
+use tbb::harness::{run_episode, ArmForm, EpisodeSpec, Menu, Prompts};
 use tbb::provider::{
     BoxFuture, ChatRequest, ChatResponse, Configuration, Finish, Message, Provider, ProviderError,
     ReasoningSource, ToolCall, Usage,
@@ -92,7 +92,7 @@ fn main() {
     else {
         std::process::exit(2)
     };
-    for lane in [Lane::Routed, Lane::Fixed] {
+    for lane in [Menu::Routed, Menu::Fixed] {
         let mut per_request = Vec::new();
         for family in set
             .families
@@ -112,7 +112,10 @@ fn main() {
                 answer: v.answer_text(),
             };
             let spec = EpisodeSpec {
-                lane,
+                arm: ArmForm {
+                    menu: lane,
+                    ..ArmForm::baseline()
+                },
                 ..EpisodeSpec::frozen(&v, &config)
             };
             for _ in 0..5 {

@@ -19,8 +19,8 @@ CONTRACT = {
     "variants": """variant_id family intent domain v w d r depth certified_min_calls
         call_limit turn_limit menu_size n_operational_tools answer_json sources_json
         variant_hash""",
-    "episodes": """study configuration organization model route lane repair
-        completion_cap repeat variant_id family intent v w d r depth vts ok_a ok_s
+    "episodes": """study configuration organization model route block arm lane repair
+        delivery actor completion_cap repeat schedule schedule_position variant_id family intent v w d r depth vts ok_a ok_s
         ok_p ok_q ok_e ok_x ok_g ok_b ok_c first_unmet terminal_flag truncated
         truncated_before_first_call calls requests schema_exposures turns
         prompt_tokens completion_tokens reasoning_tokens total_tokens cost_usd wall_ms
@@ -30,7 +30,7 @@ CONTRACT = {
         ci_high_pp p_value p_holm draws seed""",
 }
 PROVENANCE = [b"tbb.version", b"tbb.manifest_hash", b"tbb.lockfile_hash", b"tbb.node_key"]
-CONDITION = ["configuration", "variant_id", "lane", "repair", "completion_cap", "repeat"]
+CONDITION = ["block", "configuration", "variant_id", "arm", "completion_cap", "repeat"]
 
 
 def main(directory: str) -> int:

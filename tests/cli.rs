@@ -1203,7 +1203,8 @@ fn manifest_check_resolves_the_capacity_factorial_and_applies_overrides() {
         "repeats=2",
         "--json",
     ]);
-    assert_eq!(out["repeats"], 2);
+    assert_eq!(out["blocks"][0]["repeats"], 2);
+    assert_eq!(out["episodes"], 576);
     let stderr = failure_of(tbb().args([
         "manifest",
         "check",

@@ -9,7 +9,7 @@ use tbb::compile::{compile, Cell, Encoding, Variant, Workflow};
 use tbb::family::FamilySet;
 use tbb::grade::trace::{InfraCause, StopReason};
 use tbb::grade::{grade, Obligation, TerminalFlag};
-use tbb::harness::{run_episode, Episode, EpisodeSpec, Lane, Prompts};
+use tbb::harness::{run_episode, ArmForm, Episode, EpisodeSpec, Menu, Prompts};
 use tbb::provider::{
     BoxFuture, ChatRequest, ChatResponse, Configuration, Finish, Message, Provider, ProviderError,
     ReasoningSource, ToolCall, Usage,
@@ -138,9 +138,12 @@ fn reference_script(
 
 /// Runs an episode and checks that its stored transcript gives back the same trace
 /// (and so the same verdict) offline.
-async fn run(v: &Variant, cfg: &Configuration, lane: Lane, p: &dyn Provider) -> Episode {
+async fn run(v: &Variant, cfg: &Configuration, lane: Menu, p: &dyn Provider) -> Episode {
     let spec = EpisodeSpec {
-        lane,
+        arm: ArmForm {
+            menu: lane,
+            ..ArmForm::baseline()
+        },
         ..EpisodeSpec::frozen(v, cfg)
     };
     let e = run_episode(p, &spec, &prompts(), None).await;
@@ -160,7 +163,7 @@ async fn the_reference_program_succeeds_and_regrades_identically() {
     let v = variant(HARBOR, Cell::new(128, Workflow::High, Encoding::Linked));
     let cfg = config("");
     let p = Scripted::new(reference_script(&v));
-    let e = run(&v, &cfg, Lane::Routed, &p).await;
+    let e = run(&v, &cfg, Menu::Routed, &p).await;
     assert!(e.verdict.vts, "{:?}", e.verdict);
     assert_eq!(e.trace.stop, StopReason::Answer);
     assert_eq!(grade(&v, &e.trace), e.verdict);
@@ -184,8 +187,8 @@ async fn the_reference_program_succeeds_and_regrades_identically() {
 async fn the_routed_lane_narrows_to_operational_tools_after_the_first_operational_call() {
     let v = variant(HARBOR, Cell::new(128, Workflow::Low, Encoding::Raw));
     for (lane, later) in [
-        (Lane::Routed, v.operational_tools.len()),
-        (Lane::Fixed, 128),
+        (Menu::Routed, v.operational_tools.len()),
+        (Menu::Fixed, 128),
     ] {
         let p = Scripted::new(reference_script(&v));
         let e = run(&v, &config(""), lane, &p).await;
@@ -204,14 +207,17 @@ async fn schema_exposures_count_every_schema_sent() {
     let v = variant(HARBOR, Cell::new(128, Workflow::Low, Encoding::Raw));
     let cfg = config("");
     let mut by_lane = Vec::new();
-    for lane in [Lane::Routed, Lane::Fixed] {
+    for lane in [Menu::Routed, Menu::Fixed] {
         let p = Scripted::new(reference_script(&v));
         let e = run(&v, &cfg, lane, &p).await;
         let spec = EpisodeSpec {
-            lane,
+            arm: ArmForm {
+                menu: lane,
+                ..ArmForm::baseline()
+            },
             ..EpisodeSpec::frozen(&v, &cfg)
         };
-        let row = e.row("capacity", "none", &spec, "b3:t", "k");
+        let row = e.row("capacity", &spec, "b3:t", "k");
         let sent: usize = p.requests().iter().map(|r| r.tools.len()).sum();
         assert_eq!(row.schema_exposures, sent as u64, "{lane:?}");
         by_lane.push((row.requests, row.schema_exposures));
@@ -234,14 +240,17 @@ async fn schema_exposures_count_every_schema_sent() {
             retry_after: None,
         }),
     });
-    let e = run(&v, &cfg, Lane::Fixed, &p).await;
+    let e = run(&v, &cfg, Menu::Fixed, &p).await;
     assert_eq!(e.trace.stop, StopReason::InfraFailure);
     assert_eq!((p.requests().len(), e.trace.turns.len()), (2, 1));
     let spec = EpisodeSpec {
-        lane: Lane::Fixed,
+        arm: ArmForm {
+            menu: Menu::Fixed,
+            ..ArmForm::baseline()
+        },
         ..EpisodeSpec::frozen(&v, &cfg)
     };
-    let row = e.row("capacity", "none", &spec, "b3:t", "k");
+    let row = e.row("capacity", &spec, "b3:t", "k");
     assert_eq!((row.requests, row.schema_exposures), (2, 256));
 }
 
@@ -250,7 +259,7 @@ async fn omitted_request_fields_are_not_sent_and_are_recorded() {
     let v = variant(HARBOR, Cell::new(8, Workflow::Low, Encoding::Raw));
     let cfg = config("profile = { omit = [\"seed\", \"temperature\"] }");
     let p = Scripted::new(reference_script(&v));
-    let e = run(&v, &cfg, Lane::Routed, &p).await;
+    let e = run(&v, &cfg, Menu::Routed, &p).await;
     let r = &p.requests()[0];
     assert_eq!((r.sampling.seed, r.sampling.temperature), (None, None));
     assert_eq!(r.sampling.parallel_tool_calls, Some(false));
@@ -276,7 +285,7 @@ async fn each_ending_of_the_contract_gets_its_failure_record() {
             ..text("", Finish::Length)
         })
     });
-    let e = run(&v, &cfg, Lane::Routed, &p).await;
+    let e = run(&v, &cfg, Menu::Routed, &p).await;
     assert_eq!(
         record(&e),
         (Some(Obligation::S), Some(TerminalFlag::Truncation))
@@ -290,7 +299,7 @@ async fn each_ending_of_the_contract_gets_its_failure_record() {
         r.tool_calls.push(r.tool_calls[0].clone());
         Ok(r)
     });
-    let e = run(&v, &cfg, Lane::Routed, &p).await;
+    let e = run(&v, &cfg, Menu::Routed, &p).await;
     assert_eq!(
         record(&e),
         (Some(Obligation::S), Some(TerminalFlag::ContractBreak))
@@ -299,7 +308,7 @@ async fn each_ending_of_the_contract_gets_its_failure_record() {
 
     // Repeating the first search wastes calls until the program cannot finish in time.
     let p = Scripted::new(|_, t| Ok(call(t, &first.tool, &first.arguments)));
-    let e = run(&v, &cfg, Lane::Routed, &p).await;
+    let e = run(&v, &cfg, Menu::Routed, &p).await;
     assert_eq!(e.trace.stop, StopReason::Infeasible);
     assert_eq!(
         record(&e),
@@ -315,7 +324,7 @@ async fn each_ending_of_the_contract_gets_its_failure_record() {
         let s = &extra[t.min(extra.len() - 1)];
         Ok(call(t, &s.call.tool, &s.call.arguments))
     });
-    let e = run(&v, &cfg, Lane::Routed, &p).await;
+    let e = run(&v, &cfg, Menu::Routed, &p).await;
     assert_eq!(e.trace.stop, StopReason::Infeasible);
     assert_eq!(e.verdict.calls as usize, steps.len() + 1);
     assert_eq!(p.requests().len(), steps.len() + 1);
@@ -330,7 +339,7 @@ async fn each_ending_of_the_contract_gets_its_failure_record() {
         let s = extra.get(t).unwrap_or(&extra[extra.len() - 2]);
         Ok(call(t, &s.call.tool, &s.call.arguments))
     });
-    let e = run(&v, &cfg, Lane::Routed, &p).await;
+    let e = run(&v, &cfg, Menu::Routed, &p).await;
     assert_eq!(e.trace.stop, StopReason::CallLimit);
     assert_eq!(
         record(&e),
@@ -344,7 +353,7 @@ async fn each_ending_of_the_contract_gets_its_failure_record() {
             ..text("", Finish::Stop)
         })
     });
-    let e = run(&v, &cfg, Lane::Routed, &p).await;
+    let e = run(&v, &cfg, Menu::Routed, &p).await;
     assert_eq!(e.trace.stop, StopReason::TurnLimit);
     assert_eq!(p.requests().len() as u32, v.turn_limit);
     assert_eq!(
@@ -365,7 +374,7 @@ async fn each_ending_of_the_contract_gets_its_failure_record() {
         });
         Ok(r)
     });
-    let e = run(&v, &cfg, Lane::Routed, &p).await;
+    let e = run(&v, &cfg, Menu::Routed, &p).await;
     assert_eq!(e.trace.stop, StopReason::BudgetExceeded);
     assert_eq!(
         record(&e),
@@ -374,7 +383,7 @@ async fn each_ending_of_the_contract_gets_its_failure_record() {
 
     // A wrong answer.
     let p = Scripted::new(|_, _| Ok(text("{\"decision\": \"hold\"}", Finish::Stop)));
-    let e = run(&v, &cfg, Lane::Routed, &p).await;
+    let e = run(&v, &cfg, Menu::Routed, &p).await;
     assert_eq!(
         record(&e),
         (Some(Obligation::S), Some(TerminalFlag::WrongConclusion))
@@ -387,7 +396,7 @@ async fn each_ending_of_the_contract_gets_its_failure_record() {
             ..text("{}", Finish::Stop)
         })
     });
-    let e = run(&v, &cfg, Lane::Routed, &p).await;
+    let e = run(&v, &cfg, Menu::Routed, &p).await;
     assert_eq!(e.trace.stop, StopReason::InfraFailure);
     assert!(e.verdict.infra_failure);
     assert_eq!(
@@ -401,7 +410,7 @@ async fn each_ending_of_the_contract_gets_its_failure_record() {
             retry_after: None,
         })
     });
-    let e = run(&v, &cfg, Lane::Routed, &p).await;
+    let e = run(&v, &cfg, Menu::Routed, &p).await;
     assert!(e.verdict.infra_failure);
     assert_eq!(
         record(&e),
@@ -428,7 +437,7 @@ async fn each_ending_of_the_contract_gets_its_failure_record() {
             text("{}", Finish::Stop)
         })
     });
-    let e = run(&v, &cfg, Lane::Routed, &p).await;
+    let e = run(&v, &cfg, Menu::Routed, &p).await;
     assert_eq!(e.trace.turns[0].executed[0].arguments, "{\"query\": ");
     assert!(e.trace.turns[0].executed[0]
         .observation
@@ -441,7 +450,7 @@ async fn a_menu_without_a_required_tool_sends_nothing() {
     let required = v.required_tools()[0].clone();
     v.menu.retain(|t| t.name != required);
     let p = Scripted::new(|_, _| Ok(text("{}", Finish::Stop)));
-    let e = run(&v, &config(""), Lane::Routed, &p).await;
+    let e = run(&v, &config(""), Menu::Routed, &p).await;
     assert!(p.requests().is_empty());
     assert_eq!(e.trace.stop, StopReason::Unavailable);
     assert_eq!(
@@ -452,7 +461,7 @@ async fn a_menu_without_a_required_tool_sends_nothing() {
 
 #[tokio::test]
 async fn every_request_rebuilds_byte_for_byte_from_the_transcript() {
-    for lane in [Lane::Routed, Lane::Fixed] {
+    for lane in [Menu::Routed, Menu::Fixed] {
         let v = variant(HARBOR, Cell::new(128, Workflow::High, Encoding::Compact));
         let p = Scripted::new(reference_script(&v));
         let e = run(&v, &config(""), lane, &p).await;
@@ -485,7 +494,7 @@ async fn an_episode_transcript_costs_under_10_kib_compressed() {
         ),
     ] {
         let v = variant(family, cell);
-        for lane in [Lane::Routed, Lane::Fixed] {
+        for lane in [Menu::Routed, Menu::Fixed] {
             let p = Scripted::new(reference_script(&v));
             let e = run(&v, &config(""), lane, &p).await;
             let stored = serde_json::to_vec(&e.transcript).expect("serialises");
@@ -510,9 +519,9 @@ async fn an_episode_row_fills_the_episodes_table_contract() {
     let v = variant(HARBOR, Cell::new(8, Workflow::High, Encoding::Raw));
     let cfg = config("");
     let p = Scripted::new(reference_script(&v));
-    let e = run(&v, &cfg, Lane::Routed, &p).await;
+    let e = run(&v, &cfg, Menu::Routed, &p).await;
     let spec = EpisodeSpec::frozen(&v, &cfg);
-    let row = e.row("capacity", "none", &spec, "b3:transcript", "node-key");
+    let row = e.row("capacity", &spec, "b3:transcript", "node-key");
     assert!(row.vts && row.ok.iter().all(|&ok| ok));
     assert_eq!(row.total_tokens, row.prompt_tokens + row.completion_tokens);
     assert_eq!(row.calls, v.certified_min_calls);
@@ -633,9 +642,9 @@ async fn rows_record_the_sampling_fields_each_episode_sent() {
         .get("sim-dunlin-max")
         .expect("the simulated configuration");
     let provider = tbb::provider::build(sim).unwrap_or_else(|e| panic!("{e}"));
-    let e = run(&v, sim, Lane::Routed, provider.as_ref()).await;
+    let e = run(&v, sim, Menu::Routed, provider.as_ref()).await;
     let spec = EpisodeSpec::frozen(&v, sim);
-    let row = e.row("s", "none", &spec, "t", "n");
+    let row = e.row("s", &spec, "t", "n");
     let first = &e.transcript.wire_sampling;
     assert_eq!(
         (
@@ -655,8 +664,8 @@ async fn rows_record_the_sampling_fields_each_episode_sent() {
         let cfg = config(&format!("profile = {{ omit = {omit} }}"));
         let reply = answer.clone();
         let p = Scripted::new(move |_, _| Ok(text(&reply, Finish::Stop)));
-        let e = run(&v, &cfg, Lane::Routed, &p).await;
-        let row = e.row("s", "none", &EpisodeSpec::frozen(&v, &cfg), "t", "n");
+        let e = run(&v, &cfg, Menu::Routed, &p).await;
+        let row = e.row("s", &EpisodeSpec::frozen(&v, &cfg), "t", "n");
         assert_eq!(
             (
                 row.sent_temperature.is_some(),

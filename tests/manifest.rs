@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 
 use tbb::family::FamilySet;
-use tbb::harness::Lane;
+use tbb::harness::Menu;
 use tbb::manifest::{Loaded, Manifest, ManifestError};
 
 fn root() -> &'static Path {
@@ -105,11 +105,15 @@ fn the_capacity_manifest_is_the_capacity_factorial() {
     assert_eq!(m.cells, tbb::compile::cell::Cell::capacity());
     assert_eq!(m.configurations.len(), 21);
     assert!(m.configurations.iter().all(|c| c.name.starts_with("sim-")));
-    assert_eq!(m.lanes, vec![Lane::Routed, Lane::Fixed]);
-    assert_eq!(m.repairs.len(), 1);
-    assert_eq!(m.budgets.completion_caps, vec![1024]);
+    assert_eq!(m.menus(), vec![Menu::Routed, Menu::Fixed]);
+    let arms: Vec<&str> = m.arms.iter().map(|a| a.name.as_str()).collect();
+    assert_eq!(arms, ["routed", "fixed"]);
+    assert_eq!(m.forms().len(), 2);
+    assert_eq!(m.blocks.len(), 1);
+    assert_eq!(m.blocks[0].completion_caps, vec![1024]);
     assert_eq!(m.budgets.episode_budget, 128_000);
-    assert_eq!(m.repeats, 1);
+    assert_eq!(m.blocks[0].repeats, 1);
+    assert_eq!(m.episode_count(), 18_144);
     let kinds: Vec<_> = m.analyses.iter().map(|a| a.kind.name()).collect();
     assert_eq!(
         kinds,
@@ -180,21 +184,27 @@ fn overrides_take_precedence_file_then_env_then_set() {
     let path = shipped("smoke.toml");
     let m =
         |sets: &[(&str, &str)], env: &[(&str, &str)]| load_at(&path, sets, env).unwrap().manifest;
-    assert_eq!(m(&[], &[]).repeats, 1);
-    assert_eq!(m(&[], &[("TBB_REPEATS", "2")]).repeats, 2);
-    assert_eq!(m(&[("repeats", "3")], &[("TBB_REPEATS", "2")]).repeats, 3);
+    assert_eq!(m(&[], &[]).blocks[0].repeats, 1);
+    assert_eq!(m(&[], &[("TBB_REPEATS", "2")]).blocks[0].repeats, 2);
+    assert_eq!(
+        m(&[("repeats", "3")], &[("TBB_REPEATS", "2")]).blocks[0].repeats,
+        3
+    );
     let env = m(&[], &[("TBB_BUDGETS__EPISODE_BUDGET", "64000")]);
     assert_eq!(env.budgets.episode_budget, 64_000);
     assert_eq!(
-        env.budgets.completion_caps,
+        env.blocks[0].completion_caps,
         vec![1024],
         "siblings keep the file's values"
     );
     let set = m(&[("budgets.completion_caps", "[4096, 8192]")], &[]);
-    assert_eq!(set.budgets.completion_caps, vec![4096, 8192]);
+    assert_eq!(set.blocks[0].completion_caps, vec![4096, 8192]);
     assert_eq!(set.episode_count(), 288 * 2);
     // Other TBB_ variables belong to the command line, not the manifest.
-    assert_eq!(m(&[], &[("TBB_FAMILIES", "elsewhere")]).repeats, 1);
+    assert_eq!(
+        m(&[], &[("TBB_FAMILIES", "elsewhere")]).blocks[0].repeats,
+        1
+    );
 }
 
 #[test]
@@ -208,8 +218,8 @@ fn load_reads_tbb_variables_from_the_process_environment() {
         &sets(&[("repeats", "4")]),
     );
     std::env::remove_var("TBB_REPEATS");
-    assert_eq!(with_env.unwrap().manifest.repeats, 2);
-    assert_eq!(with_set.unwrap().manifest.repeats, 4);
+    assert_eq!(with_env.unwrap().manifest.blocks[0].repeats, 2);
+    assert_eq!(with_set.unwrap().manifest.blocks[0].repeats, 4);
 }
 
 #[test]
@@ -350,11 +360,7 @@ fn every_problem_is_reported_at_once() {
         let t = replace(t, "\"sim-dunlin-max\"", "\"sim-dunlin-mx\"");
         let t = replace(t, "kind = \"costs\"", "kind = \"cost\"");
         let t = replace(t, "call_slack = 2", "call_slack = 3");
-        replace(
-            t,
-            "lanes = [\"routed\", \"fixed\"]",
-            "lanes = [\"routed\", \"fixd\"]",
-        )
+        replace(t, "menu = \"fixed\"", "menu = \"fixd\"")
     });
     let (e, text) = failure(&m, &[]);
     assert_eq!(e.problems().len(), 4, "{text}");
@@ -516,13 +522,13 @@ fn the_manifest_with_every_number_loads() {
     let m = edited("smoke.toml", every_number);
     let manifest = load(&m.path).manifest;
     assert_eq!(manifest.cells.len(), 1);
-    assert_eq!(manifest.caps_for("sim-dunlin-max"), [2048]);
+    assert_eq!(manifest.blocks[0].caps_for("sim-dunlin-max"), [2048]);
 }
 
 proptest::proptest! {
     #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
 
-    /// Regression: `repeats = nan` and `lanes = -inf` became defaults, silently.
+    /// Regression: `repeats = nan` and `menu = inf` became defaults, silently.
     #[test]
     fn nan_or_inf_in_any_numeric_field_is_an_error_at_its_value(
         line in proptest::sample::select(NUMERIC_LINES.to_vec()),
@@ -534,7 +540,7 @@ proptest::proptest! {
         let m = edited("smoke.toml", |t| {
             let t = replace(every_number(t), from, &to);
             if also_a_string_field {
-                replace(t, "lanes = [\"routed\", \"fixed\"]", "lanes = [\"routed\", inf]")
+                replace(t, "menu = \"fixed\"", "menu = inf")
             } else {
                 t
             }
@@ -549,7 +555,7 @@ proptest::proptest! {
     #[test]
     fn nan_or_inf_in_an_override_names_the_override(
         key in proptest::sample::select(vec![
-            "repeats", "budgets.episode_budget", "budgets.completion_caps", "lanes",
+            "repeats", "budgets.episode_budget", "budgets.completion_caps", "schedule",
             "analyses", "cells.list",
         ]),
         value in proptest::sample::select(vec!["nan", "inf", "-inf", "[nan]", "[-inf]"]),
@@ -567,7 +573,7 @@ proptest::proptest! {
         };
         let (loaded, name) = result;
         match loaded {
-            Ok(l) => proptest::prop_assert!(false, "{key}={value} loaded: repeats {}", l.manifest.repeats),
+            Ok(l) => proptest::prop_assert!(false, "{key}={value} loaded: repeats {}", l.manifest.blocks[0].repeats),
             Err(e) => {
                 let text = render(&e);
                 proptest::prop_assert!(text.contains(&format!("{name}: ")), "{}", text);
@@ -813,4 +819,188 @@ fn every_catalogue_problem_is_listed_at_once_at_its_value() {
     ] {
         assert!(out.contains(needle), "{needle} missing in\n{out}");
     }
+}
+
+// ---------------------------------------------------------------------------------------
+// Arms and blocks
+// ---------------------------------------------------------------------------------------
+
+/// The smoke manifest with its design moved into blocks (written after its tables).
+fn with_blocks(blocks: &str) -> Edited {
+    edited("smoke.toml", |t| format!("{t}\n{blocks}"))
+}
+
+#[test]
+fn lanes_and_repairs_say_how_to_write_arms() {
+    let m = edited("smoke.toml", |t| {
+        format!("lanes = [\"routed\", \"fixed\"]\nrepairs = [\"none\", \"workflow_prompt\"]\n{t}")
+    });
+    let (e, text) = failure(&m, &[]);
+    assert_eq!(e.problem_count(), 1, "{text}");
+    assert!(text.contains("were replaced by named arms"), "{text}");
+    // The advice is the four arms, ready to paste.
+    for needle in [
+        "name = \"fixed-workflow_prompt\"",
+        "menu = \"fixed\"",
+        "prompt = \"workflow\"",
+    ] {
+        assert!(text.contains(needle), "{needle}:\n{text}");
+    }
+}
+
+#[test]
+fn an_arm_component_is_checked_at_its_span_with_did_you_mean() {
+    let m = edited("smoke.toml", |t| {
+        let t = replace(t, "menu = \"fixed\"", "menu = \"fixd\"");
+        replace(
+            t,
+            "name = \"routed\"",
+            "name = \"routed\"\nprompt = \"workflw\"",
+        )
+    });
+    let (e, text) = failure(&m, &[]);
+    assert_eq!(e.problem_count(), 2, "{text}");
+    assert!(text.contains("unknown menu component `fixd`"), "{text}");
+    assert!(text.contains("did you mean `fixed`?"), "{text}");
+    assert!(text.contains("did you mean `workflow`?"), "{text}");
+    assert!(
+        text.contains("menu = \"fixd\""),
+        "the span shows the value:\n{text}"
+    );
+}
+
+#[test]
+fn two_arms_that_are_the_same_episode_are_refused() {
+    // `fixed` becomes a second routed arm: same components, same cap.
+    let m = edited("smoke.toml", |t| {
+        replace(t, "menu = \"fixed\"", "menu = \"routed\"")
+    });
+    let (_, text) = failure(&m, &[]);
+    assert!(
+        text.contains("arms `routed` and `fixed` are the same episode"),
+        "{text}"
+    );
+    // Pinning another cap makes it another episode.
+    let m = edited("smoke.toml", |t| {
+        replace(
+            t,
+            "menu = \"fixed\"",
+            "menu = \"routed\"\ncompletion_cap = 4096",
+        )
+    });
+    let l = load(&m.path);
+    let caps: Vec<Option<u32>> = l.manifest.arms.iter().map(|a| a.completion_cap).collect();
+    assert_eq!(caps, [None, Some(4096)]);
+    assert_eq!(l.manifest.episode_count(), 288);
+}
+
+#[test]
+fn blocks_take_what_they_omit_from_the_top_level() {
+    let m = with_blocks(
+        r#"
+[[blocks]]
+name = "first"
+arms = ["fixed"]
+repeats = 2
+schedule = "counterbalanced"
+
+[[blocks]]
+name = "second"
+arms = ["routed"]
+[blocks.families]
+names = ["overdue-escalation-harbor"]
+[blocks.cells]
+list = [{ v = 8, w = "low", d = "raw" }, { v = 128, w = "low", d = "raw" }]
+[blocks.budgets]
+completion_caps = [1024, 4096]
+"#,
+    );
+    let m = load(&m.path).manifest;
+    let names: Vec<&str> = m.blocks.iter().map(|b| b.name.as_str()).collect();
+    assert_eq!(names, ["first", "second"]);
+    let (first, second) = (&m.blocks[0], &m.blocks[1]);
+    assert_eq!((first.families.len(), first.cells.len()), (6, 12));
+    assert_eq!(first.configurations, second.configurations);
+    assert_eq!(first.repeats, 2);
+    assert_eq!(second.repeats, 1);
+    assert_eq!(second.completion_caps, [1024, 4096]);
+    assert_eq!(first.completion_caps, [1024]);
+    // 6 × 12 × 2 configurations × 1 arm × 2 repeats + 1 × 2 × 2 × 1 arm × 2 caps.
+    assert_eq!(m.episode_count(), 288 + 8);
+    // The unions the compile nodes and the variants table draw from.
+    assert_eq!((m.families.len(), m.cells.len()), (6, 12));
+    // Counterbalanced: repeat 0 runs the listed order, repeat 1 the next rotation.
+    assert_eq!(first.order(2, 0), [0, 1]);
+    assert_eq!(first.order(2, 1), [1, 0]);
+    assert_eq!(first.order(3, 4), [1, 2, 0]);
+    assert_eq!(
+        second.order(2, 1),
+        [0, 1],
+        "concurrent keeps the listed order"
+    );
+}
+
+#[test]
+fn blocks_are_checked_where_they_were_written() {
+    let m = with_blocks(
+        r#"
+[[blocks]]
+name = "a"
+arms = ["routd"]
+schedule = "alternating"
+
+[[blocks]]
+name = "a"
+[blocks.budgets]
+episode_budget = 1000
+"#,
+    );
+    let (e, text) = failure(&m, &[]);
+    for needle in [
+        "unknown arm `routd`",
+        "did you mean `routed`?",
+        "unknown schedule `alternating`",
+        "block `a` is declared twice",
+        "`episode_budget` is the study's, not a block's",
+    ] {
+        assert!(text.contains(needle), "{needle}:\n{text}");
+    }
+    assert_eq!(e.problem_count(), 4, "{text}");
+}
+
+#[test]
+fn two_blocks_may_not_share_an_episode() {
+    let m = with_blocks(
+        r#"
+[[blocks]]
+name = "one"
+
+[[blocks]]
+name = "two"
+arms = ["fixed"]
+[blocks.families]
+names = ["retention-purge-aurora"]
+"#,
+    );
+    let (_, text) = failure(&m, &[]);
+    assert!(
+        text.contains("block `two` repeats an episode of block `one`: retention-purge-aurora"),
+        "{text}"
+    );
+    // Repeats count from 0 in every block: more repeats do not avoid the clash.
+    let m = with_blocks(
+        r#"
+[[blocks]]
+name = "one"
+
+[[blocks]]
+name = "two"
+arms = ["fixed"]
+repeats = 2
+[blocks.families]
+names = ["retention-purge-aurora"]
+"#,
+    );
+    let (_, text) = failure(&m, &[]);
+    assert!(text.contains("repeat 0"), "{text}");
 }

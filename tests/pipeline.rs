@@ -2,6 +2,7 @@
 //! `dag`, on small studies in temporary directories (families from the repository;
 //! manifests, catalogue, prompts, outputs and lockfiles copied or written per test).
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -16,10 +17,9 @@ fn repo() -> PathBuf {
 }
 
 /// Two families of two intents, two configurations (one truncates, one never does),
-/// the capacity cells, one lane, two prompts: 96 episodes.
+/// the capacity cells, two arms (the routed menu with the base and with the workflow
+/// prompt): 96 episodes.
 const TINY: &str = r#"
-lanes = ["routed"]
-repairs = ["none", "workflow_prompt"]
 repeats = 1
 
 [study]
@@ -49,6 +49,13 @@ kind = "costs"
 
 [[analyses]]
 kind = "report"
+
+[[arms]]
+name = "base"
+
+[[arms]]
+name = "workflow"
+prompt = "workflow"
 "#;
 
 /// A study directory: `manifests/`, `prompts/`, and whatever tbb writes.
@@ -340,7 +347,7 @@ fn editing_one_prompt_reruns_exactly_its_episodes_and_the_analyses() {
     assert_eq!(count(&plan, "analysis"), 3);
     for (kind, id, why) in &plan {
         if kind == "execute" || kind == "grade" {
-            assert!(id.contains("repair=workflow_prompt"), "{id}");
+            assert!(id.contains("arm=workflow"), "{id}");
         }
         if kind == "execute" {
             assert_eq!(why, &["prompt prompts/workflow.txt changed"], "{id}");
@@ -498,7 +505,7 @@ fn the_dag_prints_as_dot_with_every_node() {
     let dot = String::from_utf8_lossy(&out.stdout);
     assert!(dot.starts_with("digraph tbb {"));
     assert_eq!(dot.matches("[label=").count(), 224);
-    assert!(dot.contains("execute[cfg=sim-aurora-flash, family=overdue-escalation-harbor, v=8, w=low, d=raw, r=low, lane=routed, repair=none, cap=1024, rep=0]"));
+    assert!(dot.contains("execute[cfg=sim-aurora-flash, family=overdue-escalation-harbor, v=8, w=low, d=raw, r=low, arm=base, cap=1024, rep=0]"));
 }
 
 #[test]
@@ -554,10 +561,9 @@ fn big() -> String {
         r#"splits = ["core"]"#,
     )
     .replace(
-        r#"repairs = ["none", "workflow_prompt"]"#,
-        r#"repairs = ["none"]"#,
+        "name = \"workflow\"\nprompt = \"workflow\"",
+        "name = \"fixed\"\nmenu = \"fixed\"",
     )
-    .replace(r#"lanes = ["routed"]"#, r#"lanes = ["routed", "fixed"]"#)
 }
 
 /// Waits until the running apply has committed an episode batch.
@@ -741,4 +747,262 @@ fn apply_publishes_the_report_and_tbb_report_rerenders_it() {
     assert_eq!(plan.len(), 1, "{plan:?}");
     assert_eq!(plan[0].1, "table[report]");
     assert!(plan[0].2[0].contains("was overwritten"), "{:?}", plan[0].2);
+}
+
+/// Two blocks: a counterbalanced crossover of two caps, repeated twice, and a second
+/// block of other families on the fixed menu.
+const BLOCKS: &str = r#"
+[study]
+name = "tiny"
+catalogue = "configurations.toml"
+
+[families]
+names = ["overdue-escalation-harbor"]
+
+[cells]
+list = [{ v = 8, w = "low", d = "raw" }, { v = 128, w = "low", d = "raw" }]
+
+[configurations]
+names = ["sim-aurora-flash"]
+
+[[arms]]
+name = "low-cap"
+
+[[arms]]
+name = "high-cap"
+completion_cap = 4096
+
+[[arms]]
+name = "fixed"
+menu = "fixed"
+
+[[blocks]]
+name = "crossover"
+arms = ["low-cap", "high-cap"]
+repeats = 2
+schedule = "counterbalanced"
+
+[[blocks]]
+name = "fixed-menu"
+arms = ["fixed"]
+[blocks.families]
+names = ["phishing-report-triage-kestrel"]
+
+[[analyses]]
+kind = "costs"
+"#;
+
+/// Every value of some columns of a table, row by row.
+fn columns(path: &Path, names: &[&str]) -> Vec<Vec<String>> {
+    let (batches, _) = read_table(path).unwrap_or_else(|e| panic!("{e}"));
+    let mut rows = Vec::new();
+    for b in &batches {
+        let schema = b.schema();
+        let index: Vec<usize> = names
+            .iter()
+            .map(|n| {
+                schema
+                    .index_of(n)
+                    .unwrap_or_else(|_| panic!("no column {n}"))
+            })
+            .collect();
+        for r in 0..b.num_rows() {
+            rows.push(index.iter().map(|&i| arrow_cell(b.column(i), r)).collect());
+        }
+    }
+    rows
+}
+
+#[test]
+fn two_blocks_with_counterbalanced_repeats_plan_and_apply() {
+    let s = Study::new(BLOCKS);
+    let plan = s.plan();
+    let first = runs(&plan);
+    // Crossover: 1 family × 2 cells × 2 arms × 2 repeats; fixed: 1 × 2 × 1 × 1.
+    assert_eq!(count(&first, "execute"), 8 + 2);
+    assert_eq!(count(&first, "compile"), 4);
+    s.apply();
+    assert_eq!(count(&runs(&s.plan()), "execute"), 0);
+    let rows = columns(
+        &s.outputs().join("episodes.parquet"),
+        &[
+            "block",
+            "arm",
+            "lane",
+            "repair",
+            "delivery",
+            "actor",
+            "completion_cap",
+            "repeat",
+            "schedule",
+            "schedule_position",
+            "family",
+        ],
+    );
+    assert_eq!(rows.len(), 10);
+    let row = |block: &str, arm: &str, repeat: &str| -> Vec<String> {
+        rows.iter()
+            .find(|r| r[0] == block && r[1] == arm && r[7] == repeat)
+            .cloned()
+            .unwrap_or_else(|| panic!("no row {block} {arm} {repeat}: {rows:?}"))
+    };
+    // Repeat 0 runs the listed order, repeat 1 the other.
+    let r = row("crossover", "low-cap", "0");
+    assert_eq!(
+        r[2..10],
+        [
+            "routed",
+            "none",
+            "native",
+            "model",
+            "1024",
+            "0",
+            "low-cap>high-cap",
+            "1"
+        ]
+    );
+    let r = row("crossover", "high-cap", "0");
+    assert_eq!(r[6..10], ["4096", "0", "low-cap>high-cap", "2"]);
+    let r = row("crossover", "low-cap", "1");
+    assert_eq!(r[8..10], ["high-cap>low-cap", "2"]);
+    let r = row("crossover", "high-cap", "1");
+    assert_eq!(r[8..10], ["high-cap>low-cap", "1"]);
+    // A concurrent block has no positions.
+    let r = row("fixed-menu", "fixed", "0");
+    assert_eq!(r[2], "fixed");
+    assert_eq!(
+        r[8..11],
+        ["fixed", "null", "phishing-report-triage-kestrel"]
+    );
+
+    // Renaming an arm relabels its rows and reruns nothing.
+    s.write_manifest(
+        &BLOCKS
+            .replace("\"fixed\"]", "\"full-menu\"]")
+            .replace("name = \"fixed\"", "name = \"full-menu\""),
+    );
+    s.apply();
+    let plan = s.plan();
+    assert_eq!(count(&runs(&plan), "execute"), 0);
+    let arms: BTreeSet<String> = columns(&s.outputs().join("episodes.parquet"), &["arm"])
+        .into_iter()
+        .map(|r| r[0].clone())
+        .collect();
+    assert!(
+        arms.contains("full-menu") && !arms.contains("fixed"),
+        "{arms:?}"
+    );
+}
+
+/// A loopback OpenAI-compatible server that answers every request with a final answer
+/// after `delay`, recording each request's seed with when it arrived and when it was
+/// answered.
+#[allow(clippy::type_complexity)]
+fn slow_answering_server(
+    delay: Duration,
+) -> (
+    String,
+    std::sync::Arc<std::sync::Mutex<Vec<(u64, Instant, Instant)>>>,
+) {
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap_or_else(|e| panic!("{e}"));
+    let origin = format!(
+        "http://{}",
+        listener.local_addr().unwrap_or_else(|e| panic!("{e}"))
+    );
+    listener
+        .set_nonblocking(true)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let log = seen.clone();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap_or_else(|e| panic!("{e}"));
+        rt.block_on(async move {
+            let app = axum::Router::new().fallback(move |body: axum::body::Bytes| {
+                let log = log.clone();
+                async move {
+                    let arrived = Instant::now();
+                    let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+                    tokio::time::sleep(delay).await;
+                    let seed = request["seed"].as_u64().unwrap_or(u64::MAX);
+                    if let Ok(mut l) = log.lock() {
+                        l.push((seed, arrived, Instant::now()));
+                    }
+                    axum::Json(serde_json::json!({
+                        "id": "x",
+                        "choices": [{"index": 0, "finish_reason": "stop",
+                            "message": {"role": "assistant", "content": "{}"}}],
+                        "usage": {"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12}
+                    }))
+                }
+            });
+            let listener =
+                tokio::net::TcpListener::from_std(listener).unwrap_or_else(|e| panic!("{e}"));
+            let _ = axum::serve(listener, app).await;
+        });
+    });
+    (origin, seen)
+}
+
+#[test]
+fn an_ordered_schedule_starts_an_arm_only_after_the_previous_arm_ended() {
+    let (origin, seen) = slow_answering_server(Duration::from_millis(300));
+    let s = Study::new(
+        &BLOCKS
+            .replace(
+                r#"names = ["sim-aurora-flash"]"#,
+                r#"names = ["loopback"]"#,
+            )
+            .replace(
+                "[[blocks]]\nname = \"fixed-menu\"\narms = [\"fixed\"]\n[blocks.families]\nnames = [\"phishing-report-triage-kestrel\"]\n",
+                "",
+            ),
+    );
+    // Eight requests may be in flight at once: only the schedule keeps them apart.
+    std::fs::write(
+        s.path("manifests/configurations.toml"),
+        format!(
+            "[[configuration]]\nname = \"loopback\"\norganization = \"Test\"\n\
+             provider = \"openai\"\nmodel = \"test-model\"\nbase_url = \"{origin}/v1\"\n\
+             prices = {{ input_per_mtok = 1.0, output_per_mtok = 2.0 }}\nenabled = true\n\
+             concurrency = 8\ntimeout_ms = 10000\n"
+        ),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    s.apply();
+    let rows = columns(
+        &s.outputs().join("episodes.parquet"),
+        &["v", "repeat", "schedule_position", "sent_seed", "arm"],
+    );
+    assert_eq!(rows.len(), 8);
+    let log = seen.lock().map(|l| l.clone()).unwrap_or_default();
+    assert_eq!(log.len(), 8);
+    let timing = |seed: &str| {
+        log.iter()
+            .find(|(s, ..)| s.to_string() == seed)
+            .map(|&(_, arrived, answered)| (arrived, answered))
+            .unwrap_or_else(|| panic!("no request with seed {seed}"))
+    };
+    for first in rows.iter().filter(|r| r[2] == "1") {
+        let second = rows
+            .iter()
+            .find(|r| r[0] == first[0] && r[1] == first[1] && r[2] == "2")
+            .unwrap_or_else(|| panic!("no second arm for {first:?}"));
+        let (_, first_answered) = timing(&first[3]);
+        let (second_arrived, _) = timing(&second[3]);
+        assert!(
+            second_arrived >= first_answered,
+            "{second:?} was sent before {first:?} was answered"
+        );
+    }
+    // Counterbalanced: each arm runs first in one of the two repeats.
+    let firsts: BTreeSet<(String, String)> = rows
+        .iter()
+        .filter(|r| r[2] == "1")
+        .map(|r| (r[1].clone(), r[4].clone()))
+        .collect();
+    assert_eq!(firsts.len(), 2, "{firsts:?}");
 }

@@ -1282,7 +1282,7 @@ mod episodes {
         let provider = proto.provider(config);
         let spec = EpisodeSpec::frozen(variant(), config);
         let episode = run_episode(provider.as_ref(), &spec, &prompts, None).await;
-        let row = episode.row("loopback", "none", &spec, "transcript", "node");
+        let row = episode.row("loopback", &spec, "transcript", "node");
         let dir = tempfile::tempdir().expect("temporary directory");
         let files = [
             (

@@ -5,9 +5,9 @@
 //! 8, mostly gone at a sixteenfold cap). That it cannot see the core is the crate graph's
 //! job (`tests/wall.rs`).
 //!
-//! The tests drive the agent with a small loop of their own (request → call → sandbox →
-//! observation) — the harness's contract in miniature: routed or fixed menu, call and
-//! turn limits, a nudge after an empty response, an end at the cap or at an answer.
+//! The tests drive the agent through the real episode loop (`tbb::harness::run_episode`)
+//! and score it with the real grader: there is no second loop to drift from the
+//! contract.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
@@ -18,6 +18,8 @@ use serde_json::{json, Value as Json};
 use tbb::compile::{compile, Cell, Encoding, Variant, Workflow};
 use tbb::family::policy::op_phrase;
 use tbb::family::{FactType, Family, FamilySet, Split};
+use tbb::grade::trace::StopReason;
+use tbb::harness::{run_episode, ArmForm, EpisodeSpec, Menu, Prompts};
 use tbb::provider::chat::Sampling;
 use tbb::provider::sim::parse::{self, ArgValue, FieldType};
 use tbb::provider::sim::{observe, Params, SimAgent};
@@ -77,9 +79,10 @@ fn schemas(v: &Variant, operational_only: bool) -> Vec<ToolSchema> {
 }
 
 // ---------------------------------------------------------------------------------------
-// A miniature episode loop
+// Episodes through the real loop
 // ---------------------------------------------------------------------------------------
 
+/// How an episode ended, as these tests ask.
 #[derive(Debug, Clone, PartialEq)]
 enum Ending {
     Answer(String),
@@ -87,14 +90,17 @@ enum Ending {
     CallLimit,
     TurnLimit,
     TwoCalls,
+    Other(StopReason),
 }
 
+/// An episode of the real loop ([`tbb::harness::run_episode`]), reduced to what these
+/// tests read, with the real grader's verdict.
 #[derive(Debug, Clone)]
 struct Episode {
     ending: Ending,
     calls: u32,
     changes: Vec<StateChange>,
-    reasoning_only_cut: bool,
+    vts: bool,
 }
 
 struct Setup<'a> {
@@ -102,112 +108,73 @@ struct Setup<'a> {
     nudge: &'a str,
     cap: u32,
     routed: bool,
-    seed: u64,
+    /// The episode's repeat index: the harness derives the seed from the episode key.
+    seed: u32,
+    /// The episode budget (the frozen 128,000 unless a test lifts it).
+    budget: u64,
+}
+
+/// The configuration the harness runs under (its sampling and retry settings); the
+/// agent answering is the one given.
+fn harness_config() -> &'static tbb::provider::Configuration {
+    catalogue()
+        .configurations
+        .iter()
+        .find(|c| c.provider == ProviderKind::Sim)
+        .unwrap_or_else(|| panic!("the catalogue has no simulated configuration"))
 }
 
 fn run(agent: &SimAgent, v: &Variant, s: &Setup) -> Episode {
+    let prompts = Prompts {
+        base: s.system.to_string(),
+        workflow: s.system.to_string(),
+        interface_guide: s.system.to_string(),
+        nudge: s.nudge.to_string(),
+    };
+    let spec = EpisodeSpec {
+        arm: ArmForm {
+            menu: if s.routed { Menu::Routed } else { Menu::Fixed },
+            ..ArmForm::baseline()
+        },
+        completion_cap: s.cap,
+        repeat: s.seed,
+        episode_budget: s.budget,
+        ..EpisodeSpec::frozen(v, harness_config())
+    };
+    let rt = match tokio::runtime::Builder::new_current_thread().build() {
+        Ok(rt) => rt,
+        Err(e) => panic!("{e}"),
+    };
+    let e = rt.block_on(run_episode(agent, &spec, &prompts, None));
+    let last = e.trace.turns.last().map(|t| &t.response);
+    let ending = match e.trace.stop {
+        StopReason::Answer => Ending::Answer(e.trace.final_answer.clone().unwrap_or_default()),
+        StopReason::Truncated => Ending::Truncated {
+            before_first_call: e.verdict.truncated_before_first_call,
+        },
+        StopReason::CallLimit => Ending::CallLimit,
+        StopReason::TurnLimit => Ending::TurnLimit,
+        StopReason::ContractBreak if last.is_some_and(|r| r.tool_calls.len() > 1) => {
+            Ending::TwoCalls
+        }
+        other => Ending::Other(other),
+    };
+    // The state the calls left, replayed as the grader does.
     let mut sandbox = Sandbox::new(v);
-    let mut messages = vec![
-        Message::System {
-            content: s.system.to_string(),
-        },
-        Message::User {
-            content: v.user_request.clone(),
-        },
-    ];
-    let full = schemas(v, false);
-    let narrow = schemas(v, true);
-    let mut narrowed = false;
-    let mut calls = 0;
-    for _turn in 0..v.turn_limit {
-        let request = ChatRequest {
-            model: "sim".into(),
-            messages: messages.clone(),
-            tools: if s.routed && narrowed {
-                narrow.clone()
-            } else {
-                full.clone()
-            },
-            max_completion_tokens: s.cap,
-            sampling: Sampling {
-                temperature: Some(0.0),
-                seed: Some(s.seed),
-                parallel_tool_calls: Some(false),
-            },
-        };
-        let r = agent.respond(&request);
-        let end = |ending| Episode {
-            ending,
-            calls,
-            changes: sandbox.changes().to_vec(),
-            reasoning_only_cut: false,
-        };
-        if r.finish == Finish::Length {
-            let mut e = end(Ending::Truncated {
-                before_first_call: calls == 0,
-            });
-            e.reasoning_only_cut = r.text.is_none() && r.tool_calls.is_empty();
-            return e;
-        }
-        if r.tool_calls.len() > 1 {
-            return end(Ending::TwoCalls);
-        }
-        if let Some(c) = r.tool_calls.first() {
-            if calls >= v.call_limit {
-                return end(Ending::CallLimit);
-            }
-            calls += 1;
-            let out = sandbox.execute(&c.name, &c.arguments);
-            if v.operational_tools.contains(&c.name) {
-                narrowed = true;
-            }
-            messages.push(Message::Assistant {
-                content: r.text.clone(),
-                tool_calls: r.tool_calls.clone(),
-            });
-            messages.push(Message::Tool {
-                call_id: c.id.clone(),
-                name: c.name.clone(),
-                content: out.observation,
-            });
-            continue;
-        }
-        if let Some(t) = r.text {
-            return end(Ending::Answer(t));
-        }
-        messages.push(Message::Assistant {
-            content: None,
-            tool_calls: vec![],
-        });
-        messages.push(Message::User {
-            content: s.nudge.to_string(),
-        });
+    for call in e.trace.turns.iter().flat_map(|t| &t.executed) {
+        sandbox.execute(&call.tool, &call.arguments);
     }
     Episode {
-        ending: Ending::TurnLimit,
-        calls,
+        ending,
+        calls: e.verdict.calls,
         changes: sandbox.changes().to_vec(),
-        reasoning_only_cut: false,
+        vts: e.verdict.vts,
     }
 }
 
-fn solved(v: &Variant, e: &Episode) -> bool {
-    let Ending::Answer(text) = &e.ending else {
-        return false;
-    };
-    let answer: Json = serde_json::from_str(text).unwrap_or(Json::Null);
-    let change_ok = match &v.permitted_change {
-        None => e.changes.is_empty(),
-        Some(p) => {
-            e.changes.len() == 1
-                && e.changes[0].tool == p.tool
-                && e.changes[0].target == p.target
-                && p.args
-                    .iter()
-                    .all(|(k, val)| e.changes[0].args.get(k) == Some(val))
-        }
-    };
-    answer == v.answer() && change_ok && e.calls <= v.call_limit
+/// Success by the real grader.
+fn solved(_v: &Variant, e: &Episode) -> bool {
+    e.vts
 }
 
 fn error_free() -> SimAgent {
@@ -390,6 +357,7 @@ fn an_error_free_agent_solves_every_core_task_at_every_capacity_cell() {
                         cap: 1024,
                         routed,
                         seed: 7,
+                        budget: tbb::grade::EPISODE_BUDGET,
                     },
                 );
                 assert!(
@@ -405,7 +373,9 @@ fn an_error_free_agent_solves_every_core_task_at_every_capacity_cell() {
     }
     assert_eq!(n, 36 * 12 * 2);
     // The held-out and frontier families at their study cells too (depths up to 30
-    // calls), on the routed menu.
+    // calls), on the routed menu, with the episode budget lifted: at 30 calls the
+    // growing transcript meets the frozen 128,000 tokens before the answer, which is
+    // the frontier's finding, not an error of the agent.
     for f in families()
         .families
         .iter()
@@ -422,6 +392,7 @@ fn an_error_free_agent_solves_every_core_task_at_every_capacity_cell() {
                     cap: 1024,
                     routed: true,
                     seed: 9,
+                    budget: u64::MAX,
                 },
             );
             assert!(solved(&v, &e), "{} at {cell}: {e:?}", f.name);
@@ -485,6 +456,7 @@ fn setup<'a>(system: &'a str, nudge: &'a str) -> Setup<'a> {
         cap: 1024,
         routed: true,
         seed: 3,
+        budget: tbb::grade::EPISODE_BUDGET,
     }
 }
 
@@ -516,7 +488,8 @@ fn each_mechanism_alone_produces_its_failure() {
     );
     assert_eq!(e.ending, Ending::TwoCalls);
 
-    // An argument string that is not JSON, on every call: the agent never gets a record.
+    // An argument string that is not JSON, on every call: the agent never gets a record,
+    // and the harness stops as soon as the calls left cannot complete the program.
     let e = run(
         &with(Params {
             invalid_json: 1.0,
@@ -525,7 +498,7 @@ fn each_mechanism_alone_produces_its_failure() {
         &low,
         &s,
     );
-    assert!(matches!(e.ending, Ending::CallLimit), "{e:?}");
+    assert_eq!(e.ending, Ending::Other(StopReason::Infeasible), "{e:?}");
 
     // Stalls: empty responses until the turns run out.
     let e = run(
@@ -601,7 +574,8 @@ fn each_mechanism_alone_produces_its_failure() {
     let e = run(&with(drop), &high, &s);
     assert_eq!(e.calls, 2, "{e:?}");
     assert!(!solved(&high, &e));
-    // Dropped hand-offs that loop: repeated searches until the call limit.
+    // Dropped hand-offs that loop: repeated searches until the calls left cannot finish
+    // the program, where the harness stops the episode as infeasible.
     let looping = Params {
         handoff_reliability: 0.0,
         premature_share: 0.0,
@@ -609,7 +583,8 @@ fn each_mechanism_alone_produces_its_failure() {
         ..Params::default()
     };
     let e = run(&with(looping), &high, &s);
-    assert_eq!(e.ending, Ending::CallLimit, "{e:?}");
+    assert_eq!(e.ending, Ending::Other(StopReason::Infeasible), "{e:?}");
+    assert!(e.calls > 2, "{e:?}");
 
     // Compact rows read a column off, unnoticed: wrong facts.
     let compact = harbor(Cell::new(8, Workflow::Low, Encoding::Compact));
@@ -817,6 +792,7 @@ fn truncation_grows_with_the_menu_and_vanishes_at_a_sixteenfold_cap() {
                         cap,
                         routed: true,
                         seed: 5,
+                        budget: tbb::grade::EPISODE_BUDGET,
                     };
                     let e = run(&agent, &var, &s);
                     n += 1;
@@ -911,7 +887,7 @@ fn the_catalogue_holds_the_simulated_panel() {
 mod panel {
     use super::*;
     use tbb::grade::TerminalFlag;
-    use tbb::harness::{run_episode, EpisodeSpec, Lane, PromptVariant, Prompts};
+    use tbb::harness::PromptVariant;
     use tbb::provider::Configuration;
 
     /// One scored condition, reduced.
@@ -920,7 +896,7 @@ mod panel {
         pub config: String,
         pub family: String,
         pub cell: Cell,
-        pub lane: Lane,
+        pub lane: Menu,
         pub cap: u32,
         pub prompt: PromptVariant,
         pub vts: bool,
@@ -951,7 +927,7 @@ mod panel {
         configs: &[&'static Configuration],
         families: &[&'static Family],
         cells: &[Cell],
-        arms: &[(Lane, u32, PromptVariant)],
+        arms: &[(Menu, u32, PromptVariant)],
     ) -> Vec<Row> {
         let variants: Vec<(&Family, Cell, Variant)> = families
             .iter()
@@ -975,9 +951,12 @@ mod panel {
                         for (f, cell, v) in variants {
                             for &(lane, cap, prompt) in arms {
                                 let spec = EpisodeSpec {
-                                    lane,
+                                    arm: ArmForm {
+                                        menu: lane,
+                                        prompt,
+                                        ..ArmForm::baseline()
+                                    },
                                     completion_cap: cap,
-                                    prompt,
                                     ..EpisodeSpec::frozen(v, config)
                                 };
                                 let e = rt.block_on(run_episode(
@@ -1044,14 +1023,14 @@ mod panel {
 fn the_panel_through_the_harness_gives_varied_outcomes() {
     use panel::*;
     use tbb::grade::TerminalFlag;
-    use tbb::harness::{Lane, PromptVariant};
+    use tbb::harness::PromptVariant;
     let fams: Vec<&Family> = families().split(Split::Core).collect();
     let cells: Vec<Cell> = Cell::capacity().into_iter().take(8).collect();
     let rows = run_grid(
         &sims(),
         &fams,
         &cells,
-        &[(Lane::Routed, 1024, PromptVariant::Base)],
+        &[(Menu::Routed, 1024, PromptVariant::Base)],
     );
     assert_eq!(rows.len(), 21 * 36 * 8);
     let all: Vec<&Row> = rows.iter().collect();
@@ -1088,7 +1067,7 @@ fn the_panel_through_the_harness_gives_varied_outcomes() {
         &sims()[..2],
         &fams[..3],
         &cells[4..6],
-        &[(Lane::Routed, 1024, PromptVariant::Base)],
+        &[(Menu::Routed, 1024, PromptVariant::Base)],
     );
     for r in &again {
         let first = rows
@@ -1106,7 +1085,7 @@ fn the_panel_through_the_harness_gives_varied_outcomes() {
 #[ignore = "a report, not a check: prints the panel's effects"]
 fn panel_report() {
     use panel::*;
-    use tbb::harness::{Lane, PromptVariant};
+    use tbb::harness::PromptVariant;
     let fams: Vec<&Family> = families().split(Split::Core).collect();
     let configs = sims();
     let started = std::time::Instant::now();
@@ -1115,11 +1094,11 @@ fn panel_report() {
         &fams,
         &Cell::capacity(),
         &[
-            (Lane::Routed, 1024, PromptVariant::Base),
-            (Lane::Fixed, 1024, PromptVariant::Base),
-            (Lane::Routed, 16384, PromptVariant::Base),
-            (Lane::Routed, 1024, PromptVariant::Workflow),
-            (Lane::Routed, 1024, PromptVariant::InterfaceGuide),
+            (Menu::Routed, 1024, PromptVariant::Base),
+            (Menu::Fixed, 1024, PromptVariant::Base),
+            (Menu::Routed, 16384, PromptVariant::Base),
+            (Menu::Routed, 1024, PromptVariant::Workflow),
+            (Menu::Routed, 1024, PromptVariant::InterfaceGuide),
         ],
     );
     println!("{} episodes in {:?}", base.len(), started.elapsed());
@@ -1135,12 +1114,12 @@ fn panel_report() {
     let mut all_flags: HashMap<String, usize> = HashMap::new();
     for c in &configs {
         let rows: Vec<&panel::Row> = base.iter().filter(|r| r.config == c.name).collect();
-        let arm = |lane: Lane, cap: u32, p: PromptVariant| {
+        let arm = |lane: Menu, cap: u32, p: PromptVariant| {
             rows.iter()
                 .copied()
                 .filter(move |r| r.lane == lane && r.cap == cap && r.prompt == p)
         };
-        let main: Vec<&panel::Row> = arm(Lane::Routed, 1024, PromptVariant::Base).collect();
+        let main: Vec<&panel::Row> = arm(Menu::Routed, 1024, PromptVariant::Base).collect();
         let vts = rate(main.iter().copied(), |r| r.vts);
         let ep = |pred: &dyn Fn(&panel::Row) -> bool, rows: &[&panel::Row]| {
             rate(
@@ -1163,9 +1142,9 @@ fn panel_report() {
         };
         let d_c = at(Encoding::Compact) - at(Encoding::Raw);
         let d_t = at(Encoding::Typed) - at(Encoding::Raw);
-        let fixed: Vec<&panel::Row> = arm(Lane::Fixed, 1024, PromptVariant::Base).collect();
+        let fixed: Vec<&panel::Row> = arm(Menu::Fixed, 1024, PromptVariant::Base).collect();
         let d_vfix = ep(&|r| r.cell.v == 128, &fixed) - ep(&|r| r.cell.v == 8, &fixed);
-        let hi: Vec<&panel::Row> = arm(Lane::Routed, 16384, PromptVariant::Base).collect();
+        let hi: Vec<&panel::Row> = arm(Menu::Routed, 16384, PromptVariant::Base).collect();
         let tr = |rows: &[&panel::Row], v: u16| {
             rate(
                 rows.iter()
@@ -1186,9 +1165,9 @@ fn panel_report() {
             }
         };
         let d_vhi = ep(&|r| r.cell.v == 128, &hi) - ep(&|r| r.cell.v == 8, &hi);
-        let wf = rate(arm(Lane::Routed, 1024, PromptVariant::Workflow), |r| r.vts);
+        let wf = rate(arm(Menu::Routed, 1024, PromptVariant::Workflow), |r| r.vts);
         let guide = rate(
-            arm(Lane::Routed, 1024, PromptVariant::InterfaceGuide),
+            arm(Menu::Routed, 1024, PromptVariant::InterfaceGuide),
             |r| r.vts,
         );
         let fix = rate(fixed.iter().copied(), |r| r.vts);
@@ -1206,7 +1185,7 @@ fn panel_report() {
     }
     let main: Vec<&panel::Row> = base
         .iter()
-        .filter(|r| r.lane == Lane::Routed && r.cap == 1024 && r.prompt == PromptVariant::Base)
+        .filter(|r| r.lane == Menu::Routed && r.cap == 1024 && r.prompt == PromptVariant::Base)
         .collect();
     println!("pooled vts {:.1}", rate(main.iter().copied(), |r| r.vts));
     let ep = |pred: &dyn Fn(&panel::Row) -> bool| {
@@ -1248,7 +1227,6 @@ fn panel_report() {
 #[test]
 #[ignore = "a debugging aid"]
 fn show_episodes() {
-    use tbb::harness::{run_episode, EpisodeSpec, Lane};
     let env = |k: &str, d: &str| std::env::var(k).unwrap_or_else(|_| d.to_string());
     let config = catalogue()
         .get(&env("SIM_CONFIG", "sim-dunlin-max"))
@@ -1266,9 +1244,9 @@ fn show_episodes() {
     };
     let v: u16 = env("SIM_V", "8").parse().unwrap_or(8);
     let lane = if env("SIM_LANE", "routed") == "fixed" {
-        Lane::Fixed
+        Menu::Fixed
     } else {
-        Lane::Routed
+        Menu::Routed
     };
     let only_failed = env("SIM_ONLY_FAILED", "0") == "1";
     let names = env("SIM_FAMILIES", "");
@@ -1282,7 +1260,10 @@ fn show_episodes() {
         }
         let var = variant(f, &Cell::new(v, w, d));
         let spec = EpisodeSpec {
-            lane,
+            arm: ArmForm {
+                menu: lane,
+                ..ArmForm::baseline()
+            },
             ..EpisodeSpec::frozen(&var, config)
         };
         let e = rt.block_on(run_episode(

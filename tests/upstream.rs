@@ -18,7 +18,9 @@ fn repo() -> PathBuf {
 /// One family, one cell, three configurations — one of which the smoke study never
 /// ran — reading the smoke study's truncation table.
 const SWEEP: &str = r#"
-lanes = ["routed"]
+[[arms]]
+name = "routed"
+menu = "routed"
 
 [study]
 name = "sweep"

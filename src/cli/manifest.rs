@@ -78,10 +78,8 @@ pub fn exec(cli: &Cli, command: &ManifestCommand) -> Result<()> {
             "families": m.families.len(),
             "cells": m.cells.len(),
             "configurations": m.configurations.iter().map(|c| c.name.clone()).collect::<Vec<_>>(),
-            "lanes": m.lanes,
-            "repairs": m.repairs,
-            "completion_caps": m.budgets.completion_caps,
-            "repeats": m.repeats,
+            "arms": m.arms,
+            "blocks": m.blocks,
             "episodes": m.episode_count(),
             "warnings": loaded.warnings,
             "skipped_analyses": crate::analysis::skipped(m)
@@ -96,17 +94,34 @@ pub fn exec(cli: &Cli, command: &ManifestCommand) -> Result<()> {
         m.study,
         &m.content_hash[..16.min(m.content_hash.len())]
     );
-    say!(
-        "{} families × {} cells × {} configurations × {} lanes × {} repairs × {} caps × {} repeats = {} episodes",
-        m.families.len(),
-        m.cells.len(),
-        m.configurations.len(),
-        m.lanes.len(),
-        m.repairs.len(),
-        m.budgets.completion_caps.len(),
-        m.repeats,
-        m.episode_count()
-    );
+    for a in &m.arms {
+        let components: Vec<String> = a
+            .form
+            .columns()
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        let cap = a
+            .completion_cap
+            .map(|c| format!(", cap={c}"))
+            .unwrap_or_default();
+        say!("arm {}: {}{cap}", a.name, components.join(", "));
+    }
+    for b in &m.blocks {
+        let caps: Vec<String> = b.completion_caps.iter().map(u32::to_string).collect();
+        say!(
+            "block {}: {} families × {} cells × {} configurations × {} arms (caps {}) × {} repeats, {} schedule",
+            b.name,
+            b.families.len(),
+            b.cells.len(),
+            b.configurations.len(),
+            b.arms.len(),
+            caps.join(", "),
+            b.repeats,
+            tbb_engine::harness::arm::name_of(&tbb_engine::manifest::Schedule::NAMES, b.schedule),
+        );
+    }
+    say!("{} episodes", m.episode_count());
     for (kind, why) in crate::analysis::skipped(m) {
         say!(
             "analysis {} cannot run on this design and will be skipped: {why}",

@@ -16,7 +16,7 @@ use super::{catalogue, family, load, print_json, runtime, CellArgs, Cli, CliErro
 use crate::compile::compile;
 use crate::grade::trace::InfraFailure;
 use crate::grade::Verdict;
-use crate::harness::{run_episode, EpisodeSpec, Lane, PromptVariant, Prompts};
+use crate::harness::{run_episode, ArmForm, EpisodeSpec, Menu, PromptVariant, Prompts};
 use crate::provider::build;
 use crate::provider::chat::Sampling;
 
@@ -118,14 +118,17 @@ pub fn exec(cli: &Cli, args: &RunEpisodeArgs) -> Result<()> {
     let prompts = Prompts::load(&cli.prompts)?;
     let provider = build(config).map_err(|e| miette::miette!("{e}"))?;
     let spec = EpisodeSpec {
-        lane: match args.lane {
-            LaneArg::Routed => Lane::Routed,
-            LaneArg::Fixed => Lane::Fixed,
-        },
-        prompt: match args.prompt {
-            PromptArg::Base => PromptVariant::Base,
-            PromptArg::Workflow => PromptVariant::Workflow,
-            PromptArg::InterfaceGuide => PromptVariant::InterfaceGuide,
+        arm: ArmForm {
+            menu: match args.lane {
+                LaneArg::Routed => Menu::Routed,
+                LaneArg::Fixed => Menu::Fixed,
+            },
+            prompt: match args.prompt {
+                PromptArg::Base => PromptVariant::Base,
+                PromptArg::Workflow => PromptVariant::Workflow,
+                PromptArg::InterfaceGuide => PromptVariant::InterfaceGuide,
+            },
+            ..ArmForm::baseline()
         },
         completion_cap: args.cap,
         repeat: args.repeat,

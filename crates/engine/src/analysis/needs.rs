@@ -11,7 +11,7 @@
 use std::collections::BTreeSet;
 
 use super::design;
-use crate::harness::{Lane, PromptVariant};
+use crate::harness::{Menu, PromptVariant};
 use crate::manifest::Manifest;
 use tbb_core::compile::cell::{level_name, Cell};
 
@@ -20,13 +20,13 @@ use tbb_core::compile::cell::{level_name, Cell};
 pub struct Design {
     /// Cells, as the manifest gives them.
     pub cells: Vec<Cell>,
-    /// Menu components in use (today's lanes: routed, fixed).
-    pub menus: Vec<Lane>,
-    /// Prompt components in use (base, workflow, interface guide).
+    /// Menu components of the arms (routed, fixed).
+    pub menus: Vec<Menu>,
+    /// Prompt components of the arms (base, workflow, interface guide).
     pub prompts: Vec<PromptVariant>,
     /// Configuration names.
     pub configurations: Vec<String>,
-    /// Every completion cap some configuration runs at, ascending.
+    /// Every completion cap some block runs at, ascending.
     pub completion_caps: Vec<u32>,
 }
 
@@ -35,14 +35,26 @@ impl Design {
     /// the analyses.
     pub fn of(manifest: &Manifest) -> Design {
         let caps: BTreeSet<u32> = manifest
-            .configurations
+            .blocks
             .iter()
-            .flat_map(|c| manifest.caps_for(&c.name).iter().copied())
+            .flat_map(|b| {
+                b.completion_caps
+                    .iter()
+                    .chain(b.configuration_caps.values().flatten())
+                    .copied()
+            })
+            .chain(manifest.arms.iter().filter_map(|a| a.completion_cap))
             .collect();
+        let mut prompts: Vec<PromptVariant> = Vec::new();
+        for form in manifest.forms() {
+            if !prompts.contains(&form.prompt) {
+                prompts.push(form.prompt);
+            }
+        }
         Design {
             cells: manifest.cells.clone(),
-            menus: manifest.lanes.clone(),
-            prompts: manifest.repairs.clone(),
+            menus: manifest.menus(),
+            prompts,
             configurations: manifest
                 .configurations
                 .iter()
@@ -114,10 +126,10 @@ impl Design {
         }
     }
 
-    /// Both menu lanes, routed and fixed.
+    /// Both menus, routed and fixed (the lanes).
     pub fn needs_both_lanes(&self) -> Option<String> {
-        let both = self.menus.contains(&Lane::Routed) && self.menus.contains(&Lane::Fixed);
-        (!both).then(|| "it needs both menu lanes (`lanes = [\"routed\", \"fixed\"]`)".into())
+        let both = self.menus.contains(&Menu::Routed) && self.menus.contains(&Menu::Fixed);
+        (!both).then(|| "it needs an arm with the routed menu and one with the fixed menu (`[[arms]]` with `menu = \"routed\"` and `menu = \"fixed\"`)".into())
     }
 }
 
@@ -136,7 +148,7 @@ mod tests {
         }
     }
 
-    fn design(cells: &[Cell], menus: &[Lane]) -> Design {
+    fn design(cells: &[Cell], menus: &[Menu]) -> Design {
         Design {
             cells: cells.to_vec(),
             menus: menus.to_vec(),
@@ -155,7 +167,7 @@ mod tests {
 
     #[test]
     fn the_capacity_design_runs_every_analysis() {
-        let d = design(&Cell::capacity(), &[Lane::Routed, Lane::Fixed]);
+        let d = design(&Cell::capacity(), &[Menu::Routed, Menu::Fixed]);
         for kind in AnalysisKind::all() {
             assert_eq!(kind.kind().needs(&d), None, "{kind:?}");
         }
@@ -166,7 +178,7 @@ mod tests {
         // V = 8 and V = 128 at one W/D, one lane.
         let d = design(
             &[cell(8, "low", "raw"), cell(128, "low", "raw")],
-            &[Lane::Routed],
+            &[Menu::Routed],
         );
         let contrasts = needs("contrasts", &d).unwrap_or_default();
         assert!(contrasts.contains("(8, high, linked)"), "{contrasts}");
@@ -177,7 +189,7 @@ mod tests {
         assert_eq!(needs("costs", &d), None);
         let lonely = design(
             &[cell(8, "low", "raw"), cell(128, "high", "raw")],
-            &[Lane::Routed],
+            &[Menu::Routed],
         );
         let strata = needs("strata", &lonely).unwrap_or_default();
         assert!(
@@ -186,7 +198,7 @@ mod tests {
         );
         let none = needs(
             "truncation",
-            &design(&[cell(32, "low", "raw")], &[Lane::Routed]),
+            &design(&[cell(32, "low", "raw")], &[Menu::Routed]),
         );
         assert!(none.is_some_and(|s| s.contains("has none")));
     }

@@ -1,7 +1,8 @@
 //! The harness: runs one episode — a configuration meeting a variant — under the frozen
 //! contract, and writes its trace and transcript.
 //!
-//! Owns: the episode loop, the menu lanes, the system prompts ([`prompts`]), the
+//! Owns: the episode loop ([`episode`], a state machine), the arms and the hooks their
+//! components plug into it ([`arm`]), the system prompts ([`prompts`]), the
 //! content-addressed transcripts ([`transcript`]), and the translation between a
 //! variant and the providers' chat types (providers never see a variant).
 //!
@@ -36,39 +37,34 @@
 //! - a response with text and no tool call is the final answer; a response with
 //!   neither is answered with a fixed nudge (`prompts/nudge.txt`) and costs a turn; the
 //!   turn limit ends the episode;
-//! - lanes: *routed* shows the full menu until the first executed call to an
-//!   operational tool and the operational tools from then on; *fixed* shows the full
-//!   menu throughout.
+//! - the arm decides the rest ([`arm`]): the system prompt; the menu — *routed* shows
+//!   the full menu until the first executed call to an operational tool and the
+//!   operational tools from then on, *fixed* shows the full menu throughout; how an
+//!   observation is delivered; and who issues calls.
 //!
 //! Never: repairs arguments, retries a response it did not like, or lets a provider
 //! see anything but messages and tool schemas. Wall time is recorded but never used.
 
+pub mod arm;
+pub mod episode;
 pub mod prompts;
 pub mod transcript;
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::time::Instant;
+use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
+pub use arm::{Arm, ArmForm, Menu};
+pub use episode::run_episode;
 pub use prompts::{PromptVariant, Prompts};
 use tbb_core::compile::cell::level_name;
 use tbb_core::compile::Variant;
-use tbb_core::grade::trace::{
-    ExecutedCall, FinishReason, InfraCause, InfraFailure, Limits, RequestRecord, ResponseRecord,
-    StopReason, Trace, Turn, TRACE_FORMAT,
-};
-use tbb_core::grade::{grade_with_budget, infeasible, Verdict, EPISODE_BUDGET};
-use tbb_core::sandbox::Sandbox;
-use tbb_provider::chat::Sampling;
+use tbb_core::grade::trace::{FinishReason, InfraCause, InfraFailure, ResponseRecord, Trace};
+use tbb_core::grade::{Verdict, EPISODE_BUDGET};
 use tbb_provider::config::RequestField;
-use tbb_provider::retry::{send_with_retry, RouteLimits};
-use tbb_provider::{
-    ChatRequest, ChatResponse, Configuration, Finish, Message, Provider, ProviderError,
-    ReasoningSource, ToolSchema,
-};
-use transcript::{BlobStore, StoredOutcome, Transcript};
+use tbb_provider::{ChatResponse, Configuration, Finish, ProviderError, ReasoningSource};
+use transcript::{BlobStore, Transcript};
 
 /// The frozen completion cap per request.
 pub const COMPLETION_CAP: u32 = 1024;
@@ -77,20 +73,6 @@ pub const COMPLETION_CAP: u32 = 1024;
 /// change to the contract or the transcripts changes what an episode records.
 pub const CODE_VERSION: &str = "execute/2";
 
-/// Menu lanes.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Default,
-)]
-#[serde(rename_all = "snake_case")]
-pub enum Lane {
-    /// Full menu until the first operational call, then the operational tools only
-    /// (oracle-assisted: the narrowing uses the ground truth).
-    #[default]
-    Routed,
-    /// Full menu throughout.
-    Fixed,
-}
-
 /// What to run.
 #[derive(Debug, Clone, Copy)]
 pub struct EpisodeSpec<'a> {
@@ -98,10 +80,8 @@ pub struct EpisodeSpec<'a> {
     pub variant: &'a Variant,
     /// The configuration.
     pub config: &'a Configuration,
-    /// Menu lane.
-    pub lane: Lane,
-    /// System prompt variant.
-    pub prompt: PromptVariant,
+    /// The arm's components (prompt, menu, delivery, actor).
+    pub arm: ArmForm,
     /// Completion cap per request.
     pub completion_cap: u32,
     /// Episode budget in reported tokens.
@@ -111,13 +91,13 @@ pub struct EpisodeSpec<'a> {
 }
 
 impl<'a> EpisodeSpec<'a> {
-    /// The frozen contract: routed lane, base prompt, cap 1,024, budget 128,000, repeat 0.
+    /// The frozen contract: the baseline arm (base prompt, routed menu, native
+    /// delivery, the model acting), cap 1,024, budget 128,000, repeat 0.
     pub fn frozen(variant: &'a Variant, config: &'a Configuration) -> EpisodeSpec<'a> {
         EpisodeSpec {
             variant,
             config,
-            lane: Lane::Routed,
-            prompt: PromptVariant::Base,
+            arm: ArmForm::baseline(),
             completion_cap: COMPLETION_CAP,
             episode_budget: EPISODE_BUDGET,
             repeat: 0,
@@ -128,7 +108,7 @@ impl<'a> EpisodeSpec<'a> {
 /// A finished episode.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Episode {
-    /// Content key of the episode (variant, configuration, lane, prompt, cap, budget,
+    /// Content key of the episode (variant, configuration, arm form, cap, budget,
     /// repeat): also the source of its seed.
     pub key: String,
     /// The trace the grader read.
@@ -178,7 +158,6 @@ impl Episode {
     pub fn row(
         &self,
         study: &str,
-        repair: &str,
         spec: &EpisodeSpec<'_>,
         transcript_ref: &str,
         node_key: &str,
@@ -201,8 +180,14 @@ impl Episode {
             organization: spec.config.organization.clone(),
             model: spec.config.model.clone(),
             route: spec.config.route(),
-            lane: level_name(&spec.lane),
-            repair: repair.into(),
+            arm: String::new(),
+            lane: arm::name_of(&arm::Menu::NAMES, spec.arm.menu),
+            repair: spec.arm.prompt.repair_name().into(),
+            delivery: arm::name_of(&arm::Delivery::NAMES, spec.arm.delivery),
+            actor: arm::name_of(&arm::Actor::NAMES, spec.arm.actor),
+            block: String::new(),
+            schedule: String::new(),
+            schedule_position: None,
             completion_cap: spec.completion_cap,
             repeat: spec.repeat,
             variant_id: v.variant_id.clone(),
@@ -257,36 +242,34 @@ impl Episode {
 }
 
 /// The episode key: blake3 over the canonical JSON of everything that determines the
-/// episode; the configuration enters as its [`Configuration::identity`].
+/// episode; the configuration enters as its [`Configuration::identity`]. The arm's name,
+/// block and schedule are not in it: they say where an episode sits in the design,
+/// not what it is.
 pub fn episode_key(spec: &EpisodeSpec<'_>, prompts: &Prompts) -> String {
     let config = spec.config.identity();
-    let input = json!({
+    // The menu keeps its old key name, `lane`, and components at their only variant
+    // add nothing, so the baseline arms keep the seeds (and results) they had before
+    // arms existed; a component's later variants enter the key by name.
+    let mut input = json!({
         "kind": "episode/1",
         "variant": spec.variant.variant_hash,
         "config": config,
-        "lane": spec.lane,
-        "prompt": prompts.system(spec.prompt),
+        "lane": spec.arm.menu,
+        "prompt": Arm::system_prompt(&spec.arm, prompts),
         "nudge": prompts.nudge,
         "completion_cap": spec.completion_cap,
         "episode_budget": spec.episode_budget,
         "repeat": spec.repeat,
     });
+    if spec.arm.delivery != arm::Delivery::Native {
+        input["delivery"] = json!(spec.arm.delivery);
+    }
+    if spec.arm.actor != arm::Actor::Model {
+        input["actor"] = json!(spec.arm.actor);
+    }
     blake3::hash(input.to_string().as_bytes())
         .to_hex()
         .to_string()
-}
-
-fn schemas(variant: &Variant, operational_only: bool) -> Vec<ToolSchema> {
-    variant
-        .menu
-        .iter()
-        .filter(|t| !operational_only || t.operational)
-        .map(|t| ToolSchema {
-            name: t.name.clone(),
-            description: t.description.clone(),
-            parameters: t.parameters.clone(),
-        })
-        .collect()
 }
 
 fn finish_reason(f: Finish) -> FinishReason {
@@ -368,237 +351,5 @@ pub(crate) fn response_record(r: &ChatResponse, wall_ms: u64) -> ResponseRecord 
         raw: Some(r.raw.clone()),
         violation: r.violation.clone(),
         wall_ms,
-    }
-}
-
-/// Runs one episode. Never panics and never fails: every provider failure becomes a
-/// recorded ending of the episode.
-pub async fn run_episode(
-    provider: &dyn Provider,
-    spec: &EpisodeSpec<'_>,
-    prompts: &Prompts,
-    routes: Option<&RouteLimits>,
-) -> Episode {
-    let started = Instant::now();
-    let variant = spec.variant;
-    let config = spec.config;
-    let key = episode_key(spec, prompts);
-    let omit = &config.profile.omit;
-    let omitted: Vec<RequestField> = omit.iter().copied().collect();
-    let seed = u64::from_le_bytes(
-        blake3::hash(key.as_bytes()).as_bytes()[..8]
-            .try_into()
-            .unwrap_or([0; 8]),
-    );
-    let sampling = Sampling {
-        temperature: (!omit.contains(&RequestField::Temperature))
-            .then_some(config.profile.temperature),
-        seed: (!omit.contains(&RequestField::Seed)).then_some(seed),
-        parallel_tool_calls: (!omit.contains(&RequestField::ParallelToolCalls)).then_some(false),
-    };
-    let menu = variant.menu_names();
-    let limits = Limits {
-        completion_cap: spec.completion_cap,
-        episode_budget: spec.episode_budget,
-        call_limit: variant.call_limit,
-        turn_limit: variant.turn_limit,
-    };
-    let mut trace = Trace {
-        format: TRACE_FORMAT.into(),
-        family: variant.family.clone(),
-        cell: variant.cell,
-        variant_id: variant.variant_id.clone(),
-        menu: menu.clone(),
-        limits,
-        turns: Vec::new(),
-        final_answer: None,
-        stop: StopReason::Answer,
-        infra: None,
-    };
-    let mut transcript = Transcript::new(&key);
-    let mut blobs = BlobStore::default();
-    let mut attempts = 0;
-    let mut infra: Option<InfraFailure> = None;
-
-    let offered: BTreeSet<&str> = menu.iter().map(String::as_str).collect();
-    let stop = if variant
-        .required_tools()
-        .iter()
-        .any(|t| !offered.contains(t.as_str()))
-    {
-        StopReason::Unavailable
-    } else {
-        let full = schemas(variant, false);
-        let operational = schemas(variant, true);
-        let full_ref = transcript::put_tools(&full, &mut blobs);
-        let operational_ref = transcript::put_tools(&operational, &mut blobs);
-        let operational_names: Vec<String> = operational.iter().map(|t| t.name.clone()).collect();
-        let mut visible = (&menu, &full_ref);
-        // One request object for the whole episode: messages are appended to it and the
-        // tools swapped when the lane narrows, so nothing is copied per turn.
-        let mut request = ChatRequest {
-            model: config.model.clone(),
-            messages: vec![
-                Message::System {
-                    content: prompts.system(spec.prompt).to_string(),
-                },
-                Message::User {
-                    content: variant.user_request.clone(),
-                },
-            ],
-            tools: full,
-            max_completion_tokens: spec.completion_cap,
-            sampling,
-        };
-        let mut sandbox = Sandbox::new(variant);
-        let mut executed: Vec<ExecutedCall> = Vec::new();
-        let mut tokens: u64 = 0;
-        let stop = loop {
-            if trace.turns.len() as u32 >= variant.turn_limit {
-                break StopReason::TurnLimit;
-            }
-            let request_ref = transcript.record_request(&request, visible.1, &mut blobs);
-            if transcript.wire_sampling.is_none() {
-                transcript.wire_sampling = Some(provider.wire_sampling(&request));
-            }
-            let sent = Instant::now();
-            let outcome = {
-                let permit = match routes {
-                    Some(r) => r.for_config(config).acquire_owned().await.ok(),
-                    None => None,
-                };
-                let outcome = send_with_retry(provider, &config.retry, &request).await;
-                drop(permit);
-                outcome
-            };
-            attempts += outcome.attempts;
-            let wall_ms = sent.elapsed().as_millis() as u64;
-            transcript.wall_ms.push(wall_ms);
-            let visible_names: Vec<String> = visible.0.clone();
-            let response = match outcome.result {
-                Ok(r) => r,
-                Err(error) => {
-                    transcript.outcomes.push(StoredOutcome::Failed {
-                        error: error.to_string(),
-                        attempts: outcome.attempts,
-                    });
-                    infra = Some(infra_failure(&error, outcome.attempts, outcome.last_status));
-                    break StopReason::InfraFailure;
-                }
-            };
-            transcript
-                .outcomes
-                .push(StoredOutcome::Response(response.clone()));
-            let mut turn = Turn {
-                request: RequestRecord {
-                    visible_tools: visible_names,
-                    body_ref: Some(request_ref),
-                },
-                response: response_record(&response, wall_ms),
-                executed: Vec::new(),
-            };
-            let Some(usage) = response.usage else {
-                trace.turns.push(turn);
-                infra = Some(InfraFailure {
-                    cause: InfraCause::BadUsage,
-                    http_status: response.http_status,
-                    attempts: outcome.attempts,
-                    message: response
-                        .usage_error
-                        .clone()
-                        .unwrap_or_else(|| "the response has no usage".to_string()),
-                });
-                break StopReason::InfraFailure;
-            };
-            tokens = tokens
-                .saturating_add(usage.input_tokens)
-                .saturating_add(usage.output_tokens);
-            let stop = match response.finish {
-                Finish::Length => Some(StopReason::Truncated),
-                _ if tokens > spec.episode_budget => Some(StopReason::BudgetExceeded),
-                Finish::ContentFilter => Some(StopReason::ContractBreak),
-                _ if response.violation.is_some() => Some(StopReason::ProtocolViolation),
-                _ if response.tool_calls.len() > 1 => Some(StopReason::ContractBreak),
-                _ => None,
-            };
-            if let Some(stop) = stop {
-                trace.turns.push(turn);
-                break stop;
-            }
-            let text = response.text.clone().filter(|t| !t.trim().is_empty());
-            let Some(call) = response.tool_calls.first() else {
-                trace.turns.push(turn);
-                match text {
-                    Some(answer) => {
-                        trace.final_answer = Some(answer);
-                        break StopReason::Answer;
-                    }
-                    None => {
-                        request.messages.push(Message::Assistant {
-                            content: None,
-                            tool_calls: Vec::new(),
-                        });
-                        request.messages.push(Message::User {
-                            content: prompts.nudge.clone(),
-                        });
-                        continue;
-                    }
-                }
-            };
-            if executed.len() as u32 >= variant.call_limit {
-                trace.turns.push(turn);
-                break StopReason::CallLimit;
-            }
-            let result = sandbox.execute(&call.name, &call.arguments);
-            let done = ExecutedCall {
-                call_id: call.id.clone(),
-                tool: call.name.clone(),
-                arguments: call.arguments.clone(),
-                observation: result.observation.clone(),
-            };
-            turn.executed.push(done.clone());
-            executed.push(done);
-            trace.turns.push(turn);
-            request.messages.push(Message::Assistant {
-                content: response.text.clone(),
-                tool_calls: vec![call.clone()],
-            });
-            request.messages.push(Message::Tool {
-                call_id: call.id.clone(),
-                name: call.name.clone(),
-                content: result.observation,
-            });
-            if spec.lane == Lane::Routed
-                && variant.operational_tools.contains(&call.name)
-                && visible.1 != &operational_ref
-            {
-                visible = (&operational_names, &operational_ref);
-                request.tools = operational.clone();
-            }
-            let refs: Vec<&ExecutedCall> = executed.iter().collect();
-            let left = variant.call_limit.saturating_sub(executed.len() as u32) as usize;
-            if infeasible(variant, &refs, sandbox.changes(), left).is_some() {
-                break StopReason::Infeasible;
-            }
-        };
-        transcript.close(&request.messages, stop, limits);
-        stop
-    };
-    if stop == StopReason::Unavailable {
-        transcript.close(&[], stop, limits);
-    }
-    transcript.infra = infra.clone();
-    trace.stop = stop;
-    trace.infra = infra;
-    let verdict = grade_with_budget(variant, &trace, spec.episode_budget);
-    Episode {
-        key,
-        trace,
-        verdict,
-        transcript,
-        blobs,
-        omitted,
-        attempts,
-        wall_ms: started.elapsed().as_millis() as u64,
     }
 }

@@ -22,20 +22,24 @@ use super::raw::SpanIndex;
 const FILE_LAYER: &str = "manifest file";
 
 /// The manifest's top-level keys, the only ones `TBB_*` variables may set.
-pub const TOP_LEVEL_KEYS: [&str; 9] = [
+pub const TOP_LEVEL_KEYS: [&str; 12] = [
     "study",
     "families",
     "cells",
-    "lanes",
-    "repairs",
     "configurations",
     "budgets",
     "repeats",
+    "schedule",
+    "arms",
+    "blocks",
     "analyses",
+    // Replaced by `[[arms]]`; read so that an override of them gets the same advice.
+    "lanes",
+    "repairs",
 ];
 
 /// The top-level keys that are values, not tables.
-const TOP_LEVEL_VALUES: [&str; 3] = ["lanes", "repairs", "repeats"];
+const TOP_LEVEL_VALUES: [&str; 4] = ["repeats", "schedule", "lanes", "repairs"];
 
 /// Where a value came from.
 #[derive(Debug, Clone, PartialEq, Eq)]

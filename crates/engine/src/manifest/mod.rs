@@ -35,7 +35,7 @@ pub use error::{ManifestError, Problem, MAX_SHOWN};
 
 use tbb_diag::spans::SpanIndex;
 
-use crate::harness::{Lane, PromptVariant};
+use crate::harness::{Arm, ArmForm, Menu};
 use tbb_core::compile::cell::Cell;
 use tbb_core::family::FamilySet;
 use tbb_provider::config::Catalogue;
@@ -44,14 +44,9 @@ use tbb_provider::Configuration;
 /// Calls above the certified minimum every variant allows (fixed by the compiler).
 pub const CALL_SLACK: u32 = 2;
 
-/// Budgets of every episode.
+/// Budgets of every episode of the study (the caps are each block's: [`Block`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Budgets {
-    /// Completion caps per request, one factor level each.
-    pub completion_caps: Vec<u32>,
-    /// Caps of single configurations, replacing `completion_caps` for them.
-    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
-    pub configuration_caps: std::collections::BTreeMap<String, Vec<u32>>,
     /// Tokens per episode.
     pub episode_budget: u64,
     /// Calls allowed above the certified minimum.
@@ -73,20 +68,130 @@ pub struct Manifest {
     pub content_hash: String,
     /// Selected family names, in [`FamilySet`] order.
     pub families: Vec<String>,
-    /// Cells, normalized, in the order given.
+    /// Cells, normalized: every block's, in the order first given.
     pub cells: Vec<Cell>,
-    /// Lanes.
-    pub lanes: Vec<Lane>,
-    /// Prompt variants (`none` is [`PromptVariant::Base`]).
-    pub repairs: Vec<PromptVariant>,
-    /// Configurations, cloned from the catalogue, in catalogue order.
+    /// Configurations of every block, cloned from the catalogue, in catalogue order.
     pub configurations: Vec<Configuration>,
+    /// The arms, in the order given.
+    pub arms: Vec<Arm>,
+    /// The design's blocks (one, `main`, when the manifest declares none).
+    pub blocks: Vec<Block>,
     /// Budgets.
     pub budgets: Budgets,
-    /// Repeats of every episode.
-    pub repeats: u32,
     /// Analyses, in the order given.
     pub analyses: Vec<Analysis>,
+}
+
+/// How the arms of one condition (a variant, a configuration and a repeat) run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Schedule {
+    /// Side by side, in any order (the paper's concurrent cap sweep).
+    #[default]
+    Concurrent,
+    /// One after another, in the order listed, every repeat.
+    Sequential,
+    /// One after another, the order rotated by the repeat: repeat r starts with the
+    /// (r mod n)-th arm (for two arms: AB, BA, AB, ...).
+    Counterbalanced,
+}
+
+impl Schedule {
+    /// Every schedule with its manifest name.
+    pub const NAMES: [(&'static str, Schedule); 3] = [
+        ("concurrent", Schedule::Concurrent),
+        ("sequential", Schedule::Sequential),
+        ("counterbalanced", Schedule::Counterbalanced),
+    ];
+
+    /// Whether one arm's episode waits for the previous arm's.
+    pub fn is_ordered(self) -> bool {
+        self != Schedule::Concurrent
+    }
+}
+
+/// One block of the design: its own product of families × cells × configurations ×
+/// arms × caps × repeats.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Block {
+    /// Its name (`block` column).
+    pub name: String,
+    /// Family names, in [`FamilySet`] order.
+    pub families: Vec<String>,
+    /// Cells, normalized, in the order given.
+    pub cells: Vec<Cell>,
+    /// Configuration names, in catalogue order.
+    pub configurations: Vec<String>,
+    /// Indices into [`Manifest::arms`], in the order given.
+    pub arms: Vec<usize>,
+    /// Completion caps of arms that pin none.
+    pub completion_caps: Vec<u32>,
+    /// Caps of single configurations, replacing `completion_caps` for them.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub configuration_caps: std::collections::BTreeMap<String, Vec<u32>>,
+    /// Repeats of every condition.
+    pub repeats: u32,
+    /// How the arms of a condition run.
+    pub schedule: Schedule,
+}
+
+/// One episode of a condition: an arm at a cap.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Unit {
+    /// Index into [`Manifest::arms`].
+    pub arm: usize,
+    /// Completion cap.
+    pub cap: u32,
+}
+
+impl Block {
+    /// The completion caps a configuration runs at, for arms that pin none.
+    pub fn caps_for(&self, configuration: &str) -> &[u32] {
+        self.configuration_caps
+            .get(configuration)
+            .map_or(&self.completion_caps, |caps| caps)
+    }
+
+    /// The episodes of one condition of `configuration`: each arm at its pinned cap,
+    /// or at each of the configuration's caps, arm-major, in the order listed.
+    pub fn units(&self, arms: &[Arm], configuration: &str) -> Vec<Unit> {
+        let mut units = Vec::new();
+        for &arm in &self.arms {
+            match arms.get(arm).and_then(|a| a.completion_cap) {
+                Some(cap) => units.push(Unit { arm, cap }),
+                None => units.extend(
+                    self.caps_for(configuration)
+                        .iter()
+                        .map(|&cap| Unit { arm, cap }),
+                ),
+            }
+        }
+        units
+    }
+
+    /// The order in which `n` units run in `repeat`: positions into the listed units.
+    pub fn order(&self, n: usize, repeat: u32) -> Vec<usize> {
+        let start = match self.schedule {
+            Schedule::Counterbalanced if n > 0 => repeat as usize % n,
+            _ => 0,
+        };
+        (0..n).map(|i| (start + i) % n.max(1)).collect()
+    }
+
+    /// How a unit is named in the `schedule` column: the arm's name, with its cap when
+    /// the arm runs at several caps in this block.
+    pub fn unit_name(&self, arms: &[Arm], configuration: &str, unit: Unit) -> String {
+        let name = arms.get(unit.arm).map_or("", |a| a.name.as_str());
+        let several = arms
+            .get(unit.arm)
+            .is_some_and(|a| a.completion_cap.is_none())
+            && self.caps_for(configuration).len() > 1;
+        if several {
+            format!("{name}@{}", unit.cap)
+        } else {
+            name.to_string()
+        }
+    }
 }
 
 /// A loaded manifest and the warnings about it (unknown keys).
@@ -219,6 +324,11 @@ impl Manifest {
                 return Err(invalid(sink.problems));
             }
         };
+        // A non-finite value became a null, and a null a default: whatever stage 2 said
+        // about it would follow from that default, not from the file.
+        if !non_finite.is_empty() {
+            return Err(invalid(sink.problems));
+        }
         let warnings = unknown
             .iter()
             .map(|p| {
@@ -253,11 +363,10 @@ impl Manifest {
             content_hash: String::new(),
             families: r.families,
             cells: r.cells,
-            lanes: r.lanes,
-            repairs: r.repairs,
             configurations: r.configurations,
+            arms: r.arms,
+            blocks: r.blocks,
             budgets: r.budgets,
-            repeats: r.repeats,
             analyses: r.analyses,
         };
         manifest.content_hash = manifest.compute_hash();
@@ -276,33 +385,43 @@ impl Manifest {
             .to_string()
     }
 
-    /// The completion caps a configuration runs at.
-    pub fn caps_for(&self, configuration: &str) -> &[u32] {
-        self.budgets
-            .configuration_caps
-            .get(configuration)
-            .map_or(&self.budgets.completion_caps, |caps| caps)
+    /// Episodes the manifest asks for: over the blocks, families × cells × repeats ×
+    /// each configuration's units (arms at their caps).
+    pub fn episode_count(&self) -> u64 {
+        self.blocks
+            .iter()
+            .map(|b| {
+                let units: u64 = b
+                    .configurations
+                    .iter()
+                    .map(|c| b.units(&self.arms, c).len() as u64)
+                    .sum();
+                (b.families.len() * b.cells.len()) as u64 * u64::from(b.repeats) * units
+            })
+            .sum()
     }
 
-    /// Episodes the manifest asks for: families × cells × lanes × repairs × repeats ×
-    /// the completion caps of each configuration.
-    pub fn episode_count(&self) -> u64 {
-        let caps: u64 = self
-            .configurations
-            .iter()
-            .map(|c| self.caps_for(&c.name).len() as u64)
-            .sum();
-        [
-            self.families.len(),
-            self.cells.len(),
-            self.lanes.len(),
-            self.repairs.len(),
-            self.repeats as usize,
-        ]
-        .iter()
-        .map(|&n| n as u64)
-        .product::<u64>()
-            * caps
+    /// The menus the arms use, in the order first used (what the lanes analysis needs).
+    pub fn menus(&self) -> Vec<Menu> {
+        let mut out: Vec<Menu> = Vec::new();
+        for a in &self.arms {
+            if !out.contains(&a.form.menu) {
+                out.push(a.form.menu);
+            }
+        }
+        out
+    }
+
+    /// The distinct arm forms, in the order first used (each prompt's text is hashed
+    /// into the lockfile once).
+    pub fn forms(&self) -> Vec<ArmForm> {
+        let mut out: Vec<ArmForm> = Vec::new();
+        for a in &self.arms {
+            if !out.contains(&a.form) {
+                out.push(a.form);
+            }
+        }
+        out
     }
 }
 

@@ -11,18 +11,29 @@ use serde::Deserialize;
 
 pub use tbb_diag::spans::SpanIndex;
 
-/// The whole manifest.
+/// The whole manifest. Its families, cells, configurations, caps, repeats and
+/// schedule are the design of the one implicit block when `[[blocks]]` is absent, and
+/// every block's defaults when it is present.
 #[derive(Debug, Clone, Deserialize)]
 pub struct RawManifest {
-    /// `lanes = ["routed", "fixed"]` (default `["routed"]`).
+    /// Replaced by `[[arms]]`: kept only to say how to rewrite it.
     #[serde(default)]
-    pub lanes: Option<Vec<String>>,
-    /// `repairs = ["none", "workflow_prompt", "interface_guide"]` (default `["none"]`).
+    pub lanes: Option<toml::Value>,
+    /// Replaced by `[[arms]]`: kept only to say how to rewrite it.
     #[serde(default)]
-    pub repairs: Option<Vec<String>>,
+    pub repairs: Option<toml::Value>,
     /// `repeats = 1`.
     #[serde(default)]
     pub repeats: Option<i64>,
+    /// `schedule = "concurrent" | "sequential" | "counterbalanced"`.
+    #[serde(default)]
+    pub schedule: Option<String>,
+    /// `[[arms]]` (default: one arm, `baseline`).
+    #[serde(default)]
+    pub arms: Option<Vec<RawArm>>,
+    /// `[[blocks]]` (default: one block, `main`, of the top-level design).
+    #[serde(default)]
+    pub blocks: Option<Vec<RawBlock>>,
     /// `[study]`.
     pub study: RawStudy,
     /// `[families]`.
@@ -40,6 +51,57 @@ pub struct RawManifest {
     /// `[[analyses]]`.
     #[serde(default)]
     pub analyses: Vec<RawAnalysis>,
+}
+
+/// One `[[arms]]` entry: a name and its components (each defaults to the baseline's).
+#[derive(Debug, Clone, Deserialize)]
+pub struct RawArm {
+    /// Its name in rows and reports.
+    pub name: String,
+    /// `base`, `workflow` or `interface_guide`.
+    #[serde(default)]
+    pub prompt: Option<String>,
+    /// `routed` or `fixed`.
+    #[serde(default)]
+    pub menu: Option<String>,
+    /// `native`.
+    #[serde(default)]
+    pub delivery: Option<String>,
+    /// `model`.
+    #[serde(default)]
+    pub actor: Option<String>,
+    /// A completion cap the arm pins (otherwise the block's caps).
+    #[serde(default)]
+    pub completion_cap: Option<i64>,
+}
+
+/// One `[[blocks]]` entry: its own product of the design; what it omits comes from the
+/// top level.
+#[derive(Debug, Clone, Deserialize)]
+pub struct RawBlock {
+    /// Its name in rows (`block` column).
+    pub name: String,
+    /// Families.
+    #[serde(default)]
+    pub families: Option<RawFamilies>,
+    /// Cells.
+    #[serde(default)]
+    pub cells: Option<RawCells>,
+    /// Configurations.
+    #[serde(default)]
+    pub configurations: Option<RawConfigurations>,
+    /// Names of `[[arms]]` entries (default: every arm).
+    #[serde(default)]
+    pub arms: Option<Vec<String>>,
+    /// Completion caps (`completion_caps`, `configuration_caps`).
+    #[serde(default)]
+    pub budgets: Option<RawBudgets>,
+    /// Repeats.
+    #[serde(default)]
+    pub repeats: Option<i64>,
+    /// Schedule of the arms.
+    #[serde(default)]
+    pub schedule: Option<String>,
 }
 
 /// `[study]`.

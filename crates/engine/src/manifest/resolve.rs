@@ -11,9 +11,10 @@ use miette::NamedSource;
 
 use super::error::Problem;
 use super::layers::{Layers, Origin};
-use super::raw::{RawCell, RawManifest};
-use super::{Analysis, AnalysisKind, Budgets, CALL_SLACK};
-use crate::harness::{Lane, PromptVariant, COMPLETION_CAP};
+use super::raw::{RawBudgets, RawCell, RawCells, RawConfigurations, RawFamilies, RawManifest};
+use super::{Analysis, AnalysisKind, Block, Budgets, Schedule, CALL_SLACK};
+use crate::harness::arm::{Actor, Arm, ArmForm, Delivery, Menu};
+use crate::harness::{PromptVariant, COMPLETION_CAP};
 use tbb_core::compile::cell::{Cell, CellError, Encoding, Routing, Workflow};
 use tbb_core::family::{closest, FamilySet};
 use tbb_core::grade::EPISODE_BUDGET;
@@ -72,13 +73,15 @@ impl Sink<'_> {
 pub(super) struct Resolved {
     pub families: Vec<String>,
     pub cells: Vec<Cell>,
-    pub lanes: Vec<Lane>,
-    pub repairs: Vec<PromptVariant>,
     pub configurations: Vec<Configuration>,
+    pub arms: Vec<Arm>,
+    pub blocks: Vec<Block>,
     pub budgets: Budgets,
-    pub repeats: u32,
     pub analyses: Vec<Analysis>,
 }
+
+/// The name of the one block of a manifest without `[[blocks]]`.
+pub const MAIN_BLOCK: &str = "main";
 
 /// Resolves every section; `None` when any problem was found (they are in the sink).
 pub(super) fn resolve(
@@ -89,38 +92,439 @@ pub(super) fn resolve(
 ) -> Option<Resolved> {
     let before = sink.problems.len();
     check_study_name(raw, sink);
-    let configurations = catalogue
-        .map(|c| resolve_configurations(raw, sink, c))
+    check_replaced_keys(raw, sink);
+    let arms = resolve_arms(raw, sink);
+    let budgets = resolve_budgets(raw, sink);
+    let blocks = resolve_blocks(raw, sink, families, catalogue, &arms);
+    check_conditions_once(sink, &blocks, &arms);
+    // The unions every block draws from, in family-set, first-given and catalogue order.
+    let family_names: Vec<String> = families
+        .families
+        .iter()
+        .filter(|f| blocks.iter().any(|b| b.families.contains(&f.name)))
+        .map(|f| f.name.clone())
+        .collect();
+    let mut cells: Vec<Cell> = Vec::new();
+    for c in blocks.iter().flat_map(|b| &b.cells) {
+        if !cells.contains(c) {
+            cells.push(*c);
+        }
+    }
+    let configurations: Vec<Configuration> = catalogue
+        .map(|cat| {
+            cat.configurations
+                .iter()
+                .filter(|c| blocks.iter().any(|b| b.configurations.contains(&c.name)))
+                .cloned()
+                .collect()
+        })
         .unwrap_or_default();
     let resolved = Resolved {
-        families: resolve_families(raw, sink, families),
-        cells: resolve_cells(raw, sink),
-        lanes: resolve_list(
-            sink,
-            "lanes",
-            "lane",
-            raw.lanes.as_deref(),
-            &[("routed", Lane::Routed), ("fixed", Lane::Fixed)],
-            Lane::Routed,
-        ),
-        repairs: resolve_list(
-            sink,
-            "repairs",
-            "repair",
-            raw.repairs.as_deref(),
-            &[
-                ("none", PromptVariant::Base),
-                ("workflow_prompt", PromptVariant::Workflow),
-                ("interface_guide", PromptVariant::InterfaceGuide),
-            ],
-            PromptVariant::Base,
-        ),
-        configurations: configurations.clone(),
-        budgets: resolve_budgets(raw, sink, &configurations),
-        repeats: positive(sink, "repeats", raw.repeats, 1),
+        families: family_names,
+        cells,
+        configurations,
+        arms,
+        blocks,
+        budgets,
         analyses: resolve_analyses(raw, sink),
     };
     (sink.problems.len() == before).then_some(resolved)
+}
+
+/// `lanes` and `repairs` became arms: say how to write them as `[[arms]]`.
+fn check_replaced_keys(raw: &RawManifest, sink: &mut Sink<'_>) {
+    let names = |v: &Option<toml::Value>| -> Option<Vec<String>> {
+        v.as_ref().map(|v| match v {
+            toml::Value::Array(items) => items
+                .iter()
+                .map(|i| i.as_str().unwrap_or_default().to_string())
+                .collect(),
+            other => vec![other.to_string()],
+        })
+    };
+    let lanes = names(&raw.lanes);
+    let repairs = names(&raw.repairs);
+    if lanes.is_none() && repairs.is_none() {
+        return;
+    }
+    let prompt_of = |repair: &str| match repair {
+        "workflow_prompt" => "workflow",
+        "interface_guide" => "interface_guide",
+        _ => "base",
+    };
+    let lanes = lanes.unwrap_or_else(|| vec!["routed".into()]);
+    let repairs = repairs.unwrap_or_else(|| vec!["none".into()]);
+    let mut example = String::new();
+    for lane in &lanes {
+        for repair in &repairs {
+            let name = if repairs.len() == 1 {
+                lane.clone()
+            } else {
+                format!("{lane}-{repair}")
+            };
+            example.push_str(&format!(
+                "[[arms]]\nname = \"{name}\"\nmenu = \"{lane}\"\nprompt = \"{}\"\n\n",
+                prompt_of(repair)
+            ));
+        }
+    }
+    let at = if raw.lanes.is_some() {
+        "lanes"
+    } else {
+        "repairs"
+    };
+    sink.at(
+        at,
+        "`lanes` and `repairs` were replaced by named arms (`[[arms]]`)",
+        Some(format!(
+            "write one arm per lane and repair instead:\n\n{}",
+            example.trim_end()
+        )),
+    );
+}
+
+/// The `[[arms]]` (one `baseline` arm when absent).
+fn resolve_arms(raw: &RawManifest, sink: &mut Sink<'_>) -> Vec<Arm> {
+    let Some(list) = &raw.arms else {
+        return vec![Arm {
+            name: "baseline".into(),
+            form: ArmForm::baseline(),
+            completion_cap: None,
+        }];
+    };
+    if list.is_empty() {
+        sink.at(
+            "arms",
+            "`arms` is empty",
+            Some("give at least one `[[arms]]` entry, or none for the baseline arm".into()),
+        );
+    }
+    let prompts = [
+        ("base", PromptVariant::Base),
+        ("workflow", PromptVariant::Workflow),
+        ("interface_guide", PromptVariant::InterfaceGuide),
+    ];
+    let mut out: Vec<Arm> = Vec::new();
+    for (i, a) in list.iter().enumerate() {
+        let at = format!("arms.{i}");
+        let mut ok = check_identifier(sink, &format!("{at}.name"), "arm", &a.name);
+        if out.iter().any(|x| x.name == a.name) {
+            ok = false;
+            sink.at(
+                &format!("{at}.name"),
+                format!("arm `{}` is declared twice", a.name),
+                Some("give each arm its own name".into()),
+            );
+        }
+        let mut component = |key: &str, given: &Option<String>, table: &[(&str, u8)]| {
+            let Some(name) = given else { return Some(0) };
+            let found = table.iter().find(|(n, _)| n == name).map(|(_, v)| *v);
+            if found.is_none() {
+                sink.unknown(
+                    &format!("{at}.{key}"),
+                    &format!("{key} component"),
+                    name,
+                    table.iter().map(|(n, _)| *n),
+                    "",
+                );
+            }
+            found
+        };
+        let prompt = component("prompt", &a.prompt, &positions(&prompts));
+        let menu = component("menu", &a.menu, &positions(&Menu::NAMES));
+        let delivery = component("delivery", &a.delivery, &positions(&Delivery::NAMES));
+        let actor = component("actor", &a.actor, &positions(&Actor::NAMES));
+        let cap = a
+            .completion_cap
+            .and_then(|c| resolve_caps(sink, &format!("{at}.completion_cap"), &[c]).pop());
+        if a.completion_cap.is_some() && cap.is_none() {
+            ok = false;
+        }
+        let (Some(p), Some(m), Some(d), Some(c)) = (prompt, menu, delivery, actor) else {
+            continue;
+        };
+        if ok {
+            out.push(Arm {
+                name: a.name.clone(),
+                form: ArmForm {
+                    prompt: prompts[p as usize].1,
+                    menu: Menu::NAMES[m as usize].1,
+                    delivery: Delivery::NAMES[d as usize].1,
+                    actor: Actor::NAMES[c as usize].1,
+                },
+                completion_cap: cap,
+            });
+        }
+    }
+    out
+}
+
+/// Each name of a component's table with its position.
+fn positions<T>(names: &[(&'static str, T)]) -> Vec<(&'static str, u8)> {
+    names
+        .iter()
+        .enumerate()
+        .map(|(k, (n, _))| (*n, k as u8))
+        .collect()
+}
+
+/// A name used in rows and paths: lowercase letters, digits, `-` and `_`.
+fn check_identifier(sink: &mut Sink<'_>, path: &str, what: &str, name: &str) -> bool {
+    let ok = !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-');
+    if !ok {
+        sink.at(
+            path,
+            format!("{what} name `{name}` is not a lowercase identifier"),
+            Some("use lowercase letters, digits, `-` and `_`".into()),
+        );
+    }
+    ok
+}
+
+/// The blocks: each `[[blocks]]` entry over the top-level defaults, or one `main`
+/// block of the top level. Each part is resolved where it was written, so a problem is
+/// reported once, at its span.
+fn resolve_blocks(
+    raw: &RawManifest,
+    sink: &mut Sink<'_>,
+    set: &FamilySet,
+    catalogue: Option<&Catalogue>,
+    arms: &[Arm],
+) -> Vec<Block> {
+    let blocks = raw.blocks.as_deref();
+    let inherits = |f: &dyn Fn(&super::raw::RawBlock) -> bool| {
+        blocks.is_none_or(|list| list.iter().any(|b| !f(b)))
+    };
+    // Top-level parts, resolved once and only when some block takes them.
+    let families = inherits(&|b| b.families.is_some())
+        .then(|| resolve_families(sink, "families", &raw.families, set));
+    let cells = inherits(&|b| b.cells.is_some()).then(|| resolve_cells(sink, "cells", &raw.cells));
+    let configurations = match catalogue {
+        Some(cat) if inherits(&|b| b.configurations.is_some()) => Some(resolve_configurations(
+            sink,
+            "configurations",
+            &raw.configurations,
+            cat,
+        )),
+        _ => None,
+    };
+    let repeats = positive(sink, "repeats", raw.repeats, 1);
+    let schedule = resolve_schedule(sink, "schedule", raw.schedule.as_deref());
+    let all_arms: Vec<usize> = (0..arms.len()).collect();
+    let top_caps = |sink: &mut Sink<'_>, configs: &[String]| {
+        resolve_caps_of(sink, "budgets", &raw.budgets, configs)
+    };
+    let Some(list) = blocks else {
+        let configurations = configurations.unwrap_or_default();
+        let (completion_caps, configuration_caps) = top_caps(sink, &configurations);
+        return vec![Block {
+            name: MAIN_BLOCK.into(),
+            families: families.unwrap_or_default(),
+            cells: cells.unwrap_or_default(),
+            configurations,
+            arms: all_arms,
+            completion_caps,
+            configuration_caps,
+            repeats,
+            schedule,
+        }];
+    };
+    if list.is_empty() {
+        sink.at(
+            "blocks",
+            "`blocks` is empty",
+            Some("give at least one `[[blocks]]` entry, or none for one block of the top-level design".into()),
+        );
+    }
+    let mut out: Vec<Block> = Vec::new();
+    for (i, b) in list.iter().enumerate() {
+        let at = format!("blocks.{i}");
+        check_identifier(sink, &format!("{at}.name"), "block", &b.name);
+        if out.iter().any(|x| x.name == b.name) {
+            sink.at(
+                &format!("{at}.name"),
+                format!("block `{}` is declared twice", b.name),
+                Some("give each block its own name".into()),
+            );
+        }
+        let fams = match &b.families {
+            Some(f) => resolve_families(sink, &format!("{at}.families"), f, set),
+            None => families.clone().unwrap_or_default(),
+        };
+        let block_cells = match &b.cells {
+            Some(c) => resolve_cells(sink, &format!("{at}.cells"), c),
+            None => cells.clone().unwrap_or_default(),
+        };
+        let configs = match (&b.configurations, catalogue) {
+            (Some(c), Some(cat)) => {
+                resolve_configurations(sink, &format!("{at}.configurations"), c, cat)
+            }
+            _ => configurations.clone().unwrap_or_default(),
+        };
+        let (completion_caps, configuration_caps) = match &b.budgets {
+            Some(budgets) => {
+                for (key, given) in [
+                    ("episode_budget", budgets.episode_budget.is_some()),
+                    ("call_slack", budgets.call_slack.is_some()),
+                ] {
+                    if given {
+                        sink.at(
+                            &format!("{at}.budgets.{key}"),
+                            format!("`{key}` is the study's, not a block's"),
+                            Some(format!(
+                                "set `budgets.{key}` at the top level of the manifest"
+                            )),
+                        );
+                    }
+                }
+                resolve_caps_of(sink, &format!("{at}.budgets"), budgets, &configs)
+            }
+            None => top_caps(sink, &configs),
+        };
+        let block_arms = match &b.arms {
+            None => all_arms.clone(),
+            Some(names) => {
+                if names.is_empty() {
+                    sink.at(&format!("{at}.arms"), "the block names no arm", None);
+                }
+                let mut chosen = Vec::new();
+                for (j, name) in names.iter().enumerate() {
+                    match arms.iter().position(|a| &a.name == name) {
+                        Some(k) if chosen.contains(&k) => sink.at(
+                            &format!("{at}.arms.{j}"),
+                            format!("arm `{name}` is listed twice"),
+                            None,
+                        ),
+                        Some(k) => chosen.push(k),
+                        None => sink.unknown(
+                            &format!("{at}.arms.{j}"),
+                            "arm",
+                            name,
+                            arms.iter().map(|a| a.name.as_str()),
+                            "",
+                        ),
+                    }
+                }
+                chosen
+            }
+        };
+        out.push(Block {
+            name: b.name.clone(),
+            families: fams,
+            cells: block_cells,
+            configurations: configs,
+            arms: block_arms,
+            completion_caps,
+            configuration_caps,
+            repeats: match b.repeats {
+                Some(_) => positive(sink, &format!("{at}.repeats"), b.repeats, 1),
+                None => repeats,
+            },
+            schedule: match &b.schedule {
+                Some(s) => resolve_schedule(sink, &format!("{at}.schedule"), Some(s)),
+                None => schedule,
+            },
+        });
+    }
+    out
+}
+
+fn resolve_schedule(sink: &mut Sink<'_>, path: &str, given: Option<&str>) -> Schedule {
+    let Some(name) = given else {
+        return Schedule::default();
+    };
+    match Schedule::NAMES.iter().find(|(n, _)| *n == name) {
+        Some((_, s)) => *s,
+        None => {
+            sink.unknown(
+                path,
+                "schedule",
+                name,
+                Schedule::NAMES.iter().map(|(n, _)| *n),
+                "",
+            );
+            Schedule::default()
+        }
+    }
+}
+
+/// Every episode once: two arms of a block with the same components at the same cap,
+/// or two blocks sharing a condition, would run one episode twice under one key.
+fn check_conditions_once(sink: &mut Sink<'_>, blocks: &[Block], arms: &[Arm]) {
+    for (i, b) in blocks.iter().enumerate() {
+        let at = if blocks.len() == 1 && b.name == MAIN_BLOCK {
+            "arms".to_string()
+        } else {
+            format!("blocks.{i}.arms")
+        };
+        for c in &b.configurations {
+            let units = b.units(arms, c);
+            let same = units.iter().enumerate().find_map(|(k, u)| {
+                units[..k]
+                    .iter()
+                    .find(|x| arms[x.arm].form == arms[u.arm].form && x.cap == u.cap)
+                    .map(|x| (x.arm, u.arm, u.cap))
+            });
+            if let Some((a, b2, cap)) = same {
+                sink.at(
+                    &at,
+                    format!(
+                        "arms `{}` and `{}` are the same episode: the same components at completion cap {cap}",
+                        arms[a].name, arms[b2].name
+                    ),
+                    Some("give the second arm another component or cap, or run it as another repeat".into()),
+                );
+                break;
+            }
+        }
+    }
+    if blocks.len() < 2 {
+        return;
+    }
+    let mut seen: std::collections::BTreeMap<(&str, Cell, &str, ArmForm, u32, u32), usize> =
+        std::collections::BTreeMap::new();
+    for (i, b) in blocks.iter().enumerate() {
+        let mut clash: Option<(usize, String)> = None;
+        'block: for f in &b.families {
+            for cell in &b.cells {
+                for c in &b.configurations {
+                    for u in b.units(arms, c) {
+                        for r in 0..b.repeats {
+                            let key = (f.as_str(), *cell, c.as_str(), arms[u.arm].form, u.cap, r);
+                            match seen.get(&key) {
+                                Some(&other) if other != i => {
+                                    clash = Some((
+                                        other,
+                                        format!(
+                                            "{f} at {cell}, {c}, arm `{}`, cap {}, repeat {r}",
+                                            arms[u.arm].name, u.cap
+                                        ),
+                                    ));
+                                    break 'block;
+                                }
+                                _ => {
+                                    seen.insert(key, i);
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        if let Some((other, what)) = clash {
+            sink.at(
+                &format!("blocks.{i}"),
+                format!(
+                    "block `{}` repeats an episode of block `{}`: {what}",
+                    b.name, blocks[other].name
+                ),
+                Some("blocks must not share a condition; give one of them other families, cells, configurations, arms or repeats".into()),
+            );
+        }
+    }
 }
 
 /// Whether `name` can name a study (and its outputs directory).
@@ -142,28 +546,32 @@ fn check_study_name(raw: &RawManifest, sink: &mut Sink<'_>) {
     }
 }
 
-fn resolve_families(raw: &RawManifest, sink: &mut Sink<'_>, set: &FamilySet) -> Vec<String> {
-    let f = &raw.families;
+fn resolve_families(
+    sink: &mut Sink<'_>,
+    at: &str,
+    f: &RawFamilies,
+    set: &FamilySet,
+) -> Vec<String> {
     let filtered =
         f.intents.is_some() || f.domains.is_some() || f.names.is_some() || f.splits.is_some();
     match f.select.as_deref() {
         None | Some("all") => {}
         Some(other) => sink.at(
-            "families.select",
+            &format!("{at}.select"),
             format!("unknown selection `{other}`"),
             Some("`select = \"all\"` takes every family; to choose, use intents, domains, names or splits".into()),
         ),
     }
     if f.select.is_some() && filtered {
         sink.at(
-            "families.select",
+            &format!("{at}.select"),
             "`select = \"all\"` cannot be combined with intents, domains, names or splits",
             Some("remove `select`, or remove the filters".into()),
         );
     }
     let intents = names_in(
         sink,
-        "families.intents",
+        &format!("{at}.intents"),
         "intent",
         f.intents.as_deref(),
         set.intents.iter().map(|i| i.name()),
@@ -171,7 +579,7 @@ fn resolve_families(raw: &RawManifest, sink: &mut Sink<'_>, set: &FamilySet) -> 
     );
     let domains = names_in(
         sink,
-        "families.domains",
+        &format!("{at}.domains"),
         "domain",
         f.domains.as_deref(),
         ["accounting", "email", "file", "calendar"].into_iter(),
@@ -179,7 +587,7 @@ fn resolve_families(raw: &RawManifest, sink: &mut Sink<'_>, set: &FamilySet) -> 
     );
     let names = names_in(
         sink,
-        "families.names",
+        &format!("{at}.names"),
         "family",
         f.names.as_deref(),
         set.families.iter().map(|f| f.name.as_str()),
@@ -187,7 +595,7 @@ fn resolve_families(raw: &RawManifest, sink: &mut Sink<'_>, set: &FamilySet) -> 
     );
     let splits = names_in(
         sink,
-        "families.splits",
+        &format!("{at}.splits"),
         "split",
         f.splits.as_deref(),
         ["core", "holdout", "frontier"].into_iter(),
@@ -215,7 +623,7 @@ fn resolve_families(raw: &RawManifest, sink: &mut Sink<'_>, set: &FamilySet) -> 
         .all(|l| l.as_ref().is_none_or(|l| !l.is_empty()));
     if chosen.is_empty() && clean {
         sink.at(
-            "families",
+            at,
             "the family selection is empty",
             Some("no family passes every filter given; filters combine with AND".into()),
         );
@@ -250,12 +658,11 @@ fn names_in<'o>(
     Some(known)
 }
 
-fn resolve_cells(raw: &RawManifest, sink: &mut Sink<'_>) -> Vec<Cell> {
-    let cells = &raw.cells;
+fn resolve_cells(sink: &mut Sink<'_>, at: &str, cells: &RawCells) -> Vec<Cell> {
     match (&cells.preset, &cells.list) {
         (Some(_), Some(_)) => {
             sink.at(
-                "cells.preset",
+                &format!("{at}.preset"),
                 "`preset` and `[[cells.list]]` cannot both be given",
                 Some("remove one of them".into()),
             );
@@ -263,7 +670,7 @@ fn resolve_cells(raw: &RawManifest, sink: &mut Sink<'_>) -> Vec<Cell> {
         }
         (Some(p), None) if p != "capacity" => {
             sink.unknown(
-                "cells.preset",
+                &format!("{at}.preset"),
                 "cell preset",
                 p,
                 ["capacity"].into_iter(),
@@ -274,16 +681,16 @@ fn resolve_cells(raw: &RawManifest, sink: &mut Sink<'_>) -> Vec<Cell> {
         (_, None) => Cell::capacity(),
         (None, Some(list)) => {
             if list.is_empty() {
-                sink.at("cells.list", "the cell list is empty", None);
+                sink.at(&format!("{at}.list"), "the cell list is empty", None);
             }
             let mut out: Vec<Cell> = Vec::new();
             // A set, not `out.contains`: generated lists can hold thousands of cells.
             let mut seen = std::collections::BTreeSet::new();
             for (i, rc) in list.iter().enumerate() {
-                if let Some(cell) = resolve_cell(sink, &format!("cells.list.{i}"), rc) {
+                if let Some(cell) = resolve_cell(sink, &format!("{at}.list.{i}"), rc) {
                     if !seen.insert(cell.normalized()) {
                         sink.at(
-                            &format!("cells.list.{i}"),
+                            &format!("{at}.list.{i}"),
                             format!("cell {cell} is listed twice"),
                             Some("remove the repeated entry".into()),
                         );
@@ -375,45 +782,12 @@ fn level<T: std::str::FromStr>(
     }
 }
 
-/// A list of names mapped to values, in the order given, without repeats.
-fn resolve_list<T: Copy + PartialEq>(
-    sink: &mut Sink<'_>,
-    path: &str,
-    what: &str,
-    given: Option<&[String]>,
-    table: &[(&str, T)],
-    default: T,
-) -> Vec<T> {
-    let Some(given) = given else {
-        return vec![default];
-    };
-    if given.is_empty() {
-        sink.at(
-            path,
-            format!("`{path}` is empty"),
-            Some("give at least one".into()),
-        );
-    }
-    let mut out = Vec::new();
-    for (i, name) in given.iter().enumerate() {
-        let at = format!("{path}.{i}");
-        match table.iter().find(|(n, _)| n == name) {
-            Some((_, v)) if out.contains(v) => {
-                sink.at(&at, format!("{what} `{name}` is listed twice"), None)
-            }
-            Some((_, v)) => out.push(*v),
-            None => sink.unknown(&at, what, name, table.iter().map(|(n, _)| *n), ""),
-        }
-    }
-    out
-}
-
 fn resolve_configurations(
-    raw: &RawManifest,
     sink: &mut Sink<'_>,
+    at: &str,
+    c: &RawConfigurations,
     catalogue: &Catalogue,
-) -> Vec<Configuration> {
-    let c = &raw.configurations;
+) -> Vec<String> {
     let all = &catalogue.configurations;
     let mut chosen = vec![false; all.len()];
     let mut by = vec![String::new(); all.len()];
@@ -422,10 +796,10 @@ fn resolve_configurations(
             match all.iter().position(|x| &x.name == name) {
                 Some(k) => {
                     chosen[k] = true;
-                    by[k] = format!("configurations.names.{i}");
+                    by[k] = format!("{at}.names.{i}");
                 }
                 None => sink.unknown(
-                    &format!("configurations.names.{i}"),
+                    &format!("{at}.names.{i}"),
                     "configuration",
                     name,
                     all.iter().map(|x| x.name.as_str()),
@@ -442,7 +816,7 @@ fn resolve_configurations(
                     any = true;
                     if !chosen[k] {
                         chosen[k] = true;
-                        by[k] = format!("configurations.organizations.{i}");
+                        by[k] = format!("{at}.organizations.{i}");
                     }
                 }
             }
@@ -450,7 +824,7 @@ fn resolve_configurations(
                 let mut orgs: Vec<&str> = all.iter().map(|x| x.organization.as_str()).collect();
                 orgs.dedup();
                 sink.unknown(
-                    &format!("configurations.organizations.{i}"),
+                    &format!("{at}.organizations.{i}"),
                     "organization",
                     org,
                     orgs.into_iter(),
@@ -463,7 +837,7 @@ fn resolve_configurations(
         for (k, x) in all.iter().enumerate() {
             if x.provider == ProviderKind::Sim && !chosen[k] {
                 chosen[k] = true;
-                by[k] = "configurations.all_sim".into();
+                by[k] = format!("{at}.all_sim");
             }
         }
     }
@@ -484,11 +858,11 @@ fn resolve_configurations(
             );
             continue;
         }
-        out.push(x.clone());
+        out.push(x.name.clone());
     }
     if out.is_empty() && c.names.is_none() && c.organizations.is_none() && c.all_sim != Some(true) {
         sink.at(
-            "configurations",
+            at,
             "no configuration is selected",
             Some("add `[configurations]` with `names = [...]`, `organizations = [...]` or `all_sim = true`".into()),
         );
@@ -496,31 +870,9 @@ fn resolve_configurations(
     out
 }
 
-fn resolve_budgets(
-    raw: &RawManifest,
-    sink: &mut Sink<'_>,
-    configurations: &[Configuration],
-) -> Budgets {
+/// The study's budgets: the episode budget and the call slack.
+fn resolve_budgets(raw: &RawManifest, sink: &mut Sink<'_>) -> Budgets {
     let b = &raw.budgets;
-    let caps = match &b.completion_caps {
-        None => vec![COMPLETION_CAP],
-        Some(list) => resolve_caps(sink, "budgets.completion_caps", list),
-    };
-    let mut configuration_caps = std::collections::BTreeMap::new();
-    for (name, list) in b.configuration_caps.iter().flatten() {
-        let at = format!("budgets.configuration_caps.{name}");
-        if configurations.iter().any(|c| &c.name == name) {
-            configuration_caps.insert(name.clone(), resolve_caps(sink, &at, list));
-        } else {
-            sink.unknown(
-                &at,
-                "selected configuration",
-                name,
-                configurations.iter().map(|x| x.name.as_str()),
-                "the key must name a configuration the manifest selects",
-            );
-        }
-    }
     let episode_budget = match b.episode_budget {
         None => EPISODE_BUDGET,
         Some(n) if n > 0 => n as u64,
@@ -545,11 +897,39 @@ fn resolve_budgets(
         }
     }
     Budgets {
-        completion_caps: caps,
-        configuration_caps,
         episode_budget,
         call_slack: CALL_SLACK,
     }
+}
+
+/// The completion caps of a block (`at` is where its budgets were written):
+/// `completion_caps` and the `configuration_caps` of its configurations.
+fn resolve_caps_of(
+    sink: &mut Sink<'_>,
+    at: &str,
+    b: &RawBudgets,
+    configurations: &[String],
+) -> (Vec<u32>, std::collections::BTreeMap<String, Vec<u32>>) {
+    let caps = match &b.completion_caps {
+        None => vec![COMPLETION_CAP],
+        Some(list) => resolve_caps(sink, &format!("{at}.completion_caps"), list),
+    };
+    let mut configuration_caps = std::collections::BTreeMap::new();
+    for (name, list) in b.configuration_caps.iter().flatten() {
+        let path = format!("{at}.configuration_caps.{name}");
+        if configurations.iter().any(|c| c == name) {
+            configuration_caps.insert(name.clone(), resolve_caps(sink, &path, list));
+        } else {
+            sink.unknown(
+                &path,
+                "selected configuration",
+                name,
+                configurations.iter().map(String::as_str),
+                "the key must name a configuration the manifest selects",
+            );
+        }
+    }
+    (caps, configuration_caps)
 }
 
 /// A list of completion caps at `path`: positive, each once.

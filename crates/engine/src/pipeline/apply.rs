@@ -154,7 +154,7 @@ pub fn estimate(study: &Study, cache: &Cache, plan: &Plan) -> Estimate {
         let Work::Execute {
             compile,
             config,
-            repair,
+            arm,
             ..
         } = n.work
         else {
@@ -164,8 +164,9 @@ pub fn estimate(study: &Study, cache: &Cache, plan: &Plan) -> Estimate {
             continue;
         };
         let config = &study.manifest.configurations[config];
+        let prompt = study.manifest.arms[arm].form.prompt;
         let requests = u64::from(p.certified_min_calls) + 1;
-        let base = (p.menu_bytes + p.request_bytes + study.prompts.system(repair).len() as u64) / 4;
+        let base = (p.menu_bytes + p.request_bytes + study.prompts.system(prompt).len() as u64) / 4;
         let prompt: u64 = (0..requests).map(|i| base + i * EXCHANGE_TOKENS).sum();
         let completion = requests * RESPONSE_TOKENS;
         e.requests += requests;
@@ -325,6 +326,12 @@ pub async fn run(
     let mut blobs_pending: HashSet<String> = HashSet::new();
     let mut last_flush = Instant::now();
     let mut interrupted = false;
+    // An ordered schedule's arm waits for the previous arm's episode of its condition
+    // when that one runs in this apply too; it is released when that one ends, however
+    // it ends.
+    let mut unfinished: HashSet<NodeIndex> = executes.iter().copied().collect();
+    let mut waiting: HashMap<NodeIndex, Vec<NodeIndex>> = HashMap::new();
+    let mut released: std::collections::VecDeque<NodeIndex> = std::collections::VecDeque::new();
     let mut next = executes.into_iter();
     loop {
         // Keep the slots busy unless interrupted.
@@ -333,24 +340,35 @@ pub async fn run(
                 interrupted = true;
                 break;
             }
-            let Some(e) = next.next() else { break };
+            let Some(e) = released.pop_front().or_else(|| next.next()) else {
+                break;
+            };
             let Work::Execute {
                 compile,
                 config,
-                lane,
-                repair,
+                arm,
                 cap,
                 repeat,
-            } = dag.graph[e].work
+                after,
+                ..
+            } = &dag.graph[e].work
             else {
                 continue;
             };
+            if let Some(before) = after.filter(|b| unfinished.contains(b)) {
+                waiting.entry(before).or_default().push(e);
+                continue;
+            }
+            let (compile, config, cap, repeat) = (*compile, *config, *cap, *repeat);
+            let form = study.manifest.arms[*arm].form;
             let grade = dag
                 .graph
                 .neighbors(e)
                 .find(|&g| dag.graph[g].kind == NodeKind::Grade);
             let (Some(grade), Some(variant)) = (grade, variants.get(&compile).cloned()) else {
                 failed.insert(e, upstream_failure(&failed, compile));
+                unfinished.remove(&e);
+                released.extend(waiting.remove(&e).unwrap_or_default());
                 continue;
             };
             let provider = providers[config].clone();
@@ -365,8 +383,7 @@ pub async fn run(
                 let spec = EpisodeSpec {
                     variant: &variant,
                     config: &config,
-                    lane,
-                    prompt: repair,
+                    arm: form,
                     completion_cap: cap,
                     episode_budget: budget,
                     repeat,
@@ -390,10 +407,14 @@ pub async fn run(
                 // A panicking episode is a bug of ours: its node fails, the others go on.
                 if let Some(&node) = task_nodes.get(&e.id()) {
                     failed.insert(node, format!("the episode task failed: {e}"));
+                    unfinished.remove(&node);
+                    released.extend(waiting.remove(&node).unwrap_or_default());
                 }
                 continue;
             }
         };
+        unfinished.remove(&done.execute);
+        released.extend(waiting.remove(&done.execute).unwrap_or_default());
         bars.episodes.inc(1);
         match done.result {
             Ok((payload, blobs, row)) => {
@@ -494,6 +515,9 @@ pub async fn run(
         match row {
             Some(mut row) => {
                 row.study = study.manifest.study.clone();
+                if let Work::Grade { execute, .. } = dag.graph[g].work {
+                    place_in_design(&mut row, &study.manifest, &dag.graph[execute].work);
+                }
                 all_rows.push(row);
             }
             None => complete = false,
@@ -571,6 +595,31 @@ pub async fn run(
     Ok(summary)
 }
 
+/// Where a row sits in the design — its block, its arm's name and its schedule —
+/// taken from the DAG at publication, like the study's name, so that renaming a block
+/// or an arm relabels cached rows without rerunning them.
+pub fn place_in_design(row: &mut EpisodeRow, manifest: &crate::manifest::Manifest, work: &Work) {
+    if let Work::Execute {
+        block,
+        arm,
+        schedule,
+        position,
+        ..
+    } = work
+    {
+        row.block = manifest
+            .blocks
+            .get(*block)
+            .map_or_else(String::new, |b| b.name.clone());
+        row.arm = manifest
+            .arms
+            .get(*arm)
+            .map_or_else(String::new, |a| a.name.clone());
+        row.schedule = schedule.to_string();
+        row.schedule_position = *position;
+    }
+}
+
 fn upstream_failure(failed: &HashMap<NodeIndex, String>, upstream: NodeIndex) -> String {
     match failed.get(&upstream) {
         Some(why) => format!("upstream failed: {why}"),
@@ -605,13 +654,7 @@ fn finish(
     if verdict != episode.verdict {
         return Err("grading the stored transcript gives another verdict than the live episode: a transcript bug".into());
     }
-    let row = episode.row(
-        study,
-        spec.prompt.repair_name(),
-        spec,
-        execute_key,
-        grade_key,
-    );
+    let row = episode.row(study, spec, execute_key, grade_key);
     let payload = ExecutePayload {
         episode_key: episode.key.clone(),
         transcript: episode.transcript.clone(),
@@ -633,8 +676,7 @@ fn regrade(
 ) -> Result<EpisodeRow, String> {
     let Work::Execute {
         config,
-        lane,
-        repair,
+        arm,
         cap,
         repeat,
         ..
@@ -650,8 +692,7 @@ fn regrade(
     let spec = EpisodeSpec {
         variant,
         config,
-        lane,
-        prompt: repair,
+        arm: study.manifest.arms[arm].form,
         completion_cap: cap,
         episode_budget: study.manifest.budgets.episode_budget,
         repeat,
@@ -671,13 +712,7 @@ fn regrade(
         attempts: payload.attempts,
         wall_ms: payload.wall_ms,
     };
-    Ok(episode.row(
-        &study.manifest.study,
-        repair.repair_name(),
-        &spec,
-        &execute.key,
-        grade_key,
-    ))
+    Ok(episode.row(&study.manifest.study, &spec, &execute.key, grade_key))
 }
 
 /// Episodes in flight: the sum of every route's concurrency (each route's own limit is

@@ -2,12 +2,14 @@
 //! with a readable identity and a content key ([`super::key`]).
 //!
 //! Identity is what a node *is* (`execute[cfg=sim-x, family=f, v=128, w=high, d=raw,
-//! r=low, lane=routed, repair=none, cap=1024, rep=0]`); the key is what it was computed
-//! *from*. The cache is indexed by both: a node whose identity is known under another
+//! r=low, arm=routed, cap=1024, rep=0]`, with `block=…` first when the manifest has
+//! several blocks); the key is what it was computed *from*: the arm enters it as its
+//! canonical form (one parameter per component), never by name. The cache is indexed by both: a node whose identity is known under another
 //! key reruns, and the two key inputs say why.
 //!
-//! Node order is deterministic (the manifest's order: families, cells, configurations,
-//! lanes, repairs, caps, repeats) and topological: every node comes after its inputs.
+//! Node order is deterministic (the manifest's order: blocks, then families, cells,
+//! configurations, arms, caps, repeats) and topological: every node comes after its
+//! inputs, and an ordered schedule's arm after the arm it waits for.
 //!
 //! Never: runs, reads the cache or writes anything. Building the DAG reads nothing but
 //! what it is given.
@@ -19,7 +21,7 @@ use serde_json::Value;
 
 use super::key::{hash_hex, KeyInput, NodeKind};
 use crate::analysis::{AnalysisKind, Input};
-use crate::harness::{Lane, PromptVariant, Prompts};
+use crate::harness::Prompts;
 use crate::manifest::Manifest;
 use tbb_core::compile::cell::{level_name, Cell};
 use tbb_core::family::FamilySet;
@@ -42,14 +44,23 @@ pub enum Work {
         compile: NodeIndex,
         /// Index into [`Manifest::configurations`].
         config: usize,
-        /// Menu lane.
-        lane: Lane,
-        /// System prompt.
-        repair: PromptVariant,
+        /// Index into [`Manifest::blocks`].
+        block: usize,
+        /// Index into [`Manifest::arms`].
+        arm: usize,
         /// Completion cap.
         cap: u32,
         /// Repeat index.
         repeat: u32,
+        /// The `schedule` column: the order this condition's arms ran in.
+        schedule: std::sync::Arc<str>,
+        /// This arm's place in `schedule` (from 1) when the arms run one after
+        /// another.
+        position: Option<u32>,
+        /// The execute node that must finish before this one starts (the previous
+        /// arm of an ordered schedule). Ordering only: it is not an input, its key is
+        /// not in this node's key, and its failure does not fail this node.
+        after: Option<NodeIndex>,
     },
     /// Grade one episode's transcript.
     Grade {
@@ -163,42 +174,36 @@ impl Dag {
                 .file("lockfile", inputs.lockfile_hash.to_string())
         };
 
-        // Compile nodes: one per (family, cell).
-        let mut compiles = Vec::new();
-        for name in &manifest.families {
-            let Some(family) = inputs
-                .families
-                .families
-                .iter()
-                .position(|f| &f.name == name)
-            else {
-                continue;
-            };
-            let f = &inputs.families.families[family];
-            let mut row = Vec::new();
-            for cell in &manifest.cells {
-                let mut fields = vec![("family", f.name.clone())];
-                fields.extend(cell_fields(cell));
-                let mut input = KeyInput::new(NodeKind::Compile, tbb_core::compile::CODE_VERSION)
-                    .file(
-                        format!("family {}", f.name),
-                        tbb_core::family::hex(&f.content_hash),
-                    );
-                for (k, v) in cell_fields(cell) {
-                    input = input.param(k, v);
+        // Compile nodes: one per (family, cell) some block runs, in the order first
+        // needed.
+        let mut compiles: BTreeMap<(usize, Cell), NodeIndex> = BTreeMap::new();
+        let mut compile_order: Vec<NodeIndex> = Vec::new();
+        let mut block_compiles: Vec<Vec<NodeIndex>> = Vec::new();
+        for block in &manifest.blocks {
+            let mut mine = Vec::new();
+            for name in &block.families {
+                let Some(family) = inputs
+                    .families
+                    .families
+                    .iter()
+                    .position(|f| &f.name == name)
+                else {
+                    continue;
+                };
+                for cell in &block.cells {
+                    let node = match compiles.get(&(family, *cell)) {
+                        Some(&n) => n,
+                        None => {
+                            let n = dag.add_compile(inputs.families, family, *cell);
+                            compiles.insert((family, *cell), n);
+                            compile_order.push(n);
+                            n
+                        }
+                    };
+                    mine.push(node);
                 }
-                row.push(dag.add(
-                    NodeKind::Compile,
-                    fields,
-                    input,
-                    Work::Compile {
-                        family,
-                        cell: *cell,
-                    },
-                    &[],
-                ));
             }
-            compiles.push(row);
+            block_compiles.push(mine);
         }
 
         // Execute and grade nodes.
@@ -208,9 +213,6 @@ impl Dag {
             .iter()
             .map(|c| dag.put_object(config_object(c)))
             .collect();
-        // Every episode condition once (configuration, lane, repair, cap, repeat), with
-        // its identity fields and key input short of the variant; then one execute and
-        // one grade node per (variant, condition).
         let nudge = (
             format!(
                 "prompt {}",
@@ -218,87 +220,143 @@ impl Dag {
             ),
             hash_hex(inputs.prompts.nudge.as_bytes()),
         );
-        let mut conditions = Vec::new();
-        for (ci, config) in manifest.configurations.iter().enumerate() {
-            let version = execute_version(config);
-            for &lane in &manifest.lanes {
-                let lane_name = level_name(&lane);
-                for &repair in &manifest.repairs {
-                    let system = (
-                        format!(
-                            "prompt {}",
-                            short_name(&inputs.prompts_dir.join(repair.file_name()))
-                        ),
-                        hash_hex(inputs.prompts.system(repair).as_bytes()),
-                    );
-                    for &cap in manifest.caps_for(&config.name) {
-                        for repeat in 0..manifest.repeats {
-                            let suffix = [
-                                ("lane", lane_name.clone()),
-                                ("repair", repair.repair_name().to_string()),
-                                ("cap", cap.to_string()),
-                                ("rep", repeat.to_string()),
-                            ];
-                            let template = KeyInput::new(NodeKind::Execute, &version)
-                                .param("lane", lane_name.clone())
-                                .param("repair", repair.repair_name())
-                                .param("completion_cap", cap)
-                                .param("episode_budget", manifest.budgets.episode_budget)
-                                .param("repeat", repeat)
-                                .file(system.0.clone(), system.1.clone())
-                                .file(nudge.0.clone(), nudge.1.clone())
-                                .object(
-                                    format!("configuration {}", config.name),
-                                    config_objects[ci].clone(),
-                                );
-                            let work = move |compile| Work::Execute {
-                                compile,
-                                config: ci,
-                                lane,
-                                repair,
-                                cap,
-                                repeat,
-                            };
-                            conditions.push((config.name.clone(), suffix, template, work));
+        let grade_template = KeyInput::new(NodeKind::Grade, tbb_core::grade::CODE_VERSION)
+            .param("episode_budget", manifest.budgets.episode_budget);
+        let several_blocks = manifest.blocks.len() > 1;
+        for (bi, block) in manifest.blocks.iter().enumerate() {
+            // Every condition of the block once per (configuration, repeat): its units
+            // (arms at caps) in the repeat's schedule, with identity fields and key input
+            // short of the variant; then one execute and one grade node per (variant,
+            // unit).
+            let mut conditions = Vec::new();
+            for config_name in &block.configurations {
+                let Some(ci) = manifest
+                    .configurations
+                    .iter()
+                    .position(|c| &c.name == config_name)
+                else {
+                    continue;
+                };
+                let config = &manifest.configurations[ci];
+                let version = execute_version(config);
+                let units = block.units(&manifest.arms, config_name);
+                for repeat in 0..block.repeats {
+                    let order = block.order(units.len(), repeat);
+                    let names: Vec<String> = order
+                        .iter()
+                        .map(|&k| block.unit_name(&manifest.arms, config_name, units[k]))
+                        .collect();
+                    let schedule: std::sync::Arc<str> = names
+                        .join(if block.schedule.is_ordered() {
+                            ">"
+                        } else {
+                            "|"
+                        })
+                        .into();
+                    let mut condition = Vec::new();
+                    for (place, &k) in order.iter().enumerate() {
+                        let unit = units[k];
+                        let arm = &manifest.arms[unit.arm];
+                        let system = (
+                            format!(
+                                "prompt {}",
+                                short_name(&inputs.prompts_dir.join(arm.form.prompt.file_name()))
+                            ),
+                            hash_hex(inputs.prompts.system(arm.form.prompt).as_bytes()),
+                        );
+                        let mut suffix = Vec::new();
+                        if several_blocks {
+                            suffix.push(("block", block.name.clone()));
                         }
+                        suffix.extend([
+                            ("arm", arm.name.clone()),
+                            ("cap", unit.cap.to_string()),
+                            ("rep", repeat.to_string()),
+                        ]);
+                        let mut template = KeyInput::new(NodeKind::Execute, &version);
+                        for (component, value) in arm.form.columns() {
+                            template = template.param(component, value);
+                        }
+                        template = template
+                            .param("completion_cap", unit.cap)
+                            .param("episode_budget", manifest.budgets.episode_budget)
+                            .param("repeat", repeat)
+                            .file(system.0.clone(), system.1.clone())
+                            .file(nudge.0.clone(), nudge.1.clone())
+                            .object(
+                                format!("configuration {}", config.name),
+                                config_objects[ci].clone(),
+                            );
+                        // The order is part of an ordered design: changing it reruns.
+                        let position = block.schedule.is_ordered().then_some(place as u32 + 1);
+                        if let Some(p) = position {
+                            template = template
+                                .param("schedule", schedule.to_string())
+                                .param("schedule_position", p);
+                        }
+                        condition.push((
+                            config.name.clone(),
+                            suffix,
+                            template,
+                            (
+                                ci,
+                                bi,
+                                unit.arm,
+                                unit.cap,
+                                repeat,
+                                schedule.clone(),
+                                position,
+                            ),
+                        ));
+                    }
+                    conditions.push(condition);
+                }
+            }
+            for &compile in &block_compiles[bi] {
+                let compile_fields = dag.graph[compile].fields.clone();
+                let compile_key = dag.graph[compile].key.clone();
+                for condition in &conditions {
+                    let mut previous: Option<NodeIndex> = None;
+                    for (config, suffix, template, unit) in condition {
+                        let (config_index, block_index, arm, cap, repeat, schedule, position) =
+                            unit.clone();
+                        let mut fields = Vec::with_capacity(compile_fields.len() + 5);
+                        fields.push(("cfg", config.clone()));
+                        fields.extend(compile_fields.iter().cloned());
+                        fields.extend(suffix.iter().cloned());
+                        let input = template.clone().input("compile", compile_key.clone());
+                        let work = Work::Execute {
+                            compile,
+                            config: config_index,
+                            block: block_index,
+                            arm,
+                            cap,
+                            repeat,
+                            schedule,
+                            position,
+                            after: previous.filter(|_| position.is_some()),
+                        };
+                        let execute =
+                            dag.add(NodeKind::Execute, fields.clone(), input, work, &[compile]);
+                        previous = Some(execute);
+                        let input = grade_template
+                            .clone()
+                            .input("execute", dag.graph[execute].key.clone())
+                            .input("compile", compile_key.clone());
+                        grades.push(dag.add(
+                            NodeKind::Grade,
+                            fields,
+                            input,
+                            Work::Grade { execute, compile },
+                            &[execute, compile],
+                        ));
                     }
                 }
             }
         }
-        let grade_template = KeyInput::new(NodeKind::Grade, tbb_core::grade::CODE_VERSION)
-            .param("episode_budget", manifest.budgets.episode_budget);
-        for &compile in compiles.iter().flatten() {
-            let compile_fields = dag.graph[compile].fields.clone();
-            let compile_key = dag.graph[compile].key.clone();
-            for (config, suffix, template, work) in &conditions {
-                let mut fields = Vec::with_capacity(compile_fields.len() + 5);
-                fields.push(("cfg", config.clone()));
-                fields.extend(compile_fields.iter().cloned());
-                fields.extend(suffix.iter().cloned());
-                let input = template.clone().input("compile", compile_key.clone());
-                let execute = dag.add(
-                    NodeKind::Execute,
-                    fields.clone(),
-                    input,
-                    work(compile),
-                    &[compile],
-                );
-                let input = grade_template
-                    .clone()
-                    .input("execute", dag.graph[execute].key.clone())
-                    .input("compile", compile_key.clone());
-                grades.push(dag.add(
-                    NodeKind::Grade,
-                    fields,
-                    input,
-                    Work::Grade { execute, compile },
-                    &[execute, compile],
-                ));
-            }
-        }
 
         // Tables of the compiled variants and the graded episodes.
-        let all_compiles: Vec<NodeIndex> = compiles.iter().flatten().copied().collect();
+        let all_compiles = compile_order;
         let variants_key = dag.keys_hash(&all_compiles);
         let input = provenance(KeyInput::new(NodeKind::Table, versions::TABLE))
             .input("variants", variants_key.clone());
@@ -309,7 +367,24 @@ impl Dag {
             Work::Table(Publish::Variants),
             &all_compiles,
         );
-        let episodes_key = dag.keys_hash(&grades);
+        // The rows also carry where each episode sits in the design (block, arm name,
+        // schedule), which no episode key holds: the identities of the grade nodes
+        // (which name them) enter too, so a renamed arm republishes the table and
+        // reruns the analyses, and no episode.
+        let episodes_key = {
+            let mut h = blake3::Hasher::new();
+            h.update(dag.keys_hash(&grades).as_bytes());
+            for &g in &grades {
+                h.update(dag.graph[g].id.as_bytes());
+                if let Work::Grade { execute, .. } = dag.graph[g].work {
+                    if let Work::Execute { schedule, .. } = &dag.graph[execute].work {
+                        h.update(schedule.as_bytes());
+                    }
+                }
+                h.update(b"\n");
+            }
+            h.finalize().to_hex().to_string()
+        };
         let input = provenance(KeyInput::new(NodeKind::Table, versions::TABLE))
             .param("study", manifest.study.clone())
             .input("episodes", episodes_key.clone());
@@ -402,6 +477,27 @@ impl Dag {
             analyses.push((name, node, a.kind));
         }
         dag
+    }
+
+    /// The compile node of one family at one cell.
+    fn add_compile(&mut self, families: &FamilySet, family: usize, cell: Cell) -> NodeIndex {
+        let f = &families.families[family];
+        let mut fields = vec![("family", f.name.clone())];
+        fields.extend(cell_fields(&cell));
+        let mut input = KeyInput::new(NodeKind::Compile, tbb_core::compile::CODE_VERSION).file(
+            format!("family {}", f.name),
+            tbb_core::family::hex(&f.content_hash),
+        );
+        for (k, v) in cell_fields(&cell) {
+            input = input.param(k, v);
+        }
+        self.add(
+            NodeKind::Compile,
+            fields,
+            input,
+            Work::Compile { family, cell },
+            &[],
+        )
     }
 
     fn add(

@@ -94,10 +94,10 @@ pub fn render(
     upstream: &[Pin],
 ) -> String {
     let mut prompt_hashes = BTreeMap::new();
-    for &repair in &manifest.repairs {
+    for form in manifest.forms() {
         prompt_hashes.insert(
-            short_name(&prompts_dir.join(repair.file_name())),
-            hash_hex(prompts.system(repair).as_bytes()),
+            short_name(&prompts_dir.join(form.prompt.file_name())),
+            hash_hex(prompts.system(form.prompt).as_bytes()),
         );
     }
     prompt_hashes.insert(

@@ -58,14 +58,35 @@ pub struct EpisodeRow {
     pub model: String,
     /// Its provider route.
     pub route: String,
-    /// Menu lane.
+    /// The design block the episode belongs to (`main` when the manifest has none).
+    #[serde(default)]
+    pub block: String,
+    /// The arm's name in the manifest.
+    #[serde(default)]
+    pub arm: String,
+    /// The arm's menu component (`routed`, `fixed`): the capacity tables' lane.
     pub lane: String,
-    /// Repair applied (`none`, `workflow_prompt`, `interface_guide`, ...).
+    /// The arm's prompt component as a repair (`none`, `workflow_prompt`,
+    /// `interface_guide`).
     pub repair: String,
+    /// The arm's delivery component (`native`).
+    #[serde(default)]
+    pub delivery: String,
+    /// The arm's actor component (`model`).
+    #[serde(default)]
+    pub actor: String,
     /// Completion cap.
     pub completion_cap: u32,
     /// Repeat index.
     pub repeat: u32,
+    /// The order the arms of this condition ran in, in this repeat: names joined by
+    /// `>` when they ran one after another, by `|` when side by side.
+    #[serde(default)]
+    pub schedule: String,
+    /// This arm's place (from 1) in `schedule` when the arms ran one after another;
+    /// null when they ran side by side.
+    #[serde(default)]
+    pub schedule_position: Option<u32>,
     /// The variant.
     pub variant_id: String,
     /// Family.
@@ -150,10 +171,19 @@ pub fn episodes(rows: &[EpisodeRow]) -> Result<RecordBatch, StoreError> {
         .text("organization", rows.iter().map(|r| &r.organization))
         .text("model", rows.iter().map(|r| &r.model))
         .text("route", rows.iter().map(|r| &r.route))
+        .text("block", rows.iter().map(|r| &r.block))
+        .text("arm", rows.iter().map(|r| &r.arm))
         .text("lane", rows.iter().map(|r| &r.lane))
         .text("repair", rows.iter().map(|r| &r.repair))
+        .text("delivery", rows.iter().map(|r| &r.delivery))
+        .text("actor", rows.iter().map(|r| &r.actor))
         .u32("completion_cap", rows.iter().map(|r| r.completion_cap))
         .u32("repeat", rows.iter().map(|r| r.repeat))
+        .text("schedule", rows.iter().map(|r| &r.schedule))
+        .u32_opt(
+            "schedule_position",
+            rows.iter().map(|r| r.schedule_position),
+        )
         .text("variant_id", rows.iter().map(|r| &r.variant_id))
         .text("family", rows.iter().map(|r| &r.family))
         .text("intent", rows.iter().map(|r| &r.intent))

@@ -1,0 +1,235 @@
+//! Arms: what an episode does differently from the no-repair baseline, as a composition
+//! of independent components, and the hooks each component plugs into the episode loop
+//! ([`super::episode`]).
+//!
+//! | component | variants | hook | what the hook decides |
+//! |---|---|---|---|
+//! | [`PromptVariant`] | base, workflow, interface_guide | [`Arm::system_prompt`] | the system message |
+//! | [`Menu`] | fixed, routed | [`MenuState`] | which schemas are visible before each request |
+//! | [`Delivery`] | native | [`Delivery::render`] | how an executed call's observation reaches the agent |
+//! | [`Actor`] | model | [`Actor::uses_provider`] | who issues the next call |
+//!
+//! plus the completion cap, which the execute node carries beside the arm.
+//!
+//! Adding a variant is one enum variant plus its arm in the hook's `match`: the DAG,
+//! the keys (which take [`ArmForm`] as a whole), the tables (one column per component,
+//! named by [`ArmForm::columns`]) and the reports do not change.
+//!
+//! Invariants: an arm's identity in results is its name; its identity in keys is its
+//! canonical form ([`ArmForm`]), so renaming an arm reruns nothing. Two arms of one block
+//! with the same form and cap would be the same episode twice: the manifest refuses them.
+//!
+//! Never: reads the answer or the reference program, except where a component is an
+//! oracle by definition and says so (the routed menu narrows to the operational tools,
+//! as the paper's oracle-assisted reference does).
+
+use serde::{Deserialize, Serialize};
+
+pub use super::prompts::PromptVariant;
+use tbb_core::compile::Variant;
+use tbb_provider::ToolSchema;
+
+/// The menu component: which tool schemas the agent sees before each request.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Default,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Menu {
+    /// Full menu until the first executed call to an operational tool, then the
+    /// operational tools only (oracle-assisted: the narrowing uses the ground truth).
+    #[default]
+    Routed,
+    /// Full menu throughout (the routed menu's no-repair arm).
+    Fixed,
+}
+
+impl Menu {
+    /// Every variant with its manifest name.
+    pub const NAMES: [(&'static str, Menu); 2] = [("routed", Menu::Routed), ("fixed", Menu::Fixed)];
+
+    /// The hook's state for one episode.
+    pub fn start(self, variant: &Variant) -> MenuState {
+        let full = schemas(variant, |_| true);
+        match self {
+            Menu::Fixed => MenuState {
+                visible: full,
+                narrow_to: None,
+            },
+            Menu::Routed => MenuState {
+                visible: full,
+                narrow_to: Some((
+                    variant.operational_tools.clone(),
+                    schemas(variant, |t| t.operational),
+                )),
+            },
+        }
+    }
+}
+
+/// The delivery component: how an observation reaches the agent.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Default,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Delivery {
+    /// Records in the cell's own encoding, as the sandbox returns them.
+    #[default]
+    Native,
+}
+
+impl Delivery {
+    /// Every variant with its manifest name.
+    pub const NAMES: [(&'static str, Delivery); 1] = [("native", Delivery::Native)];
+
+    /// The text of the tool message for an executed call's observation.
+    pub fn render(self, observation: String) -> String {
+        match self {
+            Delivery::Native => observation,
+        }
+    }
+}
+
+/// The actor component: who issues the next call.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Default,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Actor {
+    /// The configuration's model, through its provider.
+    #[default]
+    Model,
+}
+
+impl Actor {
+    /// Every variant with its manifest name.
+    pub const NAMES: [(&'static str, Actor); 1] = [("model", Actor::Model)];
+
+    /// Whether the next decision is asked of the provider (every turn, for the model).
+    pub fn uses_provider(self) -> bool {
+        match self {
+            Actor::Model => true,
+        }
+    }
+}
+
+/// An arm's canonical form: its components, without its name. This is what execute
+/// keys hash.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Default,
+)]
+pub struct ArmForm {
+    /// The system prompt.
+    pub prompt: PromptVariant,
+    /// The menu.
+    pub menu: Menu,
+    /// The delivery of observations.
+    pub delivery: Delivery,
+    /// Who issues calls.
+    pub actor: Actor,
+}
+
+impl ArmForm {
+    /// The baseline: base prompt, routed menu, native delivery, the model acting.
+    pub fn baseline() -> ArmForm {
+        ArmForm::default()
+    }
+
+    /// One `(column, value)` per component, as rows and identities show them. The
+    /// prompt's column is `repair` and the menu's `lane`, the names the capacity
+    /// tables always had.
+    pub fn columns(&self) -> [(&'static str, String); 4] {
+        [
+            ("repair", self.prompt.repair_name().to_string()),
+            ("lane", name_of(&Menu::NAMES, self.menu)),
+            ("delivery", name_of(&Delivery::NAMES, self.delivery)),
+            ("actor", name_of(&Actor::NAMES, self.actor)),
+        ]
+    }
+}
+
+/// A named arm of a manifest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Arm {
+    /// Its name in the manifest and in every row (`arm` column).
+    pub name: String,
+    /// Its components.
+    pub form: ArmForm,
+    /// The completion cap it pins, if any (otherwise the block's caps apply).
+    pub completion_cap: Option<u32>,
+}
+
+impl Arm {
+    /// The system prompt hook: the text of the arm's prompt variant.
+    pub fn system_prompt(form: &ArmForm, prompts: &super::Prompts) -> String {
+        prompts.system(form.prompt).to_string()
+    }
+}
+
+/// The menu hook's state over one episode.
+#[derive(Debug, Clone)]
+pub struct MenuState {
+    visible: Vec<ToolSchema>,
+    /// The routed menu's narrowing: the operational tools' names and schemas, taken
+    /// once the first operational call has executed.
+    narrow_to: Option<(Vec<String>, Vec<ToolSchema>)>,
+}
+
+impl MenuState {
+    /// The schemas visible before the next request.
+    pub fn visible(&self) -> &[ToolSchema] {
+        &self.visible
+    }
+
+    /// Called after each executed call; returns the new visible schemas when the menu
+    /// changes.
+    pub fn after_call(&mut self, tool: &str) -> Option<&[ToolSchema]> {
+        let narrows = self
+            .narrow_to
+            .as_ref()
+            .is_some_and(|(names, _)| names.iter().any(|n| n == tool));
+        if !narrows {
+            return None;
+        }
+        let (_, schemas) = self.narrow_to.take()?;
+        self.visible = schemas;
+        Some(&self.visible)
+    }
+}
+
+fn schemas(variant: &Variant, keep: impl Fn(&tbb_core::compile::Tool) -> bool) -> Vec<ToolSchema> {
+    variant
+        .menu
+        .iter()
+        .filter(|t| keep(t))
+        .map(|t| ToolSchema {
+            name: t.name.clone(),
+            description: t.description.clone(),
+            parameters: t.parameters.clone(),
+        })
+        .collect()
+}
+
+/// The manifest name of a component value.
+pub fn name_of<T: PartialEq + Copy>(names: &[(&'static str, T)], value: T) -> String {
+    names
+        .iter()
+        .find(|(_, v)| *v == value)
+        .map_or_else(String::new, |(n, _)| (*n).to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_component_value_has_a_name() {
+        for (_, m) in Menu::NAMES {
+            assert!(!name_of(&Menu::NAMES, m).is_empty());
+        }
+        let cols = ArmForm::baseline().columns();
+        assert_eq!(
+            cols.map(|(_, v)| v),
+            ["none", "routed", "native", "model"].map(String::from)
+        );
+    }
+}

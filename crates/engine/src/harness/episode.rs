@@ -1,0 +1,346 @@
+//! The episode loop as a small state machine: [`Step::Ask`] → [`Step::Read`] →
+//! [`Step::Execute`] → [`Step::Ask`] … → [`Step::Stop`], each step a method of [`Run`]
+//! that calls the arm's hooks ([`super::arm`]):
+//!
+//! - `Ask` checks the turn limit, then asks the arm's **actor** for the next decision
+//!   (for the model: record the request — with the schemas the **menu** hook makes
+//!   visible — and send it under the route's limit and the retry policy);
+//! - `Read` applies the contract to a response: the cap, the episode budget, a content
+//!   filter, a protocol violation, several calls, an answer, an empty response (nudge);
+//! - `Execute` enforces the call limit, runs the call in the sandbox, hands the
+//!   observation to the **delivery** hook, tells the **menu** hook which tool ran, and
+//!   stops as infeasible as soon as success is impossible.
+//!
+//! This is the only episode loop: `tbb apply`, `tbb run-episode`, the replay of saved
+//! transcripts and the tests all run it. The contract it enforces is the module doc of
+//! [`super`].
+//!
+//! Never: repairs arguments, retries a response it did not like, or shows a provider
+//! anything but messages and tool schemas.
+
+use std::time::Instant;
+
+use tbb_core::grade::trace::{
+    ExecutedCall, InfraCause, InfraFailure, Limits, RequestRecord, StopReason, Trace, Turn,
+    TRACE_FORMAT,
+};
+use tbb_core::grade::{grade_with_budget, infeasible};
+use tbb_core::sandbox::Sandbox;
+use tbb_provider::chat::Sampling;
+use tbb_provider::config::RequestField;
+use tbb_provider::retry::{send_with_retry, RouteLimits};
+use tbb_provider::{ChatRequest, ChatResponse, Finish, Message, Provider, ToolCall};
+
+use super::arm::{Actor, Arm, MenuState};
+use super::transcript::{self, BlobStore, StoredOutcome, Transcript};
+use super::{episode_key, infra_failure, response_record, Episode, EpisodeSpec, Prompts};
+
+/// Where the loop is.
+enum Step {
+    /// Ask the actor for the next decision.
+    Ask,
+    /// Apply the contract to a response; `turn` is its record so far.
+    Read(Box<(ChatResponse, Turn)>),
+    /// Execute the response's one call.
+    Execute(Box<(ChatResponse, ToolCall, Turn)>),
+    /// The episode is over.
+    Stop(StopReason),
+}
+
+/// One episode in progress.
+struct Run<'a> {
+    spec: &'a EpisodeSpec<'a>,
+    provider: &'a dyn Provider,
+    routes: Option<&'a RouteLimits>,
+    nudge: &'a str,
+    request: ChatRequest,
+    menu: MenuState,
+    tools_ref: String,
+    trace: Trace,
+    transcript: Transcript,
+    blobs: BlobStore,
+    sandbox: Sandbox<'a>,
+    executed: Vec<ExecutedCall>,
+    tokens: u64,
+    attempts: u32,
+    infra: Option<InfraFailure>,
+}
+
+/// Runs one episode. Never panics and never fails: every provider failure becomes a
+/// recorded ending of the episode.
+pub async fn run_episode(
+    provider: &dyn Provider,
+    spec: &EpisodeSpec<'_>,
+    prompts: &Prompts,
+    routes: Option<&RouteLimits>,
+) -> Episode {
+    let started = Instant::now();
+    let variant = spec.variant;
+    let config = spec.config;
+    let key = episode_key(spec, prompts);
+    let omit = &config.profile.omit;
+    let seed = u64::from_le_bytes(
+        blake3::hash(key.as_bytes()).as_bytes()[..8]
+            .try_into()
+            .unwrap_or([0; 8]),
+    );
+    let sampling = Sampling {
+        temperature: (!omit.contains(&RequestField::Temperature))
+            .then_some(config.profile.temperature),
+        seed: (!omit.contains(&RequestField::Seed)).then_some(seed),
+        parallel_tool_calls: (!omit.contains(&RequestField::ParallelToolCalls)).then_some(false),
+    };
+    let limits = Limits {
+        completion_cap: spec.completion_cap,
+        episode_budget: spec.episode_budget,
+        call_limit: variant.call_limit,
+        turn_limit: variant.turn_limit,
+    };
+    let menu = spec.arm.menu.start(variant);
+    let mut run = Run {
+        spec,
+        provider,
+        routes,
+        nudge: &prompts.nudge,
+        request: ChatRequest {
+            model: config.model.clone(),
+            messages: vec![
+                Message::System {
+                    content: Arm::system_prompt(&spec.arm, prompts),
+                },
+                Message::User {
+                    content: variant.user_request.clone(),
+                },
+            ],
+            tools: menu.visible().to_vec(),
+            max_completion_tokens: spec.completion_cap,
+            sampling,
+        },
+        tools_ref: String::new(),
+        menu,
+        trace: Trace {
+            format: TRACE_FORMAT.into(),
+            family: variant.family.clone(),
+            cell: variant.cell,
+            variant_id: variant.variant_id.clone(),
+            menu: variant.menu_names(),
+            limits,
+            turns: Vec::new(),
+            final_answer: None,
+            stop: StopReason::Answer,
+            infra: None,
+        },
+        transcript: Transcript::new(&key),
+        blobs: BlobStore::default(),
+        sandbox: Sandbox::new(variant),
+        executed: Vec::new(),
+        tokens: 0,
+        attempts: 0,
+        infra: None,
+    };
+
+    let offered = &run.trace.menu;
+    let stop = if variant
+        .required_tools()
+        .iter()
+        .any(|t| !offered.contains(t))
+    {
+        // No request is sent: the transcript holds no message.
+        run.transcript.close(&[], StopReason::Unavailable, limits);
+        StopReason::Unavailable
+    } else {
+        run.tools_ref = transcript::put_tools(run.menu.visible(), &mut run.blobs);
+        let mut step = Step::Ask;
+        let stop = loop {
+            step = match step {
+                Step::Ask => run.ask().await,
+                Step::Read(read) => {
+                    let (response, turn) = *read;
+                    run.read(response, turn)
+                }
+                Step::Execute(execute) => {
+                    let (response, call, turn) = *execute;
+                    run.execute(response, call, turn)
+                }
+                Step::Stop(stop) => break stop,
+            };
+        };
+        run.transcript.close(&run.request.messages, stop, limits);
+        stop
+    };
+    let mut trace = run.trace;
+    let mut transcript = run.transcript;
+    transcript.infra = run.infra.clone();
+    trace.stop = stop;
+    trace.infra = run.infra;
+    let verdict = grade_with_budget(variant, &trace, spec.episode_budget);
+    Episode {
+        key,
+        trace,
+        verdict,
+        transcript,
+        blobs: run.blobs,
+        omitted: omit.iter().copied().collect(),
+        attempts: run.attempts,
+        wall_ms: started.elapsed().as_millis() as u64,
+    }
+}
+
+impl Run<'_> {
+    /// The turn limit, then the actor's next decision.
+    async fn ask(&mut self) -> Step {
+        if self.trace.turns.len() as u32 >= self.spec.variant.turn_limit {
+            return Step::Stop(StopReason::TurnLimit);
+        }
+        match self.spec.arm.actor {
+            Actor::Model => self.ask_model().await,
+        }
+    }
+
+    /// Records the request and sends it to the configuration's provider.
+    async fn ask_model(&mut self) -> Step {
+        let request_ref =
+            self.transcript
+                .record_request(&self.request, &self.tools_ref, &mut self.blobs);
+        if self.transcript.wire_sampling.is_none() {
+            self.transcript.wire_sampling = Some(self.provider.wire_sampling(&self.request));
+        }
+        let sent = Instant::now();
+        let outcome = {
+            let permit = match self.routes {
+                Some(r) => r.for_config(self.spec.config).acquire_owned().await.ok(),
+                None => None,
+            };
+            let outcome =
+                send_with_retry(self.provider, &self.spec.config.retry, &self.request).await;
+            drop(permit);
+            outcome
+        };
+        self.attempts += outcome.attempts;
+        let wall_ms = sent.elapsed().as_millis() as u64;
+        self.transcript.wall_ms.push(wall_ms);
+        let response = match outcome.result {
+            Ok(r) => r,
+            Err(error) => {
+                self.transcript.outcomes.push(StoredOutcome::Failed {
+                    error: error.to_string(),
+                    attempts: outcome.attempts,
+                });
+                self.infra = Some(infra_failure(&error, outcome.attempts, outcome.last_status));
+                return Step::Stop(StopReason::InfraFailure);
+            }
+        };
+        self.transcript
+            .outcomes
+            .push(StoredOutcome::Response(response.clone()));
+        if response.usage.is_none() {
+            let turn = self.turn(&response, request_ref, wall_ms);
+            self.trace.turns.push(turn);
+            self.infra = Some(InfraFailure {
+                cause: InfraCause::BadUsage,
+                http_status: response.http_status,
+                attempts: outcome.attempts,
+                message: response
+                    .usage_error
+                    .clone()
+                    .unwrap_or_else(|| "the response has no usage".to_string()),
+            });
+            return Step::Stop(StopReason::InfraFailure);
+        }
+        let turn = self.turn(&response, request_ref, wall_ms);
+        Step::Read(Box::new((response, turn)))
+    }
+
+    fn turn(&self, response: &ChatResponse, request_ref: String, wall_ms: u64) -> Turn {
+        Turn {
+            request: RequestRecord {
+                visible_tools: self.menu.visible().iter().map(|t| t.name.clone()).collect(),
+                body_ref: Some(request_ref),
+            },
+            response: response_record(response, wall_ms),
+            executed: Vec::new(),
+        }
+    }
+
+    /// The contract on a response with valid usage.
+    fn read(&mut self, response: ChatResponse, turn: Turn) -> Step {
+        if let Some(usage) = response.usage {
+            self.tokens = self
+                .tokens
+                .saturating_add(usage.input_tokens)
+                .saturating_add(usage.output_tokens);
+        }
+        let stop = match response.finish {
+            Finish::Length => Some(StopReason::Truncated),
+            _ if self.tokens > self.spec.episode_budget => Some(StopReason::BudgetExceeded),
+            Finish::ContentFilter => Some(StopReason::ContractBreak),
+            _ if response.violation.is_some() => Some(StopReason::ProtocolViolation),
+            _ if response.tool_calls.len() > 1 => Some(StopReason::ContractBreak),
+            _ => None,
+        };
+        if let Some(stop) = stop {
+            self.trace.turns.push(turn);
+            return Step::Stop(stop);
+        }
+        if let Some(call) = response.tool_calls.first().cloned() {
+            return Step::Execute(Box::new((response, call, turn)));
+        }
+        self.trace.turns.push(turn);
+        match response.text.filter(|t| !t.trim().is_empty()) {
+            Some(answer) => {
+                self.trace.final_answer = Some(answer);
+                Step::Stop(StopReason::Answer)
+            }
+            None => {
+                self.request.messages.push(Message::Assistant {
+                    content: None,
+                    tool_calls: Vec::new(),
+                });
+                self.request.messages.push(Message::User {
+                    content: self.nudge.to_string(),
+                });
+                Step::Ask
+            }
+        }
+    }
+
+    /// The call limit, the call, the hooks, the infeasibility stop.
+    fn execute(&mut self, response: ChatResponse, call: ToolCall, mut turn: Turn) -> Step {
+        let variant = self.spec.variant;
+        if self.executed.len() as u32 >= variant.call_limit {
+            self.trace.turns.push(turn);
+            return Step::Stop(StopReason::CallLimit);
+        }
+        let result = self.sandbox.execute(&call.name, &call.arguments);
+        let done = ExecutedCall {
+            call_id: call.id.clone(),
+            tool: call.name.clone(),
+            arguments: call.arguments.clone(),
+            observation: result.observation.clone(),
+        };
+        turn.executed.push(done.clone());
+        self.executed.push(done);
+        self.trace.turns.push(turn);
+        self.request.messages.push(Message::Assistant {
+            content: response.text,
+            tool_calls: vec![call.clone()],
+        });
+        self.request.messages.push(Message::Tool {
+            call_id: call.id,
+            name: call.name.clone(),
+            content: self.spec.arm.delivery.render(result.observation),
+        });
+        if let Some(visible) = self.menu.after_call(&call.name) {
+            self.request.tools = visible.to_vec();
+            self.tools_ref = transcript::put_tools(visible, &mut self.blobs);
+        }
+        let refs: Vec<&ExecutedCall> = self.executed.iter().collect();
+        let left = variant
+            .call_limit
+            .saturating_sub(self.executed.len() as u32) as usize;
+        if infeasible(variant, &refs, self.sandbox.changes(), left).is_some() {
+            return Step::Stop(StopReason::Infeasible);
+        }
+        Step::Ask
+    }
+}
