@@ -38,7 +38,7 @@ use rand_chacha::ChaCha8Rng;
 use tbb::analysis::contrasts::{self, ContrastResult, Weighting};
 use tbb::analysis::design::{self, CELLS};
 use tbb::analysis::{costs, lanes, stats, strata, truncation};
-use tbb::manifest::{Analysis, AnalysisKind, ClusterUnit};
+use tbb::analysis::{Bootstrap, ClusterUnit};
 use tbb::store::tables::EpisodeRow;
 
 const ROUNDS: usize = 15;
@@ -264,8 +264,7 @@ fn numpy(csv: &Path, rounds: usize) -> Result<serde_json::Value, String> {
 
 fn main() {
     let rows = panel();
-    let analysis = |kind| Analysis {
-        kind,
+    let analysis = Bootstrap {
         draws: Some(DRAWS),
         seed: Some(SEED),
         cluster_units: UNITS.to_vec(),
@@ -312,18 +311,16 @@ fn main() {
     let mut full = Vec::new();
     for _ in 0..5 {
         let start = Instant::now();
-        let out =
-            contrasts::run(&analysis(AnalysisKind::Contrasts), &rows).unwrap_or_else(|e| fail(e));
+        let out = contrasts::run(&analysis, &rows).unwrap_or_else(|e| fail(e));
         full.push(start.elapsed());
         std::hint::black_box(out);
     }
     let mut others = Vec::new();
     for _ in 0..5 {
         let start = Instant::now();
-        let t =
-            truncation::run(&analysis(AnalysisKind::Truncation), &rows).unwrap_or_else(|e| fail(e));
-        let s = strata::run(&analysis(AnalysisKind::Strata), &rows).unwrap_or_else(|e| fail(e));
-        let c = costs::run(&analysis(AnalysisKind::Costs), &rows).unwrap_or_else(|e| fail(e));
+        let t = truncation::run(&rows).unwrap_or_else(|e| fail(e));
+        let s = strata::run(&rows).unwrap_or_else(|e| fail(e));
+        let c = costs::run(&rows).unwrap_or_else(|e| fail(e));
         others.push(start.elapsed());
         std::hint::black_box((t, s, c));
     }
@@ -337,7 +334,7 @@ fn main() {
     let mut lane_times = Vec::new();
     for _ in 0..5 {
         let start = Instant::now();
-        let l = lanes::run(&analysis(AnalysisKind::Lanes), &both).unwrap_or_else(|e| fail(e));
+        let l = lanes::run(&analysis, &both).unwrap_or_else(|e| fail(e));
         lane_times.push(start.elapsed());
         std::hint::black_box(l);
     }

@@ -7,7 +7,7 @@ use std::sync::{Mutex, OnceLock};
 
 use tbb::family::FamilySet;
 use tbb::harness::Menu;
-use tbb::manifest::{AnalysisKind, Loaded, Manifest, ManifestError};
+use tbb::manifest::{Loaded, Manifest, ManifestError};
 
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -114,9 +114,19 @@ fn the_capacity_manifest_is_the_capacity_factorial() {
     assert_eq!(m.budgets.episode_budget, 128_000);
     assert_eq!(m.blocks[0].repeats, 1);
     assert_eq!(m.episode_count(), 18_144);
-    let kinds: Vec<_> = m.analyses.iter().map(|a| a.kind).collect();
-    assert_eq!(kinds, AnalysisKind::ALL.to_vec());
-    assert_eq!(m.analyses[0].draws, Some(10_000));
+    let kinds: Vec<_> = m.analyses.iter().map(|a| a.kind.name()).collect();
+    assert_eq!(
+        kinds,
+        [
+            "contrasts",
+            "truncation",
+            "strata",
+            "lanes",
+            "costs",
+            "report"
+        ]
+    );
+    assert_eq!(m.analyses[0].params["draws"], 10_000);
     assert_eq!(m.families.len() * m.cells.len(), 432);
     assert_eq!(m.episode_count(), 18_144);
 }
@@ -139,7 +149,7 @@ fn the_smoke_manifest_is_small_but_covers_four_intents() {
     assert_eq!(configs, ["sim-aurora-flash", "sim-dunlin-max"]);
     assert_eq!(m.cells.len(), 12);
     assert_eq!(m.analyses.len(), 6);
-    assert_eq!(m.analyses[0].draws, Some(1000));
+    assert_eq!(m.analyses[0].params["draws"], 1000);
     assert_eq!(m.episode_count(), 6 * 12 * 2 * 2);
 }
 
@@ -274,6 +284,54 @@ fn an_unknown_analysis_kind_gets_did_you_mean() {
     assert!(text.contains("unknown analysis kind `stratta`"), "{text}");
     assert!(text.contains("kind = \"stratta\""), "{text}");
     assert!(text.contains("did you mean `strata`?"), "{text}");
+}
+
+#[test]
+fn analysis_parameters_are_typed_per_kind_and_checked_at_their_spans() {
+    // Unknown to its kind: did-you-mean among that kind's parameters.
+    let m = edited("smoke.toml", |t| replace(t, "draws = 1000", "drawz = 1000"));
+    let (_, text) = failure(&m, &[]);
+    assert!(
+        text.contains("unknown parameter of the contrasts analysis `drawz`"),
+        "{text}"
+    );
+    assert!(text.contains("drawz = 1000"), "{text}");
+    assert!(text.contains("did you mean `draws`?"), "{text}");
+    // A parameter of another kind: this kind takes none.
+    let m = edited("smoke.toml", |t| {
+        replace(t, "kind = \"costs\"", "kind = \"costs\"\nseed = 3")
+    });
+    let (e, text) = failure(&m, &[]);
+    assert_eq!(e.problem_count(), 1, "{text}");
+    assert!(
+        text.contains("the costs analysis takes no parameters"),
+        "{text}"
+    );
+    // A wrong type and an out-of-range value, each at its value.
+    let m = edited("smoke.toml", |t| {
+        let t = replace(t, "draws = 1000", "draws = 0");
+        replace(
+            t,
+            "cluster_units = [\"family\", \"intent\", \"configuration\"]",
+            "cluster_units = [\"family\", \"famly\"]",
+        )
+    });
+    let (e, text) = failure(&m, &[]);
+    assert_eq!(e.problem_count(), 1, "serde stops at the first: {text}");
+    assert!(
+        text.contains(
+            "`cluster_units.1` of the contrasts analysis is invalid: unknown variant `famly`"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("╰── here"), "{text}");
+    let m = edited("smoke.toml", |t| replace(t, "draws = 1000", "draws = 0"));
+    let (_, text) = failure(&m, &[]);
+    assert!(
+        text.contains("draws = 0 must be a positive integer"),
+        "{text}"
+    );
+    assert!(text.contains("╰── here"), "{text}");
 }
 
 #[test]

@@ -77,6 +77,7 @@ pub fn exec(cli: &Cli, args: &ApplyArgs) -> Result<()> {
     };
     // Everything that can be wrong with the input is checked before anything is written.
     let study = study(cli, &manifest, &overrides)?;
+    study.check_upstream()?;
     let providers = apply::providers(&study)?;
     let lock_path = study.lockfile_path();
     lockfile::check(&lock_path, &study.lockfile_text, args.locked)?;

@@ -39,7 +39,8 @@
 //!
 //! Never: reads or writes files, or runs episodes.
 
-use crate::manifest::{Analysis, ClusterUnit};
+use super::stats::{Bootstrap, ClusterUnit};
+use super::{Context, Design, ParamProblem, Produced, Typed};
 use crate::store::tables::EpisodeRow;
 use crate::store::TableBuilder;
 
@@ -51,6 +52,32 @@ use super::{AnalysisError, Output};
 pub const ANALYSIS: &str = "capacity";
 /// Name in error messages.
 const KIND: &str = "contrasts";
+
+/// The `contrasts` analysis kind.
+pub struct Contrasts;
+
+impl Typed for Contrasts {
+    type Params = Bootstrap;
+    const NAME: &'static str = KIND;
+    const VERSION: &'static str = "contrasts/1";
+    const OUTPUTS: &'static [&'static str] = &[
+        "contrasts",
+        "contrasts_sign_flip",
+        "contrasts_by_configuration",
+    ];
+
+    fn check(params: &Bootstrap) -> Vec<ParamProblem> {
+        params.check()
+    }
+
+    fn needs(design: &Design) -> Option<String> {
+        design.needs_every_capacity_cell()
+    }
+
+    fn run(params: &Bootstrap, input: &Context<'_>) -> Result<Produced, AnalysisError> {
+        run(params, input.episodes).map(Produced::from)
+    }
+}
 
 /// How units are weighted in a contrast's mean.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -333,8 +360,8 @@ pub fn capacity_means(
 }
 
 /// The `contrasts`, `contrasts_sign_flip` and `contrasts_by_configuration` tables.
-pub fn run(analysis: &Analysis, episodes: &[EpisodeRow]) -> Result<Vec<Output>, AnalysisError> {
-    let settings = Settings::resolve(analysis)?;
+pub fn run(analysis: &Bootstrap, episodes: &[EpisodeRow]) -> Result<Vec<Output>, AnalysisError> {
+    let settings = Settings::resolve(KIND, analysis)?;
     let mut flip_units = settings.units.clone();
     if !flip_units.contains(&ClusterUnit::Intent) {
         flip_units.push(ClusterUnit::Intent);
@@ -466,7 +493,6 @@ fn configuration_table(
 mod tests {
     use super::*;
     use crate::analysis::design::testing::unit;
-    use crate::manifest::AnalysisKind;
     use arrow_array::{Array, Float64Array, StringArray, UInt32Array};
 
     /// Two organizations: org A with configuration a1, org B with b1 and b2; four
@@ -489,9 +515,8 @@ mod tests {
         rows
     }
 
-    fn analysis(units: Vec<ClusterUnit>, draws: u32) -> Analysis {
-        Analysis {
-            kind: AnalysisKind::Contrasts,
+    fn analysis(units: Vec<ClusterUnit>, draws: u32) -> Bootstrap {
+        Bootstrap {
             draws: Some(draws),
             seed: Some(11),
             cluster_units: units,

@@ -25,7 +25,7 @@ use std::collections::BTreeMap;
 
 use arrow_array::RecordBatch;
 
-use crate::manifest::Analysis;
+use super::{Context, NoParams, Produced, Typed};
 use crate::store::tables::EpisodeRow;
 use crate::store::TableBuilder;
 
@@ -35,6 +35,20 @@ use super::{AnalysisError, Output};
 
 /// Name in error messages.
 const KIND: &str = "costs";
+
+/// The `costs` analysis kind.
+pub struct Costs;
+
+impl Typed for Costs {
+    type Params = NoParams;
+    const NAME: &'static str = KIND;
+    const VERSION: &'static str = "costs/2";
+    const OUTPUTS: &'static [&'static str] = &["costs"];
+
+    fn run(_params: &NoParams, input: &Context<'_>) -> Result<Produced, AnalysisError> {
+        run(input.episodes).map(Produced::from)
+    }
+}
 
 /// One row of the `costs` table.
 #[derive(Debug, Clone, PartialEq)]
@@ -120,7 +134,7 @@ pub fn cost_rows(episodes: &[EpisodeRow]) -> Result<Vec<CostRow>, AnalysisError>
 }
 
 /// The `costs` table.
-pub fn run(_analysis: &Analysis, episodes: &[EpisodeRow]) -> Result<Vec<Output>, AnalysisError> {
+pub fn run(episodes: &[EpisodeRow]) -> Result<Vec<Output>, AnalysisError> {
     if episodes.is_empty() {
         return Err(AnalysisError::MissingData {
             analysis: KIND,
@@ -178,7 +192,6 @@ fn table(rows: &[CostRow]) -> Result<RecordBatch, AnalysisError> {
 mod tests {
     use super::*;
     use crate::analysis::design::testing::row;
-    use crate::manifest::AnalysisKind;
 
     fn ep(config: &str, lane: &str, vts: bool, tokens: u64, cost: f64) -> EpisodeRow {
         let mut r = row(config, "O", "f", "i", 8, "low", "raw", vts);
@@ -241,15 +254,9 @@ mod tests {
             .collect();
         let mut reversed = rows.clone();
         reversed.reverse();
-        let analysis = Analysis {
-            kind: AnalysisKind::Costs,
-            draws: None,
-            seed: None,
-            cluster_units: vec![],
-        };
-        let a = run(&analysis, &rows).unwrap_or_else(|e| panic!("{e}"));
-        let b = run(&analysis, &reversed).unwrap_or_else(|e| panic!("{e}"));
+        let a = run(&rows).unwrap_or_else(|e| panic!("{e}"));
+        let b = run(&reversed).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(a[0].batch, b[0].batch);
-        assert!(run(&analysis, &[]).is_err());
+        assert!(run(&[]).is_err());
     }
 }

@@ -40,7 +40,8 @@ use std::collections::BTreeMap;
 
 use arrow_array::RecordBatch;
 
-use crate::manifest::Analysis;
+use super::stats::Bootstrap;
+use super::{Context, Design, ParamProblem, Produced, Typed};
 use crate::store::tables::EpisodeRow;
 use crate::store::TableBuilder;
 
@@ -50,6 +51,28 @@ use super::{AnalysisError, Output};
 
 /// Name in error messages.
 const KIND: &str = "lanes";
+
+/// The `lanes` analysis kind.
+pub struct Lanes;
+
+impl Typed for Lanes {
+    type Params = Bootstrap;
+    const NAME: &'static str = KIND;
+    const VERSION: &'static str = "lanes/2";
+    const OUTPUTS: &'static [&'static str] = &["lanes"];
+
+    fn check(params: &Bootstrap) -> Vec<ParamProblem> {
+        params.check()
+    }
+
+    fn needs(design: &Design) -> Option<String> {
+        design.needs_both_lanes()
+    }
+
+    fn run(params: &Bootstrap, input: &Context<'_>) -> Result<Produced, AnalysisError> {
+        run(params, input.episodes).map(Produced::from)
+    }
+}
 /// The lane with the oracle-assisted narrowing.
 pub const ROUTED: &str = "routed";
 /// The lane with the full menu throughout.
@@ -232,8 +255,8 @@ fn scope_rows(
 }
 
 /// The `lanes` table.
-pub fn run(analysis: &Analysis, episodes: &[EpisodeRow]) -> Result<Vec<Output>, AnalysisError> {
-    let settings = Settings::resolve(analysis)?;
+pub fn run(analysis: &Bootstrap, episodes: &[EpisodeRow]) -> Result<Vec<Output>, AnalysisError> {
+    let settings = Settings::resolve(KIND, analysis)?;
     let strata = design::capacity_rows(episodes);
     let mut by_cap: BTreeMap<u32, [Vec<(&EpisodeRow, usize)>; 2]> = BTreeMap::new();
     for (stratum, rows) in strata {
@@ -341,7 +364,7 @@ fn table(rows: &[LaneRow], seed: u64) -> Result<RecordBatch, AnalysisError> {
 mod tests {
     use super::*;
     use crate::analysis::design::testing::unit;
-    use crate::manifest::{AnalysisKind, ClusterUnit};
+    use crate::analysis::ClusterUnit;
     use arrow_array::{Array, Float64Array, StringArray, UInt32Array};
 
     fn lanes_panel() -> Vec<EpisodeRow> {
@@ -369,8 +392,7 @@ mod tests {
 
     #[test]
     fn routed_minus_fixed_by_hand() {
-        let analysis = Analysis {
-            kind: AnalysisKind::Lanes,
+        let analysis = Bootstrap {
             draws: Some(1_000),
             seed: Some(5),
             cluster_units: vec![ClusterUnit::Family],
@@ -422,8 +444,7 @@ mod tests {
     fn unpaired_episodes_are_counted_and_one_lane_is_missing_data() {
         let mut rows = lanes_panel();
         rows.retain(|r| !(r.lane == FIXED && r.v == 8));
-        let analysis = Analysis {
-            kind: AnalysisKind::Lanes,
+        let analysis = Bootstrap {
             draws: Some(100),
             seed: None,
             cluster_units: vec![ClusterUnit::Family],

@@ -1,42 +1,385 @@
-//! Analyses: paired contrasts, cluster bootstraps, truncation attribution, strata,
-//! lanes and costs, computed from the graded episodes.
+//! Analyses as plug-ins: every kind of `[[analyses]]` table a manifest may hold, each
+//! in its own file, and the one registry ([`KINDS`]) that names them.
 //!
-//! Owns: every statistic of the paper's capacity analysis and the tables it writes
-//! (`contrasts`, `truncation`, `strata`, `lanes`, `costs`).
+//! Owns: the [`Kind`] contract — a kind's name, typed parameters, declared inputs
+//! ([`Input`]), design needs (checked on a [`Design`]), output tables and code
+//! version — and the statistics of the paper's capacity analysis (`contrasts`,
+//! `truncation`, `strata`, `lanes`, `costs`), the report, and the sweep's
+//! `truncation_strata`.
 //!
-//! Invariants: an analysis is a pure function of its parameters and the episode rows
-//! it is given (in any order: every analysis sorts or groups before it computes), so
-//! the same rows and seed give the same table byte for byte. Randomness is ChaCha
-//! seeded from the analysis's `seed` parameter only.
+//! Adding a kind is one file implementing [`Typed`] and one line in [`KINDS`]; the
+//! manifest, the DAG, the cache and the plan read everything else from the trait.
+//!
+//! Invariants: an analysis is a pure function of its parameters and the inputs it is
+//! given (episode rows in any order: every analysis sorts or groups before it
+//! computes), so the same inputs and seed give the same table byte for byte.
+//! Randomness is ChaCha seeded from the analysis's `seed` parameter only.
 //!
 //! Never: runs episodes, reads the clock, or touches the file system; the pipeline
-//! hands it rows and writes the tables it returns.
+//! hands it rows and tables and writes what it returns.
 
 pub mod contrasts;
 pub mod costs;
 pub mod design;
 pub mod lanes;
+pub mod needs;
+pub mod report;
 pub mod stats;
 pub mod strata;
+#[cfg(test)]
+pub mod toy;
 pub mod truncation;
+pub mod truncation_strata;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
 
 use arrow_array::RecordBatch;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::{Map, Value};
 
-use crate::harness::Menu as Lane;
-use crate::manifest::AnalysisKind;
+pub use needs::Design;
+pub use stats::{Bootstrap, ClusterUnit};
+
+use crate::store::tables::EpisodeRow;
 use crate::store::StoreError;
-use tbb_core::compile::cell::{level_name, Cell};
 
-/// Version of an analysis's computation, part of its node's key: bump it whenever a
-/// change to that analysis changes its tables.
-pub fn code_version(kind: AnalysisKind) -> &'static str {
-    match kind {
-        AnalysisKind::Contrasts => "contrasts/1",
-        AnalysisKind::Truncation => "truncation/2",
-        AnalysisKind::Strata => "strata/2",
-        AnalysisKind::Lanes => "lanes/2",
-        AnalysisKind::Costs => "costs/2",
-        AnalysisKind::Report => "report/1",
+/// Every analysis kind, in report order. Registering a kind is one line here.
+pub static KINDS: &[&dyn Kind] = &[
+    &contrasts::Contrasts,
+    &truncation::Truncation,
+    &strata::Strata,
+    &lanes::Lanes,
+    &costs::Costs,
+    &truncation_strata::TruncationStrata,
+    &report::Report,
+    #[cfg(test)]
+    &toy::Toy,
+];
+
+/// A table an analysis reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Input {
+    /// This study's graded episodes.
+    Episodes,
+    /// This study's compiled variants (the `variants` table).
+    Variants,
+    /// A table another analysis writes: by default this study's (an analysis listed
+    /// before it must write it), or another study's, bound in the manifest with
+    /// `inputs = { <table> = { from = "<study>" } }`.
+    Table(&'static str),
+    /// Every table of the analyses listed before it (the report).
+    EveryAnalysis,
+}
+
+/// One parameter problem, at its path inside the analysis's table (`draws`,
+/// `cluster_units.1`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParamProblem {
+    /// The parameter's path, relative to the `[[analyses]]` table.
+    pub path: String,
+    /// What is wrong.
+    pub message: String,
+    /// How to fix it.
+    pub help: Option<String>,
+}
+
+/// What a kind is given to run.
+pub struct Context<'a> {
+    /// The study's name.
+    pub study: &'a str,
+    /// This study's graded episodes (empty unless it declares [`Input::Episodes`]).
+    pub episodes: &'a [EpisodeRow],
+    /// The tables it declared, by table name (`variants`, another analysis's tables,
+    /// another study's table).
+    pub tables: &'a BTreeMap<String, RecordBatch>,
+    /// The analyses of this study its design cannot run, with why (the report notes
+    /// them).
+    pub skipped: &'a [(&'a str, String)],
+}
+
+/// What an analysis produced.
+#[derive(Debug, Clone, Default)]
+pub struct Produced {
+    /// Tables, written as `outputs/<study>/<table>.parquet`.
+    pub tables: Vec<Output>,
+    /// Text files, written as `outputs/<study>/<name>`.
+    pub files: Vec<(String, String)>,
+}
+
+impl From<Vec<Output>> for Produced {
+    fn from(tables: Vec<Output>) -> Produced {
+        Produced {
+            tables,
+            files: Vec::new(),
+        }
+    }
+}
+
+/// The object-safe contract of a kind, as the registry holds it. Implement
+/// [`Typed`] instead: every [`Typed`] kind is a [`Kind`].
+pub trait Kind: Sync {
+    /// The name written in manifests (`kind = "contrasts"`).
+    fn name(&self) -> &'static str;
+    /// Version of its computation, part of its node's key: bump it whenever a change
+    /// changes its tables.
+    fn code_version(&self) -> &'static str;
+    /// The names of its parameters (for "did you mean").
+    fn parameters(&self) -> &'static [&'static str];
+    /// Checks the parameters given (nulls dropped) and returns them normalised.
+    fn parse(&self, given: &Map<String, Value>) -> Result<Map<String, Value>, Vec<ParamProblem>>;
+    /// The tables it reads.
+    fn inputs(&self) -> &'static [Input];
+    /// The tables it writes.
+    fn outputs(&self) -> &'static [&'static str];
+    /// Why it cannot run on `design`, or `None` when it can.
+    fn needs(&self, design: &Design) -> Option<String>;
+    /// Runs it.
+    fn run(
+        &self,
+        params: &Map<String, Value>,
+        input: &Context<'_>,
+    ) -> Result<Produced, AnalysisError>;
+}
+
+/// A kind with typed parameters: what one analysis file implements.
+pub trait Typed: Sync + 'static {
+    /// Its parameters: a serde struct (`#[serde(deny_unknown_fields)]`) deserialised
+    /// from its `[[analyses]]` table, `kind` and `inputs` aside.
+    type Params: Serialize + DeserializeOwned;
+    /// The name written in manifests.
+    const NAME: &'static str;
+    /// Version of its computation.
+    const VERSION: &'static str;
+    /// The tables it reads.
+    const INPUTS: &'static [Input] = &[Input::Episodes];
+    /// The tables it writes.
+    const OUTPUTS: &'static [&'static str];
+    /// Range checks serde cannot express, each at its parameter's path.
+    fn check(_params: &Self::Params) -> Vec<ParamProblem> {
+        Vec::new()
+    }
+    /// Why it cannot run on `design`, or `None` when it can.
+    fn needs(_design: &Design) -> Option<String> {
+        None
+    }
+    /// Runs it.
+    fn run(params: &Self::Params, input: &Context<'_>) -> Result<Produced, AnalysisError>;
+}
+
+impl<T: Typed> Kind for T {
+    fn name(&self) -> &'static str {
+        T::NAME
+    }
+    fn code_version(&self) -> &'static str {
+        T::VERSION
+    }
+    fn parameters(&self) -> &'static [&'static str] {
+        field_names::<T::Params>()
+    }
+    fn parse(&self, given: &Map<String, Value>) -> Result<Map<String, Value>, Vec<ParamProblem>> {
+        let value = Value::Object(given.clone());
+        let params: T::Params = serde_path_to_error::deserialize(&value).map_err(|e| {
+            let path = dotted(e.path());
+            vec![ParamProblem {
+                message: format!(
+                    "`{path}` of the {} analysis is invalid: {}",
+                    T::NAME,
+                    e.inner()
+                ),
+                path,
+                help: None,
+            }]
+        })?;
+        let problems = T::check(&params);
+        if !problems.is_empty() {
+            return Err(problems);
+        }
+        Ok(normalise(&params))
+    }
+    fn inputs(&self) -> &'static [Input] {
+        T::INPUTS
+    }
+    fn outputs(&self) -> &'static [&'static str] {
+        T::OUTPUTS
+    }
+    fn needs(&self, design: &Design) -> Option<String> {
+        T::needs(design)
+    }
+    fn run(
+        &self,
+        params: &Map<String, Value>,
+        input: &Context<'_>,
+    ) -> Result<Produced, AnalysisError> {
+        let params: T::Params =
+            serde_json::from_value(Value::Object(params.clone())).map_err(|e| {
+                AnalysisError::InvalidParameter {
+                    analysis: T::NAME,
+                    detail: e.to_string(),
+                }
+            })?;
+        T::run(&params, input)
+    }
+}
+
+/// A serde path as the manifest's dotted paths write it (`cluster_units.1`).
+fn dotted(path: &serde_path_to_error::Path) -> String {
+    use serde_path_to_error::Segment;
+    let mut parts = Vec::new();
+    for segment in path.iter() {
+        match segment {
+            Segment::Seq { index } => parts.push(index.to_string()),
+            Segment::Map { key } => parts.push(key.clone()),
+            Segment::Enum { variant } => parts.push(variant.clone()),
+            Segment::Unknown => break,
+        }
+    }
+    parts.join(".")
+}
+
+/// Parameters as stored in the manifest (and its hash): serialised from the typed
+/// struct, nulls (defaults) dropped.
+fn normalise<P: Serialize>(params: &P) -> Map<String, Value> {
+    match serde_json::to_value(params) {
+        Ok(Value::Object(map)) => map.into_iter().filter(|(_, v)| !v.is_null()).collect(),
+        _ => Map::new(),
+    }
+}
+
+/// A kind with no parameters.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NoParams {}
+
+/// The field names of a serde struct, read from its `Deserialize` impl (which hands
+/// them to `deserialize_struct`).
+fn field_names<'de, T: serde::Deserialize<'de>>() -> &'static [&'static str] {
+    use serde::de::{self, Visitor};
+    use serde::forward_to_deserialize_any;
+
+    struct Probe(Option<&'static [&'static str]>);
+    impl<'de> de::Deserializer<'de> for &mut Probe {
+        type Error = de::value::Error;
+        fn deserialize_any<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Self::Error> {
+            Err(de::Error::custom("probe"))
+        }
+        fn deserialize_struct<V: Visitor<'de>>(
+            self,
+            _: &'static str,
+            fields: &'static [&'static str],
+            _: V,
+        ) -> Result<V::Value, Self::Error> {
+            self.0 = Some(fields);
+            Err(de::Error::custom("probe"))
+        }
+        forward_to_deserialize_any! {
+            bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
+            bytes byte_buf option unit unit_struct newtype_struct seq tuple
+            tuple_struct map enum identifier ignored_any
+        }
+    }
+    let mut probe = Probe(None);
+    let _ = T::deserialize(&mut probe);
+    probe.0.unwrap_or(&[])
+}
+
+/// A registered kind: a copyable handle on its [`Kind`], compared and ordered by name.
+#[derive(Clone, Copy)]
+pub struct AnalysisKind(&'static dyn Kind);
+
+impl AnalysisKind {
+    /// The kind registered under `name`.
+    pub fn get(name: &str) -> Option<AnalysisKind> {
+        KINDS
+            .iter()
+            .find(|k| k.name() == name)
+            .map(|k| AnalysisKind(*k))
+    }
+
+    /// Every registered kind, in report order.
+    pub fn all() -> impl Iterator<Item = AnalysisKind> + Clone {
+        KINDS.iter().map(|k| AnalysisKind(*k))
+    }
+
+    /// The name written in manifests.
+    pub fn name(self) -> &'static str {
+        self.0.name()
+    }
+
+    /// Its [`Kind`].
+    pub fn kind(self) -> &'static dyn Kind {
+        self.0
+    }
+
+    /// The table names it reads from another analysis or study.
+    pub fn table_inputs(self) -> impl Iterator<Item = &'static str> {
+        self.0.inputs().iter().filter_map(|i| match i {
+            Input::Table(t) => Some(*t),
+            _ => None,
+        })
+    }
+}
+
+impl PartialEq for AnalysisKind {
+    fn eq(&self, other: &AnalysisKind) -> bool {
+        self.name() == other.name()
+    }
+}
+impl Eq for AnalysisKind {}
+impl PartialOrd for AnalysisKind {
+    fn partial_cmp(&self, other: &AnalysisKind) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for AnalysisKind {
+    fn cmp(&self, other: &AnalysisKind) -> std::cmp::Ordering {
+        self.name().cmp(other.name())
+    }
+}
+impl std::hash::Hash for AnalysisKind {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.name().hash(state);
+    }
+}
+impl fmt::Debug for AnalysisKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "AnalysisKind({})", self.name())
+    }
+}
+impl Serialize for AnalysisKind {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+/// One `[[analyses]]` entry, resolved.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Analysis {
+    /// Which.
+    pub kind: AnalysisKind,
+    /// Its parameters, checked against the kind's typed parameters and normalised
+    /// (defaults left out).
+    pub params: Map<String, Value>,
+    /// Tables read from another study: table name -> study name.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub inputs: BTreeMap<String, String>,
+}
+
+impl Analysis {
+    /// Its parameters, typed.
+    pub fn params<P: DeserializeOwned>(&self) -> Result<P, AnalysisError> {
+        serde_json::from_value(Value::Object(self.params.clone())).map_err(|e| {
+            AnalysisError::InvalidParameter {
+                analysis: self.kind.name(),
+                detail: e.to_string(),
+            }
+        })
+    }
+
+    /// The study a table input is read from (`None`: this study).
+    pub fn from_study(&self, table: &str) -> Option<&str> {
+        self.inputs.get(table).map(String::as_str)
     }
 }
 
@@ -90,148 +433,99 @@ pub enum AnalysisError {
         /// What is wrong.
         detail: String,
     },
-}
-
-/// Why an analysis of this kind cannot run on a manifest's design, or `None` when it
-/// can: what each kind needs of the cells and lanes, checked before any episode runs,
-/// so a study on a subset of the design skips the analysis instead of paying for every
-/// request and then failing.
-///
-/// - contrasts: all twelve capacity cells (every contrast's weights span them);
-/// - truncation and strata: matched V = 8 / V = 128 pairs — at least one endpoint
-///   (W, D) at both menu sizes, and every endpoint cell's V partner;
-/// - lanes: both menu lanes, routed and fixed;
-/// - costs and the report: any episodes.
-pub fn cannot_run(kind: AnalysisKind, cells: &[Cell], lanes: &[Lane]) -> Option<String> {
-    let index = |c: &Cell| {
-        let (w, d) = (level_name(&c.w), level_name(&c.d));
-        let capacity = level_name(&c.r) == design::CAPACITY_R && c.depth.is_none();
-        design::CELLS
-            .iter()
-            .position(|x| capacity && u32::from(c.v) == x.v && x.w == w && x.d == d)
-    };
-    let present: std::collections::BTreeSet<usize> = cells.iter().filter_map(index).collect();
-    match kind {
-        AnalysisKind::Contrasts => {
-            let missing: Vec<String> = (0..design::CELLS.len())
-                .filter(|i| !present.contains(i))
-                .map(|i| design::CELLS[i].label())
-                .collect();
-            (!missing.is_empty()).then(|| {
-                format!(
-                    "it needs all 12 capacity cells; the manifest lacks {}",
-                    missing.join(", ")
-                )
-            })
-        }
-        AnalysisKind::Truncation | AnalysisKind::Strata => {
-            let endpoints: Vec<usize> = present
-                .iter()
-                .copied()
-                .filter(|&i| i < design::N_ENDPOINTS)
-                .collect();
-            // Endpoints are ordered V slowest: the partner of cell i is i ± 4.
-            let half = design::N_ENDPOINTS / 2;
-            let partner = |i: usize| if i < half { i + half } else { i - half };
-            let unpaired: Vec<String> = endpoints
-                .iter()
-                .filter(|&&i| !present.contains(&partner(i)))
-                .map(|&i| {
-                    format!(
-                        "{} has no {}",
-                        design::CELLS[i].label(),
-                        design::CELLS[partner(i)].label()
-                    )
-                })
-                .collect();
-            if endpoints.is_empty() {
-                Some("it needs matched V = 8 / V = 128 cells (e.g. (8, low, raw) and (128, low, raw)); the manifest has none".into())
-            } else if !unpaired.is_empty() {
-                Some(format!(
-                    "it needs every endpoint cell's V = 8 / V = 128 partner: {}",
-                    unpaired.join(", ")
-                ))
-            } else {
-                None
-            }
-        }
-        AnalysisKind::Lanes => {
-            let both = lanes.contains(&Lane::Routed) && lanes.contains(&Lane::Fixed);
-            (!both).then(|| "it needs an arm with the routed menu and one with the fixed menu (`[[arms]]` with `menu = \"routed\"` and `menu = \"fixed\"`)".into())
-        }
-        AnalysisKind::Costs | AnalysisKind::Report => None,
-    }
+    /// The report cannot be rendered from the tables.
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Report(#[from] crate::report::ReportError),
+    /// A table it reads is not what it expects (a column missing or of another type).
+    #[error("the {analysis} analysis cannot read the `{table}` table: {detail}")]
+    #[diagnostic(
+        code(tbb::analysis::input_table),
+        help("re-apply the study that writes the table with this version of tbb")
+    )]
+    InputTable {
+        /// Which analysis.
+        analysis: &'static str,
+        /// The table.
+        table: String,
+        /// What is wrong.
+        detail: String,
+    },
 }
 
 /// The analyses of a manifest that cannot run on its design, in manifest order, with
-/// why: `tbb manifest check` and `tbb plan` list them, and the DAG leaves them out.
+/// why: `tbb manifest check` and `tbb plan` list them, the DAG leaves them out and the
+/// report notes them. An analysis cannot run when its kind's needs are not met by the
+/// [`Design`], or when it reads a table of this study that no runnable analysis listed
+/// before it writes.
 pub fn skipped(manifest: &crate::manifest::Manifest) -> Vec<(AnalysisKind, String)> {
-    manifest
-        .analyses
-        .iter()
-        .filter_map(|a| cannot_run(a.kind, &manifest.cells, &manifest.menus()).map(|r| (a.kind, r)))
-        .collect()
-}
-
-/// Runs one analysis over the graded episodes.
-pub fn run(
-    analysis: &crate::manifest::Analysis,
-    episodes: &[crate::store::tables::EpisodeRow],
-) -> Result<Vec<Output>, AnalysisError> {
-    match analysis.kind {
-        AnalysisKind::Contrasts => contrasts::run(analysis, episodes),
-        AnalysisKind::Truncation => truncation::run(analysis, episodes),
-        AnalysisKind::Strata => strata::run(analysis, episodes),
-        AnalysisKind::Lanes => lanes::run(analysis, episodes),
-        AnalysisKind::Costs => costs::run(analysis, episodes),
-        AnalysisKind::Report => Err(AnalysisError::MissingData {
-            analysis: analysis.kind.name(),
-            detail: "the report is not implemented yet".into(),
-        }),
+    let design = Design::of(manifest);
+    let mut written: BTreeSet<&str> = BTreeSet::new();
+    let mut out = Vec::new();
+    for a in &manifest.analyses {
+        let unmet = a.kind.kind().needs(&design).or_else(|| {
+            a.kind
+                .table_inputs()
+                .find(|t| a.from_study(t).is_none() && !written.contains(t))
+                .map(|t| {
+                    format!(
+                        "it reads the `{t}` table, which no analysis listed before it writes; \
+                         list one that does, or read another study's with \
+                         `inputs = {{ {t} = {{ from = \"<study>\" }} }}`"
+                    )
+                })
+        });
+        match unmet {
+            Some(why) => out.push((a.kind, why)),
+            None => written.extend(a.kind.kind().outputs().iter().copied()),
+        }
     }
+    out
 }
 
 #[cfg(test)]
-mod needs_tests {
+mod tests {
     use super::*;
 
-    fn cell(v: u16, w: &str, d: &str) -> Cell {
-        Cell {
-            v,
-            w: w.parse().unwrap_or_else(|_| panic!("{w}")),
-            d: d.parse().unwrap_or_else(|_| panic!("{d}")),
-            r: tbb_core::compile::cell::Routing::Low,
-            depth: None,
-        }
-    }
-
     #[test]
-    fn the_capacity_design_runs_every_analysis() {
-        let both = [Lane::Routed, Lane::Fixed];
-        for kind in AnalysisKind::ALL {
-            assert_eq!(cannot_run(kind, &Cell::capacity(), &both), None, "{kind:?}");
-        }
-    }
-
-    #[test]
-    fn a_small_live_study_declares_what_it_cannot_run() {
-        // V = 8 and V = 128 at one W/D, one lane.
-        let cells = [cell(8, "low", "raw"), cell(128, "low", "raw")];
-        let routed = [Lane::Routed];
-        let contrasts = cannot_run(AnalysisKind::Contrasts, &cells, &routed).unwrap_or_default();
-        assert!(contrasts.contains("(8, high, linked)"), "{contrasts}");
-        assert!(!contrasts.contains("(8, low, raw)"), "{contrasts}");
-        assert_eq!(cannot_run(AnalysisKind::Truncation, &cells, &routed), None);
-        assert_eq!(cannot_run(AnalysisKind::Strata, &cells, &routed), None);
-        assert!(cannot_run(AnalysisKind::Lanes, &cells, &routed).is_some());
-        assert_eq!(cannot_run(AnalysisKind::Costs, &cells, &routed), None);
-        let lonely = [cell(8, "low", "raw"), cell(128, "high", "raw")];
-        let strata = cannot_run(AnalysisKind::Strata, &lonely, &routed).unwrap_or_default();
-        assert!(
-            strata.contains("(8, low, raw) has no (128, low, raw)"),
-            "{strata}"
+    fn kind_names_are_unique_and_field_names_come_from_the_struct() {
+        let names: BTreeSet<&str> = KINDS.iter().map(|k| k.name()).collect();
+        assert_eq!(names.len(), KINDS.len());
+        assert_eq!(
+            AnalysisKind::get("contrasts").map(|k| k.kind().parameters()),
+            Some(&["draws", "seed", "cluster_units"][..])
         );
-        let none = cannot_run(AnalysisKind::Truncation, &[cell(32, "low", "raw")], &routed);
-        assert!(none.is_some_and(|s| s.contains("has none")));
+        assert_eq!(
+            AnalysisKind::get("costs").map(|k| k.kind().parameters().len()),
+            Some(0)
+        );
+    }
+
+    #[test]
+    fn parameters_are_typed_and_normalised() {
+        let Some(kind) = AnalysisKind::get("contrasts") else {
+            panic!("contrasts is registered")
+        };
+        let given: Map<String, Value> =
+            serde_json::from_str(r#"{"draws": 5, "cluster_units": ["family"]}"#)
+                .unwrap_or_else(|e| panic!("{e}"));
+        let parsed = kind
+            .kind()
+            .parse(&given)
+            .unwrap_or_else(|e| panic!("{e:?}"));
+        assert_eq!(
+            Value::Object(parsed),
+            serde_json::json!({"draws": 5, "cluster_units": ["family"]})
+        );
+        let bad: Map<String, Value> =
+            serde_json::from_str(r#"{"draws": "many"}"#).unwrap_or_else(|e| panic!("{e}"));
+        let problems = kind.kind().parse(&bad).err().unwrap_or_default();
+        assert_eq!(problems.len(), 1);
+        assert_eq!(problems[0].path, "draws");
+        let zero: Map<String, Value> =
+            serde_json::from_str(r#"{"draws": 0}"#).unwrap_or_else(|e| panic!("{e}"));
+        let problems = kind.kind().parse(&zero).err().unwrap_or_default();
+        assert_eq!(problems[0].path, "draws");
+        assert!(problems[0].message.contains("positive"), "{problems:?}");
     }
 }

@@ -60,9 +60,87 @@
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use crate::manifest::{Analysis, ClusterUnit};
+use serde::{Deserialize, Serialize};
 
-use super::AnalysisError;
+use super::{AnalysisError, ParamProblem};
+
+/// Units a bootstrap resamples together.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ClusterUnit {
+    /// Task family.
+    Family,
+    /// Intent.
+    Intent,
+    /// Record domain.
+    Domain,
+    /// Configuration.
+    Configuration,
+    /// Organization.
+    Organization,
+}
+
+impl ClusterUnit {
+    /// Every unit.
+    pub const ALL: [ClusterUnit; 5] = [
+        ClusterUnit::Family,
+        ClusterUnit::Intent,
+        ClusterUnit::Domain,
+        ClusterUnit::Configuration,
+        ClusterUnit::Organization,
+    ];
+
+    /// The name written in manifests.
+    pub fn name(self) -> &'static str {
+        match self {
+            ClusterUnit::Family => "family",
+            ClusterUnit::Intent => "intent",
+            ClusterUnit::Domain => "domain",
+            ClusterUnit::Configuration => "configuration",
+            ClusterUnit::Organization => "organization",
+        }
+    }
+}
+
+/// The parameters of an analysis with cluster-bootstrap intervals (`contrasts`,
+/// `lanes`): `None` and an empty list mean the defaults.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Bootstrap {
+    /// Bootstrap draws (default [`DEFAULT_DRAWS`]).
+    #[serde(default)]
+    pub draws: Option<u32>,
+    /// Bootstrap seed (default [`DEFAULT_SEED`]).
+    #[serde(default)]
+    pub seed: Option<u64>,
+    /// Units resampled together (default, and when empty: [`DEFAULT_UNITS`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cluster_units: Vec<ClusterUnit>,
+}
+
+impl Bootstrap {
+    /// Range checks: at least one draw, each cluster unit once.
+    pub fn check(&self) -> Vec<ParamProblem> {
+        let mut problems = Vec::new();
+        if self.draws == Some(0) {
+            problems.push(ParamProblem {
+                path: "draws".into(),
+                message: "draws = 0 must be a positive integer".into(),
+                help: Some("10000 is usual; 1000 is enough for a smoke run".into()),
+            });
+        }
+        for (j, u) in self.cluster_units.iter().enumerate() {
+            if self.cluster_units[..j].contains(u) {
+                problems.push(ParamProblem {
+                    path: format!("cluster_units.{j}"),
+                    message: format!("cluster unit `{}` is listed twice", u.name()),
+                    help: None,
+                });
+            }
+        }
+        problems
+    }
+}
 
 /// Bootstrap draws when a manifest names none.
 pub const DEFAULT_DRAWS: u32 = 10_000;
@@ -94,13 +172,14 @@ pub struct Settings {
 }
 
 impl Settings {
-    /// The settings of `analysis`: `None` and an empty list mean the defaults
-    /// ([`DEFAULT_DRAWS`], [`DEFAULT_SEED`], [`DEFAULT_UNITS`]).
-    pub fn resolve(analysis: &Analysis) -> Result<Settings, AnalysisError> {
+    /// The settings of analysis `kind` with parameters `analysis`: `None` and an
+    /// empty list mean the defaults ([`DEFAULT_DRAWS`], [`DEFAULT_SEED`],
+    /// [`DEFAULT_UNITS`]).
+    pub fn resolve(kind: &'static str, analysis: &Bootstrap) -> Result<Settings, AnalysisError> {
         let draws = analysis.draws.unwrap_or(DEFAULT_DRAWS);
         if draws == 0 {
             return Err(AnalysisError::InvalidParameter {
-                analysis: analysis.kind.name(),
+                analysis: kind,
                 detail: "draws must be at least 1".into(),
             });
         }
@@ -562,7 +641,6 @@ pub fn spearman(x: &[f64], y: &[f64]) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::manifest::AnalysisKind;
 
     fn close(a: f64, b: f64) -> bool {
         (a - b).abs() <= 1e-12 * (1.0 + a.abs().max(b.abs()))
@@ -867,19 +945,15 @@ mod tests {
 
     #[test]
     fn settings_fill_in_the_defaults() {
-        let analysis = Analysis {
-            kind: AnalysisKind::Contrasts,
-            draws: None,
-            seed: None,
-            cluster_units: vec![],
-        };
-        let s = Settings::resolve(&analysis).unwrap_or_else(|e| panic!("{e}"));
+        let analysis = Bootstrap::default();
+        let s = Settings::resolve("contrasts", &analysis).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!((s.draws, s.seed), (10_000, 20_261_202));
         assert_eq!(s.units, DEFAULT_UNITS.to_vec());
-        let zero = Analysis {
+        let zero = Bootstrap {
             draws: Some(0),
             ..analysis
         };
-        assert!(Settings::resolve(&zero).is_err());
+        assert!(Settings::resolve("contrasts", &zero).is_err());
+        assert_eq!(zero.check().len(), 1);
     }
 }

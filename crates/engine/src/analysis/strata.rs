@@ -35,7 +35,7 @@ use std::collections::BTreeMap;
 
 use arrow_array::RecordBatch;
 
-use crate::manifest::Analysis;
+use super::{Context, Design, NoParams, Produced, Typed};
 use crate::store::tables::EpisodeRow;
 use crate::store::TableBuilder;
 
@@ -45,6 +45,24 @@ use super::{AnalysisError, Output};
 
 /// Name in error messages.
 const KIND: &str = "strata";
+
+/// The `strata` analysis kind.
+pub struct Strata;
+
+impl Typed for Strata {
+    type Params = NoParams;
+    const NAME: &'static str = KIND;
+    const VERSION: &'static str = "strata/2";
+    const OUTPUTS: &'static [&'static str] = &["strata"];
+
+    fn needs(design: &Design) -> Option<String> {
+        design.needs_v_pairs()
+    }
+
+    fn run(_params: &NoParams, input: &Context<'_>) -> Result<Produced, AnalysisError> {
+        run(input.episodes).map(Produced::from)
+    }
+}
 
 /// One row of the `strata` table.
 #[derive(Debug, Clone, PartialEq)]
@@ -184,7 +202,7 @@ pub fn strata_rows(stratum: &Stratum, pairs: &[VPair<'_>]) -> Vec<StratumRow> {
 }
 
 /// The `strata` table.
-pub fn run(_analysis: &Analysis, episodes: &[EpisodeRow]) -> Result<Vec<Output>, AnalysisError> {
+pub fn run(episodes: &[EpisodeRow]) -> Result<Vec<Output>, AnalysisError> {
     let strata = design::capacity_rows(episodes);
     if strata.is_empty() {
         return Err(AnalysisError::MissingData {
@@ -248,7 +266,6 @@ fn table(rows: &[StratumRow]) -> Result<RecordBatch, AnalysisError> {
 mod tests {
     use super::*;
     use crate::analysis::design::testing::{row, unit};
-    use crate::manifest::AnalysisKind;
 
     fn close(a: f64, b: f64) -> bool {
         (a - b).abs() < 1e-9
@@ -360,13 +377,7 @@ mod tests {
             r.truncated = true;
         }
         rows.extend(unit("b", "B", "f", "i", |_| true));
-        let analysis = Analysis {
-            kind: AnalysisKind::Strata,
-            draws: None,
-            seed: None,
-            cluster_units: vec![],
-        };
-        let out = run(&analysis, &rows).unwrap_or_else(|e| panic!("{e}"));
+        let out = run(&rows).unwrap_or_else(|e| panic!("{e}"));
         let t = &out[0].batch;
         assert_eq!(t.num_rows(), 3);
         let col = |name: &str| {

@@ -44,7 +44,7 @@ use std::collections::BTreeMap;
 
 use arrow_array::RecordBatch;
 
-use crate::manifest::Analysis;
+use super::{Context, Design, NoParams, Produced, Typed};
 use crate::store::tables::EpisodeRow;
 use crate::store::TableBuilder;
 
@@ -54,6 +54,25 @@ use super::{AnalysisError, Output};
 
 /// Name in error messages.
 const KIND: &str = "truncation";
+
+/// The `truncation` analysis kind.
+pub struct Truncation;
+
+impl Typed for Truncation {
+    type Params = NoParams;
+    const NAME: &'static str = KIND;
+    const VERSION: &'static str = "truncation/2";
+    const OUTPUTS: &'static [&'static str] =
+        &["truncation", "truncation_pairs", "truncation_correlation"];
+
+    fn needs(design: &Design) -> Option<String> {
+        design.needs_v_pairs()
+    }
+
+    fn run(_params: &NoParams, input: &Context<'_>) -> Result<Produced, AnalysisError> {
+        run(input.episodes).map(Produced::from)
+    }
+}
 /// The `configuration` and `organization` of pooled rows.
 pub const ALL: &str = "all";
 
@@ -246,7 +265,7 @@ pub fn correlation(stratum: &Stratum, rows: &[PairRow]) -> CorrelationRow {
 }
 
 /// The `truncation`, `truncation_pairs` and `truncation_correlation` tables.
-pub fn run(_analysis: &Analysis, episodes: &[EpisodeRow]) -> Result<Vec<Output>, AnalysisError> {
+pub fn run(episodes: &[EpisodeRow]) -> Result<Vec<Output>, AnalysisError> {
     let strata = design::capacity_rows(episodes);
     if strata.is_empty() {
         return Err(AnalysisError::MissingData {
@@ -391,7 +410,6 @@ fn correlation_table(rows: &[CorrelationRow]) -> Result<RecordBatch, AnalysisErr
 mod tests {
     use super::*;
     use crate::analysis::design::testing::unit;
-    use crate::manifest::AnalysisKind;
     use arrow_array::{Array, Float64Array, StringArray, UInt32Array};
 
     /// Configuration "heavy" truncates (before any call) and fails at V = 128 in
@@ -426,13 +444,7 @@ mod tests {
     }
 
     fn run_panel() -> Vec<Output> {
-        let a = Analysis {
-            kind: AnalysisKind::Truncation,
-            draws: None,
-            seed: None,
-            cluster_units: vec![],
-        };
-        run(&a, &panel()).unwrap_or_else(|e| panic!("{e}"))
+        run(&panel()).unwrap_or_else(|e| panic!("{e}"))
     }
 
     fn f64s(b: &RecordBatch, name: &str) -> Vec<f64> {
@@ -598,13 +610,7 @@ mod tests {
             .into_iter()
             .filter(|r| r.configuration == "light" && r.family == "f3")
             .collect();
-        let a = Analysis {
-            kind: AnalysisKind::Truncation,
-            draws: None,
-            seed: None,
-            cluster_units: vec![],
-        };
-        let out = run(&a, &heavy).unwrap_or_else(|e| panic!("{e}"));
+        let out = run(&heavy).unwrap_or_else(|e| panic!("{e}"));
         let t = &out[2].batch;
         for name in [
             "pearson_r",
@@ -614,7 +620,7 @@ mod tests {
         ] {
             assert_eq!(opts(t, name), [None], "{name}");
         }
-        let out = run(&a, &light).unwrap_or_else(|e| panic!("{e}"));
+        let out = run(&light).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(u32s(&out[1].batch, "lost"), [0, 0]);
         assert_eq!(opts(&out[1].batch, "loss_share_truncated"), [None, None]);
     }

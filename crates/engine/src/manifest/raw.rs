@@ -194,18 +194,23 @@ pub struct RawBudgets {
     pub call_slack: Option<i64>,
 }
 
-/// One `[[analyses]]` entry.
+/// One `[[analyses]]` entry: `kind`, optional `inputs`, and the kind's own
+/// parameters (every other key), checked by the kind in stage 2.
 #[derive(Debug, Clone, Deserialize)]
 pub struct RawAnalysis {
     /// Which analysis.
     pub kind: String,
-    /// Bootstrap draws.
+    /// Tables read from other studies: `inputs = { truncation = { from = "capacity" } }`.
     #[serde(default)]
-    pub draws: Option<i64>,
-    /// Bootstrap seed.
-    #[serde(default)]
-    pub seed: Option<i64>,
-    /// Units resampled together.
-    #[serde(default)]
-    pub cluster_units: Option<Vec<String>>,
+    pub inputs: Option<std::collections::BTreeMap<String, RawInput>>,
+    /// The kind's parameters, as given.
+    #[serde(flatten)]
+    pub params: serde_json::Map<String, serde_json::Value>,
+}
+
+/// Where one input table of an analysis comes from.
+#[derive(Debug, Clone, Deserialize)]
+pub struct RawInput {
+    /// The study whose table it reads (its `[study] name`).
+    pub from: String,
 }

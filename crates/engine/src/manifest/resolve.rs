@@ -12,7 +12,7 @@ use miette::NamedSource;
 use super::error::Problem;
 use super::layers::{Layers, Origin};
 use super::raw::{RawBudgets, RawCell, RawCells, RawConfigurations, RawFamilies, RawManifest};
-use super::{Analysis, AnalysisKind, Block, Budgets, ClusterUnit, Schedule, CALL_SLACK};
+use super::{Analysis, AnalysisKind, Block, Budgets, Schedule, CALL_SLACK};
 use crate::harness::arm::{Actor, Arm, ArmForm, Delivery, Menu};
 use crate::harness::{PromptVariant, COMPLETION_CAP};
 use tbb_core::compile::cell::{Cell, CellError, Encoding, Routing, Workflow};
@@ -527,13 +527,17 @@ fn check_conditions_once(sink: &mut Sink<'_>, blocks: &[Block], arms: &[Arm]) {
     }
 }
 
-fn check_study_name(raw: &RawManifest, sink: &mut Sink<'_>) {
-    let name = &raw.study.name;
-    let ok = !name.is_empty()
+/// Whether `name` can name a study (and its outputs directory).
+pub(crate) fn is_study_name(name: &str) -> bool {
+    !name.is_empty()
         && name
             .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-');
-    if !ok {
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-')
+}
+
+fn check_study_name(raw: &RawManifest, sink: &mut Sink<'_>) {
+    let name = &raw.study.name;
+    if !is_study_name(name) {
         sink.at(
             "study.name",
             format!("study name `{name}` is not a lowercase identifier"),
@@ -974,16 +978,12 @@ fn resolve_analyses(raw: &RawManifest, sink: &mut Sink<'_>) -> Vec<Analysis> {
     let mut out: Vec<Analysis> = Vec::new();
     for (i, a) in raw.analyses.iter().enumerate() {
         let at = format!("analyses.{i}");
-        let Some(kind) = AnalysisKind::ALL
-            .iter()
-            .find(|k| k.name() == a.kind)
-            .copied()
-        else {
+        let Some(kind) = AnalysisKind::get(&a.kind) else {
             sink.unknown(
                 &format!("{at}.kind"),
                 "analysis kind",
                 &a.kind,
-                AnalysisKind::ALL.iter().map(|k| k.name()),
+                AnalysisKind::all().map(|k| k.name()),
                 "",
             );
             continue;
@@ -996,57 +996,80 @@ fn resolve_analyses(raw: &RawManifest, sink: &mut Sink<'_>) -> Vec<Analysis> {
             );
             continue;
         }
-        let draws = match a.draws {
-            None => None,
-            Some(n) => match u32::try_from(n) {
-                Ok(n) if n > 0 => Some(n),
-                _ => {
-                    sink.at(
-                        &format!("{at}.draws"),
-                        format!("draws = {n} must be a positive integer"),
-                        Some("10000 is usual; 1000 is enough for a smoke run".into()),
-                    );
-                    None
+        let before = sink.problems.len();
+        // A null can only be a NaN or an infinity, already reported at its value.
+        let given: serde_json::Map<String, serde_json::Value> = a
+            .params
+            .iter()
+            .filter(|(_, v)| !v.is_null())
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        let known = kind.kind().parameters();
+        for key in given.keys().filter(|k| !known.contains(&k.as_str())) {
+            let hint = if known.is_empty() {
+                format!("the {} analysis takes no parameters", kind.name())
+            } else {
+                format!("the {} analysis takes: {}", kind.name(), known.join(", "))
+            };
+            sink.unknown(
+                &format!("{at}.{key}"),
+                &format!("parameter of the {} analysis", kind.name()),
+                key,
+                known.iter().copied(),
+                &hint,
+            );
+        }
+        let mut params = serde_json::Map::new();
+        if sink.problems.len() == before {
+            match kind.kind().parse(&given) {
+                Ok(p) => params = p,
+                Err(problems) => {
+                    for p in problems {
+                        sink.at(&format!("{at}.{}", p.path), p.message, p.help);
+                    }
                 }
-            },
-        };
-        let seed = match a.seed {
-            None => None,
-            Some(n) => match u64::try_from(n) {
-                Ok(n) => Some(n),
-                Err(_) => {
-                    sink.at(
-                        &format!("{at}.seed"),
-                        format!("seed = {n} must not be negative"),
-                        None,
-                    );
-                    None
-                }
-            },
-        };
-        let mut units = Vec::new();
-        for (j, u) in a.cluster_units.iter().flatten().enumerate() {
-            match ClusterUnit::ALL.iter().find(|c| c.name() == u) {
-                Some(c) if units.contains(c) => sink.at(
-                    &format!("{at}.cluster_units.{j}"),
-                    format!("cluster unit `{u}` is listed twice"),
-                    None,
-                ),
-                Some(c) => units.push(*c),
-                None => sink.unknown(
-                    &format!("{at}.cluster_units.{j}"),
-                    "cluster unit",
-                    u,
-                    ClusterUnit::ALL.iter().map(|c| c.name()),
-                    "",
-                ),
+            }
+        }
+        let mut inputs = std::collections::BTreeMap::new();
+        for (table, input) in a.inputs.iter().flatten() {
+            let path = format!("{at}.inputs.{table}");
+            if !kind.table_inputs().any(|t| t == table) {
+                let tables: Vec<&str> = kind.table_inputs().collect();
+                sink.unknown(
+                    &path,
+                    &format!("input table of the {} analysis", kind.name()),
+                    table,
+                    tables.iter().copied(),
+                    &if tables.is_empty() {
+                        format!("the {} analysis reads no other table", kind.name())
+                    } else {
+                        format!("it reads: {}", tables.join(", "))
+                    },
+                );
+                continue;
+            }
+            if !is_study_name(&input.from) {
+                sink.at(
+                    &format!("{path}.from"),
+                    format!("`from = \"{}\"` is not a study name", input.from),
+                    Some("name the `[study] name` of the manifest that writes the table (lowercase letters, digits, `-`, `_`)".into()),
+                );
+            } else if input.from == raw.study.name {
+                sink.at(
+                    &format!("{path}.from"),
+                    format!("`from = \"{}\"` is this study", input.from),
+                    Some(format!(
+                        "drop `inputs.{table}` to read this study's own `{table}` table"
+                    )),
+                );
+            } else {
+                inputs.insert(table.clone(), input.from.clone());
             }
         }
         out.push(Analysis {
             kind,
-            draws,
-            seed,
-            cluster_units: units,
+            params,
+            inputs,
         });
     }
     out

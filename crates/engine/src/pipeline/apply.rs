@@ -201,6 +201,8 @@ pub async fn run(
     options: &Options,
 ) -> Result<Summary, PipelineError> {
     let dag = &study.dag;
+    // A missing or stale upstream study stops the run before anything is paid for.
+    study.check_upstream()?;
     cache.remove_temporaries()?;
     let runs: HashSet<NodeIndex> = plan
         .nodes
@@ -226,10 +228,17 @@ pub async fn run(
         ..Batch::default()
     };
 
-    // Stage 1: compile what anything that runs needs.
-    let publishes_variants = runs
-        .iter()
-        .any(|&i| matches!(dag.graph[i].work, Work::Table(Publish::Variants)));
+    // Stage 1: compile what anything that runs needs (every variant for the variants
+    // table and for an analysis that reads it).
+    let publishes_variants = runs.iter().any(|&i| match dag.graph[i].work {
+        Work::Table(Publish::Variants) => true,
+        Work::Analysis { index } => study.manifest.analyses[index]
+            .kind
+            .kind()
+            .inputs()
+            .contains(&crate::analysis::Input::Variants),
+        _ => false,
+    });
     let mut needed: Vec<NodeIndex> = dag
         .nodes()
         .filter_map(|(i, n)| match n.work {
@@ -529,30 +538,32 @@ pub async fn run(
             .graph
             .neighbors_directed(i, petgraph::Direction::Incoming)
             .find(|u| failed.contains_key(u) && dag.graph[*u].kind == NodeKind::Analysis);
-        let result: Result<(), String> = if !complete {
-            Err("some episodes failed, so the episodes are incomplete".into())
-        } else if let Some(u) = upstream {
-            Err(upstream_failure(&failed, u))
-        } else {
-            match node.work {
-                Work::Analysis { .. } => outcomes.run(study, cache, i, &all_rows).map(|payload| {
-                    pending.nodes.push(NewEntry {
-                        kind: node.kind,
-                        id: node.id.clone(),
-                        key: node.key.clone(),
-                        input: node.input.canonical(),
-                        payload,
-                    });
-                }),
-                Work::Table(_) => {
-                    publish(study, i, &variants, &all_rows, &outcomes, cache).map(|files| {
-                        summary.files += files.len();
-                        pending.nodes.push(entry(node, &TablePayload { files }));
-                    })
+        let result: Result<(), String> =
+            if !complete {
+                Err("some episodes failed, so the episodes are incomplete".into())
+            } else if let Some(u) = upstream {
+                Err(upstream_failure(&failed, u))
+            } else {
+                match node.work {
+                    Work::Analysis { .. } => outcomes
+                        .run(study, cache, i, &all_rows, &variants)
+                        .map(|payload| {
+                            pending.nodes.push(NewEntry {
+                                kind: node.kind,
+                                id: node.id.clone(),
+                                key: node.key.clone(),
+                                input: node.input.canonical(),
+                                payload,
+                            });
+                        }),
+                    Work::Table(_) => publish(study, i, &variants, &all_rows, &outcomes, cache)
+                        .map(|files| {
+                            summary.files += files.len();
+                            pending.nodes.push(entry(node, &TablePayload { files }));
+                        }),
+                    _ => Ok(()),
                 }
-                _ => Ok(()),
-            }
-        };
+            };
         match result {
             Ok(()) => summary.run += 1,
             Err(e) => {

@@ -2,11 +2,14 @@
 //! key input and result, in batched Parquet files.
 //!
 //! Layout: `nodes-<seq>.parquet` (kind, id, key, key_input, payload),
-//! `objects-<seq>.parquet` (hash, json: configurations and other large key inputs) and
+//! `objects-<seq>.parquet` (hash, json: configurations and other large key inputs),
 //! `blobs-<seq>.parquet` (ref, text: the system prompts and tool menus transcripts refer
-//! to). A batch is committed by writing its blobs and objects first and its nodes last,
-//! each file to a temporary name, fsynced, then renamed: a node is committed exactly
-//! when the file that lists it exists, and everything it refers to exists before it.
+//! to) and `tables/<key>/<table>.parquet` (the tables of an analysis node, as Parquet,
+//! read back as record batches). A batch is committed by writing its blobs and objects
+//! first and its nodes last, each file to a temporary name, fsynced, then renamed; an
+//! analysis node's tables are written the same way before the batch that lists it: a
+//! node is committed exactly when the file that lists it exists, and everything it
+//! refers to exists before it.
 //! A process killed at any point leaves only complete files and ignorable `*.tmp`
 //! files.
 //!
@@ -131,6 +134,8 @@ pub struct Cache {
 }
 
 const NODES: &str = "nodes";
+/// The subdirectory of analysis tables.
+const TABLES: &str = "tables";
 const OBJECTS: &str = "objects";
 const BLOBS: &str = "blobs";
 
@@ -372,6 +377,53 @@ impl Cache {
         Ok(path)
     }
 
+    /// Writes the tables of analysis node `key` (each atomically) — before the node is
+    /// committed, so that a committed analysis always has its tables.
+    pub fn put_tables(
+        &self,
+        key: &str,
+        tables: &[(String, RecordBatch)],
+    ) -> Result<(), CacheError> {
+        let dir = self.dir.join(TABLES).join(key);
+        std::fs::create_dir_all(&dir).map_err(|source| CacheError::Io {
+            path: dir.clone(),
+            source,
+        })?;
+        for (name, batch) in tables {
+            write_table(
+                &dir.join(format!("{name}.parquet")),
+                batch,
+                &Provenance::default(),
+            )?;
+        }
+        Ok(())
+    }
+
+    /// A table of analysis node `key`, as one record batch.
+    pub fn table(&self, key: &str, name: &str) -> Result<RecordBatch, CacheError> {
+        let path = self
+            .dir
+            .join(TABLES)
+            .join(key)
+            .join(format!("{name}.parquet"));
+        let file = File::open(&path).map_err(|source| CacheError::Io {
+            path: path.clone(),
+            source,
+        })?;
+        let parquet = |e: parquet::errors::ParquetError| damaged(&path, &e.to_string());
+        let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(parquet)?;
+        let schema = builder.schema().clone();
+        // One batch for the whole table, however many rows it has.
+        let mut reader = builder
+            .with_batch_size(usize::MAX >> 1)
+            .build()
+            .map_err(parquet)?;
+        match reader.next() {
+            Some(batch) => batch.map_err(|e| damaged(&path, &e.to_string())),
+            None => Ok(RecordBatch::new_empty(schema)),
+        }
+    }
+
     /// Number of node files (a measure of fragmentation).
     pub fn node_files(&self) -> usize {
         self.files.len()
@@ -448,6 +500,17 @@ impl Cache {
         }
         for (_, _, path) in old {
             std::fs::remove_file(&path).map_err(|source| CacheError::Io { path, source })?;
+        }
+        // Tables of analysis nodes no live entry has.
+        if let Ok(read) = std::fs::read_dir(self.dir.join(TABLES)) {
+            for entry in read.flatten() {
+                let name = entry.file_name().to_string_lossy().to_string();
+                if !fresh.by_key.contains_key(&name) {
+                    let path = entry.path();
+                    std::fs::remove_dir_all(&path)
+                        .map_err(|source| CacheError::Io { path, source })?;
+                }
+            }
         }
         *self = fresh;
         Ok(())
@@ -659,6 +722,45 @@ mod tests {
                 .map(String::as_str),
             Some("text")
         );
+    }
+
+    #[test]
+    fn analysis_tables_are_parquet_read_back_as_batches_and_pruned_with_their_node() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let mut cache = Cache::open(dir.path()).unwrap_or_else(|e| panic!("{e}"));
+        let batch = crate::store::TableBuilder::new()
+            .text("configuration", ["a", "b"])
+            .f64_opt("share", [Some(0.5), None])
+            .build("t")
+            .unwrap_or_else(|e| panic!("{e}"));
+        let empty = crate::store::TableBuilder::new()
+            .text("configuration", Vec::<String>::new())
+            .build("e")
+            .unwrap_or_else(|e| panic!("{e}"));
+        for key in ["k1", "k2"] {
+            cache
+                .put_tables(
+                    key,
+                    &[("t".into(), batch.clone()), ("e".into(), empty.clone())],
+                )
+                .unwrap_or_else(|e| panic!("{e}"));
+        }
+        assert!(dir.path().join("tables/k1/t.parquet").is_file());
+        assert_eq!(cache.table("k1", "t").ok(), Some(batch.clone()));
+        assert_eq!(cache.table("k1", "e").map(|b| b.num_rows()).ok(), Some(0));
+        assert!(cache.table("k1", "nope").is_err());
+        // Only k2's node is committed: compaction drops k1's tables.
+        let mut node = entry("analysis[x]", "k2", "{}");
+        node.kind = NodeKind::Analysis;
+        cache
+            .commit(Batch {
+                nodes: vec![node],
+                ..Batch::default()
+            })
+            .unwrap_or_else(|e| panic!("{e}"));
+        cache.compact().unwrap_or_else(|e| panic!("{e}"));
+        assert!(!dir.path().join("tables/k1").exists());
+        assert_eq!(cache.table("k2", "t").ok(), Some(batch));
     }
 
     #[test]

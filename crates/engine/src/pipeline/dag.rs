@@ -20,8 +20,9 @@ use petgraph::graph::{DiGraph, NodeIndex};
 use serde_json::Value;
 
 use super::key::{hash_hex, KeyInput, NodeKind};
+use crate::analysis::{AnalysisKind, Input};
 use crate::harness::Prompts;
-use crate::manifest::{AnalysisKind, Manifest};
+use crate::manifest::Manifest;
 use tbb_core::compile::cell::{level_name, Cell};
 use tbb_core::family::FamilySet;
 use tbb_provider::config::ProviderKind;
@@ -118,6 +119,29 @@ pub struct Dag {
 pub mod versions {
     /// Table publication (columns, writer settings).
     pub const TABLE: &str = "table/1";
+    /// What an analysis node records (its tables as Parquet files in the cache),
+    /// appended to the kind's own code version.
+    pub const ANALYSIS: &str = "analysis/2";
+}
+
+/// A node's key.
+fn self_key(dag: &Dag, node: NodeIndex) -> String {
+    dag.graph[node].key.clone()
+}
+
+/// An analysis parameter as it enters the key: a list of names as one
+/// comma-separated string (`family,intent`), anything else as it is.
+fn key_value(v: &Value) -> Value {
+    match v.as_array() {
+        Some(items) if items.iter().all(Value::is_string) => Value::String(
+            items
+                .iter()
+                .filter_map(Value::as_str)
+                .collect::<Vec<_>>()
+                .join(","),
+        ),
+        _ => v.clone(),
+    }
 }
 
 /// What the DAG is built from besides the manifest.
@@ -130,6 +154,8 @@ pub struct Inputs<'a> {
     pub prompts_dir: &'a std::path::Path,
     /// blake3 of the lockfile the run would write.
     pub lockfile_hash: &'a str,
+    /// Tables the analyses read from other studies, with their hashes.
+    pub upstream: &'a [super::upstream::Pin],
 }
 
 impl Dag {
@@ -333,7 +359,7 @@ impl Dag {
         let all_compiles = compile_order;
         let variants_key = dag.keys_hash(&all_compiles);
         let input = provenance(KeyInput::new(NodeKind::Table, versions::TABLE))
-            .input("variants", variants_key);
+            .input("variants", variants_key.clone());
         dag.add(
             NodeKind::Table,
             vec![("table", "variants".into())],
@@ -370,9 +396,10 @@ impl Dag {
             &grades,
         );
 
-        // Analyses over the episodes; the report reads the other analyses.
-        let mut analyses: Vec<(String, NodeIndex)> = Vec::new();
-        let mut seen: BTreeMap<AnalysisKind, usize> = BTreeMap::new();
+        // Analyses over the episodes: each reads what its kind declares — this study's
+        // episodes or variants, the tables of analyses before it, or another study's
+        // table (by content hash: a changed upstream table reruns it).
+        let mut analyses: Vec<(String, NodeIndex, AnalysisKind)> = Vec::new();
         // An analysis the design cannot feed gets no node: it would fail only after
         // every episode was paid for (`tbb plan` and `manifest check` say why).
         let skipped: Vec<AnalysisKind> = crate::analysis::skipped(manifest)
@@ -383,38 +410,54 @@ impl Dag {
             if skipped.contains(&a.kind) {
                 continue;
             }
-            let n = seen.entry(a.kind).or_insert(0);
-            *n += 1;
-            let name = if *n == 1 {
-                a.kind.name().to_string()
-            } else {
-                format!("{}#{n}", a.kind.name())
-            };
-            let mut input =
-                KeyInput::new(NodeKind::Analysis, crate::analysis::code_version(a.kind));
-            if let Some(draws) = a.draws {
-                input = input.param("draws", draws);
+            let name = a.kind.name().to_string();
+            let version = format!("{}+{}", a.kind.kind().code_version(), versions::ANALYSIS);
+            let mut input = KeyInput::new(NodeKind::Analysis, &version);
+            for (k, v) in &a.params {
+                input = input.param(k, key_value(v));
             }
-            if let Some(seed) = a.seed {
-                input = input.param("seed", seed);
-            }
-            if !a.cluster_units.is_empty() {
-                let units: Vec<&str> = a.cluster_units.iter().map(|u| u.name()).collect();
-                input = input.param("cluster_units", units.join(","));
-            }
-            let (input, reads) = if a.kind == AnalysisKind::Report {
-                let mut input = input;
-                for (other, node) in &analyses {
-                    input = input.input(other, dag.graph[*node].key.clone());
+            let mut reads: Vec<NodeIndex> = Vec::new();
+            for declared in a.kind.kind().inputs() {
+                match *declared {
+                    Input::Episodes => {
+                        input = input.input("episodes", episodes_key.clone());
+                        reads.extend(&grades);
+                    }
+                    Input::Variants => {
+                        input = input.input("variants", variants_key.clone());
+                        reads.extend(&all_compiles);
+                    }
+                    Input::Table(table) => match a.from_study(table) {
+                        Some(study) => {
+                            let hash = inputs
+                                .upstream
+                                .iter()
+                                .find(|p| p.study == study && p.table == table)
+                                .and_then(|p| p.blake3.clone())
+                                .unwrap_or_else(|| "missing".into());
+                            input = input.file(format!("table {study}/{table}"), hash);
+                        }
+                        None => {
+                            let writer = analyses
+                                .iter()
+                                .rev()
+                                .find(|(_, _, k)| k.kind().outputs().contains(&table));
+                            if let Some((_, node, _)) = writer {
+                                input = input.input(table, self_key(&dag, *node));
+                                reads.push(*node);
+                            }
+                        }
+                    },
+                    Input::EveryAnalysis => {
+                        for (other, node, _) in &analyses {
+                            input = input.input(other, self_key(&dag, *node));
+                            reads.push(*node);
+                        }
+                    }
                 }
-                let reads: Vec<NodeIndex> = analyses.iter().map(|&(_, n)| n).collect();
-                (input, reads)
-            } else {
-                (
-                    input.input("episodes", episodes_key.clone()),
-                    grades.clone(),
-                )
-            };
+            }
+            reads.sort();
+            reads.dedup();
             let node = dag.add(
                 NodeKind::Analysis,
                 vec![("analysis", name.clone())],
@@ -431,7 +474,7 @@ impl Dag {
                 Work::Table(Publish::Analysis(node)),
                 &[node],
             );
-            analyses.push((name, node));
+            analyses.push((name, node, a.kind));
         }
         dag
     }

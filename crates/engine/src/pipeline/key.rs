@@ -8,7 +8,7 @@
 //! | compile | `compile::CODE_VERSION` | cell levels | the family's content hash | — | — |
 //! | execute | `harness::CODE_VERSION` | lane, repair, cap, budget, repeat | system prompt, nudge | the configuration (all but concurrency and enablement) | compile |
 //! | grade | `grade::CODE_VERSION` | episode budget | — | — | execute, compile |
-//! | analysis | per analysis | its parameters | — | — | the episodes (hash of every grade key) or other analyses |
+//! | analysis | per kind, `+analysis/2` | its parameters | another study's table (blake3) | — | what its kind declares: episodes, variants, other analyses |
 //! | table | `dag::versions::TABLE` | the study name (episodes) | manifest, lockfile (provenance) | — | what it publishes |
 //!
 //! The key input is stored beside every result, so that a changed key can be explained

@@ -2,8 +2,9 @@
 //! rerun is reproducible and a drift is visible.
 //!
 //! Holds the tbb version, the manifest's content hash, the content hash of every family
-//! and prompt the study reads, and every configuration with its provider, model, pinned
-//! version, prices and content hash. Secrets never enter it: a configuration names the
+//! and prompt the study reads, every configuration with its provider, model, pinned
+//! version, prices and content hash, and (`[[upstream]]`) the blake3 of every table its
+//! analyses read from another study ([`super::upstream`]). Secrets never enter it: a configuration names the
 //! environment variable of its key, never the key.
 //!
 //! `tbb apply` writes it (atomically); `tbb apply --locked` refuses to run when the
@@ -19,6 +20,7 @@ use thiserror::Error;
 
 use super::dag::{config_object, short_name};
 use super::key::hash_hex;
+use super::upstream::Pin;
 use crate::harness::Prompts;
 use crate::manifest::Manifest;
 use tbb_core::family::FamilySet;
@@ -67,6 +69,8 @@ struct Lock<'a> {
     families: BTreeMap<&'a str, String>,
     prompts: BTreeMap<String, String>,
     configurations: BTreeMap<&'a str, LockedConfiguration<'a>>,
+    #[serde(skip_serializing_if = "<[Pin]>::is_empty")]
+    upstream: &'a [Pin],
 }
 
 #[derive(Serialize)]
@@ -87,6 +91,7 @@ pub fn render(
     families: &FamilySet,
     prompts: &Prompts,
     prompts_dir: &Path,
+    upstream: &[Pin],
 ) -> String {
     let mut prompt_hashes = BTreeMap::new();
     for form in manifest.forms() {
@@ -129,6 +134,7 @@ pub fn render(
                 )
             })
             .collect(),
+        upstream,
     };
     let body = toml::to_string(&lock).unwrap_or_default();
     format!("# Written by `tbb apply`: the resolved manifest of this study. Do not edit.\n{body}")

@@ -25,6 +25,7 @@ pub mod lockfile;
 pub mod plan;
 pub mod publish;
 pub mod reproduce;
+pub mod upstream;
 
 use std::path::{Path, PathBuf};
 
@@ -134,6 +135,17 @@ pub enum PipelineError {
         /// Closest identities or how to list them.
         help: String,
     },
+    /// A table an analysis reads from another study is missing or stale.
+    #[error("upstream study `{study}`: {problem}")]
+    #[diagnostic(code(tbb::pipeline::upstream), help("{help}"))]
+    Upstream {
+        /// The upstream study.
+        study: String,
+        /// What is wrong with its table.
+        problem: String,
+        /// The command that fixes it, or how to find it.
+        help: String,
+    },
     /// Ctrl-C: in-flight nodes were drained and committed.
     #[error("interrupted: {committed} nodes committed before stopping")]
     #[diagnostic(
@@ -230,6 +242,8 @@ pub struct Study {
     pub lockfile_hash: String,
     /// The DAG.
     pub dag: Dag,
+    /// Tables its analyses read from other studies, and their state.
+    pub upstream: Vec<upstream::Status>,
 }
 
 impl Study {
@@ -243,8 +257,16 @@ impl Study {
         let loaded = Manifest::load(manifest, &families, overrides)?;
         let prompts = Prompts::load(&paths.prompts)?;
         let manifest = loaded.manifest;
-        let lockfile_text = lockfile::render(&manifest, &families, &prompts, &paths.prompts);
+        let pins = upstream::pins(&manifest, &paths.outputs);
+        let lockfile_text = lockfile::render(&manifest, &families, &prompts, &paths.prompts, &pins);
         let lockfile_hash = key::hash_hex(lockfile_text.as_bytes());
+        let upstream = upstream::statuses(&upstream::Context {
+            manifest: &manifest,
+            families: &families,
+            prompts: &prompts,
+            paths,
+            pins: &pins,
+        });
         let dag = Dag::build(
             &manifest,
             &dag::Inputs {
@@ -252,6 +274,7 @@ impl Study {
                 prompts: &prompts,
                 prompts_dir: &paths.prompts,
                 lockfile_hash: &lockfile_hash,
+                upstream: &pins,
             },
         );
         Ok(Study {
@@ -264,7 +287,33 @@ impl Study {
             lockfile_text,
             lockfile_hash,
             dag,
+            upstream,
         })
+    }
+
+    /// Refuses when a table its analyses read from another study is missing or stale,
+    /// naming the command that fixes it (`tbb apply` calls this before writing
+    /// anything).
+    pub fn check_upstream(&self) -> Result<(), PipelineError> {
+        match self.upstream.iter().find(|s| s.problem.is_some()) {
+            None => Ok(()),
+            Some(s) => Err(PipelineError::Upstream {
+                study: s.pin.study.clone(),
+                problem: s.problem.clone().unwrap_or_default(),
+                help: match &s.fix {
+                    Some(fix) => format!(
+                        "run `{fix}` to bring its `{}` table up to date, then apply this study again",
+                        s.pin.table
+                    ),
+                    None => format!(
+                        "put the manifest of study `{}` beside {} (its `[study] name` must be `{}`), or change `from`",
+                        s.pin.study,
+                        self.manifest.path.display(),
+                        s.pin.study
+                    ),
+                },
+            }),
+        }
     }
 
     /// `outputs/<study>/`.
@@ -289,6 +338,7 @@ impl Study {
         p.overrides = self.overrides.clone();
         p.manifest_hash = self.manifest.content_hash.clone();
         p.lockfile_hash = self.lockfile_hash.clone();
+        p.upstream = self.upstream.clone();
         p.skipped_analyses = crate::analysis::skipped(&self.manifest)
             .into_iter()
             .map(|(kind, why)| (kind.name().to_string(), why))

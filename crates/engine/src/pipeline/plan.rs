@@ -114,6 +114,10 @@ pub struct Plan {
     /// planned for them), each as `(analysis, why)`.
     #[serde(default)]
     pub skipped_analyses: Vec<(String, String)>,
+    /// Tables the analyses read from other studies: their hash, pin, and whether
+    /// they are missing or stale (apply refuses then).
+    #[serde(default)]
+    pub upstream: Vec<super::upstream::Status>,
 }
 
 /// The format tag of saved plans.
@@ -223,6 +227,7 @@ pub fn plan(dag: &Dag, cache: &Cache, outputs: &Path) -> Plan {
         estimate: Estimate::default(),
         fingerprint: String::new(),
         skipped_analyses: Vec::new(),
+        upstream: Vec::new(),
     }
 }
 
@@ -380,6 +385,12 @@ impl Plan {
             }
         }
         if !out.is_empty() {
+            out.push('\n');
+        }
+        for status in &self.upstream {
+            let _ = writeln!(out, "  {}", status.line());
+        }
+        if !self.upstream.is_empty() {
             out.push('\n');
         }
         for (analysis, why) in &self.skipped_analyses {

@@ -1,7 +1,8 @@
 //! Analysis results and the files published under `outputs/<study>/`.
 //!
-//! Owns: what an analysis node records (its tables as Parquet bytes, and the text files
-//! the report renders), how a table node writes them — Parquet tables with provenance
+//! Owns: what an analysis node records (the names of its tables, kept as Parquet in the
+//! cache, and the text files the report renders), the inputs it is handed (the episodes,
+//! the variants, other analyses' tables, another study's table), how a table node writes them — Parquet tables with provenance
 //! in their metadata, text files (`report.md`, `report.html`, figure SVGs) ending in a
 //! `tbb.node_key` comment — and how a plan tells a published file is still the one its
 //! node wrote.
@@ -20,7 +21,7 @@ use super::cache::Cache;
 use super::dag::{Publish, Work};
 use super::key::NodeKind;
 use super::{Study, TablePayload};
-use crate::manifest::AnalysisKind;
+use crate::analysis::{Context, Input};
 use crate::store::tables::EpisodeRow;
 use crate::store::{write_table, write_text, Provenance};
 use tbb_core::compile::Variant;
@@ -34,11 +35,12 @@ pub struct Outcome {
     pub files: Vec<(String, String)>,
 }
 
-/// An analysis node's record in the cache: its tables as Parquet bytes (hex), so that a
-/// deleted table is republished without recomputing.
+/// An analysis node's record in the cache: the names of its tables (stored as Parquet
+/// in the cache, [`Cache::put_tables`], so that a deleted table is republished without
+/// recomputing) and its text files.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 struct AnalysisPayload {
-    tables: Vec<(String, String)>,
+    tables: Vec<String>,
     #[serde(default)]
     files: Vec<(String, String)>,
 }
@@ -50,58 +52,87 @@ pub struct Outcomes {
 }
 
 impl Outcomes {
-    /// Runs analysis node `node` of `study` over `rows` (the report over the outcomes
-    /// of the analyses it reads) and returns the payload to commit.
+    /// Runs analysis node `node` of `study` on the inputs its kind declares — `rows`
+    /// (the episodes), the variants, the tables of the analyses it reads, another
+    /// study's table — writes its tables into the cache and returns the payload to
+    /// commit.
     pub fn run(
         &mut self,
         study: &Study,
         cache: &Cache,
         node: NodeIndex,
         rows: &[EpisodeRow],
+        variants: &HashMap<NodeIndex, Arc<Variant>>,
     ) -> Result<String, String> {
         let dag = &study.dag;
         let Work::Analysis { index } = dag.graph[node].work else {
             return Err("not an analysis node".into());
         };
         let analysis = &study.manifest.analyses[index];
-        let outcome = if analysis.kind == AnalysisKind::Report {
-            let mut tables = BTreeMap::new();
-            let mut upstream: Vec<NodeIndex> = dag
-                .graph
-                .neighbors_directed(node, petgraph::Direction::Incoming)
-                .collect();
-            upstream.sort();
-            for u in upstream {
-                for (name, batch) in self.get(study, cache, u)?.tables {
-                    tables.insert(name, batch);
+        let mut tables: BTreeMap<String, RecordBatch> = BTreeMap::new();
+        let mut reads: Vec<NodeIndex> = dag
+            .graph
+            .neighbors_directed(node, petgraph::Direction::Incoming)
+            .filter(|&u| dag.graph[u].kind == NodeKind::Analysis)
+            .collect();
+        reads.sort();
+        let mut episodes: &[EpisodeRow] = &[];
+        for declared in analysis.kind.kind().inputs() {
+            match *declared {
+                Input::Episodes => episodes = rows,
+                Input::Variants => {
+                    tables.insert("variants".into(), variants_table(study, variants)?);
+                }
+                Input::Table(table) => match analysis.from_study(table) {
+                    Some(from) => {
+                        tables.insert(table.into(), upstream_table(study, from, table)?);
+                    }
+                    None => {
+                        for &u in &reads {
+                            for (name, batch) in self.get(study, cache, u)?.tables {
+                                if name == table {
+                                    tables.insert(name, batch);
+                                }
+                            }
+                        }
+                    }
+                },
+                Input::EveryAnalysis => {
+                    for &u in &reads {
+                        tables.extend(self.get(study, cache, u)?.tables);
+                    }
                 }
             }
-            let skipped: Vec<(&str, String)> = crate::analysis::skipped(&study.manifest)
-                .into_iter()
-                .map(|(kind, why)| (kind.name(), why))
-                .collect();
-            let rendered = crate::report::render(&study.manifest.study, &tables, &skipped)
-                .map_err(|e| e.to_string())?;
-            Outcome {
-                tables: Vec::new(),
-                files: rendered.into_files(),
-            }
-        } else {
-            let outputs = crate::analysis::run(analysis, rows).map_err(|e| e.to_string())?;
-            Outcome {
-                tables: outputs
-                    .into_iter()
-                    .map(|o| (o.table.to_string(), o.batch))
-                    .collect(),
-                files: Vec::new(),
-            }
+        }
+        let skipped_kinds = crate::analysis::skipped(&study.manifest);
+        let skipped: Vec<(&str, String)> = skipped_kinds
+            .iter()
+            .map(|(kind, why)| (kind.name(), why.clone()))
+            .collect();
+        let context = Context {
+            study: &study.manifest.study,
+            episodes,
+            tables: &tables,
+            skipped: &skipped,
         };
-        let payload = AnalysisPayload {
-            tables: outcome
+        let produced = analysis
+            .kind
+            .kind()
+            .run(&analysis.params, &context)
+            .map_err(|e| e.to_string())?;
+        let outcome = Outcome {
+            tables: produced
                 .tables
-                .iter()
-                .map(|(name, b)| Ok((name.clone(), tbb_core::family::hex(&parquet_bytes(b)?))))
-                .collect::<Result<_, String>>()?,
+                .into_iter()
+                .map(|o| (o.table.to_string(), o.batch))
+                .collect(),
+            files: produced.files,
+        };
+        cache
+            .put_tables(&dag.graph[node].key, &outcome.tables)
+            .map_err(|e| e.to_string())?;
+        let payload = AnalysisPayload {
+            tables: outcome.tables.iter().map(|(n, _)| n.clone()).collect(),
             files: outcome.files.clone(),
         };
         self.fresh.insert(node, outcome);
@@ -128,10 +159,59 @@ impl Outcomes {
             tables: payload
                 .tables
                 .into_iter()
-                .map(|(name, hex)| Ok((name, batch_from_parquet(&hex)?)))
+                .map(|name| {
+                    let batch = cache.table(key, &name).map_err(|e| e.to_string())?;
+                    Ok((name, batch))
+                })
                 .collect::<Result<_, String>>()?,
             files: payload.files,
         })
+    }
+}
+
+/// The `variants` table of every compile node (in DAG order).
+fn variants_table(
+    study: &Study,
+    variants: &HashMap<NodeIndex, Arc<Variant>>,
+) -> Result<RecordBatch, String> {
+    let mut list: Vec<&Variant> = Vec::new();
+    for (i, n) in study.dag.nodes() {
+        if n.kind == NodeKind::Compile {
+            list.push(
+                variants
+                    .get(&i)
+                    .ok_or_else(|| format!("{} did not compile", n.id))?,
+            );
+        }
+    }
+    crate::store::tables::variants(&list).map_err(|e| e.to_string())
+}
+
+/// Another study's table, checked against the hash the analysis's key holds (the file
+/// may not change between plan and apply).
+fn upstream_table(study: &Study, from: &str, table: &str) -> Result<RecordBatch, String> {
+    let path = super::upstream::table_path(&study.paths.outputs, from, table);
+    let bytes = std::fs::read(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let pinned = study
+        .upstream
+        .iter()
+        .find(|s| s.pin.study == from && s.pin.table == table)
+        .and_then(|s| s.pin.blake3.as_deref());
+    if pinned != Some(super::key::hash_hex(&bytes).as_str()) {
+        return Err(format!(
+            "{} changed since this apply was planned; plan and apply again",
+            path.display()
+        ));
+    }
+    let mut reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(
+        bytes::Bytes::from(bytes),
+    )
+    .map(|b| b.with_batch_size(usize::MAX >> 1))
+    .and_then(|b| b.build())
+    .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    match reader.next() {
+        Some(batch) => batch.map_err(|e| format!("cannot read {}: {e}", path.display())),
+        None => Err(format!("{} has no rows", path.display())),
     }
 }
 
@@ -156,25 +236,10 @@ pub fn publish(
         node_key: dag.graph[node].key.clone(),
     };
     let outcome = match what {
-        Publish::Variants => {
-            let mut list: Vec<&Variant> = Vec::new();
-            for (i, n) in dag.nodes() {
-                if n.kind == NodeKind::Compile {
-                    list.push(
-                        variants
-                            .get(&i)
-                            .ok_or_else(|| format!("{} did not compile", n.id))?,
-                    );
-                }
-            }
-            Outcome {
-                tables: vec![(
-                    "variants".into(),
-                    crate::store::tables::variants(&list).map_err(|e| e.to_string())?,
-                )],
-                files: Vec::new(),
-            }
-        }
+        Publish::Variants => Outcome {
+            tables: vec![("variants".into(), variants_table(study, variants)?)],
+            files: Vec::new(),
+        },
         Publish::Episodes => Outcome {
             tables: vec![(
                 "episodes".into(),
@@ -230,32 +295,4 @@ pub fn problem(outputs: &Path, key: &str, payload: Option<&String>) -> Option<St
         }
     }
     None
-}
-
-fn parquet_bytes(batch: &RecordBatch) -> Result<Vec<u8>, String> {
-    let mut out = Vec::new();
-    let mut writer = parquet::arrow::ArrowWriter::try_new(&mut out, batch.schema(), None)
-        .map_err(|e| e.to_string())?;
-    writer.write(batch).map_err(|e| e.to_string())?;
-    writer.close().map_err(|e| e.to_string())?;
-    Ok(out)
-}
-
-fn batch_from_parquet(hex: &str) -> Result<RecordBatch, String> {
-    let bytes: Vec<u8> = (0..hex.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(hex.get(i..i + 2).unwrap_or("zz"), 16))
-        .collect::<Result<_, _>>()
-        .map_err(|_| "the cached analysis table is not hex".to_string())?;
-    // One batch for the whole table, however many rows it has.
-    let mut reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(
-        bytes::Bytes::from(bytes),
-    )
-    .map(|b| b.with_batch_size(usize::MAX >> 1))
-    .and_then(|b| b.build())
-    .map_err(|e| e.to_string())?;
-    match reader.next() {
-        Some(batch) => batch.map_err(|e| e.to_string()),
-        None => Err("the cached analysis table is empty".into()),
-    }
 }

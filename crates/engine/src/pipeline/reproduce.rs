@@ -189,9 +189,9 @@ fn run_analysis(
     cache: &Cache,
     node: NodeIndex,
     rows: &[EpisodeRow],
-    _variants: &HashMap<NodeIndex, Arc<Variant>>,
+    variants: &HashMap<NodeIndex, Arc<Variant>>,
 ) -> Result<String, String> {
-    outcomes.run(study, cache, node, rows)
+    outcomes.run(study, cache, node, rows, variants)
 }
 
 /// The study's stored rows, as apply hands them to the analyses and to

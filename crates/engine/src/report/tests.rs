@@ -531,7 +531,7 @@ fn the_html_page_loads_nothing_and_escapes_table_text() {
 #[test]
 fn the_tables_the_analyses_write_render() {
     use crate::analysis::design::testing::unit;
-    use crate::manifest::{Analysis, AnalysisKind, ClusterUnit};
+    use crate::analysis::{AnalysisKind, Bootstrap, ClusterUnit};
 
     let mut episodes = Vec::new();
     for (config, org) in [("sim-a", "A"), ("sim-b", "B"), ("sim-c", "B")] {
@@ -554,24 +554,36 @@ fn the_tables_the_analyses_write_render() {
         }
     }
     let mut tables = BTreeMap::new();
-    for kind in [
-        AnalysisKind::Contrasts,
-        AnalysisKind::Truncation,
-        AnalysisKind::Strata,
-        AnalysisKind::Lanes,
-        AnalysisKind::Costs,
-    ] {
-        let analysis = Analysis {
-            kind,
-            draws: Some(200),
-            seed: Some(7),
-            cluster_units: vec![
-                ClusterUnit::Family,
-                ClusterUnit::Intent,
-                ClusterUnit::Configuration,
-            ],
+    let bootstrap = Bootstrap {
+        draws: Some(200),
+        seed: Some(7),
+        cluster_units: vec![
+            ClusterUnit::Family,
+            ClusterUnit::Intent,
+            ClusterUnit::Configuration,
+        ],
+    };
+    for kind in ["contrasts", "truncation", "strata", "lanes", "costs"] {
+        let kind = AnalysisKind::get(kind).unwrap_or_else(|| panic!("{kind}"));
+        let params = if kind.kind().parameters().is_empty() {
+            serde_json::Map::new()
+        } else {
+            match serde_json::to_value(&bootstrap) {
+                Ok(serde_json::Value::Object(m)) => m,
+                _ => panic!("bootstrap parameters"),
+            }
         };
-        for out in crate::analysis::run(&analysis, &episodes).unwrap_or_else(|e| panic!("{e}")) {
+        let context = crate::analysis::Context {
+            study: "panel",
+            episodes: &episodes,
+            tables: &BTreeMap::new(),
+            skipped: &[],
+        };
+        let produced = kind
+            .kind()
+            .run(&params, &context)
+            .unwrap_or_else(|e| panic!("{e}"));
+        for out in produced.tables {
             tables.insert(out.table.to_string(), out.batch);
         }
     }

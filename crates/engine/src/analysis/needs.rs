@@ -1,0 +1,205 @@
+//! The design an analysis is checked against before any episode runs: a small view of
+//! the manifest ([`Design`], built in one place, [`Design::of`]) and the needs the
+//! capacity analyses share (every capacity cell, matched V pairs, both menu lanes).
+//!
+//! A kind declares its needs in its own file ([`super::Typed::needs`]) by calling
+//! these checks; an analysis whose needs are unmet is listed by `tbb manifest check`
+//! and `tbb plan` with why, gets no DAG node, and is noted as skipped in the report.
+//!
+//! Never: reads episodes, files or anything but the manifest it is given.
+
+use std::collections::BTreeSet;
+
+use super::design;
+use crate::harness::{Menu, PromptVariant};
+use crate::manifest::Manifest;
+use tbb_core::compile::cell::{level_name, Cell};
+
+/// What the analyses' needs are checked against: the conditions a manifest runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Design {
+    /// Cells, as the manifest gives them.
+    pub cells: Vec<Cell>,
+    /// Menu components of the arms (routed, fixed).
+    pub menus: Vec<Menu>,
+    /// Prompt components of the arms (base, workflow, interface guide).
+    pub prompts: Vec<PromptVariant>,
+    /// Configuration names.
+    pub configurations: Vec<String>,
+    /// Every completion cap some block runs at, ascending.
+    pub completion_caps: Vec<u32>,
+}
+
+impl Design {
+    /// The design of a manifest: the one place that reads the manifest's factors for
+    /// the analyses.
+    pub fn of(manifest: &Manifest) -> Design {
+        let caps: BTreeSet<u32> = manifest
+            .blocks
+            .iter()
+            .flat_map(|b| {
+                b.completion_caps
+                    .iter()
+                    .chain(b.configuration_caps.values().flatten())
+                    .copied()
+            })
+            .chain(manifest.arms.iter().filter_map(|a| a.completion_cap))
+            .collect();
+        let mut prompts: Vec<PromptVariant> = Vec::new();
+        for form in manifest.forms() {
+            if !prompts.contains(&form.prompt) {
+                prompts.push(form.prompt);
+            }
+        }
+        Design {
+            cells: manifest.cells.clone(),
+            menus: manifest.menus(),
+            prompts,
+            configurations: manifest
+                .configurations
+                .iter()
+                .map(|c| c.name.clone())
+                .collect(),
+            completion_caps: caps.into_iter().collect(),
+        }
+    }
+
+    /// Indices into [`design::CELLS`] of the capacity cells the design runs.
+    fn capacity_cells(&self) -> BTreeSet<usize> {
+        let index = |c: &Cell| {
+            let (w, d) = (level_name(&c.w), level_name(&c.d));
+            let capacity = level_name(&c.r) == design::CAPACITY_R && c.depth.is_none();
+            design::CELLS
+                .iter()
+                .position(|x| capacity && u32::from(c.v) == x.v && x.w == w && x.d == d)
+        };
+        self.cells.iter().filter_map(index).collect()
+    }
+
+    /// All twelve capacity cells (every contrast's weights span them).
+    pub fn needs_every_capacity_cell(&self) -> Option<String> {
+        let present = self.capacity_cells();
+        let missing: Vec<String> = (0..design::CELLS.len())
+            .filter(|i| !present.contains(i))
+            .map(|i| design::CELLS[i].label())
+            .collect();
+        (!missing.is_empty()).then(|| {
+            format!(
+                "it needs all 12 capacity cells; the manifest lacks {}",
+                missing.join(", ")
+            )
+        })
+    }
+
+    /// Matched V = 8 / V = 128 pairs: at least one endpoint (W, D) at both menu sizes,
+    /// and every endpoint cell's V partner.
+    pub fn needs_v_pairs(&self) -> Option<String> {
+        let present = self.capacity_cells();
+        let endpoints: Vec<usize> = present
+            .iter()
+            .copied()
+            .filter(|&i| i < design::N_ENDPOINTS)
+            .collect();
+        // Endpoints are ordered V slowest: the partner of cell i is i ± 4.
+        let half = design::N_ENDPOINTS / 2;
+        let partner = |i: usize| if i < half { i + half } else { i - half };
+        let unpaired: Vec<String> = endpoints
+            .iter()
+            .filter(|&&i| !present.contains(&partner(i)))
+            .map(|&i| {
+                format!(
+                    "{} has no {}",
+                    design::CELLS[i].label(),
+                    design::CELLS[partner(i)].label()
+                )
+            })
+            .collect();
+        if endpoints.is_empty() {
+            Some("it needs matched V = 8 / V = 128 cells (e.g. (8, low, raw) and (128, low, raw)); the manifest has none".into())
+        } else if !unpaired.is_empty() {
+            Some(format!(
+                "it needs every endpoint cell's V = 8 / V = 128 partner: {}",
+                unpaired.join(", ")
+            ))
+        } else {
+            None
+        }
+    }
+
+    /// Both menus, routed and fixed (the lanes).
+    pub fn needs_both_lanes(&self) -> Option<String> {
+        let both = self.menus.contains(&Menu::Routed) && self.menus.contains(&Menu::Fixed);
+        (!both).then(|| "it needs an arm with the routed menu and one with the fixed menu (`[[arms]]` with `menu = \"routed\"` and `menu = \"fixed\"`)".into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::AnalysisKind;
+
+    fn cell(v: u16, w: &str, d: &str) -> Cell {
+        Cell {
+            v,
+            w: w.parse().unwrap_or_else(|_| panic!("{w}")),
+            d: d.parse().unwrap_or_else(|_| panic!("{d}")),
+            r: tbb_core::compile::cell::Routing::Low,
+            depth: None,
+        }
+    }
+
+    fn design(cells: &[Cell], menus: &[Menu]) -> Design {
+        Design {
+            cells: cells.to_vec(),
+            menus: menus.to_vec(),
+            prompts: vec![PromptVariant::Base],
+            configurations: vec!["sim-x".into()],
+            completion_caps: vec![1024],
+        }
+    }
+
+    fn needs(kind: &str, d: &Design) -> Option<String> {
+        AnalysisKind::get(kind)
+            .unwrap_or_else(|| panic!("{kind} is registered"))
+            .kind()
+            .needs(d)
+    }
+
+    #[test]
+    fn the_capacity_design_runs_every_analysis() {
+        let d = design(&Cell::capacity(), &[Menu::Routed, Menu::Fixed]);
+        for kind in AnalysisKind::all() {
+            assert_eq!(kind.kind().needs(&d), None, "{kind:?}");
+        }
+    }
+
+    #[test]
+    fn a_small_live_study_declares_what_it_cannot_run() {
+        // V = 8 and V = 128 at one W/D, one lane.
+        let d = design(
+            &[cell(8, "low", "raw"), cell(128, "low", "raw")],
+            &[Menu::Routed],
+        );
+        let contrasts = needs("contrasts", &d).unwrap_or_default();
+        assert!(contrasts.contains("(8, high, linked)"), "{contrasts}");
+        assert!(!contrasts.contains("(8, low, raw)"), "{contrasts}");
+        assert_eq!(needs("truncation", &d), None);
+        assert_eq!(needs("strata", &d), None);
+        assert!(needs("lanes", &d).is_some());
+        assert_eq!(needs("costs", &d), None);
+        let lonely = design(
+            &[cell(8, "low", "raw"), cell(128, "high", "raw")],
+            &[Menu::Routed],
+        );
+        let strata = needs("strata", &lonely).unwrap_or_default();
+        assert!(
+            strata.contains("(8, low, raw) has no (128, low, raw)"),
+            "{strata}"
+        );
+        let none = needs(
+            "truncation",
+            &design(&[cell(32, "low", "raw")], &[Menu::Routed]),
+        );
+        assert!(none.is_some_and(|s| s.contains("has none")));
+    }
+}
