@@ -226,10 +226,14 @@ pub async fn run(
         ..Batch::default()
     };
 
-    // Stage 1: compile what anything that runs needs.
-    let publishes_variants = runs
-        .iter()
-        .any(|&i| matches!(dag.graph[i].work, Work::Table(Publish::Variants)));
+    // Stage 1: compile what anything that runs needs (the variants and requests tables
+    // read every variant).
+    let publishes_variants = runs.iter().any(|&i| {
+        matches!(
+            dag.graph[i].work,
+            Work::Table(Publish::Variants | Publish::Requests)
+        )
+    });
     let mut needed: Vec<NodeIndex> = dag
         .nodes()
         .filter_map(|(i, n)| match n.work {

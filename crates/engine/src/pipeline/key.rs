@@ -9,7 +9,7 @@
 //! | execute | `harness::CODE_VERSION` | lane, repair, cap, budget, repeat | system prompt, nudge | the configuration (all but concurrency and enablement) | compile |
 //! | grade | `grade::CODE_VERSION` | episode budget | — | — | execute, compile |
 //! | analysis | per analysis | its parameters | — | — | the episodes (hash of every grade key) or other analyses |
-//! | table | `dag::versions::TABLE` | the study name (episodes) | manifest, lockfile (provenance) | — | what it publishes |
+//! | table | `dag::versions::TABLE` (`REQUESTS` for requests) | the study name (episodes, requests) | manifest, lockfile (provenance) | — | what it publishes |
 //!
 //! The key input is stored beside every result, so that a changed key can be explained
 //! by diffing the two inputs ([`diff`]); large inputs (configurations) enter as the hash

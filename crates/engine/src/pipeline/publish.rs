@@ -1,7 +1,8 @@
 //! Analysis results and the files published under `outputs/<study>/`.
 //!
 //! Owns: what an analysis node records (its tables as Parquet bytes, and the text files
-//! the report renders), how a table node writes them — Parquet tables with provenance
+//! the report renders), which transcripts the requests table is read from (every graded
+//! episode's, from the cache, in DAG order), how a table node writes them — Parquet tables with provenance
 //! in their metadata, text files (`report.md`, `report.html`, figure SVGs) ending in a
 //! `tbb.node_key` comment — and how a plan tells a published file is still the one its
 //! node wrote.
@@ -19,9 +20,11 @@ use serde::{Deserialize, Serialize};
 use super::cache::Cache;
 use super::dag::{Publish, Work};
 use super::key::NodeKind;
-use super::{Study, TablePayload};
+use super::{ExecutePayload, Study, TablePayload};
+use crate::harness::transcript::BlobStore;
 use crate::manifest::AnalysisKind;
-use crate::store::tables::EpisodeRow;
+use crate::store::requests::{self, SchemaCounts};
+use crate::store::tables::{EpisodeColumns, EpisodeRow, RequestRow};
 use crate::store::{write_table, write_text, Provenance};
 use tbb_core::compile::Variant;
 
@@ -182,6 +185,14 @@ pub fn publish(
             )],
             files: Vec::new(),
         },
+        Publish::Requests => Outcome {
+            tables: vec![(
+                "requests".into(),
+                crate::store::tables::requests(&request_rows(study, cache, variants, rows)?)
+                    .map_err(|e| e.to_string())?,
+            )],
+            files: Vec::new(),
+        },
         Publish::Analysis(node) => outcomes.get(study, cache, node)?,
     };
     let mut written = Vec::new();
@@ -199,6 +210,72 @@ pub fn publish(
         written.push(name.clone());
     }
     Ok(written)
+}
+
+/// Grade nodes whose execute payloads are read from the cache at once: enough to
+/// amortise a read of the cache files, few enough that their transcripts stay small.
+const REQUEST_CHUNK: usize = 512;
+
+/// The rows of `requests.parquet`: for every grade node in DAG order (`rows` holds
+/// their episode rows in that order), the stored transcript of its execute node, read
+/// back from the cache, and the trace rebuilt from it — what the grader read.
+fn request_rows(
+    study: &Study,
+    cache: &Cache,
+    variants: &HashMap<NodeIndex, Arc<Variant>>,
+    rows: &[EpisodeRow],
+) -> Result<Vec<RequestRow>, String> {
+    let dag = &study.dag;
+    let grades: Vec<(NodeIndex, NodeIndex)> = dag
+        .nodes()
+        .filter_map(|(_, n)| match n.work {
+            Work::Grade { execute, compile } => Some((execute, compile)),
+            _ => None,
+        })
+        .collect();
+    if grades.len() != rows.len() {
+        return Err(format!(
+            "{} graded episodes but {} episode rows",
+            grades.len(),
+            rows.len()
+        ));
+    }
+    let blobs = BlobStore {
+        blobs: cache.blobs().map_err(|e| e.to_string())?.into_iter().collect(),
+    };
+    let mut counts = SchemaCounts::default();
+    let mut out = Vec::new();
+    for (chunk, chunk_rows) in grades.chunks(REQUEST_CHUNK).zip(rows.chunks(REQUEST_CHUNK)) {
+        let keys: Vec<&str> = chunk
+            .iter()
+            .map(|&(execute, _)| dag.graph[execute].key.as_str())
+            .collect();
+        let payloads = cache.payloads(&keys).map_err(|e| e.to_string())?;
+        for (&(execute, compile), row) in chunk.iter().zip(chunk_rows) {
+            let node = &dag.graph[execute];
+            let payload: ExecutePayload = payloads
+                .get(&node.key)
+                .and_then(|p| serde_json::from_str(p).ok())
+                .ok_or_else(|| format!("the transcript of {} is not in the cache", node.id))?;
+            let variant = variants
+                .get(&compile)
+                .ok_or_else(|| format!("the variant of {} did not compile", node.id))?;
+            let trace = payload
+                .transcript
+                .trace(&blobs, variant)
+                .ok_or_else(|| format!("the transcript of {} does not rebuild a trace", node.id))?;
+            let episode = Arc::new(EpisodeColumns::of(
+                row,
+                &payload.transcript.episode_key,
+                &node.key,
+            ));
+            out.extend(
+                requests::rows(&episode, &payload.transcript, &trace, &blobs, &mut counts)
+                    .map_err(|e| format!("{}: {e}", node.id))?,
+            );
+        }
+    }
+    Ok(out)
 }
 
 /// The comment a published text file ends with, naming the node that wrote it.
