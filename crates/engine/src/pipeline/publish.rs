@@ -23,7 +23,7 @@ use super::key::NodeKind;
 use super::{ExecutePayload, Study, TablePayload};
 use crate::harness::transcript::BlobStore;
 use crate::manifest::AnalysisKind;
-use crate::store::requests::{self, SchemaCounts};
+use crate::store::requests::{self, EpisodeRequests, SchemaCounts};
 use crate::store::tables::{EpisodeColumns, EpisodeRow, RequestRow};
 use crate::store::{write_table, write_text, Provenance};
 use tbb_core::compile::Variant;
@@ -139,12 +139,14 @@ impl Outcomes {
 }
 
 /// Writes what a table node publishes; returns the file names (relative to
-/// `outputs`), recorded as its [`TablePayload`].
+/// `outputs`), recorded as its [`TablePayload`]. `requests` holds the requests of the
+/// episodes graded in this apply; the requests table takes them out.
 pub fn publish(
     study: &Study,
     node: NodeIndex,
     variants: &HashMap<NodeIndex, Arc<Variant>>,
     rows: &[EpisodeRow],
+    requests: &mut FreshRequests,
     outcomes: &Outcomes,
     cache: &Cache,
 ) -> Result<Vec<String>, String> {
@@ -188,8 +190,10 @@ pub fn publish(
         Publish::Requests => Outcome {
             tables: vec![(
                 "requests".into(),
-                crate::store::tables::requests(&request_rows(study, cache, variants, rows)?)
-                    .map_err(|e| e.to_string())?,
+                crate::store::tables::requests(&request_rows(
+                    study, cache, variants, rows, requests,
+                )?)
+                .map_err(|e| e.to_string())?,
             )],
             files: Vec::new(),
         },
@@ -212,24 +216,30 @@ pub fn publish(
     Ok(written)
 }
 
-/// Grade nodes whose execute payloads are read from the cache at once: enough to
-/// amortise a read of the cache files, few enough that their transcripts stay small.
-const REQUEST_CHUNK: usize = 512;
+/// Execute payloads read from the cache at once: few enough that their transcripts
+/// stay small beside the rest (about 10 KiB each), enough that each cache file is read
+/// a few times only.
+const REQUEST_CHUNK: usize = 4096;
 
-/// The rows of `requests.parquet`: for every grade node in DAG order (`rows` holds
-/// their episode rows in that order), the stored transcript of its execute node, read
-/// back from the cache, and the trace rebuilt from it — what the grader read.
+/// The requests of every graded episode, by grade node, read in this apply.
+pub type FreshRequests = HashMap<NodeIndex, EpisodeRequests>;
+
+/// The rows of `requests.parquet`, for every grade node in DAG order (`rows` holds their
+/// episode rows in that order): the requests this apply read while grading (`fresh`),
+/// and for the other episodes the stored transcript of their execute node, read back
+/// from the cache, with the trace rebuilt from it — what the grader read.
 fn request_rows(
     study: &Study,
     cache: &Cache,
     variants: &HashMap<NodeIndex, Arc<Variant>>,
     rows: &[EpisodeRow],
+    fresh: &mut FreshRequests,
 ) -> Result<Vec<RequestRow>, String> {
     let dag = &study.dag;
-    let grades: Vec<(NodeIndex, NodeIndex)> = dag
+    let grades: Vec<(NodeIndex, NodeIndex, NodeIndex)> = dag
         .nodes()
-        .filter_map(|(_, n)| match n.work {
-            Work::Grade { execute, compile } => Some((execute, compile)),
+        .filter_map(|(g, n)| match n.work {
+            Work::Grade { execute, compile } => Some((g, execute, compile)),
             _ => None,
         })
         .collect();
@@ -240,40 +250,54 @@ fn request_rows(
             rows.len()
         ));
     }
-    let blobs = BlobStore {
-        blobs: cache.blobs().map_err(|e| e.to_string())?.into_iter().collect(),
-    };
-    let mut counts = SchemaCounts::default();
-    let mut out = Vec::new();
-    for (chunk, chunk_rows) in grades.chunks(REQUEST_CHUNK).zip(rows.chunks(REQUEST_CHUNK)) {
-        let keys: Vec<&str> = chunk
-            .iter()
-            .map(|&(execute, _)| dag.graph[execute].key.as_str())
-            .collect();
-        let payloads = cache.payloads(&keys).map_err(|e| e.to_string())?;
-        for (&(execute, compile), row) in chunk.iter().zip(chunk_rows) {
-            let node = &dag.graph[execute];
-            let payload: ExecutePayload = payloads
-                .get(&node.key)
-                .and_then(|p| serde_json::from_str(p).ok())
-                .ok_or_else(|| format!("the transcript of {} is not in the cache", node.id))?;
-            let variant = variants
-                .get(&compile)
-                .ok_or_else(|| format!("the variant of {} did not compile", node.id))?;
-            let trace = payload
-                .transcript
-                .trace(&blobs, variant)
-                .ok_or_else(|| format!("the transcript of {} does not rebuild a trace", node.id))?;
-            let episode = Arc::new(EpisodeColumns::of(
-                row,
-                &payload.transcript.episode_key,
-                &node.key,
-            ));
-            out.extend(
-                requests::rows(&episode, &payload.transcript, &trace, &blobs, &mut counts)
-                    .map_err(|e| format!("{}: {e}", node.id))?,
-            );
+    let cached: Vec<&(NodeIndex, NodeIndex, NodeIndex)> = grades
+        .iter()
+        .filter(|(g, _, _)| !fresh.contains_key(g))
+        .collect();
+    if !cached.is_empty() {
+        let blobs = BlobStore {
+            blobs: cache
+                .blobs()
+                .map_err(|e| e.to_string())?
+                .into_iter()
+                .collect(),
+        };
+        let mut counts = SchemaCounts::default();
+        for chunk in cached.chunks(REQUEST_CHUNK) {
+            let keys: Vec<&str> = chunk
+                .iter()
+                .map(|&&(_, execute, _)| dag.graph[execute].key.as_str())
+                .collect();
+            let payloads = cache.payloads(&keys).map_err(|e| e.to_string())?;
+            for &&(grade, execute, compile) in chunk {
+                let node = &dag.graph[execute];
+                let payload: ExecutePayload = payloads
+                    .get(&node.key)
+                    .and_then(|p| serde_json::from_str(p).ok())
+                    .ok_or_else(|| format!("the transcript of {} is not in the cache", node.id))?;
+                let variant = variants
+                    .get(&compile)
+                    .ok_or_else(|| format!("the variant of {} did not compile", node.id))?;
+                let trace = payload.transcript.trace(&blobs, variant).ok_or_else(|| {
+                    format!("the transcript of {} does not rebuild a trace", node.id)
+                })?;
+                let read = requests::read(&payload.transcript, &trace, &blobs, &mut counts)
+                    .map_err(|e| format!("{}: {e}", node.id))?;
+                fresh.insert(grade, read);
+            }
         }
+    }
+    let mut out = Vec::new();
+    for (&(grade, execute, _), row) in grades.iter().zip(rows) {
+        let read = fresh
+            .remove(&grade)
+            .ok_or_else(|| format!("the requests of {} were not read", dag.graph[grade].id))?;
+        let episode = Arc::new(EpisodeColumns::of(
+            row,
+            &read.episode_key,
+            &dag.graph[execute].key,
+        ));
+        out.extend(requests::rows(&episode, read));
     }
     Ok(out)
 }

@@ -49,7 +49,7 @@ use tbb_core::compile::cell::level_name;
 use tbb_core::grade::trace::{FinishReason, ResponseRecord, Trace};
 use tbb_provider::ReasoningSource;
 
-use super::tables::{EpisodeColumns, RequestRow};
+use super::tables::{EpisodeColumns, RequestColumns, RequestRow};
 use crate::harness::transcript::{BlobStore, StoredOutcome, Transcript};
 
 /// What a response holds. "Visible text" is text with a non-whitespace character (the
@@ -92,9 +92,7 @@ impl ResponseKind {
         match (cut, call, text) {
             (true, true, _) => ResponseKind::CutInToolCall,
             (true, false, true) => ResponseKind::CutInText,
-            (true, false, false) if response.usage.output_tokens > 0 => {
-                ResponseKind::ReasoningOnly
-            }
+            (true, false, false) if response.usage.output_tokens > 0 => ResponseKind::ReasoningOnly,
             (false, true, _) => ResponseKind::ToolCall,
             (false, false, true) => ResponseKind::Answer,
             _ => ResponseKind::Empty,
@@ -160,7 +158,9 @@ pub enum RequestsError {
         outcomes: usize,
     },
     /// The trace is not the one the transcript rebuilds.
-    #[error("the trace of episode {episode} has {turns} turns but its transcript {responses} responses")]
+    #[error(
+        "the trace of episode {episode} has {turns} turns but its transcript {responses} responses"
+    )]
     TraceMismatch {
         /// The episode key.
         episode: String,
@@ -171,15 +171,47 @@ pub enum RequestsError {
     },
 }
 
-/// The request rows of one episode, from its transcript, the trace rebuilt from that
-/// transcript, and the blobs the transcript refers to.
-pub fn rows(
-    episode: &Arc<EpisodeColumns>,
+/// The name of a normalised finish reason in the table.
+fn finish_name(finish: FinishReason) -> &'static str {
+    match finish {
+        FinishReason::Stop => "stop",
+        FinishReason::ToolCalls => "tool_calls",
+        FinishReason::Length => "length",
+        FinishReason::ContentFilter => "content_filter",
+        FinishReason::Other => "other",
+    }
+}
+
+/// The requests of one episode, read off its transcript, before they meet the
+/// episode's row.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EpisodeRequests {
+    /// The episode's content key.
+    pub episode_key: String,
+    /// Each request's columns, in order.
+    pub requests: Vec<RequestColumns>,
+}
+
+/// The rows of one episode: its columns beside each of its requests'.
+pub fn rows(episode: &Arc<EpisodeColumns>, requests: EpisodeRequests) -> Vec<RequestRow> {
+    requests
+        .requests
+        .into_iter()
+        .map(|request| RequestRow {
+            episode: episode.clone(),
+            request,
+        })
+        .collect()
+}
+
+/// The columns of each request of one episode, from its transcript, the trace rebuilt
+/// from that transcript, and the blobs the transcript refers to.
+pub fn read(
     transcript: &Transcript,
     trace: &Trace,
     blobs: &BlobStore,
     counts: &mut SchemaCounts,
-) -> Result<Vec<RequestRow>, RequestsError> {
+) -> Result<EpisodeRequests, RequestsError> {
     let n = transcript.requests.len();
     if transcript.outcomes.len() != n {
         return Err(RequestsError::Unpaired {
@@ -206,16 +238,14 @@ pub fn rows(
     let mut calls: u32 = 0;
     let mut tokens: u64 = 0;
     let mut out = Vec::with_capacity(n);
-    for (i, (request, outcome)) in transcript.requests.iter().zip(&transcript.outcomes).enumerate()
+    for (i, (request, outcome)) in transcript
+        .requests
+        .iter()
+        .zip(&transcript.outcomes)
+        .enumerate()
     {
         let last = i + 1 == n;
-        let infra_cause = trace
-            .infra
-            .as_ref()
-            .filter(|_| last)
-            .map(|f| level_name(&f.cause));
-        let mut row = RequestRow {
-            episode: episode.clone(),
+        let mut row = RequestColumns {
             turn: i as u32,
             visible_schemas: counts.get(&request.tools_ref, blobs),
             prompt_tokens: None,
@@ -229,7 +259,11 @@ pub fn rows(
             executed_call: false,
             cumulative_calls: calls,
             attempts: attempts.and_then(|a| a.get(i).copied()),
-            infra_cause,
+            infra_cause: trace
+                .infra
+                .as_ref()
+                .filter(|_| last)
+                .map(|f| level_name(&f.cause)),
             wall_ms: transcript.wall_ms.get(i).copied().unwrap_or(0),
             cumulative_tokens: tokens,
         };
@@ -246,17 +280,17 @@ pub fn rows(
                 };
                 let record = &turn.response;
                 if let Some(usage) = response.usage {
-                    let usage_read = &record.usage;
-                    row.prompt_tokens = Some(usage_read.input_tokens);
-                    row.cached_tokens = Some(usage_read.cached_tokens);
-                    row.completion_tokens = Some(usage_read.output_tokens);
-                    row.reasoning_tokens = usage_read.reasoning_tokens;
+                    let read = &record.usage;
+                    row.prompt_tokens = Some(read.input_tokens);
+                    row.cached_tokens = Some(read.cached_tokens);
+                    row.completion_tokens = Some(read.output_tokens);
+                    row.reasoning_tokens = read.reasoning_tokens;
                     row.reasoning_source = Some(source_name(usage.reasoning_source));
                     tokens = tokens
-                        .saturating_add(usage_read.input_tokens)
-                        .saturating_add(usage_read.output_tokens);
+                        .saturating_add(read.input_tokens)
+                        .saturating_add(read.output_tokens);
                 }
-                row.finish_reason = Some(level_name(&record.finish_reason));
+                row.finish_reason = Some(finish_name(record.finish_reason));
                 row.finish_reason_raw = Some(record.finish_reason_raw.clone());
                 row.response_kind = Some(ResponseKind::of(record).name());
                 row.executed_call = !turn.executed.is_empty();
@@ -267,7 +301,10 @@ pub fn rows(
         }
         out.push(row);
     }
-    Ok(out)
+    Ok(EpisodeRequests {
+        episode_key: transcript.episode_key.clone(),
+        requests: out,
+    })
 }
 
 #[cfg(test)]
@@ -294,7 +331,8 @@ mod tests {
         let family = set
             .get("overdue-escalation-harbor")
             .unwrap_or_else(|| panic!("no harbor family"));
-        compile(family, &Cell::new(8, Workflow::Low, Encoding::Raw)).unwrap_or_else(|e| panic!("{e}"))
+        compile(family, &Cell::new(8, Workflow::Low, Encoding::Raw))
+            .unwrap_or_else(|e| panic!("{e}"))
     }
 
     /// Retries a server error once, at once; nothing else.
@@ -328,9 +366,11 @@ retry = { max_attempts = 2, base_delay_ms = 1, max_delay_ms = 1, retry_on = ["se
                 *sent += 1;
                 *sent - 1
             };
-            let out = self.script.get(n).cloned().unwrap_or_else(|| {
-                Err(ProviderError::Transport("the script ran out".into()))
-            });
+            let out = self
+                .script
+                .get(n)
+                .cloned()
+                .unwrap_or_else(|| Err(ProviderError::Transport("the script ran out".into())));
             Box::pin(async move { out })
         }
     }
@@ -407,20 +447,24 @@ retry = { max_attempts = 2, base_delay_ms = 1, max_delay_ms = 1, retry_on = ["se
         let columns = Arc::new(EpisodeColumns::of(&row, &episode.key, "exec-key"));
         let rows = rows(
             &columns,
-            &episode.transcript,
-            &trace,
-            &episode.blobs,
-            &mut SchemaCounts::default(),
-        )
-        .unwrap_or_else(|e| panic!("{e}"));
+            read(
+                &episode.transcript,
+                &trace,
+                &episode.blobs,
+                &mut SchemaCounts::default(),
+            )
+            .unwrap_or_else(|e| panic!("{e}")),
+        );
         // What the integration test checks over a whole study, on each episode here.
         assert_eq!(rows.len() as u32, row.requests);
         assert_eq!(
-            rows.iter().map(|r| u64::from(r.visible_schemas)).sum::<u64>(),
+            rows.iter()
+                .map(|r| u64::from(r.request.visible_schemas))
+                .sum::<u64>(),
             row.schema_exposures
         );
         assert_eq!(
-            rows.last().map_or(0, |r| r.cumulative_tokens),
+            rows.last().map_or(0, |r| r.request.cumulative_tokens),
             row.total_tokens
         );
         (episode, rows)
@@ -430,7 +474,7 @@ retry = { max_attempts = 2, base_delay_ms = 1, max_delay_ms = 1, retry_on = ["se
     /// attempts, infra cause, visible schemas) of each row.
     type Seen = (
         Option<&'static str>,
-        Option<String>,
+        Option<&'static str>,
         Option<u64>,
         Option<u64>,
         u64,
@@ -444,9 +488,10 @@ retry = { max_attempts = 2, base_delay_ms = 1, max_delay_ms = 1, retry_on = ["se
     fn seen(rows: &[RequestRow]) -> Vec<Seen> {
         rows.iter()
             .map(|r| {
+                let r = &r.request;
                 (
                     r.response_kind,
-                    r.finish_reason.clone(),
+                    r.finish_reason,
                     r.prompt_tokens,
                     r.completion_tokens,
                     r.cumulative_tokens,
@@ -470,18 +515,42 @@ retry = { max_attempts = 2, base_delay_ms = 1, max_delay_ms = 1, retry_on = ["se
         let (episode, rows) = run(vec![
             response(None, None, Finish::Stop, usage(1000, 5, None)),
             http(503),
-            response(None, Some((SEARCH, ARGS)), Finish::ToolCalls, usage(1100, 40, None)),
-            response(Some("{\"decision\":\"hold\"}"), None, Finish::Stop, usage(1300, 60, None)),
+            response(
+                None,
+                Some((SEARCH, ARGS)),
+                Finish::ToolCalls,
+                usage(1100, 40, None),
+            ),
+            response(
+                Some("{\"decision\":\"hold\"}"),
+                None,
+                Finish::Stop,
+                usage(1300, 60, None),
+            ),
         ]);
-        assert_eq!(episode.trace.stop, tbb_core::grade::trace::StopReason::Answer);
-        let stop = || Some("stop".to_string());
+        assert_eq!(
+            episode.trace.stop,
+            tbb_core::grade::trace::StopReason::Answer
+        );
+        let stop = || Some("stop");
         assert_eq!(
             seen(&rows),
             vec![
-                (Some("empty"), stop(), Some(1000), Some(5), 1005, false, 0, Some(1), None, 8),
+                (
+                    Some("empty"),
+                    stop(),
+                    Some(1000),
+                    Some(5),
+                    1005,
+                    false,
+                    0,
+                    Some(1),
+                    None,
+                    8
+                ),
                 (
                     Some("tool_call"),
-                    Some("tool_calls".into()),
+                    Some("tool_calls"),
                     Some(1100),
                     Some(40),
                     2145,
@@ -491,17 +560,31 @@ retry = { max_attempts = 2, base_delay_ms = 1, max_delay_ms = 1, retry_on = ["se
                     None,
                     8
                 ),
-                (Some("answer"), stop(), Some(1300), Some(60), 3505, false, 1, Some(1), None, 6),
+                (
+                    Some("answer"),
+                    stop(),
+                    Some(1300),
+                    Some(60),
+                    3505,
+                    false,
+                    1,
+                    Some(1),
+                    None,
+                    6
+                ),
             ]
         );
         assert_eq!(
-            rows.iter().map(|r| r.turn).collect::<Vec<_>>(),
+            rows.iter().map(|r| r.request.turn).collect::<Vec<_>>(),
             vec![0, 1, 2]
         );
-        assert_eq!(rows[0].cached_tokens, Some(100));
-        assert_eq!(rows[0].reasoning_source, Some("unknown"));
-        assert_eq!(rows[0].reasoning_tokens, None);
-        assert_eq!(rows[0].finish_reason_raw.as_deref(), Some("raw-Stop"));
+        assert_eq!(rows[0].request.cached_tokens, Some(100));
+        assert_eq!(rows[0].request.reasoning_source, Some("unknown"));
+        assert_eq!(rows[0].request.reasoning_tokens, None);
+        assert_eq!(
+            rows[0].request.finish_reason_raw.as_deref(),
+            Some("raw-Stop")
+        );
         assert_eq!(rows[0].episode.episode_key, episode.key);
         assert_eq!(rows[0].episode.node_key, "exec-key");
         assert_eq!(rows[0].episode.lane, "routed");
@@ -519,9 +602,9 @@ retry = { max_attempts = 2, base_delay_ms = 1, max_delay_ms = 1, retry_on = ["se
                 usage(2000, 1024, reasoning),
             )]);
             assert_eq!(rows.len(), 1);
-            let r = &rows[0];
+            let r = &rows[0].request;
             assert_eq!(
-                (r.finish_reason.as_deref(), r.cumulative_tokens, r.executed_call),
+                (r.finish_reason, r.cumulative_tokens, r.executed_call),
                 (Some("length"), 3024, false)
             );
             (r.response_kind, r.reasoning_tokens, r.reasoning_source)
@@ -555,7 +638,12 @@ retry = { max_attempts = 2, base_delay_ms = 1, max_delay_ms = 1, retry_on = ["se
     #[test]
     fn an_infrastructure_failure_after_a_call() {
         let (episode, rows) = run(vec![
-            response(None, Some((SEARCH, ARGS)), Finish::ToolCalls, usage(1000, 30, None)),
+            response(
+                None,
+                Some((SEARCH, ARGS)),
+                Finish::ToolCalls,
+                usage(1000, 30, None),
+            ),
             http(500),
             http(500),
         ]);
@@ -568,7 +656,7 @@ retry = { max_attempts = 2, base_delay_ms = 1, max_delay_ms = 1, retry_on = ["se
             vec![
                 (
                     Some("tool_call"),
-                    Some("tool_calls".into()),
+                    Some("tool_calls"),
                     Some(1000),
                     Some(30),
                     1030,
@@ -578,11 +666,22 @@ retry = { max_attempts = 2, base_delay_ms = 1, max_delay_ms = 1, retry_on = ["se
                     None,
                     8
                 ),
-                (None, None, None, None, 1030, false, 1, Some(2), Some("server_error".into()), 6),
+                (
+                    None,
+                    None,
+                    None,
+                    None,
+                    1030,
+                    false,
+                    1,
+                    Some(2),
+                    Some("server_error".into()),
+                    6
+                ),
             ]
         );
-        assert_eq!(rows[1].reasoning_source, None);
-        assert_eq!(rows[1].finish_reason_raw, None);
+        assert_eq!(rows[1].request.reasoning_source, None);
+        assert_eq!(rows[1].request.finish_reason_raw, None);
     }
 
     /// A response whose usage is missing: an infrastructure failure (`bad_usage`) whose
@@ -599,7 +698,7 @@ retry = { max_attempts = 2, base_delay_ms = 1, max_delay_ms = 1, retry_on = ["se
             seen(&rows),
             vec![(
                 Some("tool_call"),
-                Some("tool_calls".into()),
+                Some("tool_calls"),
                 None,
                 None,
                 0,
@@ -621,7 +720,12 @@ retry = { max_attempts = 2, base_delay_ms = 1, max_delay_ms = 1, retry_on = ["se
         let prompts = Prompts::load(&root().join("prompts")).unwrap_or_else(|e| panic!("{e}"));
         let provider = Scripted {
             script: vec![
-                response(None, Some((SEARCH, ARGS)), Finish::ToolCalls, usage(1000, 30, None)),
+                response(
+                    None,
+                    Some((SEARCH, ARGS)),
+                    Finish::ToolCalls,
+                    usage(1000, 30, None),
+                ),
                 http(401),
             ],
             sent: Mutex::new(0),
@@ -637,9 +741,7 @@ retry = { max_attempts = 2, base_delay_ms = 1, max_delay_ms = 1, retry_on = ["se
             .transcript
             .trace(&episode.blobs, &v)
             .unwrap_or_else(|| panic!("no trace"));
-        let row = episode.row("unit", &spec, "e", "g");
-        let rows = rows(
-            &Arc::new(EpisodeColumns::of(&row, &episode.key, "e")),
+        let rows = read(
             &episode.transcript,
             &trace,
             &episode.blobs,
@@ -647,6 +749,7 @@ retry = { max_attempts = 2, base_delay_ms = 1, max_delay_ms = 1, retry_on = ["se
         )
         .unwrap_or_else(|e| panic!("{e}"));
         let got: Vec<(Option<u32>, Option<String>)> = rows
+            .requests
             .iter()
             .map(|r| (r.attempts, r.infra_cause.clone()))
             .collect();
@@ -664,14 +767,15 @@ retry = { max_attempts = 2, base_delay_ms = 1, max_delay_ms = 1, retry_on = ["se
         )]);
         let mut trace = episode.trace.clone();
         trace.turns.clear();
-        let row = episode.row("unit", &EpisodeSpec::frozen(&variant(), &config()), "e", "g");
-        let got = rows(
-            &Arc::new(EpisodeColumns::of(&row, &episode.key, "e")),
+        let got = read(
             &episode.transcript,
             &trace,
             &episode.blobs,
             &mut SchemaCounts::default(),
         );
-        assert!(matches!(got, Err(RequestsError::TraceMismatch { .. })), "{got:?}");
+        assert!(
+            matches!(got, Err(RequestsError::TraceMismatch { .. })),
+            "{got:?}"
+        );
     }
 }

@@ -326,12 +326,19 @@ impl EpisodeColumns {
     }
 }
 
-/// One row of `requests.parquet`: one provider request of a graded episode
-/// (`crate::store::requests` builds them and defines each column).
+/// One row of `requests.parquet`: one provider request of a graded episode.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RequestRow {
-    /// The episode's columns.
+    /// The episode's columns, shared by its requests.
     pub episode: std::sync::Arc<EpisodeColumns>,
+    /// The request's own columns.
+    pub request: RequestColumns,
+}
+
+/// The columns of one request, read off its episode's transcript and trace
+/// (`crate::store::requests` reads them and defines each).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RequestColumns {
     /// The request's place in the episode, from 0.
     pub turn: u32,
     /// Tool schemas the request carried.
@@ -348,7 +355,7 @@ pub struct RequestRow {
     /// `reported`, `derived` or `unknown`; null as `prompt_tokens`.
     pub reasoning_source: Option<&'static str>,
     /// Normalised finish reason; null for a failed request.
-    pub finish_reason: Option<String>,
+    pub finish_reason: Option<&'static str>,
     /// The provider's own finish reason; null for a failed request.
     pub finish_reason_raw: Option<String>,
     /// What the response holds; null for a failed request.
@@ -375,6 +382,9 @@ pub fn requests(rows: &[RequestRow]) -> Result<RecordBatch, StoreError> {
     fn e(r: &RequestRow) -> &EpisodeColumns {
         &r.episode
     }
+    fn q(r: &RequestRow) -> &RequestColumns {
+        &r.request
+    }
     TableBuilder::new()
         .text("study", rows.iter().map(|r| &e(r).study))
         .text("episode_key", rows.iter().map(|r| &e(r).episode_key))
@@ -400,28 +410,43 @@ pub fn requests(rows: &[RequestRow]) -> Result<RecordBatch, StoreError> {
         .text("d", rows.iter().map(|r| &e(r).d))
         .text("r", rows.iter().map(|r| &e(r).r))
         .u32_opt("depth", rows.iter().map(|r| e(r).depth))
-        .u32("turn", rows.iter().map(|r| r.turn))
-        .u32("visible_schemas", rows.iter().map(|r| r.visible_schemas))
-        .u64_opt("prompt_tokens", rows.iter().map(|r| r.prompt_tokens))
-        .u64_opt("cached_tokens", rows.iter().map(|r| r.cached_tokens))
-        .u64_opt("completion_tokens", rows.iter().map(|r| r.completion_tokens))
-        .u64_opt("reasoning_tokens", rows.iter().map(|r| r.reasoning_tokens))
-        .text_opt("reasoning_source", rows.iter().map(|r| r.reasoning_source))
-        .text_opt(
-            "finish_reason",
-            rows.iter().map(|r| r.finish_reason.as_ref()),
+        .u32("turn", rows.iter().map(|r| q(r).turn))
+        .u32("visible_schemas", rows.iter().map(|r| q(r).visible_schemas))
+        .u64_opt("prompt_tokens", rows.iter().map(|r| q(r).prompt_tokens))
+        .u64_opt("cached_tokens", rows.iter().map(|r| q(r).cached_tokens))
+        .u64_opt(
+            "completion_tokens",
+            rows.iter().map(|r| q(r).completion_tokens),
         )
+        .u64_opt(
+            "reasoning_tokens",
+            rows.iter().map(|r| q(r).reasoning_tokens),
+        )
+        .text_opt(
+            "reasoning_source",
+            rows.iter().map(|r| q(r).reasoning_source),
+        )
+        .text_opt("finish_reason", rows.iter().map(|r| q(r).finish_reason))
         .text_opt(
             "finish_reason_raw",
-            rows.iter().map(|r| r.finish_reason_raw.as_ref()),
+            rows.iter().map(|r| q(r).finish_reason_raw.as_ref()),
         )
-        .text_opt("response_kind", rows.iter().map(|r| r.response_kind))
-        .bool("executed_call", rows.iter().map(|r| r.executed_call))
-        .u32("cumulative_calls", rows.iter().map(|r| r.cumulative_calls))
-        .u32_opt("attempts", rows.iter().map(|r| r.attempts))
-        .text_opt("infra_cause", rows.iter().map(|r| r.infra_cause.as_ref()))
-        .u64("wall_ms", rows.iter().map(|r| r.wall_ms))
-        .u64("cumulative_tokens", rows.iter().map(|r| r.cumulative_tokens))
+        .text_opt("response_kind", rows.iter().map(|r| q(r).response_kind))
+        .bool("executed_call", rows.iter().map(|r| q(r).executed_call))
+        .u32(
+            "cumulative_calls",
+            rows.iter().map(|r| q(r).cumulative_calls),
+        )
+        .u32_opt("attempts", rows.iter().map(|r| q(r).attempts))
+        .text_opt(
+            "infra_cause",
+            rows.iter().map(|r| q(r).infra_cause.as_ref()),
+        )
+        .u64("wall_ms", rows.iter().map(|r| q(r).wall_ms))
+        .u64(
+            "cumulative_tokens",
+            rows.iter().map(|r| q(r).cumulative_tokens),
+        )
         .build("requests")
 }
 
