@@ -7,7 +7,10 @@ tbb.manifest_hash, tbb.lockfile_hash and tbb.node_key in its key-value metadata;
 and the contract's tables (docs/architecture.md, "The table contract") hold at
 least their columns, with one episodes row per scored condition, and an
 infrastructure failure exactly where a row has a cause (`infra_error`) and the
-flag `infra_failure`. Exits 1 naming every problem.
+flag `infra_failure`; the requests table has one row per request the episodes
+count (their `requests` column), each episode's requests numbered from 0 with its
+last `cumulative_tokens` equal to its `total_tokens`, and a known `response_kind`
+wherever a response came (a `finish_reason`). Exits 1 naming every problem.
 """
 
 import pathlib
@@ -28,9 +31,50 @@ CONTRACT = {
         sent_seed sent_parallel_tool_calls stop_reason transcript_ref node_key""",
     "contrasts": """analysis contrast cluster_unit n_units estimate_pp ci_low_pp
         ci_high_pp p_value p_holm draws seed""",
+    "requests": """study episode_key node_key configuration block arm lane repair
+        delivery actor completion_cap repeat schedule schedule_position variant_id
+        family v w d r depth turn visible_schemas prompt_tokens cached_tokens
+        completion_tokens reasoning_tokens reasoning_source finish_reason
+        finish_reason_raw response_kind executed_call cumulative_calls attempts
+        infra_cause wall_ms cumulative_tokens""",
 }
+KINDS = {"tool_call", "answer", "reasoning_only", "cut_in_tool_call", "cut_in_text", "empty"}
 PROVENANCE = [b"tbb.version", b"tbb.manifest_hash", b"tbb.lockfile_hash", b"tbb.node_key"]
 CONDITION = ["block", "configuration", "variant_id", "arm", "completion_cap", "repeat"]
+
+
+def check_requests(root: pathlib.Path, requests) -> list:
+    """The requests table against the episodes table: the same episodes, one row per
+    request, turns from 0, the last cumulative tokens equal to the episode's total."""
+    problems = []
+    episodes_path = root / "episodes.parquet"
+    if not episodes_path.exists():
+        return problems
+    episodes = pq.read_table(episodes_path)
+    if any(c not in episodes.column_names for c in CONDITION + ["requests", "total_tokens"]):
+        return problems
+    expected = {}
+    for row in zip(*(episodes.column(c).to_pylist() for c in CONDITION + ["requests", "total_tokens"])):
+        if row[-2] > 0:
+            expected[tuple(row[:-2])] = (row[-2], row[-1])
+    seen = {}
+    columns = CONDITION + ["turn", "cumulative_tokens", "finish_reason", "response_kind"]
+    for i, row in enumerate(zip(*(requests.column(c).to_pylist() for c in columns))):
+        key, turn, tokens, finish, kind = tuple(row[:-4]), *row[-4:]
+        count, _ = seen.get(key, (0, 0))
+        if turn != count:
+            problems.append(f"requests row {i}: turn {turn}, expected {count} for {key}")
+        seen[key] = (count + 1, tokens)
+        if (finish is None) != (kind is None) or (kind is not None and kind not in KINDS):
+            problems.append(f"requests row {i}: finish_reason {finish!r}, response_kind {kind!r}")
+    if seen != expected:
+        wrong = sorted(set(seen.items()) ^ set(expected.items()))[:3]
+        problems.append(
+            f"requests: {sum(n for n, _ in seen.values())} rows over {len(seen)} episodes, "
+            f"the episodes count {sum(n for n, _ in expected.values())} over {len(expected)}; "
+            f"first differences (condition, (requests, total tokens)): {wrong}"
+        )
+    return problems
 
 
 def main(directory: str) -> int:
@@ -38,7 +82,7 @@ def main(directory: str) -> int:
     problems = []
     tables = sorted(root.glob("*.parquet"))
     names = {t.stem for t in tables}
-    for required in ("variants", "episodes"):
+    for required in ("variants", "episodes", "requests"):
         if required not in names:
             problems.append(f"{root}/{required}.parquet is missing")
     for path in tables:
@@ -66,6 +110,8 @@ def main(directory: str) -> int:
                         f"{path}: row {i} has infra_failure={failed}, "
                         f"infra_error={cause!r}, terminal_flag={flag!r}"
                     )
+        if path.stem == "requests" and not missing:
+            problems.extend(check_requests(root, table))
         print(f"{path.name}: {table.num_rows} rows, {table.num_columns} columns")
     for p in problems:
         print(f"problem: {p}", file=sys.stderr)

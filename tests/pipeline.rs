@@ -229,9 +229,9 @@ fn tables(dir: &Path) -> Vec<(String, Vec<u8>)> {
     out
 }
 
-/// The episodes table without its wall times, as JSON rows.
-fn episodes_without_wall_times(dir: &Path) -> Vec<String> {
-    let (batches, _) = read_table(&dir.join("episodes.parquet")).unwrap_or_else(|e| panic!("{e}"));
+/// A table with wall times (episodes, requests) without them, as rows of text.
+fn without_wall_times(dir: &Path, table: &str) -> Vec<String> {
+    let (batches, _) = read_table(&dir.join(table)).unwrap_or_else(|e| panic!("{e}"));
     let mut rows = Vec::new();
     for b in &batches {
         let schema = b.schema();
@@ -249,8 +249,11 @@ fn episodes_without_wall_times(dir: &Path) -> Vec<String> {
     rows
 }
 
+/// The tables with a wall-time column.
+const TIMED: [&str; 2] = ["episodes.parquet", "requests.parquet"];
+
 /// Fails unless two studies' outputs hold the same tables: byte for byte, except the
-/// episodes table, which must match wall times aside.
+/// episodes and requests tables, which must match wall times aside.
 fn same_tables(a: &Path, b: &Path) {
     let (ta, tb) = (tables(a), tables(b));
     assert_eq!(
@@ -258,7 +261,7 @@ fn same_tables(a: &Path, b: &Path) {
         tb.iter().map(|t| &t.0).collect::<Vec<_>>()
     );
     for ((name, x), (_, y)) in ta.iter().zip(&tb) {
-        if name != "episodes.parquet" {
+        if !TIMED.contains(&name.as_str()) {
             assert!(x == y, "{name} differs between the two runs");
         }
     }
@@ -267,13 +270,12 @@ fn same_tables(a: &Path, b: &Path) {
 
 /// Fails naming the first differing row, without printing whole tables.
 fn same_episodes(a: &Path, b: &Path) {
-    let (x, y) = (
-        episodes_without_wall_times(a),
-        episodes_without_wall_times(b),
-    );
-    assert_eq!(x.len(), y.len(), "episode counts differ");
-    if let Some((r, s)) = x.iter().zip(&y).find(|(r, s)| r != s) {
-        panic!("episodes differ (wall times aside):\n{r}\n{s}");
+    for table in TIMED {
+        let (x, y) = (without_wall_times(a, table), without_wall_times(b, table));
+        assert_eq!(x.len(), y.len(), "{table}: row counts differ");
+        if let Some((r, s)) = x.iter().zip(&y).find(|(r, s)| r != s) {
+            panic!("{table} differs (wall times aside):\n{r}\n{s}");
+        }
     }
 }
 
@@ -311,13 +313,13 @@ fn a_plan_right_after_an_apply_has_nothing_to_run() {
     let out = s.apply();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
-        stdout.contains("Apply complete: 224 run (0 failed)"),
+        stdout.contains("Apply complete: 225 run (0 failed)"),
         "{stdout}"
     );
     assert!(runs(&s.plan()).is_empty());
     assert!(s
         .plan_text()
-        .contains("No changes: 224 nodes cached, nothing to run."));
+        .contains("No changes: 225 nodes cached, nothing to run."));
     let status = s
         .tbb()
         .args(["status", &s.manifest()])
@@ -504,7 +506,7 @@ fn the_dag_prints_as_dot_with_every_node() {
         .unwrap_or_else(|e| panic!("{e}"));
     let dot = String::from_utf8_lossy(&out.stdout);
     assert!(dot.starts_with("digraph tbb {"));
-    assert_eq!(dot.matches("[label=").count(), 224);
+    assert_eq!(dot.matches("[label=").count(), 225);
     assert!(dot.contains("execute[cfg=sim-aurora-flash, family=overdue-escalation-harbor, v=8, w=low, d=raw, r=low, arm=base, cap=1024, rep=0]"));
 }
 

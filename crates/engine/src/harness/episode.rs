@@ -219,6 +219,7 @@ impl Run<'_> {
         self.attempts += outcome.attempts;
         let wall_ms = sent.elapsed().as_millis() as u64;
         self.transcript.wall_ms.push(wall_ms);
+        self.transcript.attempts.push(outcome.attempts);
         let response = match outcome.result {
             Ok(r) => r,
             Err(error) => {

@@ -109,6 +109,10 @@ pub struct Transcript {
     /// Wall time of each request in milliseconds (never part of a result's identity).
     #[serde(default)]
     pub wall_ms: Vec<u64>,
+    /// Provider attempts of each request, retries included (one per request, beside
+    /// `wall_ms`); empty in transcripts recorded before attempts were kept.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attempts: Vec<u32>,
     /// Messages after the last request (the observation of a call executed just before
     /// the episode stopped).
     #[serde(default)]
@@ -141,6 +145,7 @@ impl Transcript {
             requests: Vec::new(),
             outcomes: Vec::new(),
             wall_ms: Vec::new(),
+            attempts: Vec::new(),
             trailing: Vec::new(),
             stop: None,
             limits: None,

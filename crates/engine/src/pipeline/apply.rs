@@ -26,10 +26,11 @@ use super::cache::{Batch, Cache, NewEntry};
 use super::dag::{Node, Publish, Work};
 use super::key::NodeKind;
 use super::plan::{Estimate, Plan};
-use super::publish::{publish, Outcomes};
+use super::publish::{publish, FreshRequests, Outcomes};
 use super::{CompilePayload, ExecutePayload, PipelineError, Study, TablePayload};
 use crate::harness::transcript::BlobStore;
 use crate::harness::{run_episode, Episode, EpisodeSpec};
+use crate::store::requests::{self, EpisodeRequests, SchemaCounts};
 use crate::store::tables::EpisodeRow;
 use tbb_core::compile::{compile, Variant};
 use tbb_core::grade::grade_with_budget;
@@ -188,7 +189,7 @@ fn compile_node(study: &Study, node: &Node) -> Result<Variant, String> {
 struct Finished {
     execute: NodeIndex,
     grade: NodeIndex,
-    result: Result<(ExecutePayload, BlobStore, EpisodeRow), String>,
+    result: Result<(ExecutePayload, BlobStore, EpisodeRow, EpisodeRequests), String>,
 }
 
 /// Runs the plan's nodes. `plan` must come from `study.plan(cache)` under the outputs
@@ -229,9 +230,9 @@ pub async fn run(
     };
 
     // Stage 1: compile what anything that runs needs (every variant for the variants
-    // table and for an analysis that reads it).
+    // and requests tables and for an analysis that reads them).
     let publishes_variants = runs.iter().any(|&i| match dag.graph[i].work {
-        Work::Table(Publish::Variants) => true,
+        Work::Table(Publish::Variants | Publish::Requests) => true,
         Work::Analysis { index } => study.manifest.analyses[index]
             .kind
             .kind()
@@ -311,6 +312,9 @@ pub async fn run(
     bars.episodes
         .set_length((executes.len() + regrades.len()) as u64);
     let mut rows: HashMap<NodeIndex, EpisodeRow> = HashMap::new();
+    // The requests of the episodes graded live, for the requests table (the others are
+    // read back from their transcripts when it is published).
+    let mut fresh_requests: FreshRequests = HashMap::new();
     let prompts = Arc::new(study.prompts.clone());
     let configs: Vec<Arc<Configuration>> = study
         .manifest
@@ -417,7 +421,7 @@ pub async fn run(
         released.extend(waiting.remove(&done.execute).unwrap_or_default());
         bars.episodes.inc(1);
         match done.result {
-            Ok((payload, blobs, row)) => {
+            Ok((payload, blobs, row, read)) => {
                 for (r, text) in blobs.blobs {
                     if !cache.has_blob(&r) && blobs_pending.insert(r.clone()) {
                         pending.blobs.push((r, text));
@@ -431,6 +435,7 @@ pub async fn run(
                     .push(entry(&dag.graph[done.execute], &payload));
                 pending.nodes.push(entry(&dag.graph[done.grade], &row));
                 rows.insert(done.grade, row);
+                fresh_requests.insert(done.grade, read);
                 summary.run += 2;
             }
             Err(why) => {
@@ -556,11 +561,19 @@ pub async fn run(
                                 payload,
                             });
                         }),
-                    Work::Table(_) => publish(study, i, &variants, &all_rows, &outcomes, cache)
-                        .map(|files| {
-                            summary.files += files.len();
-                            pending.nodes.push(entry(node, &TablePayload { files }));
-                        }),
+                    Work::Table(_) => publish(
+                        study,
+                        i,
+                        &variants,
+                        &all_rows,
+                        &mut fresh_requests,
+                        &outcomes,
+                        cache,
+                    )
+                    .map(|files| {
+                        summary.files += files.len();
+                        pending.nodes.push(entry(node, &TablePayload { files }));
+                    }),
                     _ => Ok(()),
                 }
             };
@@ -638,14 +651,15 @@ fn entry<T: Serialize>(node: &Node, payload: &T) -> NewEntry {
 }
 
 /// Grades a live episode from its stored transcript — as a regrade would — and checks
-/// that the verdict equals the one the harness reached live.
+/// that the verdict equals the one the harness reached live; reads its requests off the
+/// same transcript and trace for the requests table.
 fn finish(
     episode: &Episode,
     spec: &EpisodeSpec<'_>,
     study: &str,
     execute_key: &str,
     grade_key: &str,
-) -> Result<(ExecutePayload, BlobStore, EpisodeRow), String> {
+) -> Result<(ExecutePayload, BlobStore, EpisodeRow, EpisodeRequests), String> {
     let trace = episode
         .transcript
         .trace(&episode.blobs, spec.variant)
@@ -655,6 +669,13 @@ fn finish(
         return Err("grading the stored transcript gives another verdict than the live episode: a transcript bug".into());
     }
     let row = episode.row(study, spec, execute_key, grade_key);
+    let read = requests::read(
+        &episode.transcript,
+        &trace,
+        &episode.blobs,
+        &mut SchemaCounts::default(),
+    )
+    .map_err(|e| e.to_string())?;
     let payload = ExecutePayload {
         episode_key: episode.key.clone(),
         transcript: episode.transcript.clone(),
@@ -662,7 +683,7 @@ fn finish(
         attempts: episode.attempts,
         wall_ms: episode.wall_ms,
     };
-    Ok((payload, episode.blobs.clone(), row))
+    Ok((payload, episode.blobs.clone(), row, read))
 }
 
 /// Grades a cached transcript.

@@ -85,6 +85,9 @@ pub enum Publish {
     Variants,
     /// `episodes.parquet`, from every grade node.
     Episodes,
+    /// `requests.parquet`, from every grade node (and the transcript of its execute
+    /// node).
+    Requests,
     /// The tables of an analysis node.
     Analysis(NodeIndex),
 }
@@ -119,6 +122,9 @@ pub struct Dag {
 pub mod versions {
     /// Table publication (columns, writer settings).
     pub const TABLE: &str = "table/1";
+    /// `requests.parquet`: its columns and how its rows are read off transcripts
+    /// (`crate::store::requests`).
+    pub const REQUESTS: &str = "requests/1";
     /// What an analysis node records (its tables as Parquet files in the cache),
     /// appended to the kind's own code version.
     pub const ANALYSIS: &str = "analysis/2";
@@ -393,6 +399,17 @@ impl Dag {
             vec![("table", "episodes".into())],
             input,
             Work::Table(Publish::Episodes),
+            &grades,
+        );
+        // One row per request of the same episodes, with the same condition columns.
+        let input = provenance(KeyInput::new(NodeKind::Table, versions::REQUESTS))
+            .param("study", manifest.study.clone())
+            .input("episodes", episodes_key.clone());
+        dag.add(
+            NodeKind::Table,
+            vec![("table", "requests".into())],
+            input,
+            Work::Table(Publish::Requests),
             &grades,
         );
 

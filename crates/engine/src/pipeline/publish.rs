@@ -2,7 +2,9 @@
 //!
 //! Owns: what an analysis node records (the names of its tables, kept as Parquet in the
 //! cache, and the text files the report renders), the inputs it is handed (the episodes,
-//! the variants, other analyses' tables, another study's table), how a table node writes them — Parquet tables with provenance
+//! the variants, other analyses' tables, another study's table), which transcripts the
+//! requests table is read from (every graded episode's, from the cache, in DAG order),
+//! how a table node writes them — Parquet tables with provenance
 //! in their metadata, text files (`report.md`, `report.html`, figure SVGs) ending in a
 //! `tbb.node_key` comment — and how a plan tells a published file is still the one its
 //! node wrote.
@@ -20,9 +22,11 @@ use serde::{Deserialize, Serialize};
 use super::cache::Cache;
 use super::dag::{Publish, Work};
 use super::key::NodeKind;
-use super::{Study, TablePayload};
+use super::{ExecutePayload, Study, TablePayload};
 use crate::analysis::{Context, Input};
-use crate::store::tables::EpisodeRow;
+use crate::harness::transcript::BlobStore;
+use crate::store::requests::{self, EpisodeRequests, SchemaCounts};
+use crate::store::tables::{EpisodeColumns, EpisodeRow, RequestRow};
 use crate::store::{write_table, write_text, Provenance};
 use tbb_core::compile::Variant;
 
@@ -216,12 +220,14 @@ fn upstream_table(study: &Study, from: &str, table: &str) -> Result<RecordBatch,
 }
 
 /// Writes what a table node publishes; returns the file names (relative to
-/// `outputs`), recorded as its [`TablePayload`].
+/// `outputs`), recorded as its [`TablePayload`]. `requests` holds the requests of the
+/// episodes graded in this apply; the requests table takes them out.
 pub fn publish(
     study: &Study,
     node: NodeIndex,
     variants: &HashMap<NodeIndex, Arc<Variant>>,
     rows: &[EpisodeRow],
+    requests: &mut FreshRequests,
     outcomes: &Outcomes,
     cache: &Cache,
 ) -> Result<Vec<String>, String> {
@@ -247,6 +253,16 @@ pub fn publish(
             )],
             files: Vec::new(),
         },
+        Publish::Requests => Outcome {
+            tables: vec![(
+                "requests".into(),
+                crate::store::tables::requests(&request_rows(
+                    study, cache, variants, rows, requests,
+                )?)
+                .map_err(|e| e.to_string())?,
+            )],
+            files: Vec::new(),
+        },
         Publish::Analysis(node) => outcomes.get(study, cache, node)?,
     };
     let mut written = Vec::new();
@@ -264,6 +280,92 @@ pub fn publish(
         written.push(name.clone());
     }
     Ok(written)
+}
+
+/// Execute payloads read from the cache at once: few enough that their transcripts
+/// stay small beside the rest (about 10 KiB each), enough that each cache file is read
+/// a few times only.
+const REQUEST_CHUNK: usize = 4096;
+
+/// The requests of every graded episode, by grade node, read in this apply.
+pub type FreshRequests = HashMap<NodeIndex, EpisodeRequests>;
+
+/// The rows of `requests.parquet`, for every grade node in DAG order (`rows` holds their
+/// episode rows in that order): the requests this apply read while grading (`fresh`),
+/// and for the other episodes the stored transcript of their execute node, read back
+/// from the cache, with the trace rebuilt from it — what the grader read.
+pub(crate) fn request_rows(
+    study: &Study,
+    cache: &Cache,
+    variants: &HashMap<NodeIndex, Arc<Variant>>,
+    rows: &[EpisodeRow],
+    fresh: &mut FreshRequests,
+) -> Result<Vec<RequestRow>, String> {
+    let dag = &study.dag;
+    let grades: Vec<(NodeIndex, NodeIndex, NodeIndex)> = dag
+        .nodes()
+        .filter_map(|(g, n)| match n.work {
+            Work::Grade { execute, compile } => Some((g, execute, compile)),
+            _ => None,
+        })
+        .collect();
+    if grades.len() != rows.len() {
+        return Err(format!(
+            "{} graded episodes but {} episode rows",
+            grades.len(),
+            rows.len()
+        ));
+    }
+    let cached: Vec<&(NodeIndex, NodeIndex, NodeIndex)> = grades
+        .iter()
+        .filter(|(g, _, _)| !fresh.contains_key(g))
+        .collect();
+    if !cached.is_empty() {
+        let blobs = BlobStore {
+            blobs: cache
+                .blobs()
+                .map_err(|e| e.to_string())?
+                .into_iter()
+                .collect(),
+        };
+        let mut counts = SchemaCounts::default();
+        for chunk in cached.chunks(REQUEST_CHUNK) {
+            let keys: Vec<&str> = chunk
+                .iter()
+                .map(|&&(_, execute, _)| dag.graph[execute].key.as_str())
+                .collect();
+            let payloads = cache.payloads(&keys).map_err(|e| e.to_string())?;
+            for &&(grade, execute, compile) in chunk {
+                let node = &dag.graph[execute];
+                let payload: ExecutePayload = payloads
+                    .get(&node.key)
+                    .and_then(|p| serde_json::from_str(p).ok())
+                    .ok_or_else(|| format!("the transcript of {} is not in the cache", node.id))?;
+                let variant = variants
+                    .get(&compile)
+                    .ok_or_else(|| format!("the variant of {} did not compile", node.id))?;
+                let trace = payload.transcript.trace(&blobs, variant).ok_or_else(|| {
+                    format!("the transcript of {} does not rebuild a trace", node.id)
+                })?;
+                let read = requests::read(&payload.transcript, &trace, &blobs, &mut counts)
+                    .map_err(|e| format!("{}: {e}", node.id))?;
+                fresh.insert(grade, read);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for (&(grade, execute, _), row) in grades.iter().zip(rows) {
+        let read = fresh
+            .remove(&grade)
+            .ok_or_else(|| format!("the requests of {} were not read", dag.graph[grade].id))?;
+        let episode = Arc::new(EpisodeColumns::of(
+            row,
+            &read.episode_key,
+            &dag.graph[execute].key,
+        ));
+        out.extend(requests::rows(&episode, read));
+    }
+    Ok(out)
 }
 
 /// The comment a published text file ends with, naming the node that wrote it.

@@ -318,6 +318,20 @@ pub fn reproduce(study: &Study, cache: &Cache) -> Result<Reproduction, Reproduce
                     files: Vec::new(),
                 })
                 .map_err(|e| e.to_string()),
+            // Read again from the stored transcripts, as an apply that ran no episode
+            // reads them.
+            Publish::Requests => super::publish::request_rows(
+                study,
+                cache,
+                &variants,
+                &rows,
+                &mut Default::default(),
+            )
+            .and_then(|r| crate::store::tables::requests(&r).map_err(|e| e.to_string()))
+            .map(|b| Outcome {
+                tables: vec![("requests".into(), b)],
+                files: Vec::new(),
+            }),
             Publish::Analysis(a) => match failed_analyses.get(&a) {
                 Some(e) => Err(format!("{} does not run again: {e}", dag.graph[a].id)),
                 None => outcomes.get(study, &scratch_cache, a),

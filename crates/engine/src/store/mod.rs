@@ -2,11 +2,13 @@
 //!
 //! Owns: the column layout of each table, the Parquet writer settings (zstd, row-group
 //! size, provenance in the key-value metadata: tbb version, manifest hash, lockfile
-//! hash), atomic writes (temporary file, fsync, rename), and reading tables back.
+//! hash), atomic writes (temporary file, fsync, rename), reading tables back, and
+//! ([`requests`]) how a row of `requests.parquet` is read off a stored transcript.
 //!
-//! Never: decides what goes into a row (the pipeline and the analyses do), or writes
-//! anything outside the path it is given.
+//! Never: decides what goes into an episode or analysis row (the harness, the pipeline
+//! and the analyses do), or writes anything outside the path it is given.
 
+pub mod requests;
 pub mod tables;
 
 use std::fs::File;

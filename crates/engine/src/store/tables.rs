@@ -1,5 +1,6 @@
-//! The layouts of `variants.parquet` and `episodes.parquet` (the notebook contract of
-//! `docs/architecture.md`, "The table contract": stable snake_case column names).
+//! The layouts of `variants.parquet`, `episodes.parquet` and `requests.parquet` (the
+//! notebook contract of `docs/architecture.md`, "The table contract": stable snake_case
+//! column names).
 
 use arrow_array::RecordBatch;
 use serde::Serialize;
@@ -242,6 +243,211 @@ pub fn episodes(rows: &[EpisodeRow]) -> Result<RecordBatch, StoreError> {
         .text("transcript_ref", rows.iter().map(|r| &r.transcript_ref))
         .text("node_key", rows.iter().map(|r| &r.node_key))
         .build("episodes")
+}
+
+/// What a row of `requests.parquet` copies from its episode's row: which episode it
+/// belongs to and the episode's condition. Every request of an episode shares one
+/// (behind an `Arc`), so the strings are not repeated per request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EpisodeColumns {
+    /// Study (manifest) name.
+    pub study: String,
+    /// The episode's content key ([`crate::harness::Episode::key`]).
+    pub episode_key: String,
+    /// The key of the episode's execute node.
+    pub node_key: String,
+    /// Configuration name.
+    pub configuration: String,
+    /// Design block.
+    pub block: String,
+    /// Arm name.
+    pub arm: String,
+    /// The arm's menu component.
+    pub lane: String,
+    /// The arm's prompt component as a repair.
+    pub repair: String,
+    /// The arm's delivery component.
+    pub delivery: String,
+    /// The arm's actor component.
+    pub actor: String,
+    /// Completion cap.
+    pub completion_cap: u32,
+    /// Repeat index.
+    pub repeat: u32,
+    /// The order the arms of the condition ran in.
+    pub schedule: String,
+    /// This arm's place in `schedule`, when ordered.
+    pub schedule_position: Option<u32>,
+    /// The variant.
+    pub variant_id: String,
+    /// Family.
+    pub family: String,
+    /// Menu size.
+    pub v: u32,
+    /// Workflow level.
+    pub w: String,
+    /// Encoding.
+    pub d: String,
+    /// Routing difficulty.
+    pub r: String,
+    /// Frontier depth.
+    pub depth: Option<u32>,
+}
+
+impl EpisodeColumns {
+    /// The columns of `row`'s episode, whose content key is `episode_key` and whose
+    /// execute node's key is `node_key`. The one place where a request row takes its
+    /// episode's condition: a new condition column of [`EpisodeRow`] is copied here
+    /// (and written in [`requests`]).
+    pub fn of(row: &EpisodeRow, episode_key: &str, node_key: &str) -> EpisodeColumns {
+        EpisodeColumns {
+            study: row.study.clone(),
+            episode_key: episode_key.to_string(),
+            node_key: node_key.to_string(),
+            configuration: row.configuration.clone(),
+            block: row.block.clone(),
+            arm: row.arm.clone(),
+            lane: row.lane.clone(),
+            repair: row.repair.clone(),
+            delivery: row.delivery.clone(),
+            actor: row.actor.clone(),
+            completion_cap: row.completion_cap,
+            repeat: row.repeat,
+            schedule: row.schedule.clone(),
+            schedule_position: row.schedule_position,
+            variant_id: row.variant_id.clone(),
+            family: row.family.clone(),
+            v: row.v,
+            w: row.w.clone(),
+            d: row.d.clone(),
+            r: row.r.clone(),
+            depth: row.depth,
+        }
+    }
+}
+
+/// One row of `requests.parquet`: one provider request of a graded episode.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RequestRow {
+    /// The episode's columns, shared by its requests.
+    pub episode: std::sync::Arc<EpisodeColumns>,
+    /// The request's own columns.
+    pub request: RequestColumns,
+}
+
+/// The columns of one request, read off its episode's transcript and trace
+/// (`crate::store::requests` reads them and defines each).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RequestColumns {
+    /// The request's place in the episode, from 0.
+    pub turn: u32,
+    /// Tool schemas the request carried.
+    pub visible_schemas: u32,
+    /// Prompt tokens; null when no usage came (a failed request, or usage that is
+    /// missing or not counts).
+    pub prompt_tokens: Option<u64>,
+    /// Of which served from a cache; null as `prompt_tokens`.
+    pub cached_tokens: Option<u64>,
+    /// Completion tokens, reasoning included; null as `prompt_tokens`.
+    pub completion_tokens: Option<u64>,
+    /// Reasoning tokens, when the provider reported them (or its client derived them).
+    pub reasoning_tokens: Option<u64>,
+    /// `reported`, `derived` or `unknown`; null as `prompt_tokens`.
+    pub reasoning_source: Option<&'static str>,
+    /// Normalised finish reason; null for a failed request.
+    pub finish_reason: Option<&'static str>,
+    /// The provider's own finish reason; null for a failed request.
+    pub finish_reason_raw: Option<String>,
+    /// What the response holds; null for a failed request.
+    pub response_kind: Option<&'static str>,
+    /// The harness executed this response's tool call.
+    pub executed_call: bool,
+    /// Calls executed in the episode so far, this response's included.
+    pub cumulative_calls: u32,
+    /// Provider attempts of the request, retries included; null when the transcript
+    /// predates per-request attempts and the request succeeded.
+    pub attempts: Option<u32>,
+    /// The infrastructure cause when this request ended the episode as an
+    /// infrastructure failure.
+    pub infra_cause: Option<String>,
+    /// Wall time of the request (excluded from determinism checks).
+    pub wall_ms: u64,
+    /// Reported prompt + completion tokens of the episode so far, this request's
+    /// included.
+    pub cumulative_tokens: u64,
+}
+
+/// `requests.parquet`.
+pub fn requests(rows: &[RequestRow]) -> Result<RecordBatch, StoreError> {
+    fn e(r: &RequestRow) -> &EpisodeColumns {
+        &r.episode
+    }
+    fn q(r: &RequestRow) -> &RequestColumns {
+        &r.request
+    }
+    TableBuilder::new()
+        .text("study", rows.iter().map(|r| &e(r).study))
+        .text("episode_key", rows.iter().map(|r| &e(r).episode_key))
+        .text("node_key", rows.iter().map(|r| &e(r).node_key))
+        .text("configuration", rows.iter().map(|r| &e(r).configuration))
+        .text("block", rows.iter().map(|r| &e(r).block))
+        .text("arm", rows.iter().map(|r| &e(r).arm))
+        .text("lane", rows.iter().map(|r| &e(r).lane))
+        .text("repair", rows.iter().map(|r| &e(r).repair))
+        .text("delivery", rows.iter().map(|r| &e(r).delivery))
+        .text("actor", rows.iter().map(|r| &e(r).actor))
+        .u32("completion_cap", rows.iter().map(|r| e(r).completion_cap))
+        .u32("repeat", rows.iter().map(|r| e(r).repeat))
+        .text("schedule", rows.iter().map(|r| &e(r).schedule))
+        .u32_opt(
+            "schedule_position",
+            rows.iter().map(|r| e(r).schedule_position),
+        )
+        .text("variant_id", rows.iter().map(|r| &e(r).variant_id))
+        .text("family", rows.iter().map(|r| &e(r).family))
+        .u32("v", rows.iter().map(|r| e(r).v))
+        .text("w", rows.iter().map(|r| &e(r).w))
+        .text("d", rows.iter().map(|r| &e(r).d))
+        .text("r", rows.iter().map(|r| &e(r).r))
+        .u32_opt("depth", rows.iter().map(|r| e(r).depth))
+        .u32("turn", rows.iter().map(|r| q(r).turn))
+        .u32("visible_schemas", rows.iter().map(|r| q(r).visible_schemas))
+        .u64_opt("prompt_tokens", rows.iter().map(|r| q(r).prompt_tokens))
+        .u64_opt("cached_tokens", rows.iter().map(|r| q(r).cached_tokens))
+        .u64_opt(
+            "completion_tokens",
+            rows.iter().map(|r| q(r).completion_tokens),
+        )
+        .u64_opt(
+            "reasoning_tokens",
+            rows.iter().map(|r| q(r).reasoning_tokens),
+        )
+        .text_opt(
+            "reasoning_source",
+            rows.iter().map(|r| q(r).reasoning_source),
+        )
+        .text_opt("finish_reason", rows.iter().map(|r| q(r).finish_reason))
+        .text_opt(
+            "finish_reason_raw",
+            rows.iter().map(|r| q(r).finish_reason_raw.as_ref()),
+        )
+        .text_opt("response_kind", rows.iter().map(|r| q(r).response_kind))
+        .bool("executed_call", rows.iter().map(|r| q(r).executed_call))
+        .u32(
+            "cumulative_calls",
+            rows.iter().map(|r| q(r).cumulative_calls),
+        )
+        .u32_opt("attempts", rows.iter().map(|r| q(r).attempts))
+        .text_opt(
+            "infra_cause",
+            rows.iter().map(|r| q(r).infra_cause.as_ref()),
+        )
+        .u64("wall_ms", rows.iter().map(|r| q(r).wall_ms))
+        .u64(
+            "cumulative_tokens",
+            rows.iter().map(|r| q(r).cumulative_tokens),
+        )
+        .build("requests")
 }
 
 #[cfg(test)]
