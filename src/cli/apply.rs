@@ -6,15 +6,14 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use clap::Args;
 use miette::Result;
 
 use super::manifest::parse_set;
-use super::{runtime, study, Cli};
+use super::{lock_outputs, runtime, study, Cli};
 use crate::pipeline::apply::{self, Options};
-use crate::pipeline::lock::OutputsLock;
 use crate::pipeline::plan::{Plan, PLAN_FORMAT};
 use crate::pipeline::{lockfile, PipelineError};
 
@@ -83,16 +82,7 @@ pub fn exec(cli: &Cli, args: &ApplyArgs) -> Result<()> {
     lockfile::check(&lock_path, &study.lockfile_text, args.locked)?;
 
     let outputs = study.outputs();
-    let command = std::env::args().collect::<Vec<_>>().join(" ");
-    let timeout = args
-        .lock_timeout
-        .map(|s| Duration::from_secs_f64(s.max(0.0)));
-    let _lock = OutputsLock::acquire(&outputs, &command, timeout, &mut |holder| {
-        eprintln!(
-            "Blocking: waiting for lock on {} ({holder})",
-            outputs.display()
-        );
-    })?;
+    let _lock = lock_outputs(&outputs, args.lock_timeout)?;
     let mut cache = study.cache()?;
     let plan = study.plan(&cache);
     if let Some(saved) = &saved {

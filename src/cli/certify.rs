@@ -5,15 +5,14 @@
 //! nonzero when any episode fails.
 
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use clap::Args;
 use miette::Result;
 
 use super::manifest::parse_set;
-use super::{study, Cli};
+use super::{lock_outputs, study, Cli};
 use crate::pipeline::certify::{self, Options};
-use crate::pipeline::lock::OutputsLock;
 use crate::report::format::count;
 
 /// Failures listed in the summary; the table has them all.
@@ -38,24 +37,10 @@ pub fn exec(cli: &Cli, args: &CertifyArgs) -> Result<()> {
     let started = Instant::now();
     let study = study(cli, &args.manifest, &args.set)?;
     let outputs = study.outputs();
-    let command = std::env::args().collect::<Vec<_>>().join(" ");
-    let timeout = args
-        .lock_timeout
-        .map(|s| Duration::from_secs_f64(s.max(0.0)));
     // An apply must not rewrite the cache while it is read (a study never applied has
     // no outputs to lock, and certify says so).
     let _lock = if outputs.is_dir() {
-        Some(OutputsLock::acquire(
-            &outputs,
-            &command,
-            timeout,
-            &mut |holder| {
-                eprintln!(
-                    "Blocking: waiting for lock on {} ({holder})",
-                    outputs.display()
-                );
-            },
-        )?)
+        Some(lock_outputs(&outputs, args.lock_timeout)?)
     } else {
         None
     };

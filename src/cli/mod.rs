@@ -274,6 +274,27 @@ fn study(
     Ok(study)
 }
 
+/// Takes the lock on a study's outputs for this command line, saying on stderr whom
+/// it waits for; `lock_timeout` in seconds (`None`: wait; 0: fail at once).
+fn lock_outputs(
+    outputs: &Path,
+    lock_timeout: Option<f64>,
+) -> Result<crate::pipeline::lock::OutputsLock> {
+    let command = std::env::args().collect::<Vec<_>>().join(" ");
+    let timeout = lock_timeout.map(|s| std::time::Duration::from_secs_f64(s.max(0.0)));
+    Ok(crate::pipeline::lock::OutputsLock::acquire(
+        outputs,
+        &command,
+        timeout,
+        &mut |holder| {
+            eprintln!(
+                "Blocking: waiting for lock on {} ({holder})",
+                outputs.display()
+            );
+        },
+    )?)
+}
+
 fn catalogue(cli: &Cli) -> Result<crate::provider::Catalogue> {
     Ok(crate::provider::Catalogue::load(&cli.configs)?)
 }

@@ -4,14 +4,13 @@
 //! prints a summary and exits nonzero when any differs.
 
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use clap::Args;
 use miette::Result;
 
 use super::manifest::parse_set;
-use super::{study, Cli};
-use crate::pipeline::lock::OutputsLock;
+use super::{lock_outputs, study, Cli};
 use crate::pipeline::reproduce;
 
 #[derive(Debug, Args)]
@@ -30,24 +29,10 @@ pub fn exec(cli: &Cli, args: &ReproduceArgs) -> Result<()> {
     let started = Instant::now();
     let study = study(cli, &args.manifest, &args.set)?;
     let outputs = study.outputs();
-    let command = std::env::args().collect::<Vec<_>>().join(" ");
-    let timeout = args
-        .lock_timeout
-        .map(|s| Duration::from_secs_f64(s.max(0.0)));
     // An apply must not publish while the tables are compared (a study never applied
     // has no outputs to lock, and reproduce says so).
     let _lock = if outputs.is_dir() {
-        Some(OutputsLock::acquire(
-            &outputs,
-            &command,
-            timeout,
-            &mut |holder| {
-                eprintln!(
-                    "Blocking: waiting for lock on {} ({holder})",
-                    outputs.display()
-                );
-            },
-        )?)
+        Some(lock_outputs(&outputs, args.lock_timeout)?)
     } else {
         None
     };
