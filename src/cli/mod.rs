@@ -11,6 +11,7 @@ macro_rules! say {
 }
 
 mod apply;
+mod audit;
 mod certify;
 mod compile;
 mod configs;
@@ -44,7 +45,7 @@ pub mod exit_codes {
     /// A user error: bad input, unknown names, unreadable files.
     pub const USER_ERROR: i32 = 2;
     /// A check found a difference: `certify` an episode that does not re-derive,
-    /// `reproduce` a table that does not.
+    /// `reproduce` a table that does not, `audit` a family that breaks a guarantee.
     pub const CHECK_FAILED: i32 = 3;
     /// Interrupted by Ctrl-C (128 + SIGINT).
     pub const INTERRUPTED: i32 = 130;
@@ -59,7 +60,8 @@ pub mod exit_codes {
         ) || matches!(
             report.downcast_ref::<ReproduceError>(),
             Some(ReproduceError::Failed { .. })
-        ) {
+        ) || report.downcast_ref::<super::audit::AuditFailed>().is_some()
+        {
             return CHECK_FAILED;
         }
         match report.downcast_ref::<PipelineError>() {
@@ -139,6 +141,8 @@ enum Command {
     Dag(dag::DagArgs),
     /// Render report.md, report.html and the figures from a study's analysis tables.
     Report(report::ReportArgs),
+    /// Run the audits of the generator and the grader over the families.
+    Audit(audit::AuditArgs),
     /// Re-derive every episode of an applied study from its saved responses, offline.
     Certify(certify::CertifyArgs),
     /// Recompute every published table of an applied study from its stored rows and compare.
@@ -247,6 +251,7 @@ pub fn run() -> Result<()> {
         Command::Explain(a) => explain::exec(&cli, a),
         Command::Dag(a) => dag::exec(&cli, a),
         Command::Report(a) => report::exec(&cli, a),
+        Command::Audit(a) => audit::exec(&cli, a),
         Command::Certify(a) => certify::exec(&cli, a),
         Command::Reproduce(a) => reproduce::exec(&cli, a),
     }
