@@ -41,7 +41,13 @@ fn main() {
             }
         };
         let t2 = Instant::now();
-        let plan = study.plan(&cache);
+        let plan = match study.plan(&cache) {
+            Ok(p) => p,
+            Err(e) => {
+                eprintln!("{e}");
+                std::process::exit(2)
+            }
+        };
         let t3 = Instant::now();
         let ms = |a: Instant, b: Instant| (b - a).as_secs_f64() * 1e3;
         for (i, v) in [ms(t0, t1), ms(t1, t2), ms(t2, t3), ms(t0, t3)]

@@ -84,7 +84,7 @@ pub fn exec(cli: &Cli, args: &ApplyArgs) -> Result<()> {
     let outputs = study.outputs();
     let _lock = lock_outputs(&outputs, args.lock_timeout)?;
     let mut cache = study.cache()?;
-    let plan = study.plan(&cache);
+    let plan = study.plan(&cache)?;
     if let Some(saved) = &saved {
         if saved.fingerprint != plan.fingerprint {
             let differ = saved

@@ -56,22 +56,22 @@ pub fn exec(cli: &Cli, args: &ExplainArgs) -> Result<()> {
         Some(e) if e.key == node.key => {
             say!(
                 "  status  cached: its key input is unchanged\n\nkey input:\n{}",
-                pretty(&node.input)
+                pretty(&node.input.full())
             );
         }
         Some(e) => {
             say!("  cached  {}", e.key);
             let objects = |h: &str| cache.object(h).or_else(|| dag.objects.get(h).cloned());
-            match e.key_input() {
+            match cache.key_input(e).map_err(PipelineError::from)? {
                 Some(old) => {
                     say!("  status  reruns:");
-                    for r in diff(&old, &node.input, &objects) {
+                    for r in diff(&old, &node.input.full(), &objects) {
                         say!("    ~ {r}");
                     }
                     say!(
                         "\ncached key input:\n{}\n\ncurrent key input:\n{}",
                         pretty(&old),
-                        pretty(&node.input)
+                        pretty(&node.input.full())
                     );
                 }
                 None => say!("  status  reruns: its cached key input is unreadable"),
@@ -79,7 +79,7 @@ pub fn exec(cli: &Cli, args: &ExplainArgs) -> Result<()> {
         }
         None => say!(
             "  status  new: never run under this identity\n\nkey input:\n{}",
-            pretty(&node.input)
+            pretty(&node.input.full())
         ),
     }
     Ok(())

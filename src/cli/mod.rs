@@ -279,6 +279,20 @@ fn study(
     Ok(study)
 }
 
+/// [`study`] and its cache, read at once (for the read-only commands: `apply` reads
+/// its cache only under the outputs lock).
+fn study_and_cache(
+    cli: &Cli,
+    manifest: &Path,
+    overrides: &[(String, String)],
+) -> Result<(crate::pipeline::Study, crate::pipeline::cache::Cache)> {
+    let (study, cache) = crate::pipeline::Study::load_with_cache(manifest, overrides, &paths(cli))?;
+    for w in &study.warnings {
+        eprintln!("warning: {w}");
+    }
+    Ok((study, cache))
+}
+
 /// Takes the lock on a study's outputs for this command line, saying on stderr whom
 /// it waits for; `lock_timeout` in seconds (`None`: wait; 0: fail at once).
 fn lock_outputs(

@@ -7,7 +7,7 @@ use clap::Args;
 use miette::Result;
 
 use super::manifest::parse_set;
-use super::{study, Cli, CliError};
+use super::{study_and_cache, Cli, CliError};
 
 #[derive(Debug, Args)]
 pub struct PlanArgs {
@@ -28,10 +28,15 @@ pub struct PlanArgs {
 }
 
 pub fn exec(cli: &Cli, args: &PlanArgs) -> Result<()> {
-    let study = study(cli, &args.manifest, &args.set)?;
-    let cache = study.cache()?;
-    let plan = study.plan(&cache);
-    let json = serde_json::to_string_pretty(&plan).unwrap_or_default();
+    let (study, cache) = study_and_cache(cli, &args.manifest, &args.set)?;
+    let plan = study.plan(&cache)?;
+    // Serialising 36,000 planned nodes is a third of a cached plan's time: only
+    // when asked for.
+    let json = if args.json || args.out.is_some() {
+        serde_json::to_string_pretty(&plan).unwrap_or_default()
+    } else {
+        String::new()
+    };
     if args.json {
         say!("{json}");
     } else {
@@ -55,5 +60,9 @@ pub fn exec(cli: &Cli, args: &PlanArgs) -> Result<()> {
             );
         }
     }
+    // The DAG, the cache index and the plan hold ~100,000 small allocations; freeing
+    // them one by one costs more than the plan itself, and the process ends here.
+    // None of them owns a file or a lock.
+    std::mem::forget((study, cache, plan));
     Ok(())
 }

@@ -8,7 +8,7 @@ use clap::Args;
 use miette::Result;
 
 use super::manifest::parse_set;
-use super::{print_json, study, Cli};
+use super::{print_json, study_and_cache, Cli};
 use crate::pipeline::{Action, NodeKind};
 use crate::report::format::count;
 
@@ -25,9 +25,8 @@ pub struct StatusArgs {
 }
 
 pub fn exec(cli: &Cli, args: &StatusArgs) -> Result<()> {
-    let study = study(cli, &args.manifest, &args.set)?;
-    let cache = study.cache()?;
-    let plan = study.plan(&cache);
+    let (study, cache) = study_and_cache(cli, &args.manifest, &args.set)?;
+    let plan = study.plan(&cache)?;
     let mut by_kind: BTreeMap<NodeKind, (usize, usize)> = BTreeMap::new();
     for n in plan.nodes.iter().filter(|n| n.node.is_some()) {
         let e = by_kind.entry(n.kind).or_default();

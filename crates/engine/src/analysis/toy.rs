@@ -123,7 +123,7 @@ kind = "toy"
         assert!(study.dag.find("analysis[toy]").is_some());
         assert!(study.dag.find("table[toy]").is_some());
         let mut cache = study.cache().unwrap_or_else(|e| panic!("{e}"));
-        let plan = study.plan(&cache);
+        let plan = study.plan(&cache).unwrap_or_else(|e| panic!("{e}"));
         let providers = apply::providers(&study).unwrap_or_else(|e| panic!("{e}"));
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -159,7 +159,7 @@ kind = "toy"
         assert_eq!(variants, Some(1), "one family at one cell");
         // A second plan has nothing to run.
         let cache = study.cache().unwrap_or_else(|e| panic!("{e}"));
-        assert!(study.plan(&cache).is_empty());
+        assert!(study.plan(&cache).is_ok_and(|p| p.is_empty()));
     }
 
     #[test]

@@ -557,7 +557,7 @@ pub async fn run(
                                 kind: node.kind,
                                 id: node.id.clone(),
                                 key: node.key.clone(),
-                                input: node.input.canonical(),
+                                input: node.input.full().canonical(),
                                 payload,
                             });
                         }),
@@ -645,7 +645,7 @@ fn entry<T: Serialize>(node: &Node, payload: &T) -> NewEntry {
         kind: node.kind,
         id: node.id.clone(),
         key: node.key.clone(),
-        input: node.input.canonical(),
+        input: node.input.full().canonical(),
         payload: serde_json::to_string(payload).unwrap_or_default(),
     }
 }

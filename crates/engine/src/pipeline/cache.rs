@@ -23,12 +23,13 @@
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use arrow_array::{Array, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Schema};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::ProjectionMask;
+use rustc_hash::FxHashMap;
 use serde_json::Value;
 use thiserror::Error;
 
@@ -74,17 +75,8 @@ pub struct Entry {
     pub id: String,
     /// Key.
     pub key: String,
-    /// Canonical JSON of its key input.
-    pub input: String,
     file: usize,
     row: usize,
-}
-
-impl Entry {
-    /// Its key input, parsed.
-    pub fn key_input(&self) -> Option<KeyInput> {
-        serde_json::from_str(&self.input).ok()
-    }
 }
 
 /// A node to commit.
@@ -126,8 +118,11 @@ pub struct Cache {
     dir: PathBuf,
     files: Vec<PathBuf>,
     entries: Vec<Entry>,
-    by_key: HashMap<String, usize>,
-    latest: HashMap<String, usize>,
+    /// The `key_input` column of each nodes file, read the first time an entry of that
+    /// file is diffed: a plan with everything cached reads none of them.
+    key_inputs: Vec<OnceLock<Vec<String>>>,
+    by_key: FxHashMap<String, usize>,
+    latest: FxHashMap<String, usize>,
     objects: HashMap<String, String>,
     blob_refs: HashSet<String>,
     next_seq: u64,
@@ -147,8 +142,9 @@ impl Cache {
             dir: dir.to_path_buf(),
             files: Vec::new(),
             entries: Vec::new(),
-            by_key: HashMap::new(),
-            latest: HashMap::new(),
+            key_inputs: Vec::new(),
+            by_key: FxHashMap::default(),
+            latest: FxHashMap::default(),
             objects: HashMap::new(),
             blob_refs: HashSet::new(),
             next_seq: 1,
@@ -180,26 +176,50 @@ impl Cache {
     fn index_nodes(&mut self, path: &Path) -> Result<(), CacheError> {
         let file = self.files.len();
         self.files.push(path.to_path_buf());
-        for (row, cols) in read_strings(path, &["kind", "id", "key", "key_input"])?
-            .into_iter()
-            .enumerate()
-        {
-            let [kind, id, key, input] =
-                <[String; 4]>::try_from(cols).map_err(|_| damaged(path, "short row"))?;
-            let kind = NodeKind::parse(&kind).ok_or_else(|| damaged(path, "unknown node kind"))?;
-            let index = self.entries.len();
-            self.by_key.insert(key.clone(), index);
-            self.latest.insert(id.clone(), index);
-            self.entries.push(Entry {
-                kind,
-                id,
-                key,
-                input,
-                file,
-                row,
-            });
-        }
-        Ok(())
+        self.key_inputs.push(OnceLock::new());
+        let mut row = 0;
+        for_each_batch(path, &["kind", "id", "key"], &mut |batch| {
+            let columns = string_columns(path, batch, &["kind", "id", "key"])?;
+            self.entries.reserve(batch.num_rows());
+            for r in 0..batch.num_rows() {
+                let kind = NodeKind::parse(columns[0].value(r))
+                    .ok_or_else(|| damaged(path, "unknown node kind"))?;
+                let (id, key) = (columns[1].value(r), columns[2].value(r));
+                let index = self.entries.len();
+                self.by_key.insert(key.to_string(), index);
+                self.latest.insert(id.to_string(), index);
+                self.entries.push(Entry {
+                    kind,
+                    id: id.to_string(),
+                    key: key.to_string(),
+                    file,
+                    row,
+                });
+                row += 1;
+            }
+            Ok(())
+        })
+    }
+
+    /// The key input an entry was committed with (`None` when it does not parse as
+    /// one: written by another version).
+    pub fn key_input(&self, entry: &Entry) -> Result<Option<KeyInput>, CacheError> {
+        let column = &self.key_inputs[entry.file];
+        let texts = match column.get() {
+            Some(texts) => texts,
+            None => {
+                let path = &self.files[entry.file];
+                let texts = read_strings(path, &["key_input"])?
+                    .into_iter()
+                    .map(|mut row| row.pop().unwrap_or_default())
+                    .collect();
+                column.get_or_init(|| texts)
+            }
+        };
+        let text = texts
+            .get(entry.row)
+            .ok_or_else(|| damaged(&self.files[entry.file], "key_input row missing"))?;
+        Ok(serde_json::from_str(text).ok())
     }
 
     /// The directory.
@@ -332,6 +352,13 @@ impl Cache {
             )?;
             let file = self.files.len();
             self.files.push(path);
+            self.key_inputs.push(OnceLock::from(
+                batch
+                    .nodes
+                    .iter()
+                    .map(|n| n.input.clone())
+                    .collect::<Vec<_>>(),
+            ));
             for (row, n) in batch.nodes.into_iter().enumerate() {
                 let index = self.entries.len();
                 self.by_key.insert(n.key.clone(), index);
@@ -340,7 +367,6 @@ impl Cache {
                     kind: n.kind,
                     id: n.id,
                     key: n.key,
-                    input: n.input,
                     file,
                     row,
                 });
@@ -521,8 +547,9 @@ impl Cache {
             dir: other.dir.clone(),
             files: Vec::new(),
             entries: Vec::new(),
-            by_key: HashMap::new(),
-            latest: HashMap::new(),
+            key_inputs: Vec::new(),
+            by_key: FxHashMap::default(),
+            latest: FxHashMap::default(),
             objects: HashMap::new(),
             blob_refs: HashSet::new(),
             next_seq: other.next_seq,

@@ -15,11 +15,12 @@
 //! what it is given.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use petgraph::graph::{DiGraph, NodeIndex};
 use serde_json::Value;
 
-use super::key::{hash_hex, KeyInput, NodeKind};
+use super::key::{hash_hex, KeyInput, KeyTemplate, NodeInput, NodeKind};
 use crate::analysis::{AnalysisKind, Input};
 use crate::harness::Prompts;
 use crate::manifest::Manifest;
@@ -53,7 +54,7 @@ pub enum Work {
         /// Repeat index.
         repeat: u32,
         /// The `schedule` column: the order this condition's arms ran in.
-        schedule: std::sync::Arc<str>,
+        schedule: Arc<str>,
         /// This arm's place in `schedule` (from 1) when the arms run one after
         /// another.
         position: Option<u32>,
@@ -99,10 +100,11 @@ pub struct Node {
     pub kind: NodeKind,
     /// Readable identity, unique in the DAG.
     pub id: String,
-    /// The identity's fields, in order.
-    pub fields: Vec<(&'static str, String)>,
+    /// The identity's fields, in order (shared by an episode's execute and grade
+    /// nodes).
+    pub fields: Arc<[(&'static str, String)]>,
     /// What its key is computed from.
-    pub input: KeyInput,
+    pub input: NodeInput,
     /// blake3 of the key input.
     pub key: String,
     /// What running it means.
@@ -226,8 +228,10 @@ impl Dag {
             ),
             hash_hex(inputs.prompts.nudge.as_bytes()),
         );
-        let grade_template = KeyInput::new(NodeKind::Grade, tbb_core::grade::CODE_VERSION)
-            .param("episode_budget", manifest.budgets.episode_budget);
+        let grade_template = Arc::new(KeyTemplate::new(
+            KeyInput::new(NodeKind::Grade, tbb_core::grade::CODE_VERSION)
+                .param("episode_budget", manifest.budgets.episode_budget),
+        ));
         let several_blocks = manifest.blocks.len() > 1;
         for (bi, block) in manifest.blocks.iter().enumerate() {
             // Every condition of the block once per (configuration, repeat): its units
@@ -252,7 +256,7 @@ impl Dag {
                         .iter()
                         .map(|&k| block.unit_name(&manifest.arms, config_name, units[k]))
                         .collect();
-                    let schedule: std::sync::Arc<str> = names
+                    let schedule: Arc<str> = names
                         .join(if block.schedule.is_ordered() {
                             ">"
                         } else {
@@ -303,7 +307,7 @@ impl Dag {
                         condition.push((
                             config.name.clone(),
                             suffix,
-                            template,
+                            Arc::new(KeyTemplate::new(template)),
                             (
                                 ci,
                                 bi,
@@ -330,7 +334,7 @@ impl Dag {
                         fields.push(("cfg", config.clone()));
                         fields.extend(compile_fields.iter().cloned());
                         fields.extend(suffix.iter().cloned());
-                        let input = template.clone().input("compile", compile_key.clone());
+                        let input = NodeInput::of(template, vec![("compile", compile_key.clone())]);
                         let work = Work::Execute {
                             compile,
                             config: config_index,
@@ -342,13 +346,17 @@ impl Dag {
                             position,
                             after: previous.filter(|_| position.is_some()),
                         };
+                        let fields: Arc<[(&'static str, String)]> = fields.into();
                         let execute =
                             dag.add(NodeKind::Execute, fields.clone(), input, work, &[compile]);
                         previous = Some(execute);
-                        let input = grade_template
-                            .clone()
-                            .input("execute", dag.graph[execute].key.clone())
-                            .input("compile", compile_key.clone());
+                        let input = NodeInput::of(
+                            &grade_template,
+                            vec![
+                                ("execute", dag.graph[execute].key.clone()),
+                                ("compile", compile_key.clone()),
+                            ],
+                        );
                         grades.push(dag.add(
                             NodeKind::Grade,
                             fields,
@@ -378,18 +386,17 @@ impl Dag {
         // (which name them) enter too, so a renamed arm republishes the table and
         // reruns the analyses, and no episode.
         let episodes_key = {
-            let mut h = blake3::Hasher::new();
-            h.update(dag.keys_hash(&grades).as_bytes());
+            let mut bytes = dag.keys_hash(&grades).into_bytes();
             for &g in &grades {
-                h.update(dag.graph[g].id.as_bytes());
+                bytes.extend_from_slice(dag.graph[g].id.as_bytes());
                 if let Work::Grade { execute, .. } = dag.graph[g].work {
                     if let Work::Execute { schedule, .. } = &dag.graph[execute].work {
-                        h.update(schedule.as_bytes());
+                        bytes.extend_from_slice(schedule.as_bytes());
                     }
                 }
-                h.update(b"\n");
+                bytes.push(b'\n');
             }
-            h.finalize().to_hex().to_string()
+            hash_hex(&bytes)
         };
         let input = provenance(KeyInput::new(NodeKind::Table, versions::TABLE))
             .param("study", manifest.study.clone())
@@ -520,12 +527,14 @@ impl Dag {
     fn add(
         &mut self,
         kind: NodeKind,
-        fields: Vec<(&'static str, String)>,
-        input: KeyInput,
+        fields: impl Into<Arc<[(&'static str, String)]>>,
+        input: impl Into<NodeInput>,
         work: Work,
         reads: &[NodeIndex],
     ) -> NodeIndex {
+        let fields = fields.into();
         let id = identity(kind, &fields);
+        let input = input.into();
         let key = input.key();
         let index = self.graph.add_node(Node {
             kind,
@@ -548,12 +557,13 @@ impl Dag {
     }
 
     fn keys_hash(&self, nodes: &[NodeIndex]) -> String {
-        let mut h = blake3::Hasher::new();
+        // One buffer, hashed at once (see `plan::fingerprint`).
+        let mut bytes = Vec::with_capacity(nodes.len() * 65);
         for &n in nodes {
-            h.update(self.graph[n].key.as_bytes());
-            h.update(b"\n");
+            bytes.extend_from_slice(self.graph[n].key.as_bytes());
+            bytes.push(b'\n');
         }
-        h.finalize().to_hex().to_string()
+        hash_hex(&bytes)
     }
 
     /// The node with this identity (a scan: only `tbb explain` asks, once).
@@ -611,19 +621,26 @@ pub fn short_name(path: &std::path::Path) -> String {
     parts.join("/")
 }
 
-/// `kind[field=value, ...]`.
+/// `kind[field=value, ...]` (tables and analyses: `kind[value, ...]`). Written into
+/// one buffer: the DAG makes tens of thousands.
 pub fn identity(kind: NodeKind, fields: &[(&'static str, String)]) -> String {
-    let inner: Vec<String> = fields
-        .iter()
-        .map(|(k, v)| {
-            if matches!(kind, NodeKind::Table | NodeKind::Analysis) {
-                v.clone()
-            } else {
-                format!("{k}={v}")
-            }
-        })
-        .collect();
-    format!("{}[{}]", kind.name(), inner.join(", "))
+    let named = !matches!(kind, NodeKind::Table | NodeKind::Analysis);
+    let len: usize = fields.iter().map(|(k, v)| k.len() + v.len() + 3).sum();
+    let mut id = String::with_capacity(kind.name().len() + 2 + len);
+    id.push_str(kind.name());
+    id.push('[');
+    for (i, (k, v)) in fields.iter().enumerate() {
+        if i > 0 {
+            id.push_str(", ");
+        }
+        if named {
+            id.push_str(k);
+            id.push('=');
+        }
+        id.push_str(v);
+    }
+    id.push(']');
+    id
 }
 
 /// The fields of a cell in identities and parameters.

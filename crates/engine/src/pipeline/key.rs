@@ -138,6 +138,127 @@ impl KeyInput {
     }
 }
 
+/// A key input shared by the nodes of one condition: everything but the keys of the
+/// nodes each one reads. Its canonical JSON up to `inputs` is serialised and hashed
+/// once; a node's key then hashes only its own upstream keys on top ([`NodeInput`]).
+#[derive(Debug, Clone)]
+pub struct KeyTemplate {
+    input: KeyInput,
+    /// blake3 fed with the canonical JSON of `input` without its `inputs` and without
+    /// the closing brace.
+    prefix: blake3::Hasher,
+}
+
+impl KeyTemplate {
+    /// A template of `input` (which may already name some upstream keys).
+    pub fn new(input: KeyInput) -> KeyTemplate {
+        let bare = KeyInput {
+            inputs: BTreeMap::new(),
+            ..input.clone()
+        };
+        let json = bare.canonical();
+        let mut prefix = blake3::Hasher::new();
+        // `inputs` is the last field: the canonical JSON with inputs is this text
+        // without its closing brace, then `,"inputs":{...}}`.
+        prefix.update(json.strip_suffix('}').unwrap_or(&json).as_bytes());
+        KeyTemplate { input, prefix }
+    }
+}
+
+/// A node's key input as the DAG holds it: a shared [`KeyTemplate`] and the keys of
+/// the nodes it reads. [`NodeInput::key`] equals [`KeyInput::key`] of
+/// [`NodeInput::full`] byte for byte; only the serialisation is shared.
+#[derive(Debug, Clone)]
+pub struct NodeInput {
+    template: std::sync::Arc<KeyTemplate>,
+    /// `(role, key)` on top of the template's inputs.
+    inputs: Vec<(&'static str, String)>,
+}
+
+impl NodeInput {
+    /// A node of `template` reading `inputs` (`(role, key)`).
+    pub fn of(
+        template: &std::sync::Arc<KeyTemplate>,
+        inputs: Vec<(&'static str, String)>,
+    ) -> NodeInput {
+        NodeInput {
+            template: template.clone(),
+            inputs,
+        }
+    }
+
+    /// The upstream keys by role: the template's, then the node's own.
+    fn merged_inputs(&self) -> BTreeMap<String, String> {
+        let mut all = self.template.input.inputs.clone();
+        for (role, key) in &self.inputs {
+            all.insert((*role).to_string(), key.clone());
+        }
+        all
+    }
+
+    /// The key input in full.
+    pub fn full(&self) -> KeyInput {
+        KeyInput {
+            inputs: self.merged_inputs(),
+            ..self.template.input.clone()
+        }
+    }
+
+    /// The key: blake3 (hex) of the canonical JSON of [`NodeInput::full`].
+    pub fn key(&self) -> String {
+        let mut h = self.template.prefix.clone();
+        if self.template.input.inputs.is_empty() {
+            // The common case (every execute and grade node): the node's own inputs,
+            // sorted by role as the map would be, written out by hand and hashed in
+            // one update.
+            let mut inputs: Vec<&(&'static str, String)> = self.inputs.iter().collect();
+            inputs.sort_unstable_by_key(|(role, _)| *role);
+            let mut text: Vec<u8> = Vec::with_capacity(16 + 80 * inputs.len());
+            for (i, (role, key)) in inputs.into_iter().enumerate() {
+                text.extend_from_slice(if i == 0 { br#","inputs":{"# } else { b"," });
+                json_string(&mut text, role);
+                text.push(b':');
+                json_string(&mut text, key);
+            }
+            if !self.inputs.is_empty() {
+                text.push(b'}');
+            }
+            text.push(b'}');
+            h.update(&text);
+        } else {
+            h.update(br#","inputs":"#);
+            // A map of strings: serialising cannot fail.
+            let inputs = serde_json::to_string(&self.merged_inputs()).unwrap_or_default();
+            h.update(inputs.as_bytes());
+            h.update(b"}");
+        }
+        h.finalize().to_hex().to_string()
+    }
+}
+
+/// Appends `s` as a JSON string, escaped exactly as `serde_json` escapes it.
+fn json_string(out: &mut Vec<u8>, s: &str) {
+    // serde_json escapes only quotes, backslashes and control characters; keys and
+    // roles have none, so they are copied as they are.
+    if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+        out.push(b'"');
+        out.extend_from_slice(s.as_bytes());
+        out.push(b'"');
+    } else {
+        // Writing into a vector cannot fail.
+        let _ = serde_json::to_writer(&mut *out, s);
+    }
+}
+
+impl From<KeyInput> for NodeInput {
+    fn from(input: KeyInput) -> NodeInput {
+        NodeInput {
+            template: std::sync::Arc::new(KeyTemplate::new(input)),
+            inputs: Vec::new(),
+        }
+    }
+}
+
 /// blake3 of bytes, as lower-case hex.
 pub fn hash_hex(bytes: &[u8]) -> String {
     blake3::hash(bytes).to_hex().to_string()
@@ -368,6 +489,41 @@ mod tests {
             text,
             ["configuration sim-x changed: prices.input_per_mtok 0.1 -> 0.2"]
         );
+    }
+
+    /// The shared-prefix key is the key of the full input, whatever the template
+    /// holds, whichever inputs the node adds, and however the names must be escaped.
+    #[test]
+    fn a_node_key_equals_the_key_of_its_full_input() {
+        let templates = [
+            KeyInput::new(NodeKind::Grade, "grade/1"),
+            KeyInput::new(NodeKind::Grade, "grade/1").param("episode_budget", 128_000),
+            execute(1024, "p").object("configuration \"q\"\n", "h"),
+            execute(1024, "p").input("variants", "kv"),
+            KeyInput::new(NodeKind::Table, "t/1").file("manifest m", "h"),
+        ];
+        let node_inputs: [Vec<(&'static str, String)>; 4] = [
+            vec![],
+            vec![("compile", "k1".into())],
+            vec![("execute", "k2".into()), ("compile", "k1".into())],
+            vec![
+                ("compile", "k\"3".into()),
+                ("zeta", "k4\u{1}\u{7f}é\\".into()),
+            ],
+        ];
+        for template in templates {
+            let shared = std::sync::Arc::new(KeyTemplate::new(template.clone()));
+            for inputs in &node_inputs {
+                let node = NodeInput::of(&shared, inputs.clone());
+                let mut full = template.clone();
+                for (role, key) in inputs {
+                    full = full.input(role, key.clone());
+                }
+                assert_eq!(node.full(), full);
+                assert_eq!(node.key(), full.key(), "{}", full.canonical());
+            }
+            assert_eq!(NodeInput::from(template.clone()).key(), template.key());
+        }
     }
 
     #[test]

@@ -253,41 +253,81 @@ impl Study {
         overrides: &[(String, String)],
         paths: &Paths,
     ) -> Result<Study, PipelineError> {
+        Ok(Study::load_inner(manifest, overrides, paths, false)?.0)
+    }
+
+    /// [`Study::load`] and [`Study::cache`] at once: the cache's index is read on a
+    /// second thread while the DAG is built (together a cached plan's whole time).
+    pub fn load_with_cache(
+        manifest: &Path,
+        overrides: &[(String, String)],
+        paths: &Paths,
+    ) -> Result<(Study, Cache), PipelineError> {
+        let (study, cache) = Study::load_inner(manifest, overrides, paths, true)?;
+        match cache {
+            Some(cache) => Ok((study, cache)),
+            None => {
+                let cache = study.cache()?;
+                Ok((study, cache))
+            }
+        }
+    }
+
+    fn load_inner(
+        manifest: &Path,
+        overrides: &[(String, String)],
+        paths: &Paths,
+        with_cache: bool,
+    ) -> Result<(Study, Option<Cache>), PipelineError> {
         let families = FamilySet::load(&paths.families)?;
         let loaded = Manifest::load(manifest, &families, overrides)?;
-        let prompts = Prompts::load(&paths.prompts)?;
         let manifest = loaded.manifest;
-        let pins = upstream::pins(&manifest, &paths.outputs);
-        let lockfile_text = lockfile::render(&manifest, &families, &prompts, &paths.prompts, &pins);
-        let lockfile_hash = key::hash_hex(lockfile_text.as_bytes());
-        let upstream = upstream::statuses(&upstream::Context {
-            manifest: &manifest,
-            families: &families,
-            prompts: &prompts,
-            paths,
-            pins: &pins,
-        });
-        let dag = Dag::build(
-            &manifest,
-            &dag::Inputs {
+        let cache_dir = paths.outputs.join(&manifest.study).join("cache");
+        std::thread::scope(|scope| {
+            let cache = with_cache.then(|| scope.spawn(|| Cache::open(&cache_dir)));
+            let prompts = Prompts::load(&paths.prompts)?;
+            let pins = upstream::pins(&manifest, &paths.outputs);
+            let lockfile_text =
+                lockfile::render(&manifest, &families, &prompts, &paths.prompts, &pins);
+            let lockfile_hash = key::hash_hex(lockfile_text.as_bytes());
+            let upstream = upstream::statuses(&upstream::Context {
+                manifest: &manifest,
                 families: &families,
                 prompts: &prompts,
-                prompts_dir: &paths.prompts,
-                lockfile_hash: &lockfile_hash,
-                upstream: &pins,
-            },
-        );
-        Ok(Study {
-            manifest,
-            warnings: loaded.warnings,
-            overrides: overrides.to_vec(),
-            families,
-            prompts,
-            paths: paths.clone(),
-            lockfile_text,
-            lockfile_hash,
-            dag,
-            upstream,
+                paths,
+                pins: &pins,
+            });
+            let dag = Dag::build(
+                &manifest,
+                &dag::Inputs {
+                    families: &families,
+                    prompts: &prompts,
+                    prompts_dir: &paths.prompts,
+                    lockfile_hash: &lockfile_hash,
+                    upstream: &pins,
+                },
+            );
+            // A panic while reading the cache is a bug; it resurfaces as one.
+            let cache = match cache.map(|c| c.join()) {
+                Some(Ok(cache)) => Some(cache?),
+                Some(Err(panic)) => std::panic::resume_unwind(panic),
+                None => None,
+            };
+            Ok((
+                Study {
+                    manifest,
+                    warnings: loaded.warnings,
+                    overrides: overrides.to_vec(),
+                    families,
+                    prompts,
+                    paths: paths.clone(),
+                    lockfile_text,
+                    lockfile_hash,
+                    dag,
+                    upstream,
+                },
+                cache,
+            ))
         })
     }
 
@@ -332,8 +372,8 @@ impl Study {
     }
 
     /// The plan against `cache`, with the request estimate.
-    pub fn plan(&self, cache: &Cache) -> Plan {
-        let mut p = plan::plan(&self.dag, cache, &self.outputs());
+    pub fn plan(&self, cache: &Cache) -> Result<Plan, PipelineError> {
+        let mut p = plan::plan(&self.dag, cache, &self.outputs())?;
         p.manifest = self.manifest.path.display().to_string();
         p.overrides = self.overrides.clone();
         p.manifest_hash = self.manifest.content_hash.clone();
@@ -345,6 +385,6 @@ impl Study {
             .collect();
         p.estimate = apply::estimate(self, cache, &p);
         p.fingerprint = plan::fingerprint(&p);
-        p
+        Ok(p)
     }
 }
