@@ -615,7 +615,7 @@ fn an_apply_killed_mid_run_loses_nothing_and_resumes_to_identical_tables() {
         .latest_entries()
         .into_iter()
         .filter(|e| e.kind == tbb::pipeline::NodeKind::Execute)
-        .map(|e| e.id.clone())
+        .map(|e| e.id.to_string())
         .collect();
     assert!(!committed.is_empty());
     let plan = s.plan();

@@ -37,7 +37,7 @@ pub fn exec(cli: &Cli, args: &ExplainArgs) -> Result<()> {
         (hits.len() == 1).then(|| hits[0])
     });
     let Some(index) = found else {
-        let help = match closest(&args.node, dag.nodes().map(|(_, n)| n.id.as_str())) {
+        let help = match closest(&args.node, dag.nodes().map(|(_, n)| n.id.as_ref())) {
             Some(s) => format!("did you mean `{s}`?"),
             None => "`tbb plan MANIFEST --show-cached` lists every node".into(),
         };

@@ -130,14 +130,14 @@ pub fn estimate(study: &Study, cache: &Cache, plan: &Plan) -> Estimate {
     };
     let keys: Vec<&str> = compiles
         .iter()
-        .map(|&c| dag.graph[c].key.as_str())
+        .map(|&c| dag.graph[c].key.as_ref())
         .collect();
     let cached = cache.payloads(&keys).unwrap_or_default();
     let mut info: HashMap<NodeIndex, CompilePayload> = HashMap::new();
     for &c in &compiles {
         let node = &dag.graph[c];
         let payload = cached
-            .get(&node.key)
+            .get(&*node.key)
             .and_then(|p| serde_json::from_str(p).ok())
             .or_else(|| {
                 compile_node(study, node)
@@ -256,7 +256,7 @@ pub async fn run(
         let keys: Vec<&str> = needed
             .iter()
             .filter(|i| !runs.contains(i))
-            .map(|&i| dag.graph[i].key.as_str())
+            .map(|&i| dag.graph[i].key.as_ref())
             .collect();
         cache.payloads(&keys)?
     };
@@ -268,7 +268,7 @@ pub async fn run(
             Ok(v) => {
                 let payload = CompilePayload::of(&v);
                 if let Some(old) = recorded
-                    .get(&node.key)
+                    .get(&*node.key)
                     .and_then(|p| serde_json::from_str::<CompilePayload>(p).ok())
                 {
                     if old.variant_hash != payload.variant_hash {
@@ -461,7 +461,7 @@ pub async fn run(
         let keys: Vec<&str> = regrades
             .iter()
             .filter_map(|&g| match dag.graph[g].work {
-                Work::Grade { execute, .. } => Some(dag.graph[execute].key.as_str()),
+                Work::Grade { execute, .. } => Some(dag.graph[execute].key.as_ref()),
                 _ => None,
             })
             .collect();
@@ -476,7 +476,7 @@ pub async fn run(
             let result = regrade(
                 study,
                 &dag.graph[execute],
-                payloads.get(&dag.graph[execute].key),
+                payloads.get(&*dag.graph[execute].key),
                 &blobs,
                 variants.get(&compile),
                 &dag.graph[g].key,
@@ -506,7 +506,7 @@ pub async fn run(
     let missing: Vec<&str> = grades
         .iter()
         .filter(|g| !rows.contains_key(g))
-        .map(|&g| dag.graph[g].key.as_str())
+        .map(|&g| dag.graph[g].key.as_ref())
         .collect();
     let stored = cache.payloads(&missing)?;
     let mut all_rows = Vec::with_capacity(grades.len());
@@ -514,7 +514,7 @@ pub async fn run(
     for &g in &grades {
         let row = rows.remove(&g).or_else(|| {
             stored
-                .get(&dag.graph[g].key)
+                .get(&*dag.graph[g].key)
                 .and_then(|p| serde_json::from_str(p).ok())
         });
         match row {
@@ -555,8 +555,8 @@ pub async fn run(
                         .map(|payload| {
                             pending.nodes.push(NewEntry {
                                 kind: node.kind,
-                                id: node.id.clone(),
-                                key: node.key.clone(),
+                                id: node.id.to_string(),
+                                key: node.key.to_string(),
                                 input: node.input.full().canonical(),
                                 payload,
                             });
@@ -603,7 +603,7 @@ pub async fn run(
     summary.failed = failures.len();
     summary.failures = failures
         .into_iter()
-        .map(|(i, why)| (dag.graph[i].id.clone(), why))
+        .map(|(i, why)| (dag.graph[i].id.to_string(), why))
         .collect();
     Ok(summary)
 }
@@ -643,8 +643,8 @@ fn upstream_failure(failed: &HashMap<NodeIndex, String>, upstream: NodeIndex) ->
 fn entry<T: Serialize>(node: &Node, payload: &T) -> NewEntry {
     NewEntry {
         kind: node.kind,
-        id: node.id.clone(),
-        key: node.key.clone(),
+        id: node.id.to_string(),
+        key: node.key.to_string(),
         input: node.input.full().canonical(),
         payload: serde_json::to_string(payload).unwrap_or_default(),
     }

@@ -72,9 +72,9 @@ pub struct Entry {
     /// Kind.
     pub kind: NodeKind,
     /// Identity.
-    pub id: String,
+    pub id: Arc<str>,
     /// Key.
-    pub key: String,
+    pub key: Arc<str>,
     file: usize,
     row: usize,
 }
@@ -121,8 +121,9 @@ pub struct Cache {
     /// The `key_input` column of each nodes file, read the first time an entry of that
     /// file is diffed: a plan with everything cached reads none of them.
     key_inputs: Vec<OnceLock<Vec<String>>>,
-    by_key: FxHashMap<String, usize>,
-    latest: FxHashMap<String, usize>,
+    // Keyed by the entries' own strings (shared, not copied).
+    by_key: FxHashMap<Arc<str>, usize>,
+    latest: FxHashMap<Arc<str>, usize>,
     objects: HashMap<String, String>,
     blob_refs: HashSet<String>,
     next_seq: u64,
@@ -184,14 +185,15 @@ impl Cache {
             for r in 0..batch.num_rows() {
                 let kind = NodeKind::parse(columns[0].value(r))
                     .ok_or_else(|| damaged(path, "unknown node kind"))?;
-                let (id, key) = (columns[1].value(r), columns[2].value(r));
+                let id: Arc<str> = columns[1].value(r).into();
+                let key: Arc<str> = columns[2].value(r).into();
                 let index = self.entries.len();
-                self.by_key.insert(key.to_string(), index);
-                self.latest.insert(id.to_string(), index);
+                self.by_key.insert(key.clone(), index);
+                self.latest.insert(id.clone(), index);
                 self.entries.push(Entry {
                     kind,
-                    id: id.to_string(),
-                    key: key.to_string(),
+                    id,
+                    key,
                     file,
                     row,
                 });
@@ -361,12 +363,13 @@ impl Cache {
             ));
             for (row, n) in batch.nodes.into_iter().enumerate() {
                 let index = self.entries.len();
-                self.by_key.insert(n.key.clone(), index);
-                self.latest.insert(n.id.clone(), index);
+                let (id, key): (Arc<str>, Arc<str>) = (n.id.into(), n.key.into());
+                self.by_key.insert(key.clone(), index);
+                self.latest.insert(id.clone(), index);
                 self.entries.push(Entry {
                     kind: n.kind,
-                    id: n.id,
-                    key: n.key,
+                    id,
+                    key,
                     file,
                     row,
                 });
@@ -487,7 +490,7 @@ impl Cache {
             let mut wanted: HashSet<&str> = live
                 .iter()
                 .filter(|e| e.kind == kind)
-                .map(|e| e.key.as_str())
+                .map(|e| e.key.as_ref())
                 .collect();
             if wanted.is_empty() {
                 continue;
@@ -531,7 +534,7 @@ impl Cache {
         if let Ok(read) = std::fs::read_dir(self.dir.join(TABLES)) {
             for entry in read.flatten() {
                 let name = entry.file_name().to_string_lossy().to_string();
-                if !fresh.by_key.contains_key(&name) {
+                if !fresh.by_key.contains_key(name.as_str()) {
                     let path = entry.path();
                     std::fs::remove_dir_all(&path)
                         .map_err(|source| CacheError::Io { path, source })?;
@@ -724,7 +727,7 @@ mod tests {
             .unwrap_or_else(|e| panic!("{e}"));
         for compacted in [false, true] {
             let back = Cache::open(dir.path()).unwrap_or_else(|e| panic!("{e}"));
-            assert_eq!(back.latest("x").map(|e| e.key.as_str()), Some("k3"));
+            assert_eq!(back.latest("x").map(|e| e.key.as_ref()), Some("k3"));
             // Compaction keeps only the latest entry of each identity.
             assert_eq!(back.get("k1").is_some(), !compacted);
             assert!(back.has_blob("b") && back.has_object("h"));

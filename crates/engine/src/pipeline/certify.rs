@@ -368,7 +368,7 @@ pub fn certify(
             manifest: manifest_path,
             missing: missing.len(),
             total: jobs.len(),
-            first: dag.graph[first.execute].id.clone(),
+            first: dag.graph[first.execute].id.to_string(),
         });
     }
 
@@ -394,8 +394,8 @@ pub fn certify(
         .iter()
         .flat_map(|j| {
             [
-                dag.graph[j.execute].key.as_str(),
-                dag.graph[j.grade].key.as_str(),
+                dag.graph[j.execute].key.as_ref(),
+                dag.graph[j.grade].key.as_ref(),
             ]
         })
         .collect();
@@ -501,8 +501,8 @@ fn blank(study: &Study, job: &Job, variant_id: Option<&str>) -> Certificate {
     let dag = &study.dag;
     let execute: &Node = &dag.graph[job.execute];
     let mut c = Certificate {
-        id: execute.id.clone(),
-        node_key: dag.graph[job.grade].key.clone(),
+        id: execute.id.to_string(),
+        node_key: dag.graph[job.grade].key.to_string(),
         configuration: String::new(),
         block: String::new(),
         arm: String::new(),
@@ -570,7 +570,7 @@ fn certify_one(
         certificate.first_difference = Some("not an execute node of this manifest".into());
         return certificate;
     };
-    let payload: ExecutePayload = match payloads.get(&execute.key).map(|p| serde_json::from_str(p))
+    let payload: ExecutePayload = match payloads.get(&*execute.key).map(|p| serde_json::from_str(p))
     {
         Some(Ok(p)) => p,
         Some(Err(e)) => {
@@ -583,7 +583,7 @@ fn certify_one(
             return certificate;
         }
     };
-    let stored: EpisodeRow = match payloads.get(&grade.key).map(|p| serde_json::from_str(p)) {
+    let stored: EpisodeRow = match payloads.get(&*grade.key).map(|p| serde_json::from_str(p)) {
         Some(Ok(r)) => r,
         Some(Err(e)) => {
             certificate.first_difference = Some(format!("its stored row is unreadable: {e}"));

@@ -99,14 +99,14 @@ pub struct Node {
     /// Its kind.
     pub kind: NodeKind,
     /// Readable identity, unique in the DAG.
-    pub id: String,
+    pub id: Arc<str>,
     /// The identity's fields, in order (shared by an episode's execute and grade
     /// nodes).
     pub fields: Arc<[(&'static str, String)]>,
     /// What its key is computed from.
     pub input: NodeInput,
     /// blake3 of the key input.
-    pub key: String,
+    pub key: Arc<str>,
     /// What running it means.
     pub work: Work,
 }
@@ -134,7 +134,7 @@ pub mod versions {
 
 /// A node's key.
 fn self_key(dag: &Dag, node: NodeIndex) -> String {
-    dag.graph[node].key.clone()
+    dag.graph[node].key.to_string()
 }
 
 /// An analysis parameter as it enters the key: a list of names as one
@@ -334,7 +334,8 @@ impl Dag {
                         fields.push(("cfg", config.clone()));
                         fields.extend(compile_fields.iter().cloned());
                         fields.extend(suffix.iter().cloned());
-                        let input = NodeInput::of(template, vec![("compile", compile_key.clone())]);
+                        let input =
+                            NodeInput::of(template, vec![("compile", compile_key.to_string())]);
                         let work = Work::Execute {
                             compile,
                             config: config_index,
@@ -353,8 +354,8 @@ impl Dag {
                         let input = NodeInput::of(
                             &grade_template,
                             vec![
-                                ("execute", dag.graph[execute].key.clone()),
-                                ("compile", compile_key.clone()),
+                                ("execute", dag.graph[execute].key.to_string()),
+                                ("compile", compile_key.to_string()),
                             ],
                         );
                         grades.push(dag.add(
@@ -490,7 +491,7 @@ impl Dag {
                 &reads,
             );
             let input = provenance(KeyInput::new(NodeKind::Table, versions::TABLE))
-                .input("analysis", dag.graph[node].key.clone());
+                .input("analysis", dag.graph[node].key.to_string());
             dag.add(
                 NodeKind::Table,
                 vec![("table", name.clone())],
@@ -538,10 +539,10 @@ impl Dag {
         let key = input.key();
         let index = self.graph.add_node(Node {
             kind,
-            id,
+            id: id.into(),
             fields,
             input,
-            key,
+            key: key.into(),
             work,
         });
         for &r in reads {
@@ -568,7 +569,7 @@ impl Dag {
 
     /// The node with this identity (a scan: only `tbb explain` asks, once).
     pub fn find(&self, id: &str) -> Option<NodeIndex> {
-        self.nodes().find(|(_, n)| n.id == id).map(|(i, _)| i)
+        self.nodes().find(|(_, n)| &*n.id == id).map(|(i, _)| i)
     }
 
     /// Every node, in topological order.

@@ -14,6 +14,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt::Write as _;
 use std::path::Path;
+use std::sync::Arc;
 
 use petgraph::graph::NodeIndex;
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -64,9 +65,9 @@ pub struct Planned {
     /// Kind.
     pub kind: NodeKind,
     /// Identity.
-    pub id: String,
+    pub id: Arc<str>,
     /// Key (the cached one for orphans).
-    pub key: String,
+    pub key: Arc<str>,
     /// What happens.
     pub action: Action,
     /// Why.
@@ -128,11 +129,11 @@ pub const PLAN_FORMAT: &str = "tbb-plan/1";
 /// fields, the estimate and the fingerprint are [`super::Study::plan`]'s to fill in.
 pub fn plan(dag: &Dag, cache: &Cache, outputs: &Path) -> Result<Plan, CacheError> {
     // FxHash: 36,000 identities hashed with SipHash were a tenth of a cached plan.
-    let in_dag: FxHashSet<&str> = dag.nodes().map(|(_, n)| n.id.as_str()).collect();
+    let in_dag: FxHashSet<&str> = dag.nodes().map(|(_, n)| n.id.as_ref()).collect();
     let orphans: Vec<&Entry> = cache
         .latest_entries()
         .into_iter()
-        .filter(|e| !in_dag.contains(e.id.as_str()))
+        .filter(|e| !in_dag.contains(e.id.as_ref()))
         .collect();
     // Orphans by identity with one field wildcarded, for pairing.
     let mut wildcard: FxHashMap<String, usize> = FxHashMap::default();
@@ -152,7 +153,7 @@ pub fn plan(dag: &Dag, cache: &Cache, outputs: &Path) -> Result<Plan, CacheError
     for (index, node) in dag.nodes() {
         let (action, reasons) = match cache.get(&node.key) {
             Some(_) if node.kind == NodeKind::Table => {
-                match super::publish::problem(outputs, &node.key, table_payloads.get(&node.key)) {
+                match super::publish::problem(outputs, &node.key, table_payloads.get(&*node.key)) {
                     None => (Action::Cached, vec![]),
                     Some(detail) => (Action::Incomplete, vec![Reason::Incomplete { detail }]),
                 }
@@ -264,7 +265,7 @@ fn table_payloads(dag: &Dag, cache: &Cache) -> HashMap<String, String> {
     let keys: Vec<&str> = dag
         .nodes()
         .filter(|(_, n)| n.kind == NodeKind::Table)
-        .map(|(_, n)| n.key.as_str())
+        .map(|(_, n)| n.key.as_ref())
         .collect();
     cache.payloads(&keys).unwrap_or_default()
 }

@@ -151,7 +151,7 @@ impl Outcomes {
         let key = &study.dag.graph[node].key;
         let payloads = cache.payloads(&[key]).map_err(|e| e.to_string())?;
         let payload: AnalysisPayload = payloads
-            .get(key.as_str())
+            .get(key.as_ref())
             .and_then(|p| serde_json::from_str(p).ok())
             .ok_or_else(|| {
                 format!(
@@ -239,7 +239,7 @@ pub fn publish(
     let provenance = &Provenance {
         manifest_hash: study.manifest.content_hash.clone(),
         lockfile_hash: study.lockfile_hash.clone(),
-        node_key: dag.graph[node].key.clone(),
+        node_key: dag.graph[node].key.to_string(),
     };
     let outcome = match what {
         Publish::Variants => Outcome {
@@ -332,13 +332,13 @@ pub(crate) fn request_rows(
         for chunk in cached.chunks(REQUEST_CHUNK) {
             let keys: Vec<&str> = chunk
                 .iter()
-                .map(|&&(_, execute, _)| dag.graph[execute].key.as_str())
+                .map(|&&(_, execute, _)| dag.graph[execute].key.as_ref())
                 .collect();
             let payloads = cache.payloads(&keys).map_err(|e| e.to_string())?;
             for &&(grade, execute, compile) in chunk {
                 let node = &dag.graph[execute];
                 let payload: ExecutePayload = payloads
-                    .get(&node.key)
+                    .get(&*node.key)
                     .and_then(|p| serde_json::from_str(p).ok())
                     .ok_or_else(|| format!("the transcript of {} is not in the cache", node.id))?;
                 let variant = variants

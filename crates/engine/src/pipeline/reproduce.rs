@@ -203,13 +203,13 @@ pub fn stored_rows(study: &Study, cache: &Cache) -> Result<Vec<EpisodeRow>, Repr
         .filter(|(_, n)| n.kind == NodeKind::Grade)
         .map(|(i, _)| i)
         .collect();
-    let keys: Vec<&str> = grades.iter().map(|&g| dag.graph[g].key.as_str()).collect();
+    let keys: Vec<&str> = grades.iter().map(|&g| dag.graph[g].key.as_ref()).collect();
     let payloads = cache.payloads(&keys)?;
     let mut rows = Vec::with_capacity(grades.len());
     let mut missing = Vec::new();
     for &g in &grades {
         let row: Option<EpisodeRow> = payloads
-            .get(&dag.graph[g].key)
+            .get(&*dag.graph[g].key)
             .and_then(|p| serde_json::from_str(p).ok());
         match row {
             Some(mut row) => {
@@ -236,7 +236,7 @@ pub fn stored_rows(study: &Study, cache: &Cache) -> Result<Vec<EpisodeRow>, Repr
             manifest,
             missing: missing.len(),
             total: grades.len(),
-            first: dag.graph[first].id.clone(),
+            first: dag.graph[first].id.to_string(),
         });
     }
     Ok(rows)
@@ -290,7 +290,7 @@ pub fn reproduce(study: &Study, cache: &Cache) -> Result<Reproduction, Reproduce
         let provenance = Provenance {
             manifest_hash: study.manifest.content_hash.clone(),
             lockfile_hash: study.lockfile_hash.clone(),
-            node_key: n.key.clone(),
+            node_key: n.key.to_string(),
         };
         let outcome: Result<Outcome, String> = match what {
             Publish::Variants => {
@@ -347,7 +347,7 @@ pub fn reproduce(study: &Study, cache: &Cache) -> Result<Reproduction, Reproduce
                 }
             }
             Err(e) => files.push(FileCheck {
-                file: n.id.clone(),
+                file: n.id.to_string(),
                 rows: None,
                 difference: Some(e),
                 bytes_identical: false,
