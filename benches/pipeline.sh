@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The engine's speed and memory targets, on this machine:
 #   tbb apply manifests/capacity.toml from scratch (18,144 simulated episodes): wall
-#   time and peak resident memory (target: under 120 s and 1.5 GB);
-#   tbb plan manifests/capacity.toml with everything cached (target: under 500 ms).
+#   time and peak resident memory (target since issue 10: no slower than 24.9 s and
+#   507 MiB);
+#   tbb plan manifests/capacity.toml with everything cached (target: under 150 ms).
 #
 #   benches/pipeline.sh            # builds release, writes into a temporary directory
 set -euo pipefail
