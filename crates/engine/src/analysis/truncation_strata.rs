@@ -88,7 +88,7 @@ impl Typed for TruncationStrata {
                 table: TABLE.into(),
                 detail: "it was not given".into(),
             })?;
-        let upstream = upstream_counts(table, lane, cap)?;
+        let upstream = upstream_counts(KIND, table, lane, cap)?;
         let mut configurations: BTreeMap<&str, &str> = BTreeMap::new();
         for row in input.episodes {
             configurations.insert(&row.configuration, &row.organization);
@@ -163,14 +163,15 @@ pub fn stratum(episodes: u32, truncated: u32) -> Option<&'static str> {
 }
 
 /// `(episodes, truncated)` by configuration at (`lane`, `cap`, V = 128) in an upstream
-/// `truncation` table (pooled `all` rows left out).
-fn upstream_counts(
+/// `truncation` table (pooled `all` rows left out); errors name `analysis`.
+pub(crate) fn upstream_counts(
+    analysis: &'static str,
     table: &RecordBatch,
     lane: &str,
     cap: u32,
 ) -> Result<BTreeMap<String, (u32, u32)>, AnalysisError> {
     let bad = |detail: String| AnalysisError::InputTable {
-        analysis: KIND,
+        analysis,
         table: TABLE.into(),
         detail,
     };
@@ -204,7 +205,7 @@ fn upstream_counts(
             .is_some()
         {
             return Err(AnalysisError::Inconsistent {
-                analysis: KIND,
+                analysis,
                 detail: format!(
                     "the upstream truncation table has two rows for {config} at lane {lane}, cap {cap}, V = {V}"
                 ),
