@@ -118,10 +118,13 @@ pub struct Facts {
     pub v_effect_pp: Option<f64>,
 }
 
+/// How a rule places one configuration: its stratum, if any.
+type Classify = Box<dyn Fn(&Facts) -> Option<&'static str>>;
+
 /// A rule: how a configuration's facts place it, and how many of each stratum run
 /// (`None`: all of them).
 pub struct Rule {
-    classify: Box<dyn Fn(&Facts) -> Option<&'static str>>,
+    classify: Classify,
     /// `(stratum, how many run)`, in the order the strata are listed.
     pub takes: Vec<(&'static str, Option<u32>)>,
     seed: u64,
