@@ -47,6 +47,13 @@ use crate::store::TableBuilder;
 const TRUNCATION: &str = "truncation";
 /// The upstream per-configuration contrasts.
 const CONTRASTS: &str = "contrasts_by_configuration";
+/// What both kinds read: this study's episodes (which configurations it ran) and the
+/// two upstream tables.
+const INPUTS: &[Input] = &[
+    Input::Episodes,
+    Input::Table(TRUNCATION),
+    Input::Table(CONTRASTS),
+];
 /// The strata are read on the routed menu.
 const LANE: &str = "routed";
 /// The default draw seed.
@@ -228,11 +235,7 @@ impl Typed for SweepStrata {
     type Params = SweepParams;
     const NAME: &'static str = "sweep_strata";
     const VERSION: &'static str = "sweep_strata/1";
-    const INPUTS: &'static [Input] = &[
-        Input::Episodes,
-        Input::Table(TRUNCATION),
-        Input::Table(CONTRASTS),
-    ];
+    const INPUTS: &'static [Input] = INPUTS;
     const OUTPUTS: &'static [&'static str] = &["sweep_strata"];
 
     fn run(params: &SweepParams, input: &Context<'_>) -> Result<Produced, AnalysisError> {
@@ -249,20 +252,12 @@ impl Typed for CrossoverStrata {
     type Params = CrossoverParams;
     const NAME: &'static str = "crossover_strata";
     const VERSION: &'static str = "crossover_strata/1";
-    const INPUTS: &'static [Input] = &[
-        Input::Episodes,
-        Input::Table(TRUNCATION),
-        Input::Table(CONTRASTS),
-    ];
+    const INPUTS: &'static [Input] = INPUTS;
     const OUTPUTS: &'static [&'static str] = &["crossover_strata"];
 
     fn run(params: &CrossoverParams, input: &Context<'_>) -> Result<Produced, AnalysisError> {
-        run(
-            Self::NAME,
-            &Rule::crossover(params),
-            params.completion_cap,
-            input,
-        )
+        let rule = Rule::crossover(params);
+        run(Self::NAME, &rule, params.completion_cap, input)
     }
 }
 
