@@ -39,7 +39,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use arrow_array::{Array, Float64Array, RecordBatch, StringArray, UInt32Array};
 use serde::{Deserialize, Serialize};
 
-use super::truncation_strata::upstream_counts;
+use super::truncation_strata::{stratum, upstream_counts};
 use super::{AnalysisError, Context, Input, Output, Produced, Typed};
 use crate::store::TableBuilder;
 
@@ -146,19 +146,11 @@ impl Rule {
     pub fn sweep(p: &SweepParams) -> Rule {
         let margin = p.null_margin_pp.unwrap_or(3.0);
         Rule {
-            classify: Box::new(move |f| {
-                let (e, t) = (u64::from(f.episodes), u64::from(f.truncated));
-                if e == 0 {
-                    None
-                } else if 5 * t >= e {
-                    Some("B")
-                } else if 20 * t >= e {
-                    Some("M")
-                } else if is_null(f, margin) {
-                    Some("N")
-                } else {
-                    None
-                }
+            // The truncation strata are `truncation_strata`'s; N also asks for a V
+            // effect near zero.
+            classify: Box::new(move |f| match stratum(f.episodes, f.truncated) {
+                Some("N") => is_null(f, margin).then_some("N"),
+                other => other,
             }),
             takes: vec![
                 ("B", None),
