@@ -329,3 +329,58 @@ fn without_inputs_the_table_is_this_studys_own_and_must_be_written_before() {
     ]);
     assert!(explain.contains("truncation"), "{explain}");
 }
+
+/// The cap sweep's configurations are the rule's: a study that runs others fails at
+/// its strata analysis, naming the list the rule selects from the pinned upstream
+/// tables; running that list passes, and the table says why each one runs.
+#[test]
+fn the_sweep_runs_the_configurations_its_rule_selects() {
+    let dir = Dir::new();
+    dir.ok(&["apply", "manifests/smoke.toml"]);
+    let sweep = |names: &str| {
+        SWEEP
+            .replace(
+                r#"names = ["sim-aurora-flash", "sim-aurora-pro", "sim-dunlin-max"]"#,
+                &format!("names = [{names}]"),
+            )
+            .replace(
+                "kind = \"truncation_strata\"\ninputs = { truncation = { from = \"smoke\" } }",
+                "kind = \"sweep_strata\"\ninputs = { truncation = { from = \"smoke\" }, \
+                 contrasts_by_configuration = { from = \"smoke\" } }",
+            )
+    };
+    std::fs::write(
+        dir.path("manifests/sweep.toml"),
+        sweep(r#""sim-aurora-flash""#),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let refused = dir.fails(&["apply", "manifests/sweep.toml"]);
+    // The diagnostic is wrapped to the terminal: compare without the wrapping.
+    let flat = |s: &str| -> String {
+        s.chars()
+            .filter(|c| !c.is_whitespace() && *c != '│')
+            .collect()
+    };
+    let wanted = r#"set `[configurations] names = ["sim-aurora-flash", "sim-dunlin-max"]`"#;
+    assert!(flat(&refused).contains(&flat(wanted)), "{refused}");
+    std::fs::write(
+        dir.path("manifests/sweep.toml"),
+        sweep(r#""sim-aurora-flash", "sim-dunlin-max""#),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    dir.ok(&["apply", "manifests/sweep.toml"]);
+    let strata = dir.path("outputs/sweep/sweep_strata.parquet");
+    let s = |x: &str| Some(x.to_string());
+    assert_eq!(
+        strings(&strata, "configuration"),
+        [s("sim-aurora-flash"), s("sim-dunlin-max")]
+    );
+    assert_eq!(strings(&strata, "stratum"), [s("B"), s("N")]);
+    let lock =
+        std::fs::read_to_string(dir.path("lockfiles/sweep.lock")).unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        lock.contains("table = \"truncation\"")
+            && lock.contains("table = \"contrasts_by_configuration\""),
+        "{lock}"
+    );
+}
