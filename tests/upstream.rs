@@ -330,9 +330,9 @@ fn without_inputs_the_table_is_this_studys_own_and_must_be_written_before() {
     assert!(explain.contains("truncation"), "{explain}");
 }
 
-/// The cap sweep's configurations are the rule's: a study that runs others fails at
-/// its strata analysis, naming the list the rule selects from the pinned upstream
-/// tables; running that list passes, and the table says why each one runs.
+/// The cap sweep's configurations are the rule's: for a study that runs others, plan
+/// names the list the rule selects from the upstream tables and apply refuses before
+/// running anything; running that list passes, and the table says why each one runs.
 #[test]
 fn the_sweep_runs_the_configurations_its_rule_selects() {
     let dir = Dir::new();
@@ -354,7 +354,13 @@ fn the_sweep_runs_the_configurations_its_rule_selects() {
         sweep(r#""sim-aurora-flash""#),
     )
     .unwrap_or_else(|e| panic!("{e}"));
+    let plan = dir.ok(&["plan", "manifests/sweep.toml"]);
+    assert!(
+        plan.contains(r#"! analysis sweep_strata: the study runs ["sim-aurora-flash"] but the rule selects ["sim-aurora-flash", "sim-dunlin-max"]"#),
+        "{plan}"
+    );
     let refused = dir.fails(&["apply", "manifests/sweep.toml"]);
+    assert!(!dir.path("outputs/sweep").exists(), "nothing ran");
     // The diagnostic is wrapped to the terminal: compare without the wrapping.
     let flat = |s: &str| -> String {
         s.chars()

@@ -27,8 +27,9 @@
 //! `candidate_rank` (its place in its stratum's draw, from 1), `selected`, and
 //! `in_study` (whether this study ran it).
 //!
-//! Invariants: the study must run exactly the selected configurations; otherwise the
-//! analysis fails and names the list to put in the manifest. The manifest lists them
+//! Invariants: the study must run exactly the selected configurations; otherwise
+//! `tbb plan` says so and `tbb apply` refuses before running anything (the kinds'
+//! preflight), naming the list to put in the manifest. The manifest lists them
 //! itself (a reader sees what runs, and a rerun is byte for byte), and this analysis
 //! holds that list to the rule.
 //!
@@ -230,6 +231,21 @@ impl Typed for SweepStrata {
     const INPUTS: &'static [Input] = INPUTS;
     const OUTPUTS: &'static [&'static str] = &["sweep_strata"];
 
+    fn preflight(
+        params: &SweepParams,
+        upstream: &BTreeMap<String, RecordBatch>,
+        configurations: &BTreeSet<String>,
+    ) -> Option<String> {
+        let rule = Rule::sweep(params);
+        preflight(
+            Self::NAME,
+            &rule,
+            params.completion_cap,
+            upstream,
+            configurations,
+        )
+    }
+
     fn run(params: &SweepParams, input: &Context<'_>) -> Result<Produced, AnalysisError> {
         run(
             Self::NAME,
@@ -247,28 +263,43 @@ impl Typed for CrossoverStrata {
     const INPUTS: &'static [Input] = INPUTS;
     const OUTPUTS: &'static [&'static str] = &["crossover_strata"];
 
+    fn preflight(
+        params: &CrossoverParams,
+        upstream: &BTreeMap<String, RecordBatch>,
+        configurations: &BTreeSet<String>,
+    ) -> Option<String> {
+        let rule = Rule::crossover(params);
+        preflight(
+            Self::NAME,
+            &rule,
+            params.completion_cap,
+            upstream,
+            configurations,
+        )
+    }
+
     fn run(params: &CrossoverParams, input: &Context<'_>) -> Result<Produced, AnalysisError> {
         let rule = Rule::crossover(params);
         run(Self::NAME, &rule, params.completion_cap, input)
     }
 }
 
-fn run(
+/// The upstream configurations' facts and where the rule places each.
+type Placed = (Vec<Facts>, Vec<(Option<&'static str>, Option<u32>, bool)>);
+
+fn place(
     kind: &'static str,
     rule: &Rule,
     cap: Option<u32>,
-    input: &Context<'_>,
-) -> Result<Produced, AnalysisError> {
+    tables: &BTreeMap<String, RecordBatch>,
+) -> Result<Placed, AnalysisError> {
     let cap = cap.unwrap_or(crate::harness::COMPLETION_CAP);
     let table = |name: &str| {
-        input
-            .tables
-            .get(name)
-            .ok_or_else(|| AnalysisError::InputTable {
-                analysis: kind,
-                table: name.into(),
-                detail: "it was not given".into(),
-            })
+        tables.get(name).ok_or_else(|| AnalysisError::InputTable {
+            analysis: kind,
+            table: name.into(),
+            detail: "it was not given".into(),
+        })
     };
     let counts = upstream_counts(kind, table(TRUNCATION)?, LANE, cap)?;
     let effects = v_effects(kind, table(CONTRASTS)?, cap)?;
@@ -282,33 +313,72 @@ fn run(
         })
         .collect();
     let placed = rule.place(&facts);
+    Ok((facts, placed))
+}
+
+/// Why the study's configurations are not the rule's selection, naming the list to
+/// write; `None` when they are.
+fn mismatch(
+    facts: &[Facts],
+    placed: &[(Option<&'static str>, Option<u32>, bool)],
+    in_study: &BTreeSet<&str>,
+) -> Option<String> {
+    let selected: BTreeSet<&str> = facts
+        .iter()
+        .zip(placed)
+        .filter(|(_, p)| p.2)
+        .map(|(f, _)| f.configuration.as_str())
+        .collect();
+    if &selected == in_study {
+        return None;
+    }
+    let list = |s: &BTreeSet<&str>| {
+        s.iter()
+            .map(|c| format!("\"{c}\""))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    Some(format!(
+        "the study runs [{}] but the rule selects [{}] from the upstream tables; \
+         set `[configurations] names = [{}]`",
+        list(in_study),
+        list(&selected),
+        list(&selected)
+    ))
+}
+
+fn preflight(
+    kind: &'static str,
+    rule: &Rule,
+    cap: Option<u32>,
+    upstream: &BTreeMap<String, RecordBatch>,
+    configurations: &BTreeSet<String>,
+) -> Option<String> {
+    match place(kind, rule, cap, upstream) {
+        Err(e) => Some(e.to_string()),
+        Ok((facts, placed)) => {
+            let in_study = configurations.iter().map(String::as_str).collect();
+            mismatch(&facts, &placed, &in_study)
+        }
+    }
+}
+
+fn run(
+    kind: &'static str,
+    rule: &Rule,
+    cap: Option<u32>,
+    input: &Context<'_>,
+) -> Result<Produced, AnalysisError> {
+    let (facts, placed) = place(kind, rule, cap, input.tables)?;
     let in_study: BTreeSet<&str> = input
         .episodes
         .iter()
         .map(|r| r.configuration.as_str())
         .collect();
-    let selected: BTreeSet<&str> = facts
-        .iter()
-        .zip(&placed)
-        .filter(|(_, p)| p.2)
-        .map(|(f, _)| f.configuration.as_str())
-        .collect();
-    if selected != in_study {
-        let list = |s: &BTreeSet<&str>| {
-            s.iter()
-                .map(|c| format!("\"{c}\""))
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
+    if let Some(detail) = mismatch(&facts, &placed, &in_study) {
         return Err(AnalysisError::Inconsistent {
             analysis: kind,
-            detail: format!(
-                "the study runs [{}] but the rule selects [{}] from the upstream tables; \
-                 set `[configurations] names = [{}]`",
-                list(&in_study),
-                list(&selected),
-                list(&selected)
-            ),
+            detail,
         });
     }
     let batch = TableBuilder::new()

@@ -138,6 +138,15 @@ pub trait Kind: Sync {
     fn outputs(&self) -> &'static [&'static str];
     /// Why it cannot run on `design`, or `None` when it can.
     fn needs(&self, design: &Design) -> Option<String>;
+    /// Why it would fail on the other studies' tables it reads (all of them given, by
+    /// table name) with this study's `configurations`, before anything runs; `None`
+    /// when it would not (or cannot tell).
+    fn preflight(
+        &self,
+        params: &Map<String, Value>,
+        upstream: &BTreeMap<String, RecordBatch>,
+        configurations: &BTreeSet<String>,
+    ) -> Option<String>;
     /// Runs it.
     fn run(
         &self,
@@ -165,6 +174,15 @@ pub trait Typed: Sync + 'static {
     }
     /// Why it cannot run on `design`, or `None` when it can.
     fn needs(_design: &Design) -> Option<String> {
+        None
+    }
+    /// Why it would fail on the other studies' tables it reads, given this study's
+    /// configurations: `plan` shows it and `apply` refuses before running anything.
+    fn preflight(
+        _params: &Self::Params,
+        _upstream: &BTreeMap<String, RecordBatch>,
+        _configurations: &BTreeSet<String>,
+    ) -> Option<String> {
         None
     }
     /// Runs it.
@@ -209,6 +227,15 @@ impl<T: Typed> Kind for T {
     }
     fn needs(&self, design: &Design) -> Option<String> {
         T::needs(design)
+    }
+    fn preflight(
+        &self,
+        params: &Map<String, Value>,
+        upstream: &BTreeMap<String, RecordBatch>,
+        configurations: &BTreeSet<String>,
+    ) -> Option<String> {
+        let params: T::Params = serde_json::from_value(Value::Object(params.clone())).ok()?;
+        T::preflight(&params, upstream, configurations)
     }
     fn run(
         &self,

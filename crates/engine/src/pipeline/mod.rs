@@ -146,6 +146,18 @@ pub enum PipelineError {
         /// The command that fixes it, or how to find it.
         help: String,
     },
+    /// An analysis would fail on the other studies' tables it reads.
+    #[error("analysis {analysis}: {problem}")]
+    #[diagnostic(
+        code(tbb::pipeline::preflight),
+        help("fix the manifest as the message says, then plan again; nothing was run")
+    )]
+    Preflight {
+        /// The analysis kind.
+        analysis: String,
+        /// Why it would fail.
+        problem: String,
+    },
     /// Ctrl-C: in-flight nodes were drained and committed.
     #[error("interrupted: {committed} nodes committed before stopping")]
     #[diagnostic(
@@ -244,6 +256,9 @@ pub struct Study {
     pub dag: Dag,
     /// Tables its analyses read from other studies, and their state.
     pub upstream: Vec<upstream::Status>,
+    /// `(analysis, problem)` of the analyses that would fail on the other studies'
+    /// tables they read ([`upstream::preflight`]); apply refuses.
+    pub preflight: Vec<(String, String)>,
 }
 
 impl Study {
@@ -297,6 +312,7 @@ impl Study {
                 paths,
                 pins: &pins,
             });
+            let preflight = upstream::preflight(&manifest, &upstream, &paths.outputs);
             let dag = Dag::build(
                 &manifest,
                 &dag::Inputs {
@@ -325,6 +341,7 @@ impl Study {
                     lockfile_hash,
                     dag,
                     upstream,
+                    preflight,
                 },
                 cache,
             ))
@@ -336,7 +353,13 @@ impl Study {
     /// anything).
     pub fn check_upstream(&self) -> Result<(), PipelineError> {
         match self.upstream.iter().find(|s| s.problem.is_some()) {
-            None => Ok(()),
+            None => match self.preflight.first() {
+                None => Ok(()),
+                Some((analysis, problem)) => Err(PipelineError::Preflight {
+                    analysis: analysis.clone(),
+                    problem: problem.clone(),
+                }),
+            },
             Some(s) => Err(PipelineError::Upstream {
                 study: s.pin.study.clone(),
                 problem: s.problem.clone().unwrap_or_default(),
@@ -379,6 +402,7 @@ impl Study {
         p.manifest_hash = self.manifest.content_hash.clone();
         p.lockfile_hash = self.lockfile_hash.clone();
         p.upstream = self.upstream.clone();
+        p.preflight = self.preflight.clone();
         p.skipped_analyses = crate::analysis::skipped(&self.manifest)
             .into_iter()
             .map(|(kind, why)| (kind.name().to_string(), why))

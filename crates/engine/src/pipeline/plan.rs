@@ -116,6 +116,10 @@ pub struct Plan {
     /// planned for them), each as `(analysis, why)`.
     #[serde(default)]
     pub skipped_analyses: Vec<(String, String)>,
+    /// `(analysis, problem)` of the analyses that would fail on the other studies'
+    /// tables they read (apply refuses).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub preflight: Vec<(String, String)>,
     /// Tables the analyses read from other studies: their hash, pin, and whether
     /// they are missing or stale (apply refuses then).
     #[serde(default)]
@@ -236,6 +240,7 @@ pub fn plan(dag: &Dag, cache: &Cache, outputs: &Path) -> Result<Plan, CacheError
         estimate: Estimate::default(),
         fingerprint: String::new(),
         skipped_analyses: Vec::new(),
+        preflight: Vec::new(),
         upstream: Vec::new(),
     })
 }
@@ -412,6 +417,12 @@ impl Plan {
         }
         for (analysis, why) in &self.skipped_analyses {
             let _ = writeln!(out, "  ! analysis {analysis} is skipped: {why}");
+        }
+        for (analysis, problem) in &self.preflight {
+            let _ = writeln!(out, "  ! analysis {analysis}: {problem}");
+        }
+        if !self.preflight.is_empty() && self.skipped_analyses.is_empty() {
+            out.push('\n');
         }
         if !self.skipped_analyses.is_empty() {
             out.push('\n');

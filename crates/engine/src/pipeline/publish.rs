@@ -207,16 +207,7 @@ fn upstream_table(study: &Study, from: &str, table: &str) -> Result<RecordBatch,
             path.display()
         ));
     }
-    let mut reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(
-        bytes::Bytes::from(bytes),
-    )
-    .map(|b| b.with_batch_size(usize::MAX >> 1))
-    .and_then(|b| b.build())
-    .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    match reader.next() {
-        Some(batch) => batch.map_err(|e| format!("cannot read {}: {e}", path.display())),
-        None => Err(format!("{} has no rows", path.display())),
-    }
+    super::upstream::batch_of(&path, bytes)
 }
 
 /// Writes what a table node publishes; returns the file names (relative to

@@ -245,6 +245,79 @@ pub fn statuses(cx: &Context<'_>) -> Vec<Status> {
         .collect()
 }
 
+/// `(analysis, problem)` of each analysis that would fail on the other studies'
+/// tables it reads (its kind's preflight), checked when every one of those tables is
+/// there and fresh; a table that cannot be read is its problem.
+pub fn preflight(
+    manifest: &Manifest,
+    statuses: &[Status],
+    outputs: &Path,
+) -> Vec<(String, String)> {
+    let configurations: std::collections::BTreeSet<String> = manifest
+        .configurations
+        .iter()
+        .map(|c| c.name.clone())
+        .collect();
+    let mut problems = Vec::new();
+    for analysis in manifest.analyses.iter().filter(|a| !a.inputs.is_empty()) {
+        let fresh = analysis.inputs.iter().all(|(table, study)| {
+            statuses.iter().any(|s| {
+                &s.pin.study == study
+                    && &s.pin.table == table
+                    && s.problem.is_none()
+                    && s.pin.blake3.is_some()
+            })
+        });
+        if !fresh {
+            continue;
+        }
+        let mut tables = BTreeMap::new();
+        let mut unreadable = None;
+        for (table, study) in &analysis.inputs {
+            match read_table(outputs, study, table) {
+                Ok(batch) => {
+                    tables.insert(table.clone(), batch);
+                }
+                Err(e) => unreadable = Some(e),
+            }
+        }
+        let kind = analysis.kind;
+        let problem = unreadable.or_else(|| {
+            kind.kind()
+                .preflight(&analysis.params, &tables, &configurations)
+        });
+        if let Some(problem) = problem {
+            problems.push((kind.name().to_string(), problem));
+        }
+    }
+    problems
+}
+
+/// Another study's table as one record batch.
+pub fn read_table(
+    outputs: &Path,
+    study: &str,
+    table: &str,
+) -> Result<arrow_array::RecordBatch, String> {
+    let path = table_path(outputs, study, table);
+    let bytes = std::fs::read(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    batch_of(&path, bytes)
+}
+
+/// The Parquet file `bytes` (read from `path`) as one record batch.
+pub fn batch_of(path: &Path, bytes: Vec<u8>) -> Result<arrow_array::RecordBatch, String> {
+    let mut reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(
+        bytes::Bytes::from(bytes),
+    )
+    .map(|b| b.with_batch_size(usize::MAX >> 1))
+    .and_then(|b| b.build())
+    .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    match reader.next() {
+        Some(batch) => batch.map_err(|e| format!("cannot read {}: {e}", path.display())),
+        None => Err(format!("{} has no rows", path.display())),
+    }
+}
+
 /// Why the table at `file` is not what the manifest at `upstream` would produce now.
 fn stale(cx: &Context<'_>, upstream: &Path, file: &Path) -> Option<String> {
     let loaded = match Manifest::load(upstream, cx.families, &[]) {
