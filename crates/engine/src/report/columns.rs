@@ -79,6 +79,46 @@ impl<'a> Columns<'a> {
             .collect()
     }
 
+    /// A text column whose nulls mean "none".
+    pub(crate) fn text_opt(&self, column: &str) -> Result<Vec<Option<String>>, ReportError> {
+        let array = self.column(column)?;
+        match array.data_type() {
+            DataType::Utf8 => Ok(array
+                .as_string::<i32>()
+                .iter()
+                .map(|v| v.map(str::to_string))
+                .collect()),
+            other => Err(self.wrong_type(column, "text", other)),
+        }
+    }
+
+    /// An unsigned 32-bit column whose nulls mean "none".
+    pub(crate) fn int_opt(&self, column: &str) -> Result<Vec<Option<u64>>, ReportError> {
+        let array = self.column(column)?;
+        match array.data_type() {
+            DataType::UInt32 => Ok(array
+                .as_primitive::<UInt32Type>()
+                .iter()
+                .map(|v| v.map(u64::from))
+                .collect()),
+            other => Err(self.wrong_type(column, "an integer", other)),
+        }
+    }
+
+    /// A boolean column (no nulls).
+    pub(crate) fn flag(&self, column: &str) -> Result<Vec<bool>, ReportError> {
+        let array = self.column(column)?;
+        match array.data_type() {
+            DataType::Boolean => array
+                .as_boolean()
+                .iter()
+                .enumerate()
+                .map(|(row, v)| v.ok_or_else(|| self.null(column, row)))
+                .collect(),
+            other => Err(self.wrong_type(column, "a boolean", other)),
+        }
+    }
+
     /// An integer column, as `u64` (negative values are an error: no count or cap
     /// the report reads can be negative).
     pub(crate) fn int(&self, column: &str) -> Result<Vec<u64>, ReportError> {

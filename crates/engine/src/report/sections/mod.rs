@@ -14,6 +14,7 @@
 //! Never: computes a statistic. Every number in the report is a value of some table
 //! (or a count of its rows); a sentence that quotes a number quotes a cell.
 
+pub(crate) mod cap_strata;
 pub(crate) mod contrasts;
 pub(crate) mod costs;
 pub(crate) mod lanes;
@@ -47,7 +48,7 @@ pub(crate) struct SectionSpec {
 }
 
 /// Every section, in report order.
-pub(crate) const SECTIONS: [SectionSpec; 5] = [
+pub(crate) const SECTIONS: [SectionSpec; 6] = [
     SectionSpec {
         id: "contrasts",
         title: "Contrasts",
@@ -86,6 +87,13 @@ pub(crate) const SECTIONS: [SectionSpec; 5] = [
         analysis: "costs",
         tables: &["costs"],
         build: costs::section,
+    },
+    SectionSpec {
+        id: "cap-strata",
+        title: "Configurations of the cap study",
+        analysis: "sweep_strata",
+        tables: &["sweep_strata", "crossover_strata"],
+        build: cap_strata::section,
     },
 ];
 
