@@ -177,6 +177,8 @@ fn document(
             let mut section = document::Section::new(spec.id, spec.title);
             (spec.build)(tables, &mut section)?;
             doc.sections.push(section);
+        } else if !spec.noted_when_absent {
+            continue;
         } else if let Some((_, why)) = skipped.iter().find(|(a, _)| *a == spec.analysis) {
             doc.omitted.push(vec![
                 text(format!("{}: skipped, the ", spec.title)),

@@ -45,6 +45,10 @@ pub(crate) struct SectionSpec {
     pub tables: &'static [&'static str],
     /// Fills the (empty) section.
     pub build: fn(&Tables, &mut Section) -> Result<(), ReportError>,
+    /// Whether the report notes the section as omitted when none of its tables is
+    /// there: the capacity analyses' sections, which every study may run; a section of
+    /// one kind of study (the cap studies') is left out of the others' without a note.
+    pub noted_when_absent: bool,
 }
 
 /// Every section, in report order.
@@ -59,6 +63,7 @@ pub(crate) const SECTIONS: [SectionSpec; 6] = [
             "contrasts_by_configuration",
         ],
         build: contrasts::section,
+        noted_when_absent: true,
     },
     SectionSpec {
         id: "truncation",
@@ -66,6 +71,7 @@ pub(crate) const SECTIONS: [SectionSpec; 6] = [
         analysis: "truncation",
         tables: &["truncation", "truncation_pairs", "truncation_correlation"],
         build: truncation::section,
+        noted_when_absent: true,
     },
     SectionSpec {
         id: "strata-and-bounds",
@@ -73,6 +79,7 @@ pub(crate) const SECTIONS: [SectionSpec; 6] = [
         analysis: "strata",
         tables: &["strata"],
         build: strata::section,
+        noted_when_absent: true,
     },
     SectionSpec {
         id: "lanes",
@@ -80,6 +87,7 @@ pub(crate) const SECTIONS: [SectionSpec; 6] = [
         analysis: "lanes",
         tables: &["lanes"],
         build: lanes::section,
+        noted_when_absent: true,
     },
     SectionSpec {
         id: "costs",
@@ -87,6 +95,7 @@ pub(crate) const SECTIONS: [SectionSpec; 6] = [
         analysis: "costs",
         tables: &["costs"],
         build: costs::section,
+        noted_when_absent: true,
     },
     SectionSpec {
         id: "cap-strata",
@@ -94,6 +103,7 @@ pub(crate) const SECTIONS: [SectionSpec; 6] = [
         analysis: "sweep_strata",
         tables: &["sweep_strata", "crossover_strata"],
         build: cap_strata::section,
+        noted_when_absent: false,
     },
 ];
 
