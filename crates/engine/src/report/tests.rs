@@ -644,3 +644,37 @@ fn render_a_directory() {
         std::fs::write(dir.join(name), svg).unwrap_or_else(|e| panic!("{e}"));
     }
 }
+
+/// The cap study's section: one row per capacity configuration as the strata table
+/// wrote it, with what runs and the paper's choice beside ours; and no note about it in
+/// a study without the table.
+#[test]
+fn the_cap_study_section_shows_the_rule_reading_and_what_runs() {
+    let strata = build(
+        TableBuilder::new()
+            .text("configuration", ["heavy", "mild", "null", "other"])
+            .u32("upstream_episodes", [144, 144, 144, 144])
+            .u32("upstream_truncated", [72, 14, 0, 0])
+            .f64_opt(
+                "truncated_share",
+                [Some(0.5), Some(14.0 / 144.0), Some(0.0), Some(0.0)],
+            )
+            .f64_opt("v_effect_pp", [Some(-40.0), Some(-9.5), Some(1.4), None])
+            .text_opt("stratum", [Some("B"), Some("M"), Some("N"), None])
+            .u32_opt("candidate_rank", [Some(1), Some(1), Some(1), None])
+            .bool("selected", [true, true, true, false])
+            .bool("in_study", [true, true, true, false]),
+        "sweep_strata",
+    );
+    let tables = BTreeMap::from([("sweep_strata".to_string(), strata)]);
+    let r = rendered(&tables);
+    for line in [
+        "## Configurations of the cap study",
+        "The rule selects 3 of 4 capacity configurations. The paper's sweep ran 8 configurations",
+        "| heavy | 144 | 72 | 50.0% | -40.0 | B | 1 | yes |",
+        "| other | 144 | 0 | 0.0% | — | — | — |  |",
+    ] {
+        assert!(r.markdown.contains(line), "{line}\n---\n{}", r.markdown);
+    }
+    assert!(!rendered(&full_study()).markdown.contains("cap study"));
+}
