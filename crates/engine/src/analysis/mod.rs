@@ -4,8 +4,9 @@
 //! Owns: the [`Kind`] contract — a kind's name, typed parameters, declared inputs
 //! ([`Input`]), design needs (checked on a [`Design`]), output tables and code
 //! version — and the statistics of the paper's capacity analysis (`contrasts`,
-//! `truncation`, `strata`, `lanes`, `costs`), the report, and the sweep's
-//! `truncation_strata`.
+//! `truncation`, `strata`, `lanes`, `costs`), the report, the sweep's
+//! `truncation_strata`, and the two completion-cap studies (`cap_sweep`,
+//! `cap_crossover`, which share [`cap_arms`]).
 //!
 //! Adding a kind is one file implementing [`Typed`] and one line in [`KINDS`]; the
 //! manifest, the DAG, the cache and the plan read everything else from the trait.
@@ -18,6 +19,9 @@
 //! Never: runs episodes, reads the clock, or touches the file system; the pipeline
 //! hands it rows and tables and writes what it returns.
 
+pub mod cap_arms;
+pub mod cap_crossover;
+pub mod cap_sweep;
 pub mod contrasts;
 pub mod costs;
 pub mod design;
@@ -53,6 +57,8 @@ pub static KINDS: &[&dyn Kind] = &[
     &lanes::Lanes,
     &costs::Costs,
     &truncation_strata::TruncationStrata,
+    &cap_sweep::CapSweep,
+    &cap_crossover::CapCrossover,
     &report::Report,
     #[cfg(test)]
     &toy::Toy,
