@@ -936,7 +936,6 @@ mod tests {
         assert_eq!(data.repeat_disagreement(&configs, Arm::Low), (4, 36));
         assert_eq!(data.repeat_disagreement(&configs, Arm::High), (0, 35));
         // An excluded repeat leaves its condition with one kept repeat: not counted.
-        let mut rows = rows;
         for r in rows
             .iter_mut()
             .filter(|r| r.completion_cap == 1024 && r.repeat == 1 && r.family == "f1" && r.v == 8)
@@ -1025,7 +1024,7 @@ mod tests {
         let mut rows = Vec::new();
         for (cap, repeat) in [(1024, 0), (1024, 1), (4096, 0), (4096, 1)] {
             rows.extend(arm_rows("c", &["f1", "f2"], cap, repeat, |f, i| {
-                (i + repeat as usize + f.len()) % 3 != 0
+                !(i + repeat as usize + f.len()).is_multiple_of(3)
             }));
         }
         let marks = [3usize, 17, 40, 77, 90];
