@@ -594,6 +594,30 @@ mod tests {
     }
 
     #[test]
+    fn parameters_are_typed_and_checked_at_their_path() {
+        let Some(kind) = crate::analysis::AnalysisKind::get(KIND) else {
+            panic!("cap_sweep is registered")
+        };
+        assert_eq!(
+            kind.kind().parameters(),
+            ["draws", "seed", "margin_pp", "truncation_ceiling_pct"]
+        );
+        let parse = |json: &str| {
+            let given: serde_json::Map<String, serde_json::Value> =
+                serde_json::from_str(json).unwrap_or_else(|e| panic!("{e}"));
+            kind.kind().parse(&given)
+        };
+        assert!(parse(r#"{"draws": 100, "margin_pp": 5}"#).is_ok());
+        let problems = parse(r#"{"truncation_ceiling_pct": 120}"#)
+            .err()
+            .unwrap_or_default();
+        assert_eq!(problems.len(), 1);
+        assert_eq!(problems[0].path, "truncation_ceiling_pct");
+        let problems = parse(r#"{"draws": 0}"#).err().unwrap_or_default();
+        assert_eq!(problems[0].path, "draws");
+    }
+
+    #[test]
     fn a_missing_strata_column_is_an_input_error() {
         let tables = BTreeMap::from([(
             STRATA_TABLE.to_string(),
