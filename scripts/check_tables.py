@@ -31,6 +31,22 @@ CONTRACT = {
         sent_seed sent_parallel_tool_calls stop_reason transcript_ref node_key""",
     "contrasts": """analysis contrast cluster_unit n_units estimate_pp ci_low_pp
         ci_high_pp p_value p_holm draws seed""",
+    "cap_sweep": """stratum arm arm_role completion_cap statistic n_configurations
+        n_units units_incomplete n_clusters n_events n_total estimate_pp ci_low_pp
+        ci_high_pp p_value excluded_provider_failure excluded_missing_usage bound_low_pp
+        bound_high_pp draws seed draw_seed margin_pp clears_margin within_margin""",
+    "cap_crossover": """stratum arm arm_role completion_cap statistic n_configurations
+        n_units units_incomplete n_clusters n_events n_total estimate_pp ci_low_pp
+        ci_high_pp p_value excluded_provider_failure excluded_missing_usage bound_low_pp
+        bound_high_pp draws seed draw_seed truncation_persists reading""",
+    "cap_sweep_configurations": """configuration organization stratum selected arm
+        arm_role completion_cap episodes_v128 truncated_v128 truncated_share_v128
+        excluded_provider_failure excluded_missing_usage manipulation_check_passed
+        in_pooled_estimate""",
+    "cap_crossover_configurations": """configuration organization stratum selected arm
+        arm_role completion_cap episodes_v128 truncated_v128 truncated_share_v128
+        excluded_provider_failure excluded_missing_usage manipulation_check_passed
+        in_pooled_estimate""",
     "requests": """study episode_key node_key configuration block arm lane repair
         delivery actor completion_cap repeat schedule schedule_position variant_id
         family v w d r depth turn visible_schemas prompt_tokens cached_tokens

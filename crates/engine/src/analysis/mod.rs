@@ -5,7 +5,9 @@
 //! ([`Input`]), design needs (checked on a [`Design`]), output tables and code
 //! version — and the statistics of the paper's capacity analysis (`contrasts`,
 //! `truncation`, `strata`, `lanes`, `costs`), the report, the sweep's
-//! `truncation_strata`, and the cap studies' configuration strata (`cap_strata`).
+//! `truncation_strata`, the cap studies' configuration strata (`cap_strata`), and
+//! the two completion-cap studies (`cap_sweep`, `cap_crossover`, which share
+//! [`cap_arms`]).
 //!
 //! Adding a kind is one file implementing [`Typed`] and one line in [`KINDS`]; the
 //! manifest, the DAG, the cache and the plan read everything else from the trait.
@@ -18,7 +20,10 @@
 //! Never: runs episodes, reads the clock, or touches the file system; the pipeline
 //! hands it rows and tables and writes what it returns.
 
+pub mod cap_arms;
+pub mod cap_crossover;
 pub mod cap_strata;
+pub mod cap_sweep;
 pub mod contrasts;
 pub mod costs;
 pub mod design;
@@ -56,6 +61,8 @@ pub static KINDS: &[&dyn Kind] = &[
     &truncation_strata::TruncationStrata,
     &cap_strata::SweepStrata,
     &cap_strata::CrossoverStrata,
+    &cap_sweep::CapSweep,
+    &cap_crossover::CapCrossover,
     &report::Report,
     #[cfg(test)]
     &toy::Toy,
