@@ -105,6 +105,15 @@ impl<'a> Columns<'a> {
         }
     }
 
+    /// A boolean column whose nulls mean "not said".
+    pub(crate) fn flag_opt(&self, column: &str) -> Result<Vec<Option<bool>>, ReportError> {
+        let array = self.column(column)?;
+        match array.data_type() {
+            DataType::Boolean => Ok(array.as_boolean().iter().collect()),
+            other => Err(self.wrong_type(column, "a boolean", other)),
+        }
+    }
+
     /// A boolean column (no nulls).
     pub(crate) fn flag(&self, column: &str) -> Result<Vec<bool>, ReportError> {
         let array = self.column(column)?;

@@ -678,3 +678,71 @@ fn the_cap_study_section_shows_the_rule_reading_and_what_runs() {
     }
     assert!(!rendered(&full_study()).markdown.contains("cap study"));
 }
+
+/// The cap studies' section: the contrast per cap and its change with its interval,
+/// bounds and margin verdict, the paper's values beside ours, and the truncation and
+/// disagreement shares as percentages.
+#[test]
+fn the_cap_sweep_section_puts_ours_beside_the_papers() {
+    // (stratum, arm_role, cap, statistic, estimate, ci)
+    let rows: [(&str, &str, Option<u32>, &str, f64, Option<(f64, f64)>); 5] = [
+        (
+            "B",
+            "low",
+            Some(1024),
+            "v_contrast",
+            -38.7,
+            Some((-41.0, -36.3)),
+        ),
+        (
+            "B",
+            "high",
+            Some(16384),
+            "v_contrast",
+            -0.1,
+            Some((-1.3, 1.2)),
+        ),
+        ("B", "change", None, "v_contrast", 38.6, Some((35.9, 41.2))),
+        ("B", "low", Some(1024), "truncated_share_v128", 45.7, None),
+        (
+            "all",
+            "high",
+            Some(16384),
+            "repeat_disagreement",
+            12.5,
+            None,
+        ),
+    ];
+    let sweep = build(
+        TableBuilder::new()
+            .text("stratum", rows.iter().map(|r| r.0))
+            .text("arm_role", rows.iter().map(|r| r.1))
+            .u32_opt("completion_cap", rows.iter().map(|r| r.2))
+            .text("statistic", rows.iter().map(|r| r.3))
+            .f64("estimate_pp", rows.iter().map(|r| r.4))
+            .f64_opt("ci_low_pp", rows.iter().map(|r| r.5.map(|c| c.0)))
+            .f64_opt("ci_high_pp", rows.iter().map(|r| r.5.map(|c| c.1)))
+            .f64_opt(
+                "bound_low_pp",
+                rows.iter().map(|r| (r.1 == "change").then_some(38.6)),
+            )
+            .f64_opt(
+                "bound_high_pp",
+                rows.iter().map(|r| (r.1 == "change").then_some(38.6)),
+            )
+            .bool_opt(
+                "clears_margin",
+                rows.iter().map(|r| (r.1 == "change").then_some(true)),
+            ),
+        "cap_sweep",
+    );
+    let r = rendered(&BTreeMap::from([("cap_sweep".to_string(), sweep)]));
+    for line in [
+        "menu contrast (pp) per stratum at caps 1,024 and 16,384",
+        "| B | -38.7 [-41.0, -36.3] | -0.1 [-1.3, 1.2] | +38.6 [35.9, 41.2] | [38.6, 38.6] | yes | -43.7 | -2.7 [-4.7, -0.9] | +41.0 [36.2, 45.5] |",
+        "| B | 45.7% | — | — | — |",
+        "| all (pooled) | — | — | — | 12.5% |",
+    ] {
+        assert!(r.markdown.contains(line), "{line}\n---\n{}", r.markdown);
+    }
+}

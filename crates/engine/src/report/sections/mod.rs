@@ -15,6 +15,7 @@
 //! (or a count of its rows); a sentence that quotes a number quotes a cell.
 
 pub(crate) mod cap_strata;
+pub(crate) mod cap_studies;
 pub(crate) mod contrasts;
 pub(crate) mod costs;
 pub(crate) mod lanes;
@@ -52,7 +53,7 @@ pub(crate) struct SectionSpec {
 }
 
 /// Every section, in report order.
-pub(crate) const SECTIONS: [SectionSpec; 6] = [
+pub(crate) const SECTIONS: [SectionSpec; 7] = [
     SectionSpec {
         id: "contrasts",
         title: "Contrasts",
@@ -103,6 +104,14 @@ pub(crate) const SECTIONS: [SectionSpec; 6] = [
         analysis: "sweep_strata",
         tables: &["sweep_strata", "crossover_strata"],
         build: cap_strata::section,
+        noted_when_absent: false,
+    },
+    SectionSpec {
+        id: "cap-studies",
+        title: "The cap study's menu contrast",
+        analysis: "cap_sweep",
+        tables: &["cap_sweep", "cap_crossover"],
+        build: cap_studies::section,
         noted_when_absent: false,
     },
 ];
