@@ -685,7 +685,15 @@ fn the_cap_study_section_shows_the_rule_reading_and_what_runs() {
 #[test]
 fn the_cap_sweep_section_puts_ours_beside_the_papers() {
     // (stratum, arm_role, cap, statistic, estimate, ci)
-    let rows: [(&str, &str, Option<u32>, &str, f64, Option<(f64, f64)>); 5] = [
+    type Row = (
+        &'static str,
+        &'static str,
+        Option<u32>,
+        &'static str,
+        f64,
+        Option<(f64, f64)>,
+    );
+    let rows: [Row; 5] = [
         (
             "B",
             "low",
