@@ -267,6 +267,7 @@ mod tests {
         let context = Context {
             study: "sweep",
             episodes: &episodes,
+            requests: &[],
             tables: &tables,
             skipped: &[],
         };
@@ -323,6 +324,7 @@ mod tests {
         let context = Context {
             study: "sweep",
             episodes: &[],
+            requests: &[],
             tables: &tables,
             skipped: &[],
         };

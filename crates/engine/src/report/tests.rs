@@ -576,6 +576,7 @@ fn the_tables_the_analyses_write_render() {
         let context = crate::analysis::Context {
             study: "panel",
             episodes: &episodes,
+            requests: &[],
             tables: &BTreeMap::new(),
             skipped: &[],
         };
