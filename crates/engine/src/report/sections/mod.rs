@@ -16,6 +16,7 @@
 
 pub(crate) mod contrasts;
 pub(crate) mod costs;
+pub(crate) mod first_responses;
 pub(crate) mod lanes;
 pub(crate) mod strata;
 pub(crate) mod truncation;
@@ -47,7 +48,7 @@ pub(crate) struct SectionSpec {
 }
 
 /// Every section, in report order.
-pub(crate) const SECTIONS: [SectionSpec; 5] = [
+pub(crate) const SECTIONS: [SectionSpec; 6] = [
     SectionSpec {
         id: "contrasts",
         title: "Contrasts",
@@ -86,6 +87,13 @@ pub(crate) const SECTIONS: [SectionSpec; 5] = [
         analysis: "costs",
         tables: &["costs"],
         build: costs::section,
+    },
+    SectionSpec {
+        id: "first-responses",
+        title: "Reasoning-only first responses",
+        analysis: "first_responses",
+        tables: &["first_responses"],
+        build: first_responses::section,
     },
 ];
 
