@@ -126,7 +126,7 @@ pub mod versions {
     pub const TABLE: &str = "table/1";
     /// `requests.parquet`: its columns and how its rows are read off transcripts
     /// (`crate::store::requests`).
-    pub const REQUESTS: &str = "requests/1";
+    pub const REQUESTS: &str = "requests/2";
     /// What an analysis node records (its tables as Parquet files in the cache),
     /// appended to the kind's own code version.
     pub const ANALYSIS: &str = "analysis/2";
