@@ -16,7 +16,7 @@
 //!   there is no counted response to classify;
 //! * `cut`: first responses that ended at the cap; `cut_share` = `cut /
 //!   first_responses` (null when there is none);
-//! * `reasoning_only` (no visible text, no call, completion tokens above 0),
+//! * `reasoning_only` (no visible text, no call, every completion token reasoning),
 //!   `cut_in_tool_call`, `cut_in_text`, and `cut_empty` (cut after 0 completion tokens),
 //!   which add up to `cut`; `reasoning_only_share`, `cut_in_tool_call_share` and
 //!   `cut_in_text_share` are of `cut` (null when nothing was cut);

@@ -81,8 +81,8 @@ pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportErro
         text("), every arm and repeat pooled. A response ended at the cap when its finish reason is "),
         code("length"),
         text(
-            "; reasoning-only means no visible text, no tool call and at least one \
-             completion token. A first request that failed for infrastructure reasons is \
+            "; reasoning-only means no visible text, no tool call, and completion tokens \
+             that are all reasoning. A first request that failed for infrastructure reasons is \
              counted among the first responses and never as cut.",
         ),
     ]);
