@@ -10,7 +10,9 @@ infrastructure failure exactly where a row has a cause (`infra_error`) and the
 flag `infra_failure`; the requests table has one row per request the episodes
 count (their `requests` column), each episode's requests numbered from 0 with its
 last `cumulative_tokens` equal to its `total_tokens`, and a known `response_kind`
-wherever a response came (a `finish_reason`). Exits 1 naming every problem.
+wherever a response came (a `finish_reason`); in the first_responses table the four
+ways a cut ended add up to `cut`, and each cap's pooled row (`configuration` "all")
+is the sum of its configurations' rows. Exits 1 naming every problem.
 """
 
 import pathlib
@@ -53,6 +55,10 @@ CONTRACT = {
         completion_tokens reasoning_tokens reasoning_source finish_reason
         finish_reason_raw response_kind executed_call cumulative_calls attempts
         infra_cause wall_ms cumulative_tokens""",
+    "first_responses": """completion_cap configuration organization visible_schemas
+        configurations first_responses infra_failed cut cut_share reasoning_only
+        reasoning_only_share cut_in_tool_call cut_in_tool_call_share cut_in_text
+        cut_in_text_share cut_empty never_truncating""",
 }
 KINDS = {"tool_call", "answer", "reasoning_only", "cut_in_tool_call", "cut_in_text", "empty"}
 PROVENANCE = [b"tbb.version", b"tbb.manifest_hash", b"tbb.lockfile_hash", b"tbb.node_key"]
@@ -93,6 +99,27 @@ def check_requests(root: pathlib.Path, requests) -> list:
     return problems
 
 
+FIRST_COUNTS = """configurations first_responses infra_failed cut reasoning_only
+    cut_in_tool_call cut_in_text cut_empty never_truncating""".split()
+
+
+def check_first_responses(table) -> list:
+    """Each row's cut splits into its four endings; each pooled row sums its cap's
+    configuration rows."""
+    problems = []
+    rows = table.to_pylist()
+    for i, r in enumerate(rows):
+        parts = r["reasoning_only"] + r["cut_in_tool_call"] + r["cut_in_text"] + r["cut_empty"]
+        if parts != r["cut"] or r["cut"] + r["infra_failed"] > r["first_responses"]:
+            problems.append(f"first_responses row {i}: the counts do not add up: {r}")
+    for pooled in (r for r in rows if r["configuration"] == "all"):
+        mine = [r for r in rows if r["configuration"] != "all" and r["completion_cap"] == pooled["completion_cap"]]
+        for c in FIRST_COUNTS:
+            if pooled[c] != sum(r[c] for r in mine):
+                problems.append(f"first_responses: pooled {c} at cap {pooled['completion_cap']} is not the sum of its rows")
+    return problems
+
+
 def main(directory: str) -> int:
     root = pathlib.Path(directory)
     problems = []
@@ -128,6 +155,8 @@ def main(directory: str) -> int:
                     )
         if path.stem == "requests" and not missing:
             problems.extend(check_requests(root, table))
+        if path.stem == "first_responses" and not missing:
+            problems.extend(check_first_responses(table))
         print(f"{path.name}: {table.num_rows} rows, {table.num_columns} columns")
     for p in problems:
         print(f"problem: {p}", file=sys.stderr)

@@ -241,6 +241,7 @@ mod tests {
         let context = Context {
             study: "crossover",
             episodes: rows,
+            requests: &[],
             tables: &tables,
             skipped: &[],
         };

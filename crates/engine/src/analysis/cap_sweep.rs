@@ -281,6 +281,7 @@ mod tests {
         let context = Context {
             study: "sweep",
             episodes: rows,
+            requests: &[],
             tables: &tables,
             skipped: &[],
         };
@@ -630,6 +631,7 @@ mod tests {
         let context = Context {
             study: "sweep",
             episodes: &rows,
+            requests: &[],
             tables: &tables,
             skipped: &[],
         };

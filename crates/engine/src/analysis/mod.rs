@@ -4,17 +4,17 @@
 //! Owns: the [`Kind`] contract — a kind's name, typed parameters, declared inputs
 //! ([`Input`]), design needs (checked on a [`Design`]), output tables and code
 //! version — and the statistics of the paper's capacity analysis (`contrasts`,
-//! `truncation`, `strata`, `lanes`, `costs`), the report, the sweep's
-//! `truncation_strata`, the cap studies' configuration strata (`cap_strata`), and
-//! the two completion-cap studies (`cap_sweep`, `cap_crossover`, which share
+//! `truncation`, `strata`, `lanes`, `costs`, `first_responses`), the report, the
+//! sweep's `truncation_strata`, the cap studies' configuration strata (`cap_strata`),
+//! and the two completion-cap studies (`cap_sweep`, `cap_crossover`, which share
 //! [`cap_arms`]).
 //!
 //! Adding a kind is one file implementing [`Typed`] and one line in [`KINDS`]; the
 //! manifest, the DAG, the cache and the plan read everything else from the trait.
 //!
 //! Invariants: an analysis is a pure function of its parameters and the inputs it is
-//! given (episode rows in any order: every analysis sorts or groups before it
-//! computes), so the same inputs and seed give the same table byte for byte.
+//! given (episode and request rows in any order: every analysis sorts or groups before
+//! it computes), so the same inputs and seed give the same table byte for byte.
 //! Randomness is ChaCha seeded from the analysis's `seed` parameter only.
 //!
 //! Never: runs episodes, reads the clock, or touches the file system; the pipeline
@@ -27,6 +27,7 @@ pub mod cap_sweep;
 pub mod contrasts;
 pub mod costs;
 pub mod design;
+pub mod first_responses;
 pub mod lanes;
 pub mod needs;
 pub mod report;
@@ -48,7 +49,7 @@ use serde_json::{Map, Value};
 pub use needs::Design;
 pub use stats::{Bootstrap, ClusterUnit};
 
-use crate::store::tables::EpisodeRow;
+use crate::store::tables::{EpisodeRow, RequestRow};
 use crate::store::StoreError;
 
 /// Every analysis kind, in report order. Registering a kind is one line here.
@@ -58,6 +59,7 @@ pub static KINDS: &[&dyn Kind] = &[
     &strata::Strata,
     &lanes::Lanes,
     &costs::Costs,
+    &first_responses::FirstResponses,
     &truncation_strata::TruncationStrata,
     &cap_strata::SweepStrata,
     &cap_strata::CrossoverStrata,
@@ -75,6 +77,9 @@ pub enum Input {
     Episodes,
     /// This study's compiled variants (the `variants` table).
     Variants,
+    /// This study's provider requests (the rows of `requests.parquet`, one per request
+    /// of every graded episode).
+    Requests,
     /// A table another analysis writes: by default this study's (an analysis listed
     /// before it must write it), or another study's, bound in the manifest with
     /// `inputs = { <table> = { from = "<study>" } }`.
@@ -101,6 +106,8 @@ pub struct Context<'a> {
     pub study: &'a str,
     /// This study's graded episodes (empty unless it declares [`Input::Episodes`]).
     pub episodes: &'a [EpisodeRow],
+    /// This study's request rows (empty unless it declares [`Input::Requests`]).
+    pub requests: &'a [RequestRow],
     /// The tables it declared, by table name (`variants`, another analysis's tables,
     /// another study's table).
     pub tables: &'a BTreeMap<String, RecordBatch>,

@@ -268,6 +268,7 @@ mod tests {
         let context = Context {
             study: "sweep",
             episodes: &episodes,
+            requests: &[],
             tables: &tables,
             skipped: &[],
         };
@@ -324,6 +325,7 @@ mod tests {
         let context = Context {
             study: "sweep",
             episodes: &[],
+            requests: &[],
             tables: &tables,
             skipped: &[],
         };

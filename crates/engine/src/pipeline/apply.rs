@@ -26,8 +26,9 @@ use super::cache::{Batch, Cache, NewEntry};
 use super::dag::{Node, Publish, Work};
 use super::key::NodeKind;
 use super::plan::{Estimate, Plan};
-use super::publish::{publish, FreshRequests, Outcomes};
+use super::publish::{publish, FreshRequests, Outcomes, RequestRows};
 use super::{CompilePayload, ExecutePayload, PipelineError, Study, TablePayload};
+use crate::analysis::Input;
 use crate::harness::transcript::BlobStore;
 use crate::harness::{run_episode, Episode, EpisodeSpec};
 use crate::store::requests::{self, EpisodeRequests, SchemaCounts};
@@ -230,14 +231,16 @@ pub async fn run(
     };
 
     // Stage 1: compile what anything that runs needs (every variant for the variants
-    // and requests tables and for an analysis that reads them).
+    // and requests tables and for an analysis that reads them: request rows are read
+    // off traces, which are rebuilt against their variants).
     let publishes_variants = runs.iter().any(|&i| match dag.graph[i].work {
         Work::Table(Publish::Variants | Publish::Requests) => true,
         Work::Analysis { index } => study.manifest.analyses[index]
             .kind
             .kind()
             .inputs()
-            .contains(&crate::analysis::Input::Variants),
+            .iter()
+            .any(|i| matches!(i, Input::Variants | Input::Requests)),
         _ => false,
     });
     let mut needed: Vec<NodeIndex> = dag
@@ -531,6 +534,7 @@ pub async fn run(
 
     // Stage 3: analyses and tables.
     let mut outcomes = Outcomes::default();
+    let mut requests = RequestRows::new(fresh_requests);
     let finals: Vec<NodeIndex> = dag
         .nodes()
         .filter(|(i, n)| matches!(n.kind, NodeKind::Analysis | NodeKind::Table) && runs.contains(i))
@@ -539,44 +543,52 @@ pub async fn run(
     bars.tables.set_length(finals.len() as u64);
     for i in finals {
         let node = &dag.graph[i];
+        // A failed analysis, or a failed requests table, fails what reads it.
         let upstream = dag
             .graph
             .neighbors_directed(i, petgraph::Direction::Incoming)
-            .find(|u| failed.contains_key(u) && dag.graph[*u].kind == NodeKind::Analysis);
-        let result: Result<(), String> =
-            if !complete {
-                Err("some episodes failed, so the episodes are incomplete".into())
-            } else if let Some(u) = upstream {
-                Err(upstream_failure(&failed, u))
-            } else {
-                match node.work {
-                    Work::Analysis { .. } => outcomes
-                        .run(study, cache, i, &all_rows, &variants)
-                        .map(|payload| {
-                            pending.nodes.push(NewEntry {
-                                kind: node.kind,
-                                id: node.id.to_string(),
-                                key: node.key.to_string(),
-                                input: node.input.full().canonical(),
-                                payload,
-                            });
-                        }),
-                    Work::Table(_) => publish(
-                        study,
-                        i,
-                        &variants,
-                        &all_rows,
-                        &mut fresh_requests,
-                        &outcomes,
-                        cache,
+            .find(|u| {
+                failed.contains_key(u)
+                    && matches!(
+                        dag.graph[*u].work,
+                        Work::Analysis { .. } | Work::Table(Publish::Requests)
                     )
-                    .map(|files| {
-                        summary.files += files.len();
-                        pending.nodes.push(entry(node, &TablePayload { files }));
+            });
+        let result: Result<(), String> = if !complete {
+            Err("some episodes failed, so the episodes are incomplete".into())
+        } else if let Some(u) = upstream {
+            Err(upstream_failure(&failed, u))
+        } else {
+            match node.work {
+                Work::Analysis { .. } => outcomes
+                    .run(study, cache, i, &all_rows, &variants, &mut || {
+                        requests.get(study, cache, &variants, &all_rows)
+                    })
+                    .map(|payload| {
+                        pending.nodes.push(NewEntry {
+                            kind: node.kind,
+                            id: node.id.to_string(),
+                            key: node.key.to_string(),
+                            input: node.input.full().canonical(),
+                            payload,
+                        });
                     }),
-                    _ => Ok(()),
-                }
-            };
+                Work::Table(_) => publish(
+                    study,
+                    i,
+                    &variants,
+                    &all_rows,
+                    &mut requests,
+                    &outcomes,
+                    cache,
+                )
+                .map(|files| {
+                    summary.files += files.len();
+                    pending.nodes.push(entry(node, &TablePayload { files }));
+                }),
+                _ => Ok(()),
+            }
+        };
         match result {
             Ok(()) => summary.run += 1,
             Err(e) => {

@@ -126,7 +126,7 @@ pub mod versions {
     pub const TABLE: &str = "table/1";
     /// `requests.parquet`: its columns and how its rows are read off transcripts
     /// (`crate::store::requests`).
-    pub const REQUESTS: &str = "requests/1";
+    pub const REQUESTS: &str = "requests/2";
     /// What an analysis node records (its tables as Parquet files in the cache),
     /// appended to the kind's own code version.
     pub const ANALYSIS: &str = "analysis/2";
@@ -413,7 +413,7 @@ impl Dag {
         let input = provenance(KeyInput::new(NodeKind::Table, versions::REQUESTS))
             .param("study", manifest.study.clone())
             .input("episodes", episodes_key.clone());
-        dag.add(
+        let requests = dag.add(
             NodeKind::Table,
             vec![("table", "requests".into())],
             input,
@@ -422,7 +422,7 @@ impl Dag {
         );
 
         // Analyses over the episodes: each reads what its kind declares — this study's
-        // episodes or variants, the tables of analyses before it, or another study's
+        // episodes, variants or requests, the tables of analyses before it, or another study's
         // table (by content hash: a changed upstream table reruns it).
         let mut analyses: Vec<(String, NodeIndex, AnalysisKind)> = Vec::new();
         // An analysis the design cannot feed gets no node: it would fail only after
@@ -451,6 +451,12 @@ impl Dag {
                     Input::Variants => {
                         input = input.input("variants", variants_key.clone());
                         reads.extend(&all_compiles);
+                    }
+                    // The requests table node's key: a new requests layout
+                    // (`versions::REQUESTS`) or any changed episode reruns the analysis.
+                    Input::Requests => {
+                        input = input.input("requests", self_key(&dag, requests));
+                        reads.push(requests);
                     }
                     Input::Table(table) => match a.from_study(table) {
                         Some(study) => {

@@ -2,8 +2,10 @@
 //!
 //! Owns: what an analysis node records (the names of its tables, kept as Parquet in the
 //! cache, and the text files the report renders), the inputs it is handed (the episodes,
-//! the variants, other analyses' tables, another study's table), which transcripts the
-//! requests table is read from (every graded episode's, from the cache, in DAG order),
+//! the variants, the request rows, other analyses' tables, another study's table), which
+//! transcripts the requests table is read from (every graded episode's, from the cache,
+//! in DAG order; read once per apply and shared by the table and the analyses that
+//! declare them, [`RequestRows`]),
 //! how a table node writes them — Parquet tables with provenance
 //! in their metadata, text files (`report.md`, `report.html`, figure SVGs) ending in a
 //! `tbb.node_key` comment — and how a plan tells a published file is still the one its
@@ -57,9 +59,10 @@ pub struct Outcomes {
 
 impl Outcomes {
     /// Runs analysis node `node` of `study` on the inputs its kind declares — `rows`
-    /// (the episodes), the variants, the tables of the analyses it reads, another
-    /// study's table — writes its tables into the cache and returns the payload to
-    /// commit.
+    /// (the episodes), the variants, the request rows (asked of `requests` only when
+    /// declared: reading them means reading every transcript), the tables of the
+    /// analyses it reads, another study's table — writes its tables into the cache and
+    /// returns the payload to commit.
     pub fn run(
         &mut self,
         study: &Study,
@@ -67,6 +70,7 @@ impl Outcomes {
         node: NodeIndex,
         rows: &[EpisodeRow],
         variants: &HashMap<NodeIndex, Arc<Variant>>,
+        requests: &mut dyn FnMut() -> Result<Arc<Vec<RequestRow>>, String>,
     ) -> Result<String, String> {
         let dag = &study.dag;
         let Work::Analysis { index } = dag.graph[node].work else {
@@ -81,9 +85,11 @@ impl Outcomes {
             .collect();
         reads.sort();
         let mut episodes: &[EpisodeRow] = &[];
+        let mut given_requests: Arc<Vec<RequestRow>> = Arc::default();
         for declared in analysis.kind.kind().inputs() {
             match *declared {
                 Input::Episodes => episodes = rows,
+                Input::Requests => given_requests = requests()?,
                 Input::Variants => {
                     tables.insert("variants".into(), variants_table(study, variants)?);
                 }
@@ -116,6 +122,7 @@ impl Outcomes {
         let context = Context {
             study: &study.manifest.study,
             episodes,
+            requests: &given_requests,
             tables: &tables,
             skipped: &skipped,
         };
@@ -218,7 +225,7 @@ pub fn publish(
     node: NodeIndex,
     variants: &HashMap<NodeIndex, Arc<Variant>>,
     rows: &[EpisodeRow],
-    requests: &mut FreshRequests,
+    requests: &mut RequestRows,
     outcomes: &Outcomes,
     cache: &Cache,
 ) -> Result<Vec<String>, String> {
@@ -247,10 +254,8 @@ pub fn publish(
         Publish::Requests => Outcome {
             tables: vec![(
                 "requests".into(),
-                crate::store::tables::requests(&request_rows(
-                    study, cache, variants, rows, requests,
-                )?)
-                .map_err(|e| e.to_string())?,
+                crate::store::tables::requests(&requests.get(study, cache, variants, rows)?)
+                    .map_err(|e| e.to_string())?,
             )],
             files: Vec::new(),
         },
@@ -280,6 +285,42 @@ const REQUEST_CHUNK: usize = 4096;
 
 /// The requests of every graded episode, by grade node, read in this apply.
 pub type FreshRequests = HashMap<NodeIndex, EpisodeRequests>;
+
+/// The rows of `requests.parquet` of one apply (or reproduction), built at most once:
+/// the requests table and every analysis that declares
+/// [`crate::analysis::Input::Requests`] share them, so the transcripts are read once.
+#[derive(Default)]
+pub struct RequestRows {
+    /// The requests read while grading, until the rows are built.
+    fresh: FreshRequests,
+    /// The rows, once built.
+    rows: Option<Arc<Vec<RequestRow>>>,
+}
+
+impl RequestRows {
+    /// Rows to build from `fresh` (the requests of the episodes graded in this apply)
+    /// and, for the other episodes, from their stored transcripts.
+    pub fn new(fresh: FreshRequests) -> RequestRows {
+        RequestRows { fresh, rows: None }
+    }
+
+    /// The rows, for every grade node in DAG order (see [`request_rows`]); built on the
+    /// first call.
+    pub fn get(
+        &mut self,
+        study: &Study,
+        cache: &Cache,
+        variants: &HashMap<NodeIndex, Arc<Variant>>,
+        rows: &[EpisodeRow],
+    ) -> Result<Arc<Vec<RequestRow>>, String> {
+        if let Some(built) = &self.rows {
+            return Ok(built.clone());
+        }
+        let built = Arc::new(request_rows(study, cache, variants, rows, &mut self.fresh)?);
+        self.rows = Some(built.clone());
+        Ok(built)
+    }
+}
 
 /// The rows of `requests.parquet`, for every grade node in DAG order (`rows` holds their
 /// episode rows in that order): the requests this apply read while grading (`fresh`),

@@ -43,7 +43,7 @@ use super::apply::place_in_design;
 use super::cache::{Cache, CacheError};
 use super::dag::{Publish, Work};
 use super::key::NodeKind;
-use super::publish::{Outcome, Outcomes};
+use super::publish::{Outcome, Outcomes, RequestRows};
 use super::Study;
 use crate::store::tables::EpisodeRow;
 use crate::store::{write_table, Provenance};
@@ -182,16 +182,19 @@ impl Reproduction {
 }
 
 /// Runs analysis node `node` as apply does, returning what apply would commit. The one
-/// call into the analyses: when their entry point changes, this line does.
+/// call into the analyses: when their entry point changes, this line does. Its tables
+/// go to `scratch`; request rows are read from the study's `cache` (its transcripts).
 fn run_analysis(
     outcomes: &mut Outcomes,
     study: &Study,
-    cache: &Cache,
+    (cache, scratch): (&Cache, &Cache),
     node: NodeIndex,
-    rows: &[EpisodeRow],
+    (rows, requests): (&[EpisodeRow], &mut RequestRows),
     variants: &HashMap<NodeIndex, Arc<Variant>>,
 ) -> Result<String, String> {
-    outcomes.run(study, cache, node, rows, variants)
+    outcomes.run(study, scratch, node, rows, variants, &mut || {
+        requests.get(study, cache, variants, rows)
+    })
 }
 
 /// The study's stored rows, as apply hands them to the analyses and to
@@ -274,11 +277,20 @@ pub fn reproduce(study: &Study, cache: &Cache) -> Result<Reproduction, Reproduce
     }
 
     let mut outcomes = Outcomes::default();
+    // Read again from the stored transcripts, as an apply that ran no episode reads
+    // them; shared by the analyses that read them and the requests table.
+    let mut requests = RequestRows::default();
     let mut failed_analyses: HashMap<NodeIndex, String> = HashMap::new();
     for (i, n) in dag.nodes() {
         if n.kind == NodeKind::Analysis {
-            if let Err(e) = run_analysis(&mut outcomes, study, &scratch_cache, i, &rows, &variants)
-            {
+            if let Err(e) = run_analysis(
+                &mut outcomes,
+                study,
+                (cache, &scratch_cache),
+                i,
+                (&rows, &mut requests),
+                &variants,
+            ) {
                 failed_analyses.insert(i, e);
             }
         }
@@ -318,20 +330,13 @@ pub fn reproduce(study: &Study, cache: &Cache) -> Result<Reproduction, Reproduce
                     files: Vec::new(),
                 })
                 .map_err(|e| e.to_string()),
-            // Read again from the stored transcripts, as an apply that ran no episode
-            // reads them.
-            Publish::Requests => super::publish::request_rows(
-                study,
-                cache,
-                &variants,
-                &rows,
-                &mut Default::default(),
-            )
-            .and_then(|r| crate::store::tables::requests(&r).map_err(|e| e.to_string()))
-            .map(|b| Outcome {
-                tables: vec![("requests".into(), b)],
-                files: Vec::new(),
-            }),
+            Publish::Requests => requests
+                .get(study, cache, &variants, &rows)
+                .and_then(|r| crate::store::tables::requests(&r).map_err(|e| e.to_string()))
+                .map(|b| Outcome {
+                    tables: vec![("requests".into(), b)],
+                    files: Vec::new(),
+                }),
             Publish::Analysis(a) => match failed_analyses.get(&a) {
                 Some(e) => Err(format!("{} does not run again: {e}", dag.graph[a].id)),
                 None => outcomes.get(study, &scratch_cache, a),

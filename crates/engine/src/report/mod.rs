@@ -2,7 +2,7 @@
 //! rendered from the analysis tables.
 //!
 //! Owns: what the report shows and how — the sections (`sections/`, one file per
-//! analysis: contrasts, truncation, strata and bounds, lanes, costs), number
+//! analysis: contrasts, truncation, strata and bounds, lanes, costs, first responses), number
 //! formatting (`format.rs`), the figures (`figures.rs`, drawn with plotters' SVG
 //! backend), and the two writers (`markdown.rs`, `html.rs`) of one format-neutral
 //! document (`document.rs`); `columns.rs` reads the Arrow columns. The pipeline owns

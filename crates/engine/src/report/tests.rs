@@ -319,6 +319,39 @@ fn costs() -> RecordBatch {
     )
 }
 
+fn first_responses() -> RecordBatch {
+    build(
+        TableBuilder::new()
+            .u32("completion_cap", [1024, 1024, 1024])
+            .text("configuration", ["all", "sim-a", "sim-b"])
+            .text("organization", ["all", "Org A", "Org B"])
+            .u32("visible_schemas", [128, 128, 128])
+            .u32("configurations", [2, 1, 1])
+            .u32("first_responses", [576, 288, 288])
+            .u32("infra_failed", [1, 1, 0])
+            .u32("cut", [60, 60, 0])
+            .f64_opt(
+                "cut_share",
+                [Some(60.0 / 576.0), Some(60.0 / 288.0), Some(0.0)],
+            )
+            .u32("reasoning_only", [45, 45, 0])
+            .f64_opt("reasoning_only_share", [Some(0.75), Some(0.75), None])
+            .u32("cut_in_tool_call", [10, 10, 0])
+            .f64_opt(
+                "cut_in_tool_call_share",
+                [Some(10.0 / 60.0), Some(10.0 / 60.0), None],
+            )
+            .u32("cut_in_text", [4, 4, 0])
+            .f64_opt(
+                "cut_in_text_share",
+                [Some(4.0 / 60.0), Some(4.0 / 60.0), None],
+            )
+            .u32("cut_empty", [1, 1, 0])
+            .u32("never_truncating", [1, 0, 1]),
+        "first_responses",
+    )
+}
+
 /// Every table the report reads.
 fn full_study() -> BTreeMap<String, RecordBatch> {
     [
@@ -331,6 +364,7 @@ fn full_study() -> BTreeMap<String, RecordBatch> {
         ("strata", strata()),
         ("lanes", lanes()),
         ("costs", costs()),
+        ("first_responses", first_responses()),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), v))
@@ -454,7 +488,7 @@ fn absent_tables_become_one_line_notes() {
 
     // No table at all still renders: a title, the notes, nothing else.
     let empty = rendered(&BTreeMap::new());
-    assert_eq!(empty.markdown.matches("omitted").count(), 5);
+    assert_eq!(empty.markdown.matches("omitted").count(), 6);
 
     // A table the report does not know is named, not dropped silently.
     tables.insert("repairs".to_string(), costs());
@@ -563,7 +597,51 @@ fn the_tables_the_analyses_write_render() {
             ClusterUnit::Configuration,
         ],
     };
-    for kind in ["contrasts", "truncation", "strata", "lanes", "costs"] {
+    // One first request per episode, reasoning reported: a truncated episode's was cut,
+    // reasoning-only when it ended before its first call, else inside a tool call.
+    let requests: Vec<crate::store::tables::RequestRow> = episodes
+        .iter()
+        .enumerate()
+        .map(|(k, e)| {
+            let key = format!("e{k}");
+            let (finish, kind) = match (e.truncated, e.truncated_before_first_call) {
+                (true, true) => ("length", "reasoning_only"),
+                (true, false) => ("length", "cut_in_tool_call"),
+                _ => ("tool_calls", "tool_call"),
+            };
+            crate::store::tables::RequestRow {
+                episode: std::sync::Arc::new(crate::store::tables::EpisodeColumns::of(
+                    e, &key, &key,
+                )),
+                request: crate::store::tables::RequestColumns {
+                    turn: 0,
+                    visible_schemas: e.v,
+                    prompt_tokens: Some(1000),
+                    cached_tokens: Some(0),
+                    completion_tokens: Some(500),
+                    reasoning_tokens: Some(400),
+                    reasoning_source: Some("reported"),
+                    finish_reason: Some(finish),
+                    finish_reason_raw: Some(finish.to_string()),
+                    response_kind: Some(kind),
+                    executed_call: kind == "tool_call",
+                    cumulative_calls: u32::from(kind == "tool_call"),
+                    attempts: Some(1),
+                    infra_cause: None,
+                    wall_ms: 1,
+                    cumulative_tokens: 1500,
+                },
+            }
+        })
+        .collect();
+    for kind in [
+        "contrasts",
+        "truncation",
+        "strata",
+        "lanes",
+        "costs",
+        "first_responses",
+    ] {
         let kind = AnalysisKind::get(kind).unwrap_or_else(|| panic!("{kind}"));
         let params = if kind.kind().parameters().is_empty() {
             serde_json::Map::new()
@@ -576,6 +654,7 @@ fn the_tables_the_analyses_write_render() {
         let context = crate::analysis::Context {
             study: "panel",
             episodes: &episodes,
+            requests: &requests,
             tables: &BTreeMap::new(),
             skipped: &[],
         };

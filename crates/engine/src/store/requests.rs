@@ -60,7 +60,10 @@ pub enum ResponseKind {
     /// Cut at the cap while writing a tool call: the response lists a call (the
     /// simulated panel and OpenAI-compatible routes give the call with its argument
     /// string cut where the cap fell; Anthropic a `tool_use` block with what of its
-    /// input was parsed). Visible text before the call may be there too.
+    /// input was parsed). Visible text before the call may be there too. Gemini drops
+    /// a partial `functionCall` altogether, so a cut response with no text and no call
+    /// whose usage reports fewer reasoning tokens than completion tokens is one too:
+    /// visible tokens were charged, and partial text would have come back.
     CutInToolCall,
     /// Cut at the cap with visible text and no tool call.
     CutInText,
@@ -89,10 +92,15 @@ impl ResponseKind {
             .text
             .as_deref()
             .is_some_and(|t| !t.trim().is_empty());
+        let usage = &response.usage;
+        let visible_charged = usage
+            .reasoning_tokens
+            .is_some_and(|r| usage.output_tokens > r);
         match (cut, call, text) {
             (true, true, _) => ResponseKind::CutInToolCall,
             (true, false, true) => ResponseKind::CutInText,
-            (true, false, false) if response.usage.output_tokens > 0 => ResponseKind::ReasoningOnly,
+            (true, false, false) if visible_charged => ResponseKind::CutInToolCall,
+            (true, false, false) if usage.output_tokens > 0 => ResponseKind::ReasoningOnly,
             (false, true, _) => ResponseKind::ToolCall,
             (false, false, true) => ResponseKind::Answer,
             _ => ResponseKind::Empty,
@@ -617,6 +625,11 @@ retry = { max_attempts = 2, base_delay_ms = 1, max_delay_ms = 1, retry_on = ["se
         assert_eq!(
             cut(None, None, None),
             (Some("reasoning_only"), None, Some("unknown"))
+        );
+        // Visible tokens charged but nothing shown (Gemini drops a partial call).
+        assert_eq!(
+            cut(None, None, Some(1000)),
+            (Some("cut_in_tool_call"), Some(1000), Some("reported"))
         );
         assert_eq!(
             cut(Some("I will look"), Some((SEARCH, r#"{"que"#)), Some(900)),

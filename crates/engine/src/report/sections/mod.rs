@@ -18,6 +18,7 @@ pub(crate) mod cap_strata;
 pub(crate) mod cap_studies;
 pub(crate) mod contrasts;
 pub(crate) mod costs;
+pub(crate) mod first_responses;
 pub(crate) mod lanes;
 pub(crate) mod strata;
 pub(crate) mod truncation;
@@ -53,7 +54,7 @@ pub(crate) struct SectionSpec {
 }
 
 /// Every section, in report order.
-pub(crate) const SECTIONS: [SectionSpec; 7] = [
+pub(crate) const SECTIONS: [SectionSpec; 8] = [
     SectionSpec {
         id: "contrasts",
         title: "Contrasts",
@@ -96,6 +97,14 @@ pub(crate) const SECTIONS: [SectionSpec; 7] = [
         analysis: "costs",
         tables: &["costs"],
         build: costs::section,
+        noted_when_absent: true,
+    },
+    SectionSpec {
+        id: "first-responses",
+        title: "Reasoning-only first responses",
+        analysis: "first_responses",
+        tables: &["first_responses"],
+        build: first_responses::section,
         noted_when_absent: true,
     },
     SectionSpec {
