@@ -7,7 +7,7 @@ use std::sync::{Mutex, OnceLock};
 
 use tbb::family::FamilySet;
 use tbb::harness::Menu;
-use tbb::manifest::{Loaded, Manifest, ManifestError};
+use tbb::manifest::{Loaded, Manifest, ManifestError, Schedule};
 
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -123,12 +123,67 @@ fn the_capacity_manifest_is_the_capacity_factorial() {
             "strata",
             "lanes",
             "costs",
+            "first_responses",
             "report"
         ]
     );
     assert_eq!(m.analyses[0].params["draws"], 10_000);
     assert_eq!(m.families.len() * m.cells.len(), 432);
     assert_eq!(m.episode_count(), 18_144);
+}
+
+/// The cap studies: the capacity factorial on the routed menu at two caps, twice; the
+/// sweep's caps side by side, the crossover's in a counterbalanced order; each reads
+/// the capacity study's two tables.
+#[test]
+fn the_cap_study_manifests_are_the_papers_designs() {
+    for (file, caps, schedule, configurations, episodes, strata) in [
+        (
+            "sweep.toml",
+            [1024, 16_384],
+            Schedule::Concurrent,
+            8,
+            13_824,
+            "sweep_strata",
+        ),
+        (
+            "crossover.toml",
+            [1024, 4096],
+            Schedule::Counterbalanced,
+            4,
+            6_912,
+            "crossover_strata",
+        ),
+    ] {
+        let Loaded {
+            manifest: m,
+            warnings,
+        } = load(&shipped(file));
+        assert!(warnings.is_empty(), "{file}: {warnings:?}");
+        assert_eq!(m.menus(), vec![Menu::Routed], "{file}");
+        assert_eq!(m.blocks[0].completion_caps, caps.to_vec(), "{file}");
+        assert_eq!(m.blocks[0].repeats, 2, "{file}");
+        assert_eq!(m.blocks[0].schedule, schedule, "{file}");
+        assert_eq!(m.configurations.len(), configurations, "{file}");
+        assert_eq!(m.families.len() * m.cells.len(), 432, "{file}");
+        assert_eq!(m.episode_count(), episodes, "{file}");
+        assert_eq!(m.budgets.episode_budget, 128_000, "{file}");
+        let first = &m.analyses[0];
+        assert_eq!(first.kind.name(), strata, "{file}");
+        let from: Vec<(&str, &str)> = first
+            .inputs
+            .iter()
+            .map(|(t, s)| (t.as_str(), s.as_str()))
+            .collect();
+        assert_eq!(
+            from,
+            [
+                ("contrasts_by_configuration", "capacity"),
+                ("truncation", "capacity")
+            ],
+            "{file}"
+        );
+    }
 }
 
 #[test]
@@ -148,7 +203,7 @@ fn the_smoke_manifest_is_small_but_covers_four_intents() {
     let configs: Vec<&str> = m.configurations.iter().map(|c| c.name.as_str()).collect();
     assert_eq!(configs, ["sim-aurora-flash", "sim-dunlin-max"]);
     assert_eq!(m.cells.len(), 12);
-    assert_eq!(m.analyses.len(), 6);
+    assert_eq!(m.analyses.len(), 7);
     assert_eq!(m.analyses[0].params["draws"], 1000);
     assert_eq!(m.episode_count(), 6 * 12 * 2 * 2);
 }
