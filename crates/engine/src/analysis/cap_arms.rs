@@ -150,14 +150,7 @@ impl Resolved {
 
 /// Range checks of `draws` and a percentage parameter, at their paths.
 pub fn check(draws: Option<u32>, percentages: &[(&str, Option<f64>)]) -> Vec<ParamProblem> {
-    let mut problems = Vec::new();
-    if draws == Some(0) {
-        problems.push(ParamProblem {
-            path: "draws".into(),
-            message: "draws = 0 must be a positive integer".into(),
-            help: Some("10000 is usual; 1000 is enough for a smoke run".into()),
-        });
-    }
+    let mut problems: Vec<ParamProblem> = stats::check_draws(draws).into_iter().collect();
     for (path, value) in percentages {
         if let Some(v) = value {
             if !(0.0..=100.0).contains(v) {

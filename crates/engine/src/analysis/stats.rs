@@ -121,14 +121,7 @@ pub struct Bootstrap {
 impl Bootstrap {
     /// Range checks: at least one draw, each cluster unit once.
     pub fn check(&self) -> Vec<ParamProblem> {
-        let mut problems = Vec::new();
-        if self.draws == Some(0) {
-            problems.push(ParamProblem {
-                path: "draws".into(),
-                message: "draws = 0 must be a positive integer".into(),
-                help: Some("10000 is usual; 1000 is enough for a smoke run".into()),
-            });
-        }
+        let mut problems: Vec<ParamProblem> = check_draws(self.draws).into_iter().collect();
         for (j, u) in self.cluster_units.iter().enumerate() {
             if self.cluster_units[..j].contains(u) {
                 problems.push(ParamProblem {
@@ -140,6 +133,15 @@ impl Bootstrap {
         }
         problems
     }
+}
+
+/// The range check of a bootstrap's `draws` parameter: at least one draw.
+pub fn check_draws(draws: Option<u32>) -> Option<ParamProblem> {
+    (draws == Some(0)).then(|| ParamProblem {
+        path: "draws".into(),
+        message: "draws = 0 must be a positive integer".into(),
+        help: Some("10000 is usual; 1000 is enough for a smoke run".into()),
+    })
 }
 
 /// Bootstrap draws when a manifest names none.
