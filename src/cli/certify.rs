@@ -11,7 +11,7 @@ use clap::Args;
 use miette::Result;
 
 use super::manifest::parse_set;
-use super::{lock_outputs, study, Cli};
+use super::{locked_study_and_cache, Cli};
 use crate::pipeline::certify::{self, Options};
 use crate::report::format::count;
 
@@ -35,16 +35,8 @@ pub struct CertifyArgs {
 
 pub fn exec(cli: &Cli, args: &CertifyArgs) -> Result<()> {
     let started = Instant::now();
-    let study = study(cli, &args.manifest, &args.set)?;
-    let outputs = study.outputs();
-    // An apply must not rewrite the cache while it is read (a study never applied has
-    // no outputs to lock, and certify says so).
-    let _lock = if outputs.is_dir() {
-        Some(lock_outputs(&outputs, args.lock_timeout)?)
-    } else {
-        None
-    };
-    let cache = study.cache()?;
+    let (study, _lock, cache) =
+        locked_study_and_cache(cli, &args.manifest, &args.set, args.lock_timeout)?;
     let options = Options {
         configurations: args.configurations.clone(),
         progress: true,

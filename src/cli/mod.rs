@@ -293,6 +293,30 @@ fn study_and_cache(
     Ok((study, cache))
 }
 
+/// [`study`] and its cache, read under the lock on its outputs (an apply must not
+/// rewrite the cache or publish while a check reads them); a study never applied has
+/// no outputs to lock, and the check says so.
+fn locked_study_and_cache(
+    cli: &Cli,
+    manifest: &Path,
+    overrides: &[(String, String)],
+    lock_timeout: Option<f64>,
+) -> Result<(
+    crate::pipeline::Study,
+    Option<crate::pipeline::lock::OutputsLock>,
+    crate::pipeline::cache::Cache,
+)> {
+    let study = study(cli, manifest, overrides)?;
+    let outputs = study.outputs();
+    let lock = if outputs.is_dir() {
+        Some(lock_outputs(&outputs, lock_timeout)?)
+    } else {
+        None
+    };
+    let cache = study.cache()?;
+    Ok((study, lock, cache))
+}
+
 /// Takes the lock on a study's outputs for this command line, saying on stderr whom
 /// it waits for; `lock_timeout` in seconds (`None`: wait; 0: fail at once).
 fn lock_outputs(

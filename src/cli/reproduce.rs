@@ -10,7 +10,7 @@ use clap::Args;
 use miette::Result;
 
 use super::manifest::parse_set;
-use super::{lock_outputs, study, Cli};
+use super::{locked_study_and_cache, Cli};
 use crate::pipeline::reproduce;
 
 #[derive(Debug, Args)]
@@ -27,16 +27,8 @@ pub struct ReproduceArgs {
 
 pub fn exec(cli: &Cli, args: &ReproduceArgs) -> Result<()> {
     let started = Instant::now();
-    let study = study(cli, &args.manifest, &args.set)?;
-    let outputs = study.outputs();
-    // An apply must not publish while the tables are compared (a study never applied
-    // has no outputs to lock, and reproduce says so).
-    let _lock = if outputs.is_dir() {
-        Some(lock_outputs(&outputs, args.lock_timeout)?)
-    } else {
-        None
-    };
-    let cache = study.cache()?;
+    let (study, _lock, cache) =
+        locked_study_and_cache(cli, &args.manifest, &args.set, args.lock_timeout)?;
     let reproduction = reproduce::reproduce(&study, &cache)?;
     let failures: Vec<_> = reproduction.failures().collect();
     for f in &failures {
