@@ -780,7 +780,10 @@ fn truncation_grows_with_the_menu_and_vanishes_at_a_sixteenfold_cap() {
         }
         let agent = tbb::provider::sim_agent(c).unwrap_or_else(|e| panic!("{e}"));
         let p = agent.params().clone();
-        let first_spend = p.reasoning_base + 128.0 * p.reasoning_per_schema;
+        // The mean spend of a first request at 128 schemas, deliberation spikes included.
+        let spike = (p.reasoning_spike + 1.28 * p.spike_per_100_schemas).min(1.0);
+        let first_spend = (p.reasoning_base + 128.0 * p.reasoning_per_schema)
+            * (1.0 + spike * (p.spike_factor - 1.0));
         let measure = |v: u16, cap: u32| {
             let (mut n, mut cut, mut before) = (0, 0, 0);
             for f in &fams {

@@ -54,13 +54,20 @@ pub struct SpendInputs {
 }
 
 /// Reasoning tokens spent on a request:
-/// `(base + per_schema × schemas × (rescan once located) + per_ktok × prompt/1000)
-///  × verify multiplier × lognormal(σ)`, times `spike_factor` with chance
-/// `reasoning_spike`.
+/// `(base + per_schema × scanned + per_ktok × prompt/1000) × verify multiplier
+///  × lognormal(σ)`, times `spike_factor` with chance
+/// `reasoning_spike + spike_per_100_schemas × scanned/100`, where `scanned` is the
+/// visible schemas (× `menu_rescan` once located).
+///
+/// The spike is what lets a larger cap rescue some truncated requests and not others:
+/// an ordinary spend just over a 1,024 cap fits under 4,096, a deliberation over a long
+/// menu (several thousand tokens) only under a much larger cap. Nothing here reads the
+/// cap; it only decides what the spend is.
 pub fn reasoning_tokens(p: &Params, x: SpendInputs, rng: &mut ChaCha8Rng) -> u64 {
     let menu_share = if x.located { p.menu_rescan } else { 1.0 };
+    let scanned = x.schemas as f64 * menu_share;
     let mut mean = p.reasoning_base
-        + p.reasoning_per_schema * x.schemas as f64 * menu_share
+        + p.reasoning_per_schema * scanned
         + p.reasoning_per_ktok * x.prompt_tokens as f64 / 1000.0;
     if x.cues.verify_each_call {
         mean *= p.verify_prompt_reasoning;
@@ -68,7 +75,7 @@ pub fn reasoning_tokens(p: &Params, x: SpendInputs, rng: &mut ChaCha8Rng) -> u64
     // Draw the noise even when the mean is zero, so draws stay aligned across settings.
     let noise = (p.reasoning_sigma * normal(rng)).exp();
     let spike: f64 = rng.random();
-    if spike < p.reasoning_spike {
+    if spike < p.reasoning_spike + p.spike_per_100_schemas * scanned / 100.0 {
         mean *= p.spike_factor;
     }
     (mean * noise).round().max(0.0) as u64
@@ -204,6 +211,39 @@ mod tests {
         assert_eq!(reasoning_tokens(&p, x(8, false), &mut rng), 140);
         assert_eq!(reasoning_tokens(&p, x(128, false), &mut rng), 740);
         assert_eq!(reasoning_tokens(&p, x(128, true), &mut rng), 260);
+    }
+
+    #[test]
+    fn deliberation_spikes_grow_with_the_schemas_scanned() {
+        let p = Params {
+            reasoning_base: 100.0,
+            reasoning_sigma: 0.0,
+            spike_per_100_schemas: 0.5,
+            spike_factor: 10.0,
+            menu_rescan: 0.25,
+            ..Params::default()
+        };
+        let mut rng = ChaCha8Rng::seed_from_u64(3);
+        let mut share = |schemas, located| {
+            let x = SpendInputs {
+                schemas,
+                prompt_tokens: 0,
+                located,
+                cues: PromptCues::default(),
+            };
+            let spikes = (0..20_000)
+                .map(|_| reasoning_tokens(&p, x, &mut rng))
+                .inspect(|&t| assert!(t == 100 || t == 1_000, "{t}"))
+                .filter(|&t| t == 1_000)
+                .count();
+            spikes as f64 / 20_000.0
+        };
+        // Chances 0.5 × 128/100 = 0.64, 0.5 × 8/100 = 0.04, 0.5 × 0.25 × 128/100 = 0.16.
+        for (schemas, located, chance) in [(128, false, 0.64), (8, false, 0.04), (128, true, 0.16)]
+        {
+            let got = share(schemas, located);
+            assert!((got - chance).abs() < 0.015, "{schemas} {located}: {got}");
+        }
     }
 
     #[test]

@@ -20,7 +20,8 @@
 //!   `(reasoning_base + reasoning_per_schema × visible schemas [× menu_rescan once a call
 //!   has succeeded] + reasoning_per_ktok × prompt/1000) × lognormal(reasoning_sigma)`
 //!   reasoning tokens (× `verify_prompt_reasoning` under a verify-each-call prompt;
-//!   × `spike_factor` with chance `reasoning_spike`, a deliberation spike). If
+//!   × `spike_factor` with chance `reasoning_spike` plus `spike_per_100_schemas` per
+//!   100 schemas scanned, a deliberation spike that only a much larger cap holds). If
 //!   they count against the cap and reach it, the response is cut with no text and no
 //!   call (reasoning-only truncation); if reasoning plus what it writes passes the cap,
 //!   the call's arguments or the text are cut where the cap falls. Finish `length`
@@ -75,7 +76,7 @@
 
 /// Version of the simulated agents' behaviour, part of the key of every episode they
 /// run: bump it whenever a change to this module changes any response.
-pub const CODE_VERSION: &str = "sim/1";
+pub const CODE_VERSION: &str = "sim/2";
 
 pub mod agent;
 pub mod mechanisms;

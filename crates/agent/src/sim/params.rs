@@ -34,6 +34,10 @@ pub struct Params {
     pub reasoning_sigma: f64,
     /// Chance that a request's reasoning runs long (a deliberation spike). Default 0.
     pub reasoning_spike: f64,
+    /// Added chance of a deliberation spike per 100 schemas the request makes the agent
+    /// scan (the visible schemas, × `menu_rescan` once it knows its tools): a long menu
+    /// invites comparing look-alike candidates at length. Default 0.
+    pub spike_per_100_schemas: f64,
     /// Multiplier on the spend of a spiking request. Default 6.
     pub spike_factor: f64,
     /// Multiplier on the reasoning spend when the system prompt asks the agent to verify
@@ -139,6 +143,7 @@ impl Default for Params {
             reasoning_per_ktok: 0.0,
             reasoning_sigma: 0.3,
             reasoning_spike: 0.0,
+            spike_per_100_schemas: 0.0,
             spike_factor: 6.0,
             verify_prompt_reasoning: 1.0,
             reasoning_counts_against_cap: true,
@@ -208,6 +213,7 @@ impl Params {
         let probabilities = [
             ("menu_rescan", self.menu_rescan),
             ("reasoning_spike", self.reasoning_spike),
+            ("spike_per_100_schemas", self.spike_per_100_schemas),
             ("near_miss_confusion", self.near_miss_confusion),
             ("lookalike_confusion", self.lookalike_confusion),
             ("menu_dilution", self.menu_dilution),
@@ -402,6 +408,6 @@ mod tests {
             "{problems:?}"
         );
         assert!(Params::table_problems(&toml::Table::new()).is_empty());
-        assert_eq!(Params::names().len(), 36);
+        assert_eq!(Params::names().len(), 37);
     }
 }
