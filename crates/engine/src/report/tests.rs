@@ -829,7 +829,17 @@ fn the_cap_sweep_section_puts_ours_beside_the_papers() {
         "| B | -38.7 [-41.0, -36.3] | -0.1 [-1.3, 1.2] | +38.6 [35.9, 41.2] | [38.6, 38.6] | yes | -43.7 | -2.7 [-4.7, -0.9] | +41.0 [36.2, 45.5] |",
         "| B | 45.7% | — | — | — |",
         "| all (pooled) | — | — | — | 12.5% |",
+        "beside the paper's Figure 2b",
     ] {
         assert!(r.markdown.contains(line), "{line}\n---\n{}", r.markdown);
     }
+    // The figure: one stratum row; our two caps each a dot and a whisker, the paper's
+    // low cap a dot alone (it published no interval), its high cap a dot and a whisker.
+    let svg = figure(&r, "report-cap-sweep");
+    let counts: Vec<(usize, usize)> = SERIES_COLOURS[..4]
+        .iter()
+        .map(|&c| (dots(svg, c), strokes(svg, c)))
+        .collect();
+    assert_eq!(counts, [(1, 1), (1, 1), (1, 0), (1, 1)], "{svg}");
+    assert!(svg.contains("paper&apos;s, 16,384") || svg.contains("paper's, 16,384"));
 }

@@ -1,17 +1,20 @@
 //! The cap studies' results (paper Appendix E): the sweep's and the crossover's menu
 //! contrast per stratum at each cap and its change between the caps, with the
 //! published values of the paper beside ours (labelled as the paper's), then
-//! truncation at V = 128 and repeat disagreement per cap.
+//! truncation at V = 128 and repeat disagreement per cap; and a figure per study (the
+//! paper's Figures 2b and 8): the contrast per stratum at each cap with its interval,
+//! the paper's published points beside ours.
 //!
-//! Owns: the layout of the `cap_sweep` and `cap_crossover` tables in the report, and
-//! the paper's published values it quotes beside them.
+//! Owns: the layout of the `cap_sweep` and `cap_crossover` tables and figures in the
+//! report, and the paper's published values it quotes beside them.
 //!
 //! Invariants: rows in the order the analysis wrote them; a statistic the table lacks
 //! is shown as "—".
 //!
 //! Never: computes an estimate, an interval or a bound.
 
-use super::super::document::{text, Align, Section, Table};
+use super::super::document::{text, Align, Figure, Section, Table};
+use super::super::figures::{self, Whisker, WhiskerSeries};
 use super::super::format;
 use super::super::ReportError;
 use super::{table, Tables};
@@ -23,6 +26,11 @@ struct Study {
     name: &'static str,
     paper: &'static [(&'static str, &'static str, &'static str, &'static str)],
     paper_note: &'static str,
+    /// The paper's figure this one stands beside.
+    figure: &'static str,
+    /// The paper's published points for the figure: `(stratum, arm role, estimate,
+    /// interval)`, the interval where the paper gives one.
+    paper_points: &'static [(&'static str, &'static str, f64, Option<(f64, f64)>)],
 }
 
 const STUDIES: [Study; 2] = [
@@ -37,6 +45,11 @@ const STUDIES: [Study; 2] = [
         paper_note: "The paper's sweep (caps 1,024 and 16,384): its 6 B configurations truncated \
              30.6–69.8% of their V = 128 episodes at the low cap and at most 1.4% at the \
              high cap; the interaction cleared the pre-specified 5 pp margin.",
+        figure: "2b",
+        paper_points: &[
+            ("B", "low", -43.7, None),
+            ("B", "high", -2.7, Some((-4.7, -0.9))),
+        ],
     },
     Study {
         table: "cap_crossover",
@@ -55,6 +68,11 @@ const STUDIES: [Study; 2] = [
              truncated 20.2–25.3% at the high cap, above the 5% ceiling, so its tables \
              describe the penalty under persisting truncation; the repeats disagreed on \
              24.2% of conditions at 1,024 and 21.2% at 4,096.",
+        figure: "8",
+        paper_points: &[
+            ("B", "low", -23.6, Some((-28.5, -18.8))),
+            ("B", "high", -21.3, Some((-26.7, -16.1))),
+        ],
     },
 ];
 
@@ -155,6 +173,77 @@ pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportErro
             ]);
         }
         s.table(contrast);
+        let whisker = |role: &str| -> Vec<Option<Whisker>> {
+            strata
+                .iter()
+                .map(|st| {
+                    find(st, role, "v_contrast").map(|i| Whisker {
+                        estimate: estimate[i],
+                        low: low[i],
+                        high: high[i],
+                    })
+                })
+                .collect()
+        };
+        let published = |role: &str| -> Vec<Option<Whisker>> {
+            strata
+                .iter()
+                .map(|st| {
+                    study
+                        .paper_points
+                        .iter()
+                        .find(|p| p.0 == *st && p.1 == role)
+                        .map(|&(_, _, estimate, interval)| {
+                            let (low, high) = interval.unwrap_or((f64::NAN, f64::NAN));
+                            Whisker {
+                                estimate,
+                                low,
+                                high,
+                            }
+                        })
+                })
+                .collect()
+        };
+        let series = vec![
+            WhiskerSeries {
+                name: format!("ours, {low_cap}"),
+                values: whisker("low"),
+            },
+            WhiskerSeries {
+                name: format!("ours, {high_cap}"),
+                values: whisker("high"),
+            },
+            WhiskerSeries {
+                name: format!("paper's, {low_cap}"),
+                values: published("low"),
+            },
+            WhiskerSeries {
+                name: format!("paper's, {high_cap}"),
+                values: published("high"),
+            },
+        ];
+        let labels: Vec<String> = strata.iter().map(|st| format!("stratum {st}")).collect();
+        s.figure(Figure {
+            file_name: format!("report-cap-{}.svg", study.name),
+            caption: format!(
+                "The {} (beside the paper's Figure {}): the menu contrast V = 128 − V = 8 \
+                 per stratum at caps {low_cap} and {high_cap}, estimate (dot) and 95% \
+                 family-cluster bootstrap interval (whisker); the paper's published \
+                 points for stratum B are drawn beside ours, labelled as the paper's \
+                 (a dot without a whisker where the paper gives no interval). The grey \
+                 line marks no effect.",
+                study.name, study.figure
+            ),
+            svg: figures::dot_whisker(
+                &format!(
+                    "The {}: menu contrast per stratum and completion cap",
+                    study.name
+                ),
+                &labels,
+                &series,
+                "V = 128 − V = 8 (pp)",
+            )?,
+        });
         s.paragraph(vec![text(study.paper_note)]);
         if let Some(reading) = &reading {
             let mut said: Vec<&str> = reading.iter().flatten().map(String::as_str).collect();
