@@ -30,8 +30,11 @@ struct Study {
     figure: &'static str,
     /// The paper's published points for the figure: `(stratum, arm role, estimate,
     /// interval)`, the interval where the paper gives one.
-    paper_points: &'static [(&'static str, &'static str, f64, Option<(f64, f64)>)],
+    paper_points: &'static [PaperPoint],
 }
+
+/// A published point: `(stratum, arm role, estimate, interval)`, pp.
+type PaperPoint = (&'static str, &'static str, f64, Option<(f64, f64)>);
 
 const STUDIES: [Study; 2] = [
     Study {
