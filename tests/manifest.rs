@@ -876,6 +876,36 @@ fn every_catalogue_problem_is_listed_at_once_at_its_value() {
     }
 }
 
+/// A simulated agent's speed models its wall time; a live route's is measured, so a
+/// speed table there is an error, as is a rate that is not positive.
+#[test]
+fn a_speed_is_for_simulated_agents_and_its_rates_are_positive() {
+    let text = std::fs::read_to_string(shipped("configurations.toml")).unwrap();
+    let text = text
+        .replacen(
+            "output_tokens_per_second = 180",
+            "output_tokens_per_second = 0",
+            1,
+        )
+        .replacen(
+            "name = \"gemini-2.5-flash\"",
+            "name = \"gemini-2.5-flash\"\nspeed = { first_token_ms = 300 }",
+            1,
+        );
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("configurations.toml");
+    std::fs::write(&path, &text).unwrap();
+    let e = tbb::provider::Catalogue::load(&path).err().unwrap();
+    let out = render_any(&e);
+    assert_eq!(e.problem_count(), 2, "{out}");
+    for needle in [
+        "configuration `sim-aurora-flash`: speed output_tokens_per_second = 0 must be finite and positive",
+        "configuration `gemini-2.5-flash`: a `[configuration.speed]` table models the latency of a simulated agent",
+    ] {
+        assert!(out.contains(needle), "{needle} missing in\n{out}");
+    }
+}
+
 // ---------------------------------------------------------------------------------------
 // Arms and blocks
 // ---------------------------------------------------------------------------------------

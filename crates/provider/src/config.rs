@@ -5,8 +5,10 @@
 //! Read from TOML (`manifests/configurations.toml`, a list of `[[configuration]]`) and
 //! validated when loaded, every problem at once at its span: unknown keys, duplicate
 //! names, prices that are negative or not finite, unknown or out-of-range sim
-//! parameters. A catalogue that loads never fails later on its own values. Keys are never in the file: a configuration
-//! names the environment variable that holds its key (`api_key_env`).
+//! parameters, speeds of simulated agents (`[configuration.speed]`, [`Speed`]). A
+//! catalogue that loads never fails later on its own values. Keys are never in the
+//! file: a configuration names the environment variable that holds its key
+//! (`api_key_env`).
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -17,6 +19,8 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use tbb_diag::spans::SpanIndex;
+
+pub use super::speed::Speed;
 
 /// Which protocol a configuration speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -198,6 +202,10 @@ pub struct Configuration {
     /// Mechanism parameters of a simulated agent (`provider = "sim"` only).
     #[serde(default)]
     pub sim: Option<toml::Table>,
+    /// Modelled speed of a simulated agent (`provider = "sim"` only; defaults when
+    /// absent): its wall time is modelled from token counts, never measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speed: Option<Speed>,
 }
 
 impl Configuration {
@@ -207,6 +215,17 @@ impl Configuration {
             Some(url) => url.clone(),
             None => format!("{:?}", self.provider).to_lowercase(),
         }
+    }
+
+    /// The modelled latency of a request with this usage: `Some` for a simulated
+    /// configuration (its `[configuration.speed]`, or the defaults), `None` for a live
+    /// route, whose wall time is measured.
+    pub fn modelled_latency_ms(&self, input_tokens: u64, output_tokens: u64) -> Option<u64> {
+        (self.provider == ProviderKind::Sim).then(|| {
+            self.speed
+                .unwrap_or_default()
+                .latency_ms(input_tokens, output_tokens)
+        })
     }
 
     /// The configuration as it determines what an episode is: whole, except how many
@@ -395,6 +414,22 @@ impl Catalogue {
                     format!("configuration `{name}`: temperature = {t} is not a finite, non-negative number"),
                     None,
                 );
+            }
+            if let Some(speed) = &c.speed {
+                if c.provider != ProviderKind::Sim {
+                    problem(
+                        &at("speed"),
+                        format!("configuration `{name}`: a `[configuration.speed]` table models the latency of a simulated agent; a live route's wall time is measured"),
+                        Some("remove the table, or set provider = \"sim\"".into()),
+                    );
+                }
+                for (key, message) in speed.problems() {
+                    problem(
+                        &at(&format!("speed.{key}")),
+                        format!("configuration `{name}`: {message}"),
+                        None,
+                    );
+                }
             }
             if let Some(sim) = &c.sim {
                 for (key, message) in super::sim::Params::table_problems(sim) {

@@ -20,6 +20,7 @@ mod http;
 pub mod openai;
 pub mod replay;
 pub mod retry;
+pub mod speed;
 
 use std::sync::Arc;
 

@@ -174,6 +174,10 @@ pub async fn run_episode(
     trace.stop = stop;
     trace.infra = run.infra;
     let verdict = grade_with_budget(variant, &trace, spec.episode_budget);
+    let wall_ms = match spec.config.modelled_latency_ms(0, 0) {
+        Some(_) => transcript.wall_ms.iter().sum(),
+        None => started.elapsed().as_millis() as u64,
+    };
     Episode {
         key,
         trace,
@@ -182,7 +186,7 @@ pub async fn run_episode(
         blobs: run.blobs,
         omitted: omit.iter().copied().collect(),
         attempts: run.attempts,
-        wall_ms: started.elapsed().as_millis() as u64,
+        wall_ms,
     }
 }
 
@@ -217,7 +221,21 @@ impl Run<'_> {
             outcome
         };
         self.attempts += outcome.attempts;
-        let wall_ms = sent.elapsed().as_millis() as u64;
+        // A simulated configuration's time is modelled from the tokens (the same on
+        // every machine); a live route's is measured.
+        let measured = sent.elapsed().as_millis() as u64;
+        let wall_ms = match &outcome.result {
+            Ok(r) => r
+                .usage
+                .as_ref()
+                .and_then(|u| {
+                    self.spec
+                        .config
+                        .modelled_latency_ms(u.input_tokens, u.output_tokens)
+                })
+                .unwrap_or(measured),
+            Err(_) => measured,
+        };
         self.transcript.wall_ms.push(wall_ms);
         self.transcript.attempts.push(outcome.attempts);
         let response = match outcome.result {

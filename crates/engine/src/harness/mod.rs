@@ -71,7 +71,7 @@ pub const COMPLETION_CAP: u32 = 1024;
 
 /// Version of the episode loop, part of every execute node's key: bump it whenever a
 /// change to the contract or the transcripts changes what an episode records.
-pub const CODE_VERSION: &str = "execute/2";
+pub const CODE_VERSION: &str = "execute/4";
 
 /// What to run.
 #[derive(Debug, Clone, Copy)]
@@ -246,7 +246,13 @@ impl Episode {
 /// block and schedule are not in it: they say where an episode sits in the design,
 /// not what it is.
 pub fn episode_key(spec: &EpisodeSpec<'_>, prompts: &Prompts) -> String {
-    let config = spec.config.identity();
+    // A simulated agent's speed models its wall time only, never what it does: it stays
+    // out of the episode's seed (a new speed gives the same episodes, retimed), while
+    // the execute node's key holds the whole configuration, so a new speed reruns.
+    let config = tbb_provider::Configuration {
+        speed: None,
+        ..spec.config.identity()
+    };
     // The menu keeps its old key name, `lane`, and components at their only variant
     // add nothing, so the baseline arms keep the seeds (and results) they had before
     // arms existed; a component's later variants enter the key by name.

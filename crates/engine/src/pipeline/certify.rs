@@ -9,8 +9,9 @@
 //! differing JSON path is the certificate's first difference). The row the replayed
 //! episode gives is then compared, field by typed field, with the row stored by its
 //! grade node — both placed in the design as publication places them (study name,
-//! block, arm, schedule) — every field but `wall_ms`, the only one that measures the
-//! machine rather than the episode.
+//! block, arm, schedule) — every field but a live route's measured `wall_ms`, the only
+//! one that measures the machine rather than the episode (a simulated configuration's
+//! is modelled from its tokens, so it is compared too).
 //!
 //! Owns: the check that a study has been applied and its cache is complete, the one
 //! function that turns an execute node's work item into an [`EpisodeSpec`]
@@ -612,7 +613,8 @@ fn certify_one(
         row.study = study.manifest.study.clone();
         place_in_design(row, &study.manifest, &execute.work);
     }
-    let differences = compare(&replayed, &stored);
+    let modelled = spec.config.modelled_latency_ms(0, 0).is_some();
+    let differences = compare(&replayed, &stored, modelled);
     certificate.mismatched = differences.iter().map(|d| d.0.clone()).collect();
     certificate.first_difference = match (&refused, differences.first()) {
         (Some(e), _) => Some(format!("replay refused: {e}")),
@@ -628,8 +630,13 @@ fn certify_one(
 }
 
 /// The fields of two rows that differ, in alphabetical order, with both values as JSON;
-/// `wall_ms` is left out (it measures the machine, not the episode).
-pub fn compare(replayed: &EpisodeRow, stored: &EpisodeRow) -> Vec<(String, String, String)> {
+/// `wall_ms` is compared only when it is modelled (a simulated configuration's, from its
+/// tokens); a measured one is left out (it measures the machine, not the episode).
+pub fn compare(
+    replayed: &EpisodeRow,
+    stored: &EpisodeRow,
+    wall_is_modelled: bool,
+) -> Vec<(String, String, String)> {
     let (Ok(Value::Object(a)), Ok(Value::Object(b))) =
         (serde_json::to_value(replayed), serde_json::to_value(stored))
     else {
@@ -637,7 +644,7 @@ pub fn compare(replayed: &EpisodeRow, stored: &EpisodeRow) -> Vec<(String, Strin
     };
     let mut out = Vec::new();
     for (field, new) in &a {
-        if field == "wall_ms" {
+        if field == "wall_ms" && !wall_is_modelled {
             continue;
         }
         let old = b.get(field).unwrap_or(&Value::Null);
@@ -929,7 +936,7 @@ mod tests {
                 "the live episode is the failure this case is about"
             );
             assert_eq!(refused, None);
-            assert_eq!(compare(&replayed, &live), Vec::new(), "{cause}");
+            assert_eq!(compare(&replayed, &live, false), Vec::new(), "{cause}");
         }
     }
 
@@ -941,8 +948,15 @@ mod tests {
         let mut other = live.clone();
         other.prompt_tokens += 1;
         other.wall_ms += 5;
-        let diff = compare(&other, &live);
-        assert_eq!(diff.len(), 1, "wall_ms is not compared: {diff:?}");
+        let diff = compare(&other, &live, false);
+        assert_eq!(
+            diff.len(),
+            1,
+            "a measured wall_ms is not compared: {diff:?}"
+        );
         assert_eq!(diff[0].0, "prompt_tokens");
+        let diff = compare(&other, &live, true);
+        let fields: Vec<&str> = diff.iter().map(|d| d.0.as_str()).collect();
+        assert_eq!(fields, ["prompt_tokens", "wall_ms"], "a modelled one is");
     }
 }
