@@ -4,11 +4,10 @@
 //! A simulated agent answers in microseconds, so the host clock says nothing about the
 //! configuration; comparisons on wall time (the switch comparison's Pareto check) need
 //! a time that belongs to the configuration and is the same on every machine. The
-//! latency of one request is
-//! `first_token_ms + 1000 × input / prefill_tokens_per_second
-//!  + 1000 × output / output_tokens_per_second` (output includes reasoning), rounded to
-//! whole milliseconds; an episode's is the sum over its requests (tool execution in the
-//! sandbox costs nothing).
+//! latency of one request is the first-token time, plus the prompt tokens at
+//! `prefill_tokens_per_second`, plus the completion tokens (reasoning included) at
+//! `output_tokens_per_second`, rounded to whole milliseconds; an episode's is the sum
+//! over its requests (tool execution in the sandbox costs nothing).
 //!
 //! Owns: the `[configuration.speed]` table and its defaults. Never: reads a clock. Live
 //! routes have no modelled speed: their wall time is measured.
