@@ -6,8 +6,8 @@
 //! version — and the statistics of the paper's capacity analysis (`contrasts`,
 //! `truncation`, `strata`, `lanes`, `costs`, `first_responses`), the report, the
 //! sweep's `truncation_strata`, the cap studies' configuration strata (`cap_strata`),
-//! and the two completion-cap studies (`cap_sweep`, `cap_crossover`, which share
-//! [`cap_arms`]).
+//! the two completion-cap studies (`cap_sweep`, `cap_crossover`, which share
+//! [`cap_arms`]), and the repair-versus-switch comparison (`switches`).
 //!
 //! Adding a kind is one file implementing [`Typed`] and one line in [`KINDS`]; the
 //! manifest, the DAG, the cache and the plan read everything else from the trait.
@@ -33,6 +33,7 @@ pub mod needs;
 pub mod report;
 pub mod stats;
 pub mod strata;
+pub mod switches;
 #[cfg(test)]
 pub mod toy;
 pub mod truncation;
@@ -65,6 +66,7 @@ pub static KINDS: &[&dyn Kind] = &[
     &cap_strata::CrossoverStrata,
     &cap_sweep::CapSweep,
     &cap_crossover::CapCrossover,
+    &switches::Switches,
     &report::Report,
     #[cfg(test)]
     &toy::Toy,

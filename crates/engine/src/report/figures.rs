@@ -234,6 +234,82 @@ pub(crate) fn scatter(
     })
 }
 
+/// A series of labelled points for [`frontier_scatter`].
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct PointSeries {
+    /// Legend text.
+    pub name: String,
+    /// The points (x and y in their axes' units).
+    pub points: Vec<Point>,
+}
+
+/// Points of several series on linear axes (x from zero), with a thin line through
+/// `frontier` (points sorted by x) in the first series' colour: the switches'
+/// success–cost frontier of the repair figure.
+pub(crate) fn frontier_scatter(
+    title: &str,
+    series: &[PointSeries],
+    frontier: &[Point],
+    x_desc: &str,
+    y_desc: &str,
+) -> Result<String, ReportError> {
+    let finite = |p: &&Point| p.x.is_finite() && p.y.is_finite();
+    let all: Vec<Point> = series
+        .iter()
+        .flat_map(|s| s.points.iter())
+        .filter(finite)
+        .copied()
+        .collect();
+    let (_, x1) = padded_range(all.iter().map(|p| p.x), 0.0);
+    let x0 = -0.025 * x1;
+    let (y0, y1) = padded_range(all.iter().map(|p| p.y), 0.0);
+    render(title, (760, 500), |root| {
+        let mut chart = ChartBuilder::on(root)
+            .margin(16)
+            .margin_top(HEADER_WITH_LEGEND)
+            .x_label_area_size(50)
+            .y_label_area_size(70)
+            .build_cartesian_2d(x0..x1, y0..y1)?;
+        chart
+            .configure_mesh()
+            .light_line_style(LIGHT_GRID)
+            .max_light_lines(1)
+            .x_labels(8)
+            .y_labels(8)
+            .x_label_formatter(&|x| axis_number(*x, x1 - x0))
+            .y_label_formatter(&|y| axis_number(*y, y1 - y0))
+            .x_desc(x_desc)
+            .y_desc(y_desc)
+            .label_style((FONT, 15))
+            .axis_desc_style((FONT, 16))
+            .draw()?;
+        let line: Vec<(f64, f64)> = frontier.iter().filter(finite).map(|p| (p.x, p.y)).collect();
+        if line.len() > 1 {
+            let colour = SERIES_COLOURS[0];
+            chart.draw_series(std::iter::once(PathElement::new(
+                line,
+                colour.stroke_width(1),
+            )))?;
+        }
+        for (k, s) in series.iter().enumerate() {
+            let colour = SERIES_COLOURS[k % SERIES_COLOURS.len()];
+            chart.draw_series(
+                s.points
+                    .iter()
+                    .filter(finite)
+                    .map(|p| Circle::new((p.x, p.y), 5, colour.mix(0.85).filled())),
+            )?;
+        }
+        let (left, _) = chart.backend_coord(&(x0, 0.0));
+        legend(
+            root,
+            (left, LEGEND_Y),
+            series.iter().map(|s| s.name.as_str()),
+        )?;
+        Ok(())
+    })
+}
+
 /// The truncated share at each menu size: a line per configuration (thin, grey)
 /// behind the pooled line (thick, with dots). `categories` are the menu sizes,
 /// equally spaced (the sizes grow geometrically, 8, 32, 128); each line has one

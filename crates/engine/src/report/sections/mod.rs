@@ -21,6 +21,7 @@ pub(crate) mod costs;
 pub(crate) mod first_responses;
 pub(crate) mod lanes;
 pub(crate) mod strata;
+pub(crate) mod switches;
 pub(crate) mod truncation;
 
 use std::collections::BTreeMap;
@@ -54,7 +55,7 @@ pub(crate) struct SectionSpec {
 }
 
 /// Every section, in report order.
-pub(crate) const SECTIONS: [SectionSpec; 8] = [
+pub(crate) const SECTIONS: [SectionSpec; 9] = [
     SectionSpec {
         id: "contrasts",
         title: "Contrasts",
@@ -121,6 +122,14 @@ pub(crate) const SECTIONS: [SectionSpec; 8] = [
         analysis: "cap_sweep",
         tables: &["cap_sweep", "cap_crossover"],
         build: cap_studies::section,
+        noted_when_absent: false,
+    },
+    SectionSpec {
+        id: "switches",
+        title: "Repair versus switching the configuration",
+        analysis: "switches",
+        tables: &["switch_summary", "switches", "switch_incumbents"],
+        build: switches::section,
         noted_when_absent: false,
     },
 ];
