@@ -182,7 +182,12 @@ mod tests {
             tool("a_search", "northwind-finance", "eu-west", "receivables"),
             // A near miss: same workspace and collection, another region.
             tool("b_search", "northwind-finance", "us-east", "receivables"),
-            tool("a_read_invoice", "northwind-finance", "eu-west", "receivables"),
+            tool(
+                "a_read_invoice",
+                "northwind-finance",
+                "eu-west",
+                "receivables",
+            ),
             tool("c_search", "contoso-ops", "ap-south", "mailbox"),
             ToolSchema {
                 name: "lookup".into(),
@@ -213,7 +218,10 @@ mod tests {
         assert_eq!(d.visible(5), [0, 1, 2, 3, 4]);
         // A malformed route line is no route.
         let broken = "Required source route: workspace northwind-finance, region \"eu-west\".";
-        assert_eq!(route(broken, &menu()), Decision::Unchanged(Unchanged::NoRoute));
+        assert_eq!(
+            route(broken, &menu()),
+            Decision::Unchanged(Unchanged::NoRoute)
+        );
     }
 
     #[test]
@@ -256,6 +264,9 @@ mod tests {
                 collection: "c".into()
             })
         );
-        assert_eq!(declared("Connector coordinates: workspace=a; region=b."), None);
+        assert_eq!(
+            declared("Connector coordinates: workspace=a; region=b."),
+            None
+        );
     }
 }

@@ -230,7 +230,8 @@ pub fn compute(
                 let keys: Vec<&str> = obs.iter().map(|o| o.keys[u]).collect();
                 let (ids, names) = stats::cluster_ids(&keys);
                 let values: Vec<f64> = obs.iter().map(|o| 100.0 * o.value).collect();
-                let totals = ClusterTotals::new(&values, &vec![1.0; values.len()], &ids, names.len());
+                let totals =
+                    ClusterTotals::new(&values, &vec![1.0; values.len()], &ids, names.len());
                 let draw_seed = stats::derive_seed(seed, &[KIND, arm, statistic, r, unit]);
                 out.push(Row {
                     arm: arm.to_string(),
@@ -309,7 +310,10 @@ pub fn compute(
         let pairs = pair(&rows)?;
         if !pairs.is_empty() {
             for (statistic, y) in [
-                ("availability", (|e: &EpisodeRow| e.ok[0]) as fn(&EpisodeRow) -> bool),
+                (
+                    "availability",
+                    (|e: &EpisodeRow| e.ok[0]) as fn(&EpisodeRow) -> bool,
+                ),
                 ("itt_success", success),
             ] {
                 let obs: Vec<Obs<'_>> = pairs
@@ -340,7 +344,9 @@ pub fn compute(
             ["availability", "itt_success", "success_if_available"]
                 .iter()
                 .position(|s| *s == r.statistic),
-            ["low", "high", "high_minus_low"].iter().position(|s| *s == r.r),
+            ["low", "high", "high_minus_low"]
+                .iter()
+                .position(|s| *s == r.r),
             UNITS.iter().position(|u| *u == r.cluster_unit),
         )
     };
@@ -367,8 +373,20 @@ impl Extra {
 }
 
 /// The (R low, R high) pairs of one arm's episodes, sorted by their condition.
-fn pair<'a>(rows: &[&'a EpisodeRow]) -> Result<Vec<(&'a EpisodeRow, &'a EpisodeRow)>, AnalysisError> {
-    type Key<'k> = (&'k str, &'k str, &'k str, u32, &'k str, &'k str, Option<u32>, u32, u32);
+fn pair<'a>(
+    rows: &[&'a EpisodeRow],
+) -> Result<Vec<(&'a EpisodeRow, &'a EpisodeRow)>, AnalysisError> {
+    type Key<'k> = (
+        &'k str,
+        &'k str,
+        &'k str,
+        u32,
+        &'k str,
+        &'k str,
+        Option<u32>,
+        u32,
+        u32,
+    );
     let mut slots: BTreeMap<Key<'a>, [Option<&'a EpisodeRow>; 2]> = BTreeMap::new();
     for &e in rows {
         let side = usize::from(e.r == "high");
@@ -419,7 +437,8 @@ fn table(rows: &[Row]) -> Result<RecordBatch, AnalysisError> {
         .f64("ci_high_pp", rows.iter().map(|r| r.interval.high))
         .f64_opt(
             "p_value",
-            rows.iter().map(|r| r.contrast.then_some(r.interval.p_value)),
+            rows.iter()
+                .map(|r| r.contrast.then_some(r.interval.p_value)),
         )
         .f64("p_floor", rows.iter().map(|r| r.interval.p_floor))
         .u32("draws", rows.iter().map(|r| r.draws))

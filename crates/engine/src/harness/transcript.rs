@@ -250,10 +250,7 @@ impl Transcript {
             family: variant.family.clone(),
             cell: variant.cell,
             variant_id: variant.variant_id.clone(),
-            menu: self
-                .offered
-                .clone()
-                .unwrap_or_else(|| variant.menu_names()),
+            menu: self.offered.clone().unwrap_or_else(|| variant.menu_names()),
             limits: self.limits?,
             turns,
             final_answer,

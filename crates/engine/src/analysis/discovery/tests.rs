@@ -10,7 +10,12 @@ use crate::analysis::design::testing;
 fn ep(arm: &str, family: &str, intent: &str, r: &str, available: bool, vts: bool) -> EpisodeRow {
     let mut e = testing::row("c", "org", family, intent, 128, "low", "raw", vts);
     e.arm = arm.into();
-    e.lane = if arm == "fixed" { "fixed" } else { "retrieval_k8" }.into();
+    e.lane = if arm == "fixed" {
+        "fixed"
+    } else {
+        "retrieval_k8"
+    }
+    .into();
     e.r = r.into();
     e.variant_id = format!("{family}-{r}");
     e.ok[0] = available;
@@ -83,7 +88,12 @@ fn rates_and_contrasts_match_the_hand_computation() {
     // The unavailable episodes sent nothing and used no token.
     assert_eq!(a_high.unavailable, Some([2, 0, 0]));
     // ITT: low a c (2 of 4); high b (1 of 4): the unavailable a and d count as failures.
-    close(find(&rows, "itt_success", "low", "intent").interval.estimate, 50.0);
+    close(
+        find(&rows, "itt_success", "low", "intent")
+            .interval
+            .estimate,
+        50.0,
+    );
     let itt_high = find(&rows, "itt_success", "high", "intent");
     close(itt_high.interval.estimate, 25.0);
     assert_eq!((itt_high.hits, itt_high.n_clusters), (Some(1), 2));
@@ -92,7 +102,9 @@ fn rates_and_contrasts_match_the_hand_computation() {
     close(pp.interval.estimate, 200.0 / 3.0);
     assert_eq!(pp.n, 3);
     close(
-        find(&rows, "success_if_available", "high", "required_tools").interval.estimate,
+        find(&rows, "success_if_available", "high", "required_tools")
+            .interval
+            .estimate,
         50.0,
     );
     // Contrasts, high − low per family: availability (−1, 0, 0, 0); ITT (−1, +1, −1, 0).
@@ -152,15 +164,31 @@ fn intervals_resample_the_required_tool_clusters() {
     let row = find(&rows, "itt_success", "high_minus_low", "required_tools");
     // Clusters in name order: read_x+search {a: −100}, read_x+search+update_x {b: +100},
     // read_y+search {c: −100, d: 0}.
-    let (low, high, p) = slow_interval(&[-100.0, 100.0, -100.0], &[1.0, 1.0, 2.0], 999, row.draw_seed);
+    let (low, high, p) = slow_interval(
+        &[-100.0, 100.0, -100.0],
+        &[1.0, 1.0, 2.0],
+        999,
+        row.draw_seed,
+    );
     close(row.interval.low, low);
     close(row.interval.high, high);
     close(row.interval.p_value, p);
     assert_eq!(
         row.draw_seed,
-        stats::derive_seed(7, &["discovery", "retrieval", "itt_success", "high_minus_low", "required_tools"])
+        stats::derive_seed(
+            7,
+            &[
+                "discovery",
+                "retrieval",
+                "itt_success",
+                "high_minus_low",
+                "required_tools"
+            ]
+        )
     );
-    assert!(row.interval.low <= row.interval.estimate && row.interval.estimate <= row.interval.high);
+    assert!(
+        row.interval.low <= row.interval.estimate && row.interval.estimate <= row.interval.high
+    );
 }
 
 #[test]
@@ -179,7 +207,10 @@ fn one_cluster_gives_a_degenerate_interval() {
     close(d.interval.low, -100.0);
     close(d.interval.high, -100.0);
     // No unavailable episode: the row says so with zeros.
-    assert_eq!(find(&rows, "availability", "low", "family").unavailable, Some([0, 0, 0]));
+    assert_eq!(
+        find(&rows, "availability", "low", "family").unavailable,
+        Some([0, 0, 0])
+    );
 }
 
 #[test]

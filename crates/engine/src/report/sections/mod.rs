@@ -18,6 +18,7 @@ pub(crate) mod cap_strata;
 pub(crate) mod cap_studies;
 pub(crate) mod contrasts;
 pub(crate) mod costs;
+pub(crate) mod discovery;
 pub(crate) mod first_responses;
 pub(crate) mod lanes;
 pub(crate) mod strata;
@@ -54,7 +55,7 @@ pub(crate) struct SectionSpec {
 }
 
 /// Every section, in report order.
-pub(crate) const SECTIONS: [SectionSpec; 8] = [
+pub(crate) const SECTIONS: [SectionSpec; 9] = [
     SectionSpec {
         id: "contrasts",
         title: "Contrasts",
@@ -121,6 +122,14 @@ pub(crate) const SECTIONS: [SectionSpec; 8] = [
         analysis: "cap_sweep",
         tables: &["cap_sweep", "cap_crossover"],
         build: cap_studies::section,
+        noted_when_absent: false,
+    },
+    SectionSpec {
+        id: "discovery",
+        title: "Discovery: availability and the R contrast",
+        analysis: "discovery",
+        tables: &["discovery"],
+        build: discovery::section,
         noted_when_absent: false,
     },
 ];
@@ -238,6 +247,7 @@ pub(crate) fn unit_plural(unit: &str) -> String {
         "configuration" => "configurations".into(),
         "domain" => "domains".into(),
         "organization" => "organizations".into(),
+        "required_tools" => "required-tool clusters".into(),
         other => format!("{other} clusters"),
     }
 }
