@@ -68,8 +68,7 @@ fn the_router_and_the_retriever_take_public_text_and_schemas_only() {
     // Their signatures: the request's text and wire schemas in, positions out. The
     // agent crate cannot name a variant (tests/wall.rs), so no core type can reach them.
     let _: fn(&str, &[ToolSchema]) -> Decision = router::route;
-    let _: fn(&str, &[ToolSchema], usize) -> Vec<usize> =
-        tbb_agent::discovery::retrieve::top_k;
+    let _: fn(&str, &[ToolSchema], usize) -> Vec<usize> = tbb_agent::discovery::retrieve::top_k;
     // The hook hands them nothing of the ground truth: a variant whose operational
     // tools and flags are wiped gets the same menus.
     for r in [Routing::Low, Routing::High] {
@@ -79,7 +78,11 @@ fn the_router_and_the_retriever_take_public_text_and_schemas_only() {
         for t in &mut blind.menu {
             t.operational = false;
         }
-        for menu in [Menu::Router, Menu::Retrieval { k: 8 }, Menu::Retrieval { k: 32 }] {
+        for menu in [
+            Menu::Router,
+            Menu::Retrieval { k: 8 },
+            Menu::Retrieval { k: 32 },
+        ] {
             assert_eq!(visible(&v, menu), visible(&blind, menu), "{menu:?}");
         }
     }
@@ -149,14 +152,22 @@ fn retrieval_availability_on_the_core_families() {
             .count()
     };
     assert_eq!((count(Routing::Low, 8), count(Routing::High, 8)), (29, 0));
-    assert_eq!((count(Routing::Low, 32), count(Routing::High, 32)), (36, 17));
+    assert_eq!(
+        (count(Routing::Low, 32), count(Routing::High, 32)),
+        (36, 17)
+    );
     // Retrieval keeps k schemas, in the menu's own order.
     let v = harbor(Routing::Low);
     let kept = visible(&v, Menu::Retrieval { k: 8 });
     assert_eq!(kept.len(), 8);
     let positions: Vec<usize> = kept
         .iter()
-        .map(|n| v.menu.iter().position(|t| &t.name == n).expect("on the menu"))
+        .map(|n| {
+            v.menu
+                .iter()
+                .position(|t| &t.name == n)
+                .expect("on the menu")
+        })
         .collect();
     assert!(positions.windows(2).all(|w| w[0] < w[1]));
 }
@@ -234,8 +245,7 @@ async fn run(v: &Variant, menu: Menu, p: &Recorder) -> Episode {
     let e = run_episode(p, &spec, &prompts, None).await;
     // Certification regrades from the stored transcript: it must give the same trace.
     let stored = serde_json::to_string(&e.transcript).expect("serialises");
-    let back: tbb::harness::transcript::Transcript =
-        serde_json::from_str(&stored).expect("parses");
+    let back: tbb::harness::transcript::Transcript = serde_json::from_str(&stored).expect("parses");
     assert_eq!(back.trace(&e.blobs, v).as_ref(), Some(&e.trace));
     e
 }
@@ -271,4 +281,90 @@ async fn the_router_sends_its_narrowed_menu_from_the_first_request() {
     // The fixed menu stores no offered list: its transcripts are as before.
     let fixed = run(&v, Menu::Fixed, &Recorder(Mutex::new(Vec::new()))).await;
     assert!(fixed.transcript.offered.is_none());
+}
+
+/// The shipped manifest, cut to four families (three intents, both write and no-write
+/// clusters) and two configurations, in a scratch directory.
+fn scratch_study() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir_all(dir.path().join("manifests")).expect("mkdir");
+    std::fs::create_dir_all(dir.path().join("prompts")).expect("mkdir");
+    std::fs::copy(
+        root().join("manifests/configurations.toml"),
+        dir.path().join("manifests/configurations.toml"),
+    )
+    .expect("copy catalogue");
+    for f in [
+        "base.txt",
+        "workflow.txt",
+        "interface_guide.txt",
+        "nudge.txt",
+    ] {
+        std::fs::copy(
+            root().join("prompts").join(f),
+            dir.path().join("prompts").join(f),
+        )
+        .expect("copy prompt");
+    }
+    let text = std::fs::read_to_string(root().join("manifests/discovery.toml")).expect("read");
+    let small = text
+        .replace(
+            "splits = [\"core\"]",
+            "names = [\"overdue-escalation-harbor\", \"overdue-escalation-quayside\", \
+             \"phishing-report-triage-kestrel\", \"retention-purge-aurora\"]",
+        )
+        .replace(
+            "all_sim = true",
+            "names = [\"sim-aurora-flash\", \"sim-dunlin-max\"]",
+        )
+        .replace("draws = 10000", "draws = 500");
+    std::fs::write(dir.path().join("manifests/discovery.toml"), small).expect("write");
+    dir
+}
+
+fn tbb(dir: &Path, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_tbb"))
+        .current_dir(dir)
+        .env("TBB_FAMILIES", root().join("families"))
+        .env("NO_COLOR", "1")
+        .env_remove("TBB_REPEATS")
+        .env_remove("TBB_OUTPUTS")
+        .env_remove("TBB_PROMPTS")
+        .env_remove("TBB_LOCKFILES")
+        .args(args)
+        .output()
+        .expect("tbb runs")
+}
+
+#[test]
+fn the_discovery_study_applies_offline_certifies_and_plans_empty() {
+    let dir = scratch_study();
+    let ok = |out: &std::process::Output| {
+        let all = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(out.status.success(), "{all}");
+        all
+    };
+    let m = "manifests/discovery.toml";
+    ok(&tbb(dir.path(), &["apply", m]));
+    assert!(dir.path().join("lockfiles/discovery.lock").exists());
+    let plan = ok(&tbb(dir.path(), &["plan", m]));
+    assert!(plan.contains("No changes"), "{plan}");
+    // Every verdict, availability included, re-derives from the stored responses.
+    let certify = ok(&tbb(dir.path(), &["certify", m]));
+    assert!(certify.contains("0 failed"), "{certify}");
+    let outputs = dir.path().join("outputs/discovery");
+    let (batches, _) =
+        tbb::store::read_table(&outputs.join("discovery.parquet")).expect("discovery table");
+    let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
+    // 4 arms × (8 statistics, or 7 when no R-high episode is available) × 3 units.
+    assert!(rows >= 4 * 7 * 3, "{rows}");
+    let report = std::fs::read_to_string(outputs.join("report.md")).expect("report");
+    assert!(report.contains("## Discovery"), "{report}");
+    assert!(report.contains("Paper"), "{report}");
+    // `--locked` accepts the lockfile the apply wrote.
+    ok(&tbb(dir.path(), &["apply", m, "--locked"]));
 }
