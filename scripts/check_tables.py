@@ -23,7 +23,10 @@ import pyarrow.parquet as pq
 CONTRACT = {
     "variants": """variant_id family intent domain v w d r depth certified_min_calls
         call_limit turn_limit menu_size n_operational_tools answer_json sources_json
-        variant_hash""",
+        variant_hash required_tool_kinds""",
+    "discovery": """arm lane statistic r cluster_unit n_clusters n hits estimate_pp
+        ci_low_pp ci_high_pp p_value p_floor draws seed draw_seed unavailable
+        unavailable_requests unavailable_tokens""",
     "episodes": """study configuration organization model route block arm lane repair
         delivery actor completion_cap repeat schedule schedule_position variant_id family intent v w d r depth vts ok_a ok_s
         ok_p ok_q ok_e ok_x ok_g ok_b ok_c first_unmet terminal_flag truncated

@@ -1090,3 +1090,76 @@ names = ["retention-purge-aurora"]
     let (_, text) = failure(&m, &[]);
     assert!(text.contains("repeat 0"), "{text}");
 }
+
+/// The discovery study: the full catalogue at both routing levels, four menus (the
+/// fixed baseline, two retrieval sizes, the router), the whole panel.
+#[test]
+fn the_discovery_manifest_runs_both_routing_levels_under_four_menus() {
+    let Loaded {
+        manifest: m,
+        warnings,
+    } = load(&shipped("discovery.toml"));
+    assert!(warnings.is_empty(), "{warnings:?}");
+    assert_eq!(
+        m.menus(),
+        vec![
+            Menu::Fixed,
+            Menu::Retrieval { k: 8 },
+            Menu::Retrieval { k: 32 },
+            Menu::Router
+        ]
+    );
+    let levels: BTreeSet<String> = m
+        .cells
+        .iter()
+        .map(|c| tbb::compile::cell::level_name(&c.r))
+        .collect();
+    assert_eq!(levels, BTreeSet::from(["high".into(), "low".into()]));
+    assert!(m.cells.iter().all(|c| c.v == 128));
+    assert_eq!(m.families.len(), 36);
+    assert_eq!(m.configurations.len(), 21);
+    assert_eq!(m.episode_count(), 6_048);
+    let kinds: Vec<&str> = m.analyses.iter().map(|a| a.kind.name()).collect();
+    assert_eq!(kinds, ["discovery", "costs", "report"]);
+    assert!(tbb::analysis::skipped(&m).is_empty());
+}
+
+#[test]
+fn a_retrieval_menu_needs_its_k_and_only_it_takes_one() {
+    let missing = edited("discovery.toml", |t| replace(t, "k = 8\n", ""));
+    let (_, text) = failure(&missing, &[]);
+    assert!(text.contains("a `retrieval` menu needs `k`"), "{text}");
+    let zero = edited("discovery.toml", |t| replace(t, "k = 8\n", "k = 0\n"));
+    let (_, text) = failure(&zero, &[]);
+    assert!(
+        text.contains("k = 0 is not a menu size from 1 to 128"),
+        "{text}"
+    );
+    let stray = edited("discovery.toml", |t| {
+        replace(t, "menu = \"router\"", "menu = \"router\"\nk = 4")
+    });
+    let (_, text) = failure(&stray, &[]);
+    assert!(
+        text.contains("`k` belongs to a `retrieval` menu only"),
+        "{text}"
+    );
+    assert!(text.contains("╰── here"), "{text}");
+}
+
+#[test]
+fn the_discovery_analysis_is_skipped_without_matched_routing_levels() {
+    let m = edited("discovery.toml", |t| {
+        replace(
+            t,
+            "d = \"raw\"\nr = \"high\"",
+            "d = \"linked\"\nr = \"high\"",
+        )
+    });
+    let Loaded { manifest, .. } = load(&m.path);
+    let skipped = tbb::analysis::skipped(&manifest);
+    assert_eq!(skipped.len(), 1, "{skipped:?}");
+    assert!(
+        skipped[0].1.contains("matched R-low / R-high cells"),
+        "{skipped:?}"
+    );
+}

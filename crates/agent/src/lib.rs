@@ -1,6 +1,7 @@
 //! What an agent may use: the chat types ([`chat`]), the [`Provider`] trait every model
-//! behind a route implements, token counting ([`tokens`]) and the simulated panel
-//! ([`sim`]).
+//! behind a route implements, token counting ([`tokens`]), the simulated panel
+//! ([`sim`]) and the blind discovery mechanisms — the retrieval menu and the
+//! connector-first router ([`discovery`]).
 //!
 //! Owns: the boundary between the harness and whatever answers a request — a
 //! [`chat::ChatRequest`] in, a [`chat::ChatResponse`] or a [`ProviderError`] out.
@@ -13,6 +14,7 @@
 #![warn(missing_docs)]
 
 pub mod chat;
+pub mod discovery;
 pub mod sim;
 pub mod tokens;
 

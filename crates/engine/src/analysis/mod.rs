@@ -7,7 +7,8 @@
 //! `truncation`, `strata`, `lanes`, `costs`, `first_responses`), the report, the
 //! sweep's `truncation_strata`, the cap studies' configuration strata (`cap_strata`),
 //! the two completion-cap studies (`cap_sweep`, `cap_crossover`, which share
-//! [`cap_arms`]), and the repair-versus-switch comparison (`switches`).
+//! [`cap_arms`]), the discovery study's availability and R contrast (`discovery`),
+//! and the repair-versus-switch comparison (`switches`).
 //!
 //! Adding a kind is one file implementing [`Typed`] and one line in [`KINDS`]; the
 //! manifest, the DAG, the cache and the plan read everything else from the trait.
@@ -27,6 +28,7 @@ pub mod cap_sweep;
 pub mod contrasts;
 pub mod costs;
 pub mod design;
+pub mod discovery;
 pub mod first_responses;
 pub mod lanes;
 pub mod needs;
@@ -66,6 +68,7 @@ pub static KINDS: &[&dyn Kind] = &[
     &cap_strata::CrossoverStrata,
     &cap_sweep::CapSweep,
     &cap_crossover::CapCrossover,
+    &discovery::Discovery,
     &switches::Switches,
     &report::Report,
     #[cfg(test)]

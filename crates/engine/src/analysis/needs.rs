@@ -170,6 +170,10 @@ mod tests {
         let mut d = design(&Cell::capacity(), &[Menu::Routed, Menu::Fixed]);
         // Two caps, as the completion-cap studies compare.
         d.completion_caps = vec![1024, 4096];
+        // And one cell at R high beside its R-low sibling, as the discovery study runs.
+        let mut high = d.cells[0];
+        high.r = tbb_core::compile::cell::Routing::High;
+        d.cells.push(high);
         for kind in AnalysisKind::all() {
             assert_eq!(kind.kind().needs(&d), None, "{kind:?}");
         }

@@ -5,7 +5,7 @@
 //! | component | variants | hook | what the hook decides |
 //! |---|---|---|---|
 //! | [`PromptVariant`] | base, workflow, interface_guide | [`Arm::system_prompt`] | the system message |
-//! | [`Menu`] | fixed, routed | [`MenuState`] | which schemas are visible before each request |
+//! | [`Menu`] | fixed, routed, router, retrieval{k} | [`MenuState`] | which schemas are visible before each request |
 //! | [`Delivery`] | native | [`Delivery::render`] | how an executed call's observation reaches the agent |
 //! | [`Actor`] | model | [`Actor::uses_provider`] | who issues the next call |
 //!
@@ -21,11 +21,15 @@
 //!
 //! Never: reads the answer or the reference program, except where a component is an
 //! oracle by definition and says so (the routed menu narrows to the operational tools,
-//! as the paper's oracle-assisted reference does).
+//! as the paper's oracle-assisted reference does). The router and the retrieval menu
+//! are blind: they are handed the user request's text and the full menu as wire
+//! schemas, and decide in the agent crate ([`tbb_agent::discovery`]), which cannot
+//! name a variant.
 
 use serde::{Deserialize, Serialize};
 
 pub use super::prompts::PromptVariant;
+use tbb_agent::discovery;
 use tbb_core::compile::Variant;
 use tbb_provider::ToolSchema;
 
@@ -41,27 +45,76 @@ pub enum Menu {
     Routed,
     /// Full menu throughout (the routed menu's no-repair arm).
     Fixed,
+    /// The connector-first router: before the first request, only the tools of the
+    /// connector whose three coordinates match the route the user request names; the
+    /// full menu when that route is absent or ambiguous. Blind (public text only).
+    Router,
+    /// The `k` tools of the full menu that BM25 ranks highest against the user
+    /// request, throughout. The required tools may be missing: availability fails and
+    /// no request is sent. Blind (public text only).
+    Retrieval {
+        /// How many schemas are kept.
+        k: u16,
+    },
 }
 
 impl Menu {
-    /// Every variant with its manifest name.
-    pub const NAMES: [(&'static str, Menu); 2] = [("routed", Menu::Routed), ("fixed", Menu::Fixed)];
+    /// Every kind of menu with its manifest name (`retrieval` with `k = 0` stands for
+    /// every `k`; the manifest's `k` sets it).
+    pub const NAMES: [(&'static str, Menu); 4] = [
+        ("routed", Menu::Routed),
+        ("fixed", Menu::Fixed),
+        ("router", Menu::Router),
+        ("retrieval", Menu::Retrieval { k: 0 }),
+    ];
+
+    /// The largest `k` of a retrieval menu (the largest menu size).
+    pub const MAX_K: u16 = 128;
+
+    /// Its name in rows (`lane` column) and reports: the manifest name, and for a
+    /// retrieval menu `retrieval_k<k>`.
+    pub fn name(self) -> String {
+        match self {
+            Menu::Retrieval { k } => format!("retrieval_k{k}"),
+            other => name_of(&Menu::NAMES, other),
+        }
+    }
 
     /// The hook's state for one episode.
     pub fn start(self, variant: &Variant) -> MenuState {
         let full = schemas(variant, |_| true);
+        let keep = |positions: Vec<usize>| -> Vec<ToolSchema> {
+            positions
+                .into_iter()
+                .filter_map(|i| full.get(i).cloned())
+                .collect()
+        };
         match self {
             Menu::Fixed => MenuState {
                 visible: full,
                 narrow_to: None,
             },
             Menu::Routed => MenuState {
-                visible: full,
                 narrow_to: Some((
                     variant.operational_tools.clone(),
                     schemas(variant, |t| t.operational),
                 )),
+                visible: full,
             },
+            Menu::Router => {
+                let decision = discovery::router::route(&variant.user_request, &full);
+                MenuState {
+                    visible: keep(decision.visible(full.len())),
+                    narrow_to: None,
+                }
+            }
+            Menu::Retrieval { k } => {
+                let top = discovery::retrieve::top_k(&variant.user_request, &full, k.into());
+                MenuState {
+                    visible: keep(top),
+                    narrow_to: None,
+                }
+            }
         }
     }
 }
@@ -140,7 +193,7 @@ impl ArmForm {
     pub fn columns(&self) -> [(&'static str, String); 4] {
         [
             ("repair", self.prompt.repair_name().to_string()),
-            ("lane", name_of(&Menu::NAMES, self.menu)),
+            ("lane", self.menu.name()),
             ("delivery", name_of(&Delivery::NAMES, self.delivery)),
             ("actor", name_of(&Actor::NAMES, self.actor)),
         ]
@@ -224,8 +277,10 @@ mod tests {
     #[test]
     fn every_component_value_has_a_name() {
         for (_, m) in Menu::NAMES {
-            assert!(!name_of(&Menu::NAMES, m).is_empty());
+            assert!(!m.name().is_empty());
         }
+        assert_eq!(Menu::Retrieval { k: 8 }.name(), "retrieval_k8");
+        assert_eq!(Menu::Router.name(), "router");
         let cols = ArmForm::baseline().columns();
         assert_eq!(
             cols.map(|(_, v)| v),

@@ -97,6 +97,12 @@ pub async fn run_episode(
         turn_limit: variant.turn_limit,
     };
     let menu = spec.arm.menu.start(variant);
+    let full = variant.menu_names();
+    let offered: Vec<String> = menu.visible().iter().map(|t| t.name.clone()).collect();
+    let mut transcript = Transcript::new(&key);
+    if offered != full {
+        transcript.offered = Some(offered.clone());
+    }
     let mut run = Run {
         spec,
         provider,
@@ -123,14 +129,14 @@ pub async fn run_episode(
             family: variant.family.clone(),
             cell: variant.cell,
             variant_id: variant.variant_id.clone(),
-            menu: variant.menu_names(),
+            menu: offered,
             limits,
             turns: Vec::new(),
             final_answer: None,
             stop: StopReason::Answer,
             infra: None,
         },
-        transcript: Transcript::new(&key),
+        transcript,
         blobs: BlobStore::default(),
         sandbox: Sandbox::new(variant),
         executed: Vec::new(),

@@ -12,8 +12,10 @@
 //!   automatic tool choice; `parallel_tool_calls = false`, the temperature and a seed
 //!   derived from the episode key, each unless the execution profile omits it (every
 //!   omission is recorded in [`Episode::omitted`]);
-//! - if a tool the reference program needs is not on the menu, no request is sent and
-//!   the episode stops as unavailable;
+//! - if a tool the reference program needs is not on the menu offered at the first
+//!   request (after the router or the retrieval menu chose it), no request is sent and
+//!   the episode stops as unavailable: zero tokens, availability (A) unmet, stop reason
+//!   `unavailable`, counted as a failure (intention to treat);
 //! - each request carries the completion cap; a response that ends at the cap ends the
 //!   episode; so does reported usage (prompt + completion, summed) above the episode
 //!   budget, a refusal or content filter, a response that breaks the wire protocol
@@ -39,8 +41,10 @@
 //!   turn limit ends the episode;
 //! - the arm decides the rest ([`arm`]): the system prompt; the menu — *routed* shows
 //!   the full menu until the first executed call to an operational tool and the
-//!   operational tools from then on, *fixed* shows the full menu throughout; how an
-//!   observation is delivered; and who issues calls.
+//!   operational tools from then on, *fixed* shows the full menu throughout, *router*
+//!   shows the tools of the connector the request's route names (the full menu when
+//!   the route is absent or ambiguous), *retrieval{k}* the k tools BM25 ranks highest
+//!   against the request; how an observation is delivered; and who issues calls.
 //!
 //! Never: repairs arguments, retries a response it did not like, or lets a provider
 //! see anything but messages and tool schemas. Wall time is recorded but never used.
@@ -181,7 +185,7 @@ impl Episode {
             model: spec.config.model.clone(),
             route: spec.config.route(),
             arm: String::new(),
-            lane: arm::name_of(&arm::Menu::NAMES, spec.arm.menu),
+            lane: spec.arm.menu.name(),
             repair: spec.arm.prompt.repair_name().into(),
             delivery: arm::name_of(&arm::Delivery::NAMES, spec.arm.delivery),
             actor: arm::name_of(&arm::Actor::NAMES, spec.arm.actor),

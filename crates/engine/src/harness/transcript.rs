@@ -134,6 +134,12 @@ pub struct Transcript {
     /// What failed, when the infrastructure ended the episode.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub infra: Option<InfraFailure>,
+    /// The tool names offered at the first request when the arm's menu chose them
+    /// from the variant's (the router, the retrieval menu): what availability is
+    /// graded against. `None` when the whole menu was offered, so the transcripts of
+    /// the other arms are unchanged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offered: Option<Vec<String>>,
 }
 
 impl Transcript {
@@ -152,6 +158,7 @@ impl Transcript {
             last_ref: String::new(),
             wire_sampling: None,
             infra: None,
+            offered: None,
         }
     }
 
@@ -243,7 +250,7 @@ impl Transcript {
             family: variant.family.clone(),
             cell: variant.cell,
             variant_id: variant.variant_id.clone(),
-            menu: variant.menu_names(),
+            menu: self.offered.clone().unwrap_or_else(|| variant.menu_names()),
             limits: self.limits?,
             turns,
             final_answer,

@@ -61,9 +61,12 @@ pub struct RawArm {
     /// `base`, `workflow` or `interface_guide`.
     #[serde(default)]
     pub prompt: Option<String>,
-    /// `routed` or `fixed`.
+    /// `routed`, `fixed`, `router` or `retrieval`.
     #[serde(default)]
     pub menu: Option<String>,
+    /// How many schemas a `retrieval` menu keeps (required with it, refused without).
+    #[serde(default)]
+    pub k: Option<i64>,
     /// `native`.
     #[serde(default)]
     pub delivery: Option<String>,

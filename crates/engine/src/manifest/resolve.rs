@@ -243,12 +243,15 @@ fn resolve_arms(raw: &RawManifest, sink: &mut Sink<'_>) -> Vec<Arm> {
         let (Some(p), Some(m), Some(d), Some(c)) = (prompt, menu, delivery, actor) else {
             continue;
         };
+        let Some(menu) = retrieval_k(sink, &at, Menu::NAMES[m as usize].1, a.k) else {
+            continue;
+        };
         if ok {
             out.push(Arm {
                 name: a.name.clone(),
                 form: ArmForm {
                     prompt: prompts[p as usize].1,
-                    menu: Menu::NAMES[m as usize].1,
+                    menu,
                     delivery: Delivery::NAMES[d as usize].1,
                     actor: Actor::NAMES[c as usize].1,
                 },
@@ -257,6 +260,42 @@ fn resolve_arms(raw: &RawManifest, sink: &mut Sink<'_>) -> Vec<Arm> {
         }
     }
     out
+}
+
+/// A retrieval menu takes its `k` (1 to [`Menu::MAX_K`]) from the arm; the other menus
+/// take none. `None` (with the problem reported) when `k` is missing, out of range or
+/// given to another menu.
+fn retrieval_k(sink: &mut Sink<'_>, at: &str, menu: Menu, k: Option<i64>) -> Option<Menu> {
+    match (menu, k) {
+        (Menu::Retrieval { .. }, Some(k)) => match u16::try_from(k) {
+            Ok(k) if (1..=Menu::MAX_K).contains(&k) => Some(Menu::Retrieval { k }),
+            _ => {
+                sink.at(
+                    &format!("{at}.k"),
+                    format!("k = {k} is not a menu size from 1 to {}", Menu::MAX_K),
+                    Some("k is how many tool schemas the retriever keeps, e.g. `k = 8`".into()),
+                );
+                None
+            }
+        },
+        (Menu::Retrieval { .. }, None) => {
+            sink.at(
+                &format!("{at}.menu"),
+                "a `retrieval` menu needs `k`, how many tool schemas it keeps",
+                Some("add `k = 8` (or another size up to 128) to the arm".into()),
+            );
+            None
+        }
+        (_, Some(_)) => {
+            sink.at(
+                &format!("{at}.k"),
+                "`k` belongs to a `retrieval` menu only",
+                Some("drop `k`, or set `menu = \"retrieval\"`".into()),
+            );
+            None
+        }
+        (menu, None) => Some(menu),
+    }
 }
 
 /// Each name of a component's table with its position.

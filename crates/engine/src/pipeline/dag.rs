@@ -124,6 +124,9 @@ pub struct Dag {
 pub mod versions {
     /// Table publication (columns, writer settings).
     pub const TABLE: &str = "table/1";
+    /// `variants.parquet`'s columns (2: `required_tool_kinds`, the discovery study's
+    /// required-tool cluster).
+    pub const VARIANTS: &str = "variants/2";
     /// `requests.parquet`: its columns and how its rows are read off transcripts
     /// (`crate::store::requests`).
     pub const REQUESTS: &str = "requests/2";
@@ -373,7 +376,7 @@ impl Dag {
         // Tables of the compiled variants and the graded episodes.
         let all_compiles = compile_order;
         let variants_key = dag.keys_hash(&all_compiles);
-        let input = provenance(KeyInput::new(NodeKind::Table, versions::TABLE))
+        let input = provenance(KeyInput::new(NodeKind::Table, versions::VARIANTS))
             .input("variants", variants_key.clone());
         dag.add(
             NodeKind::Table,

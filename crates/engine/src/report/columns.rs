@@ -92,7 +92,7 @@ impl<'a> Columns<'a> {
         }
     }
 
-    /// An unsigned 32-bit column whose nulls mean "none".
+    /// An unsigned 32- or 64-bit column whose nulls mean "none".
     pub(crate) fn int_opt(&self, column: &str) -> Result<Vec<Option<u64>>, ReportError> {
         let array = self.column(column)?;
         match array.data_type() {
@@ -101,6 +101,7 @@ impl<'a> Columns<'a> {
                 .iter()
                 .map(|v| v.map(u64::from))
                 .collect()),
+            DataType::UInt64 => Ok(array.as_primitive::<UInt64Type>().iter().collect()),
             other => Err(self.wrong_type(column, "an integer", other)),
         }
     }

@@ -43,7 +43,30 @@ pub fn variants(variants: &[&Variant]) -> Result<RecordBatch, StoreError> {
             variants.iter().map(|v| json(&serde_json::json!(v.sources))),
         )
         .text("variant_hash", variants.iter().map(|v| &v.variant_hash))
+        .text(
+            "required_tool_kinds",
+            variants.iter().map(|v| required_tool_kinds(v)),
+        )
         .build("variants")
+}
+
+/// The tools the variant's reference program calls, each without its connector
+/// prefix (`nwf_euw_recv_read_invoice` → `read_invoice`), sorted and joined by `+`:
+/// the discovery study's required-tool cluster. A tool the menu does not list keeps
+/// its full name.
+pub fn required_tool_kinds(v: &Variant) -> String {
+    let mut kinds: Vec<String> = v
+        .required_tools()
+        .into_iter()
+        .map(|name| {
+            v.tool(&name)
+                .and_then(|t| name.strip_prefix(&format!("{}_", t.connector)))
+                .map_or_else(|| name.clone(), str::to_string)
+        })
+        .collect();
+    kinds.sort();
+    kinds.dedup();
+    kinds.join("+")
 }
 
 /// One row of `episodes.parquet`: one scored condition.
@@ -507,6 +530,7 @@ mod tests {
             "answer_json",
             "sources_json",
             "variant_hash",
+            "required_tool_kinds",
         ] {
             assert!(batch.schema().field_with_name(column).is_ok(), "{column}");
         }

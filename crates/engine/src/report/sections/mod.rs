@@ -18,6 +18,7 @@ pub(crate) mod cap_strata;
 pub(crate) mod cap_studies;
 pub(crate) mod contrasts;
 pub(crate) mod costs;
+pub(crate) mod discovery;
 pub(crate) mod first_responses;
 pub(crate) mod lanes;
 pub(crate) mod strata;
@@ -55,7 +56,7 @@ pub(crate) struct SectionSpec {
 }
 
 /// Every section, in report order.
-pub(crate) const SECTIONS: [SectionSpec; 9] = [
+pub(crate) const SECTIONS: [SectionSpec; 10] = [
     SectionSpec {
         id: "contrasts",
         title: "Contrasts",
@@ -122,6 +123,14 @@ pub(crate) const SECTIONS: [SectionSpec; 9] = [
         analysis: "cap_sweep",
         tables: &["cap_sweep", "cap_crossover"],
         build: cap_studies::section,
+        noted_when_absent: false,
+    },
+    SectionSpec {
+        id: "discovery",
+        title: "Discovery: availability and the R contrast",
+        analysis: "discovery",
+        tables: &["discovery"],
+        build: discovery::section,
         noted_when_absent: false,
     },
     SectionSpec {
@@ -247,6 +256,7 @@ pub(crate) fn unit_plural(unit: &str) -> String {
         "configuration" => "configurations".into(),
         "domain" => "domains".into(),
         "organization" => "organizations".into(),
+        "required_tools" => "required-tool clusters".into(),
         other => format!("{other} clusters"),
     }
 }
