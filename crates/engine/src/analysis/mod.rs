@@ -6,8 +6,9 @@
 //! version — and the statistics of the paper's capacity analysis (`contrasts`,
 //! `truncation`, `strata`, `lanes`, `costs`, `first_responses`), the report, the
 //! sweep's `truncation_strata`, the cap studies' configuration strata (`cap_strata`),
-//! and the two completion-cap studies (`cap_sweep`, `cap_crossover`, which share
-//! [`cap_arms`]).
+//! the two completion-cap studies (`cap_sweep`, `cap_crossover`, which share
+//! [`cap_arms`]), and the repairs study with its sentinel repeats (`repairs`,
+//! `sentinel`, which share [`repair_stats`]).
 //!
 //! Adding a kind is one file implementing [`Typed`] and one line in [`KINDS`]; the
 //! manifest, the DAG, the cache and the plan read everything else from the trait.
@@ -30,7 +31,10 @@ pub mod design;
 pub mod first_responses;
 pub mod lanes;
 pub mod needs;
+pub mod repair_stats;
+pub mod repairs;
 pub mod report;
+pub mod sentinel;
 pub mod stats;
 pub mod strata;
 #[cfg(test)]
@@ -65,6 +69,8 @@ pub static KINDS: &[&dyn Kind] = &[
     &cap_strata::CrossoverStrata,
     &cap_sweep::CapSweep,
     &cap_crossover::CapCrossover,
+    &repairs::Repairs,
+    &sentinel::Sentinel,
     &report::Report,
     #[cfg(test)]
     &toy::Toy,
