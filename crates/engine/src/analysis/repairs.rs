@@ -522,7 +522,7 @@ fn layer_rows(
     let (Some(base), Some(own)) = (arms.get(&None), arms.get(&Some(li))) else {
         own_row.note = Some(if arms.contains_key(&Some(li)) {
             format!(
-                "not estimable: the no-repair arm (fixed menu, base prompt) does not run at {} = {} \
+                "the no-repair arm (fixed menu, base prompt) does not run at {} = {} \
                  or {}",
                 layer.pressure().split(' ').next().unwrap_or(""),
                 layer.unstressed,
@@ -530,7 +530,7 @@ fn layer_rows(
             )
         } else {
             format!(
-                "not estimable: no arm with {} (the {} repair) runs at {} = {} or {}",
+                "no arm with {} (the {} repair) runs at {} = {} or {}",
                 layer.component(),
                 layer.name,
                 layer.pressure().split(' ').next().unwrap_or(""),
@@ -558,7 +558,7 @@ fn layer_rows(
         .collect();
     if conditions.is_empty() {
         own_row.note = Some(format!(
-            "not estimable: the no-repair arm and the {} repair never run on the same cells at \
+            "the no-repair arm and the {} repair never run on the same cells at \
              both levels of {}",
             layer.name,
             layer.pressure()

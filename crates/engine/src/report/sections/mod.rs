@@ -20,6 +20,7 @@ pub(crate) mod contrasts;
 pub(crate) mod costs;
 pub(crate) mod first_responses;
 pub(crate) mod lanes;
+pub(crate) mod repairs;
 pub(crate) mod strata;
 pub(crate) mod truncation;
 
@@ -54,7 +55,7 @@ pub(crate) struct SectionSpec {
 }
 
 /// Every section, in report order.
-pub(crate) const SECTIONS: [SectionSpec; 8] = [
+pub(crate) const SECTIONS: [SectionSpec; 10] = [
     SectionSpec {
         id: "contrasts",
         title: "Contrasts",
@@ -121,6 +122,22 @@ pub(crate) const SECTIONS: [SectionSpec; 8] = [
         analysis: "cap_sweep",
         tables: &["cap_sweep", "cap_crossover"],
         build: cap_studies::section,
+        noted_when_absent: false,
+    },
+    SectionSpec {
+        id: "repairs",
+        title: "Repairs against their own layer",
+        analysis: "repairs",
+        tables: &["repairs"],
+        build: repairs::section,
+        noted_when_absent: false,
+    },
+    SectionSpec {
+        id: "sentinel",
+        title: "Sentinel repeats",
+        analysis: "sentinel",
+        tables: &["sentinel"],
+        build: repairs::sentinel,
         noted_when_absent: false,
     },
 ];
