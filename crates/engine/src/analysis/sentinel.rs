@@ -335,6 +335,11 @@ mod tests {
         r
     }
 
+    /// An arm's (name, lane, repair).
+    type ArmCols = (&'static str, &'static str, &'static str);
+    /// A group's family, arm, V, W and outcomes per run.
+    type Runs = (&'static str, ArmCols, u32, &'static str, [bool; 3]);
+
     const FIXED: (&str, &str, &str) = ("fixed", "fixed", "none");
     const ROUTED: (&str, &str, &str) = ("routed", "routed", "none");
     const WORKFLOW: (&str, &str, &str) = ("workflow", "fixed", "workflow_prompt");
@@ -342,7 +347,7 @@ mod tests {
     /// Two families, three runs each of: the V pair at (128, low, raw) and the W pair
     /// at (8, high, raw). Outcomes per run, listed per group below.
     fn panel() -> Vec<EpisodeRow> {
-        let runs: [(&str, (&str, &str, &str), u32, &str, [bool; 3]); 8] = [
+        let runs: [Runs; 8] = [
             ("f1", FIXED, 128, "low", [false, false, false]),
             ("f1", ROUTED, 128, "low", [true, true, true]),
             ("f2", FIXED, 128, "low", [true, false, true]),
