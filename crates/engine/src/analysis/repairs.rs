@@ -740,4 +740,4 @@ fn table(rows: &[RepairRow], draws: u32, seed: u64) -> Result<RecordBatch, Analy
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -114,10 +114,15 @@ pub fn rows(
 ) -> Result<Vec<SentinelRow>, AnalysisError> {
     // cap -> group -> outcomes by repeat.
     let mut by_cap: BTreeMap<u32, BTreeMap<Group<'_>, BTreeMap<u32, bool>>> = BTreeMap::new();
+    // Each cell's level on every layer's axis (1: stressed).
+    let mut levels: BTreeMap<String, [Option<usize>; LAYERS.len()]> = BTreeMap::new();
     for row in episodes {
         let Some(arm) = arm_of(row) else { continue };
         let cell = format!("({}, {}, {}, {})", row.v, row.w, row.d, row.r)
             + &row.depth.map(|d| format!(" depth {d}")).unwrap_or_default();
+        levels
+            .entry(cell.clone())
+            .or_insert_with(|| LAYERS.map(|l| l.level(row)));
         let key = (row.configuration.as_str(), row.family.as_str(), cell, arm);
         let runs = by_cap
             .entry(row.completion_cap)
@@ -154,7 +159,7 @@ pub fn rows(
             // Stressed groups of the no-repair arm whose repair partner exists.
             let pairs: Vec<(&Group<'_>, &Group<'_>)> = groups
                 .keys()
-                .filter(|g| g.3.is_none() && stressed(cell_level(layer, &g.2)))
+                .filter(|g| g.3.is_none() && levels.get(&g.2).is_some_and(|l| l[li] == Some(1)))
                 .filter_map(|g| {
                     let partner = (g.0, g.1, g.2.clone(), Some(li));
                     groups.get_key_value(&partner).map(|(k, _)| (g, k))
@@ -206,31 +211,6 @@ pub fn rows(
         });
     }
     Ok(out)
-}
-
-/// The level of a cell label on a layer's axis (the label is `(v, w, d, r)`).
-fn cell_level(layer: &super::repairs::Layer, cell: &str) -> Option<usize> {
-    let inner = cell.trim_start_matches('(');
-    let inner = inner.split(')').next().unwrap_or("");
-    let parts: Vec<&str> = inner.split(", ").collect();
-    let at = match layer.axis {
-        super::repairs::Axis::V => 0,
-        super::repairs::Axis::W => 1,
-        super::repairs::Axis::D => 2,
-        super::repairs::Axis::R => 3,
-    };
-    let value = parts.get(at)?;
-    if *value == layer.unstressed {
-        Some(0)
-    } else if *value == layer.stressed {
-        Some(1)
-    } else {
-        None
-    }
-}
-
-fn stressed(level: Option<usize>) -> bool {
-    level == Some(1)
 }
 
 /// The repeat statistics of some groups.
@@ -314,7 +294,7 @@ fn table(rows: &[SentinelRow], draws: u32, seed: u64) -> Result<RecordBatch, Ana
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::analysis::design::testing::row;
 
@@ -346,7 +326,7 @@ mod tests {
 
     /// Two families, three runs each of: the V pair at (128, low, raw) and the W pair
     /// at (8, high, raw). Outcomes per run, listed per group below.
-    fn panel() -> Vec<EpisodeRow> {
+    pub(crate) fn panel() -> Vec<EpisodeRow> {
         let runs: [Runs; 8] = [
             ("f1", FIXED, 128, "low", [false, false, false]),
             ("f1", ROUTED, 128, "low", [true, true, true]),

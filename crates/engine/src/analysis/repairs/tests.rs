@@ -16,7 +16,7 @@ const ARMS: [(&str, &str, &str); 4] = [
 /// Two families × one configuration × the 8 endpoint cells × the four arms. Success:
 /// the no-repair arm and the workflow prompt fail at (128, high, ·); the routed menu
 /// never fails; the interface guide fails at (128, high, raw) only.
-fn panel() -> Vec<EpisodeRow> {
+pub(crate) fn panel() -> Vec<EpisodeRow> {
     let mut rows = Vec::new();
     for family in ["f1", "f2"] {
         for c in &CELLS[..8] {

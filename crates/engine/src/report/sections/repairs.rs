@@ -271,3 +271,48 @@ pub(crate) fn sentinel(tables: &Tables, s: &mut Section) -> Result<(), ReportErr
     s.table(table);
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use crate::analysis::{repairs, sentinel, Context, Kind};
+
+    /// The two sections, rendered from the analyses' tables on hand-built episodes
+    /// (the panels of the analyses' own tests).
+    #[test]
+    fn the_repairs_and_sentinel_sections() {
+        let mut tables = BTreeMap::new();
+        for (kind, episodes, params) in [
+            (
+                &repairs::Repairs as &dyn Kind,
+                repairs::tests::panel(),
+                r#"{"draws": 100, "seed": 1}"#,
+            ),
+            (
+                &sentinel::Sentinel as &dyn Kind,
+                sentinel::tests::panel(),
+                r#"{"draws": 200, "seed": 3}"#,
+            ),
+        ] {
+            let params = serde_json::from_str(params).unwrap_or_else(|e| panic!("{e}"));
+            let context = Context {
+                study: "repairs",
+                episodes: &episodes,
+                requests: &[],
+                tables: &BTreeMap::new(),
+                skipped: &[],
+            };
+            let produced = kind
+                .run(&params, &context)
+                .unwrap_or_else(|e| panic!("{e}"));
+            for out in produced.tables {
+                tables.insert(out.table.to_string(), out.batch);
+            }
+        }
+        let r = crate::report::render("repairs", &tables, &[]).unwrap_or_else(|e| panic!("{e}"));
+        let from = r.markdown.find("## Repairs against").unwrap_or(0);
+        let to = r.markdown.rfind("<!--").unwrap_or(r.markdown.len());
+        insta::assert_snapshot!(&r.markdown[from..to]);
+    }
+}
