@@ -37,211 +37,23 @@
 //!
 //! Never: runs episodes, reads files, or names an arm by its manifest name.
 
+mod layers;
+
 use std::collections::{BTreeMap, BTreeSet};
 
 use arrow_array::RecordBatch;
-use serde::{Deserialize, Serialize};
 
 use super::repair_stats::{self, Effects, FamilyTallies, Summary, Tally, ALPHA};
-use super::stats::{self, check_draws, DEFAULT_DRAWS, DEFAULT_SEED};
+use super::stats::{self, check_draws};
 use super::{AnalysisError, Context, Design, Output, ParamProblem, Produced, Typed};
-use crate::harness::{Menu, PromptVariant};
 use crate::store::tables::EpisodeRow;
 use crate::store::TableBuilder;
 
+pub use layers::{arm_of, needs_a_repair_design, Axis, Column, Layer, Params, LAYERS};
+pub use layers::{NO_REPAIR_LANE, NO_REPAIR_PROMPT};
+
 /// Name in error messages.
 const KIND: &str = "repairs";
-
-/// The parameters of `repairs` and `sentinel`: family-cluster bootstrap draws and seed.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Params {
-    /// Bootstrap draws (default 10,000).
-    #[serde(default)]
-    pub draws: Option<u32>,
-    /// Bootstrap seed (default 20261202).
-    #[serde(default)]
-    pub seed: Option<u64>,
-}
-
-impl Params {
-    /// `(draws, seed)` with the defaults filled in.
-    pub fn resolved(&self) -> (u32, u64) {
-        (
-            self.draws.unwrap_or(DEFAULT_DRAWS),
-            self.seed.unwrap_or(DEFAULT_SEED),
-        )
-    }
-}
-
-/// The episodes column a component is read from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Column {
-    /// `lane` (the menu).
-    Lane,
-    /// `repair` (the prompt).
-    Repair,
-}
-
-/// The cell axis a layer stresses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Axis {
-    /// Visible menu size.
-    V,
-    /// Workflow.
-    W,
-    /// Encoding.
-    D,
-    /// Routing.
-    R,
-}
-
-/// A layer: its pressure and its repair.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Layer {
-    /// `V`, `W`, `D`, `R`.
-    pub name: &'static str,
-    /// The axis.
-    pub axis: Axis,
-    /// The unstressed level (z = 0).
-    pub unstressed: &'static str,
-    /// The stressed level (z = 1).
-    pub stressed: &'static str,
-    /// The column of the component the repair changes.
-    pub column: Column,
-    /// The repair's value there (the no-repair arm's is `fixed` or `none`).
-    pub value: &'static str,
-    /// The repair's name in tables.
-    pub repair: &'static str,
-}
-
-/// The four layers, in table order.
-pub const LAYERS: [Layer; 4] = [
-    Layer {
-        name: "V",
-        axis: Axis::V,
-        unstressed: "8",
-        stressed: "128",
-        column: Column::Lane,
-        value: "routed",
-        repair: "routed_menu",
-    },
-    Layer {
-        name: "W",
-        axis: Axis::W,
-        unstressed: "low",
-        stressed: "high",
-        column: Column::Repair,
-        value: "workflow_prompt",
-        repair: "workflow_prompt",
-    },
-    Layer {
-        name: "D",
-        axis: Axis::D,
-        unstressed: "raw",
-        stressed: "linked",
-        column: Column::Repair,
-        value: "interface_guide",
-        repair: "interface_guide",
-    },
-    Layer {
-        name: "R",
-        axis: Axis::R,
-        unstressed: "low",
-        stressed: "high",
-        column: Column::Lane,
-        value: "router",
-        repair: "router",
-    },
-];
-
-/// The no-repair arm's menu.
-pub const NO_REPAIR_LANE: &str = "fixed";
-/// The no-repair arm's prompt (as a repair).
-pub const NO_REPAIR_PROMPT: &str = "none";
-
-impl Layer {
-    /// Its pressure for a row: 0, 1, or `None` at another level.
-    pub fn level(&self, row: &EpisodeRow) -> Option<usize> {
-        let v;
-        let value = match self.axis {
-            Axis::V => {
-                v = row.v.to_string();
-                v.as_str()
-            }
-            Axis::W => row.w.as_str(),
-            Axis::D => row.d.as_str(),
-            Axis::R => row.r.as_str(),
-        };
-        if value == self.unstressed {
-            Some(0)
-        } else if value == self.stressed {
-            Some(1)
-        } else {
-            None
-        }
-    }
-
-    /// The row's cell without this layer's axis.
-    pub fn stratum(&self, row: &EpisodeRow) -> String {
-        let mut parts = Vec::new();
-        if self.axis != Axis::V {
-            parts.push(format!("v={}", row.v));
-        }
-        if self.axis != Axis::W {
-            parts.push(format!("w={}", row.w));
-        }
-        if self.axis != Axis::D {
-            parts.push(format!("d={}", row.d));
-        }
-        if self.axis != Axis::R {
-            parts.push(format!("r={}", row.r));
-        }
-        if let Some(depth) = row.depth {
-            parts.push(format!("depth={depth}"));
-        }
-        parts.join(" ")
-    }
-
-    /// "v 8→128".
-    pub fn pressure(&self) -> String {
-        let axis = match self.axis {
-            Axis::V => "v",
-            Axis::W => "w",
-            Axis::D => "d",
-            Axis::R => "r",
-        };
-        format!("{axis} {}→{}", self.unstressed, self.stressed)
-    }
-
-    /// The component that marks its repair, as a manifest would write it.
-    pub fn component(&self) -> String {
-        match self.column {
-            Column::Lane => format!("menu = {}", self.value),
-            Column::Repair => format!("repair = {}", self.value),
-        }
-    }
-}
-
-/// Which arm of the repairs design a row belongs to: `Some(None)` the no-repair arm,
-/// `Some(Some(i))` the repair of `LAYERS[i]`, `None` any other arm.
-pub fn arm_of(row: &EpisodeRow) -> Option<Option<usize>> {
-    if row.delivery != "native" || row.actor != "model" {
-        return None;
-    }
-    let lane_off = row.lane == NO_REPAIR_LANE;
-    let prompt_off = row.repair == NO_REPAIR_PROMPT;
-    if lane_off && prompt_off {
-        return Some(None);
-    }
-    LAYERS
-        .iter()
-        .position(|l| match l.column {
-            Column::Lane => prompt_off && row.lane == l.value,
-            Column::Repair => lane_off && row.repair == l.value,
-        })
-        .map(Some)
-}
 
 /// The `repairs` analysis kind.
 pub struct Repairs;
@@ -268,31 +80,6 @@ impl Typed for Repairs {
             batch: table(&rows, draws, seed)?,
         }]
         .into())
-    }
-}
-
-/// The design needs of `repairs` and `sentinel`: the no-repair arm (the fixed menu
-/// with the base prompt) and at least one repair (the routed menu, the workflow prompt
-/// or the interface guide). Which layers are estimable is decided on the rows.
-pub fn needs_a_repair_design(design: &Design) -> Option<String> {
-    let fixed = design.menus.contains(&Menu::Fixed);
-    let repair = design.menus.contains(&Menu::Routed)
-        || design
-            .prompts
-            .iter()
-            .any(|p| matches!(p, PromptVariant::Workflow | PromptVariant::InterfaceGuide));
-    match (fixed, repair) {
-        (true, true) => None,
-        (false, _) => Some(
-            "it needs the no-repair arm (`menu = \"fixed\"`, the base prompt); the manifest has \
-             no fixed-menu arm"
-                .into(),
-        ),
-        (true, false) => Some(
-            "it needs at least one repair arm (`menu = \"routed\"`, `prompt = \"workflow\"` or \
-             `prompt = \"interface_guide\"`)"
-                .into(),
-        ),
     }
 }
 
