@@ -4,8 +4,10 @@
 //! correction over the layers, and the smallest equivalence margins of the repairs that
 //! do not activate. The formulas are [`super::repair_stats`].
 //!
-//! Owns: the `repairs` table and the [`LAYERS`] (which axis each layer stresses, its
-//! unstressed and stressed levels, and the arm component its repair changes).
+//! Owns: the `repairs` table. The design it reads — the [`LAYERS`] (which axis each
+//! layer stresses, its unstressed and stressed levels, the arm component its repair
+//! changes) and which arm a row belongs to ([`arm_of`]) — is in `repairs/layers.rs`,
+//! shared with [`super::sentinel`].
 //!
 //! # Which episodes
 //! Arms are read from the rows' component columns, not their names. The no-repair arm
@@ -116,7 +118,7 @@ pub struct RepairRow {
     pub note: Option<String>,
     /// μ⁰₀, μ⁰₁, μᵃ₀, μᵃ₁ (shares).
     pub means: Option<[f64; 4]>,
-    /// L, Γ, Σ.
+    /// L.
     pub l: Option<Summary>,
     /// Γ.
     pub gamma: Option<Summary>,
