@@ -207,7 +207,8 @@ pub fn arm_of(row: &EpisodeRow) -> Option<Option<usize>> {
 
 /// The design needs of `repairs` and `sentinel`: the no-repair arm (the fixed menu
 /// with the base prompt) and at least one repair (the routed menu, the workflow prompt
-/// or the interface guide). Which layers are estimable is decided on the rows.
+/// or the interface guide). Which layers are estimable is decided on the rows. When
+/// the router's menu lands, it counts as a repair here too (one more `contains`).
 pub fn needs_a_repair_design(design: &Design) -> Option<String> {
     let fixed = design.menus.contains(&Menu::Fixed);
     let repair = design.menus.contains(&Menu::Routed)
