@@ -36,6 +36,14 @@ CONTRACT = {
         sent_seed sent_parallel_tool_calls stop_reason transcript_ref node_key""",
     "contrasts": """analysis contrast cluster_unit n_units estimate_pp ci_low_pp
         ci_high_pp p_value p_holm draws seed""",
+    "repairs": """completion_cap layer pressure repair role repair_arm no_repair_arm
+        cells n_cells n_families n_configurations n_episodes_per_arm estimable note
+        l_pp l_pp_ci_low l_pp_ci_high gamma_pp gamma_pp_ci_low gamma_pp_ci_high
+        sigma_pp sigma_pp_ci_low sigma_pp_ci_high delta_pp delta_pp_ci_low
+        delta_pp_ci_high p_iut p_holm activates tost_margin_pp draws seed""",
+    "sentinel": """completion_cap scope repair cells n_groups n_runs runs_min runs_max
+        pass_at_1 all_runs any_run disagreement gain_pp gain_pp_ci_low gain_pp_ci_high
+        draws seed""",
     "cap_sweep": """stratum arm arm_role completion_cap statistic n_configurations
         n_units units_incomplete n_clusters n_events n_total estimate_pp ci_low_pp
         ci_high_pp p_value excluded_provider_failure excluded_missing_usage bound_low_pp

@@ -132,6 +132,147 @@ fn the_capacity_manifest_is_the_capacity_factorial() {
     assert_eq!(m.episode_count(), 18_144);
 }
 
+/// Every (family, cell, configuration) an arm runs on, over the blocks that list it.
+fn conditions_of(m: &Manifest, arm: &str) -> BTreeSet<(String, String, String)> {
+    let Some(index) = m.arms.iter().position(|a| a.name == arm) else {
+        panic!("no arm {arm}")
+    };
+    let mut out = BTreeSet::new();
+    for b in m.blocks.iter().filter(|b| b.arms.contains(&index)) {
+        for f in &b.families {
+            for c in &b.cells {
+                for k in &b.configurations {
+                    out.insert((f.clone(), c.to_string(), k.clone()));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The repairs study: the no-repair arm (fixed menu, base prompt) and one repair per
+/// layer, each changing one component, on the eight endpoint cells; every repair runs
+/// on exactly the conditions of every other, so each is the others' wrong-layer
+/// control on the same cells.
+#[test]
+fn the_repairs_manifest_runs_every_wrong_layer_control_on_its_repairs_cells() {
+    use tbb::harness::{ArmForm, PromptVariant};
+    let Loaded {
+        manifest: m,
+        warnings,
+    } = load(&shipped("repairs.toml"));
+    assert!(warnings.is_empty(), "{warnings:?}");
+    let forms: Vec<(&str, ArmForm)> = m.arms.iter().map(|a| (a.name.as_str(), a.form)).collect();
+    let fixed = ArmForm {
+        menu: Menu::Fixed,
+        ..ArmForm::baseline()
+    };
+    assert_eq!(
+        forms,
+        [
+            ("fixed", fixed),
+            ("routed", ArmForm::baseline()),
+            (
+                "workflow",
+                ArmForm {
+                    prompt: PromptVariant::Workflow,
+                    ..fixed
+                }
+            ),
+            (
+                "guide",
+                ArmForm {
+                    prompt: PromptVariant::InterfaceGuide,
+                    ..fixed
+                }
+            ),
+            (
+                "router",
+                ArmForm {
+                    menu: Menu::Router,
+                    ..fixed
+                }
+            ),
+        ]
+    );
+    // The eight endpoint cells, at both levels of V, W and D, and (8, low, raw) at R
+    // high, the router's stressed cell.
+    let capacity = tbb::compile::cell::Cell::capacity();
+    let r_high_cell = tbb::compile::cell::Cell {
+        r: tbb::compile::cell::Routing::High,
+        ..capacity[0]
+    };
+    let mut cells = capacity[..8].to_vec();
+    cells.push(r_high_cell);
+    assert_eq!(m.cells, cells);
+    assert_eq!(m.families.len(), 36);
+    assert_eq!(m.configurations.len(), 21);
+    // The endpoints × 4 arms, the router at R low, 5 arms at R high.
+    assert_eq!(m.episode_count(), 36 * 21 * (8 * 4 + 1 + 5));
+    let base = conditions_of(&m, "fixed");
+    assert_eq!(base.len(), 36 * 21 * 9);
+    for arm in ["routed", "workflow", "guide"] {
+        assert_eq!(conditions_of(&m, arm), base, "{arm}");
+    }
+    // The router runs at both routing levels of (8, low, raw), on conditions the
+    // no-repair arm and the other repairs (its wrong-layer controls) run too.
+    let router = conditions_of(&m, "router");
+    assert_eq!(router.len(), 36 * 21 * 2);
+    let r_high: BTreeSet<_> = router
+        .iter()
+        .filter(|c| c.1 == r_high_cell.to_string())
+        .cloned()
+        .collect();
+    assert_eq!(r_high.len(), 36 * 21);
+    assert!(r_high.is_subset(&base));
+    assert!(router.is_subset(&base), "its R-low cell is an endpoint too");
+    let kinds: Vec<_> = m.analyses.iter().map(|a| a.kind.name()).collect();
+    assert_eq!(kinds, ["repairs", "switches", "costs", "report"]);
+}
+
+/// The sentinel repeats: each layer's pair (the no-repair arm and its repair) on that
+/// layer's single-stress cell, three runs each, 4 families of 4 domains, every
+/// configuration of the panel.
+#[test]
+fn the_sentinel_manifest_runs_three_pairs_three_times() {
+    let Loaded {
+        manifest: m,
+        warnings,
+    } = load(&shipped("sentinel.toml"));
+    assert!(warnings.is_empty(), "{warnings:?}");
+    assert_eq!(m.families.len(), 4);
+    assert_eq!(m.configurations.len(), 21);
+    let blocks: Vec<(&str, Vec<&str>, String, u32)> = m
+        .blocks
+        .iter()
+        .map(|b| {
+            let arms = b.arms.iter().map(|&i| m.arms[i].name.as_str()).collect();
+            let cells: Vec<String> = b.cells.iter().map(|c| c.to_string()).collect();
+            (b.name.as_str(), arms, cells.join(" "), b.repeats)
+        })
+        .collect();
+    let cell = |v: u16, w: &str, d: &str| {
+        tbb::compile::cell::Cell {
+            v,
+            w: w.parse().unwrap_or_else(|_| panic!("{w}")),
+            d: d.parse().unwrap_or_else(|_| panic!("{d}")),
+            r: tbb::compile::cell::Routing::Low,
+            depth: None,
+        }
+        .to_string()
+    };
+    assert_eq!(
+        blocks,
+        [
+            ("v", vec!["fixed", "routed"], cell(128, "low", "raw"), 3),
+            ("w", vec!["fixed", "workflow"], cell(8, "high", "raw"), 3),
+            ("d", vec!["fixed", "guide"], cell(8, "low", "linked"), 3),
+        ]
+    );
+    // 4 families × 3 pairs × 2 arms × 21 configurations = 504 groups, 3 runs each.
+    assert_eq!(m.episode_count(), 504 * 3);
+}
+
 /// The cap studies: the capacity factorial on the routed menu at two caps, twice; the
 /// sweep's caps side by side, the crossover's in a counterbalanced order; each reads
 /// the capacity study's two tables.

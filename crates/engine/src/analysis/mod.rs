@@ -8,7 +8,8 @@
 //! sweep's `truncation_strata`, the cap studies' configuration strata (`cap_strata`),
 //! the two completion-cap studies (`cap_sweep`, `cap_crossover`, which share
 //! [`cap_arms`]), the discovery study's availability and R contrast (`discovery`),
-//! and the repair-versus-switch comparison (`switches`).
+//! the repairs study with its sentinel repeats (`repairs`, `sentinel`, which share
+//! [`repair_stats`]), and the repair-versus-switch comparison (`switches`).
 //!
 //! Adding a kind is one file implementing [`Typed`] and one line in [`KINDS`]; the
 //! manifest, the DAG, the cache and the plan read everything else from the trait.
@@ -32,7 +33,10 @@ pub mod discovery;
 pub mod first_responses;
 pub mod lanes;
 pub mod needs;
+pub mod repair_stats;
+pub mod repairs;
 pub mod report;
+pub mod sentinel;
 pub mod stats;
 pub mod strata;
 pub mod switches;
@@ -69,6 +73,8 @@ pub static KINDS: &[&dyn Kind] = &[
     &cap_sweep::CapSweep,
     &cap_crossover::CapCrossover,
     &discovery::Discovery,
+    &repairs::Repairs,
+    &sentinel::Sentinel,
     &switches::Switches,
     &report::Report,
     #[cfg(test)]

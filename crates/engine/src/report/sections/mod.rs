@@ -21,6 +21,7 @@ pub(crate) mod costs;
 pub(crate) mod discovery;
 pub(crate) mod first_responses;
 pub(crate) mod lanes;
+pub(crate) mod repairs;
 pub(crate) mod strata;
 pub(crate) mod switches;
 pub(crate) mod truncation;
@@ -56,7 +57,7 @@ pub(crate) struct SectionSpec {
 }
 
 /// Every section, in report order.
-pub(crate) const SECTIONS: [SectionSpec; 10] = [
+pub(crate) const SECTIONS: [SectionSpec; 12] = [
     SectionSpec {
         id: "contrasts",
         title: "Contrasts",
@@ -131,6 +132,22 @@ pub(crate) const SECTIONS: [SectionSpec; 10] = [
         analysis: "discovery",
         tables: &["discovery"],
         build: discovery::section,
+        noted_when_absent: false,
+    },
+    SectionSpec {
+        id: "repairs",
+        title: "Repairs against their own layer",
+        analysis: "repairs",
+        tables: &["repairs"],
+        build: repairs::section,
+        noted_when_absent: false,
+    },
+    SectionSpec {
+        id: "sentinel",
+        title: "Sentinel repeats",
+        analysis: "sentinel",
+        tables: &["sentinel"],
+        build: repairs::sentinel,
         noted_when_absent: false,
     },
     SectionSpec {

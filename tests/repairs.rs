@@ -1,0 +1,277 @@
+//! The repairs study and the sentinel repeats through the binary: the shipped
+//! manifests, shrunk to three families and two configurations, apply offline; the
+//! plan right after is empty; the tables read back with the notebook's columns, every
+//! wrong-layer control on exactly its repair's cells, R listed as not estimable, and
+//! the sentinel pairs run three times.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+
+use arrow_array::{Array, BooleanArray, Float64Array, RecordBatch, StringArray, UInt32Array};
+use assert_cmd::Command;
+use tbb::store::read_table;
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A shipped manifest with `edits` applied; each edit must match.
+fn shrunk(name: &str, edits: &[(&str, &str)]) -> String {
+    let path = repo().join("manifests").join(name);
+    let mut text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{e}"));
+    for (from, to) in edits {
+        assert!(text.contains(from), "{name} no longer holds `{from}`");
+        text = text.replace(from, to);
+    }
+    text
+}
+
+const FEW: &str = r#"names = ["sim-aurora-flash", "sim-dunlin-max"]"#;
+
+/// A directory with the catalogue, the prompts and one manifest.
+struct Study {
+    dir: tempfile::TempDir,
+    name: &'static str,
+}
+
+impl Study {
+    fn new(name: &'static str, manifest: &str) -> Study {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        for sub in ["manifests", "prompts"] {
+            std::fs::create_dir_all(dir.path().join(sub)).unwrap_or_else(|e| panic!("{e}"));
+        }
+        std::fs::copy(
+            repo().join("manifests/configurations.toml"),
+            dir.path().join("manifests/configurations.toml"),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        for f in [
+            "base.txt",
+            "workflow.txt",
+            "interface_guide.txt",
+            "nudge.txt",
+        ] {
+            std::fs::copy(
+                repo().join("prompts").join(f),
+                dir.path().join("prompts").join(f),
+            )
+            .unwrap_or_else(|e| panic!("{e}"));
+        }
+        std::fs::write(dir.path().join(format!("manifests/{name}.toml")), manifest)
+            .unwrap_or_else(|e| panic!("{e}"));
+        Study { dir, name }
+    }
+
+    fn tbb(&self, command: &str) -> String {
+        let out = Command::cargo_bin("tbb")
+            .unwrap_or_else(|e| panic!("{e}"))
+            .current_dir(self.dir.path())
+            .env("TBB_FAMILIES", repo().join("families"))
+            .env("NO_COLOR", "1")
+            .env_remove("TBB_REPEATS")
+            .env_remove("TBB_OUTPUTS")
+            .env_remove("TBB_PROMPTS")
+            .env_remove("TBB_LOCKFILES")
+            .args([command, &format!("manifests/{}.toml", self.name)])
+            .output()
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(
+            out.status.success(),
+            "tbb {command} failed:\n{}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).to_string()
+    }
+
+    fn table(&self, table: &str) -> RecordBatch {
+        let path: PathBuf = self
+            .dir
+            .path()
+            .join("outputs")
+            .join(self.name)
+            .join(format!("{table}.parquet"));
+        let (batches, _) = read_table(&path).unwrap_or_else(|e| panic!("{e}"));
+        only_batch(&batches)
+    }
+}
+
+fn only_batch(batches: &[RecordBatch]) -> RecordBatch {
+    assert_eq!(batches.len(), 1, "one row group");
+    batches[0].clone()
+}
+
+fn text(t: &RecordBatch, c: &str) -> Vec<Option<String>> {
+    let a = t
+        .column_by_name(c)
+        .and_then(|a| a.as_any().downcast_ref::<StringArray>())
+        .unwrap_or_else(|| panic!("{c}"));
+    (0..a.len())
+        .map(|i| (!a.is_null(i)).then(|| a.value(i).to_string()))
+        .collect()
+}
+
+fn float(t: &RecordBatch, c: &str) -> Vec<Option<f64>> {
+    let a = t
+        .column_by_name(c)
+        .and_then(|a| a.as_any().downcast_ref::<Float64Array>())
+        .unwrap_or_else(|| panic!("{c}"));
+    (0..a.len())
+        .map(|i| (!a.is_null(i)).then(|| a.value(i)))
+        .collect()
+}
+
+fn int(t: &RecordBatch, c: &str) -> Vec<u32> {
+    t.column_by_name(c)
+        .and_then(|a| a.as_any().downcast_ref::<UInt32Array>())
+        .map(|a| a.values().to_vec())
+        .unwrap_or_else(|| panic!("{c}"))
+}
+
+fn plan_is_empty(s: &Study) {
+    let plan = s.tbb("plan");
+    assert!(plan.contains("nothing to run"), "{plan}");
+}
+
+fn unwrap_str(v: &Option<String>) -> &str {
+    v.as_deref().unwrap_or("")
+}
+
+#[test]
+fn the_repairs_study_applies_and_every_control_runs_on_its_repairs_cells() {
+    let manifest = shrunk(
+        "repairs.toml",
+        &[
+            (
+                r#"splits = ["core"]"#,
+                r#"names = ["overdue-escalation-harbor", "phishing-report-triage-kestrel", "retention-purge-aurora"]"#,
+            ),
+            ("all_sim = true", FEW),
+            ("draws = 10000", "draws = 400"),
+        ],
+    );
+    let s = Study::new("repairs", &manifest);
+    s.tbb("apply");
+    plan_is_empty(&s);
+
+    // Episodes: every arm on exactly the same (family, configuration, cell).
+    let e = s.table("episodes");
+    let (arm, family, conf) = (
+        text(&e, "arm"),
+        text(&e, "family"),
+        text(&e, "configuration"),
+    );
+    let (w, d) = (text(&e, "w"), text(&e, "d"));
+    let v = int(&e, "v");
+    let mut by_arm: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for i in 0..e.num_rows() {
+        by_arm
+            .entry(unwrap_str(&arm[i]).into())
+            .or_default()
+            .insert(format!(
+                "{} {} {} {} {}",
+                unwrap_str(&family[i]),
+                unwrap_str(&conf[i]),
+                v[i],
+                unwrap_str(&w[i]),
+                unwrap_str(&d[i])
+            ));
+    }
+    assert_eq!(by_arm.len(), 4);
+    let sets: Vec<&BTreeSet<String>> = by_arm.values().collect();
+    assert_eq!(sets[0].len(), 3 * 2 * 8);
+    assert!(sets.iter().all(|x| *x == sets[0]), "{by_arm:?}");
+
+    // The table: V, W, D with two controls each on the own repair's cells, R not
+    // estimable, the benchmark last.
+    let t = s.table("repairs");
+    let (layer, role, cells) = (text(&t, "layer"), text(&t, "role"), text(&t, "cells"));
+    let n = int(&t, "n_episodes_per_arm");
+    let estimable = t
+        .column_by_name("estimable")
+        .and_then(|a| a.as_any().downcast_ref::<BooleanArray>())
+        .unwrap_or_else(|| panic!("estimable"));
+    let layers: Vec<&str> = layer.iter().map(unwrap_str).collect();
+    assert_eq!(
+        layers,
+        ["V", "V", "V", "W", "W", "W", "D", "D", "D", "R", "generic"]
+    );
+    for l in ["V", "W", "D"] {
+        let own = (0..t.num_rows())
+            .find(|&i| layers[i] == l && unwrap_str(&role[i]) == "repair")
+            .unwrap_or_else(|| panic!("{l}"));
+        assert_eq!(
+            n[own],
+            3 * 2 * 8,
+            "{l}: 3 families × 2 configurations × 8 cells"
+        );
+        for i in (0..t.num_rows()).filter(|&i| layers[i] == l && i != own) {
+            assert_eq!(unwrap_str(&role[i]), "wrong_layer_control");
+            assert_eq!((&cells[i], n[i]), (&cells[own], n[own]), "{l}");
+        }
+    }
+    assert!(!estimable.value(9));
+    assert!(unwrap_str(&text(&t, "note")[9]).contains("menu = router"));
+    let l = float(&t, "l_pp");
+    let (g, sg) = (float(&t, "gamma_pp"), float(&t, "sigma_pp"));
+    assert_eq!(l[9], None);
+    let close = |x: Option<f64>, y: f64| x.is_some_and(|x| (x - y).abs() < 1e-9);
+    assert!(close(l[10], 40.0) && close(g[10], 30.0) && close(sg[10], 20.0));
+    for c in [
+        "p_iut",
+        "p_holm",
+        "tost_margin_pp",
+        "delta_pp_ci_low",
+        "l_pp_ci_high",
+    ] {
+        assert_eq!(float(&t, c).len(), 11, "{c}");
+    }
+    let report = std::fs::read_to_string(s.dir.path().join("outputs/repairs/report.md"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        report.contains("## Repairs against their own layer"),
+        "{report}"
+    );
+    assert!(
+        report.contains("17.5 [14.9, 20.2]"),
+        "the paper's value beside ours"
+    );
+}
+
+#[test]
+fn the_sentinel_study_runs_each_pair_three_times() {
+    let manifest = shrunk(
+        "sentinel.toml",
+        &[("all_sim = true", FEW), ("draws = 10000", "draws = 400")],
+    );
+    let s = Study::new("sentinel", &manifest);
+    s.tbb("apply");
+    plan_is_empty(&s);
+    let t = s.table("sentinel");
+    let scope = text(&t, "scope");
+    let scopes: Vec<&str> = scope.iter().map(unwrap_str).collect();
+    assert_eq!(scopes, ["V", "W", "D", "all"]);
+    // 4 families × 2 configurations × 2 arms per pair; 3 runs each.
+    assert_eq!(int(&t, "n_groups"), [16, 16, 16, 48]);
+    assert_eq!(int(&t, "n_runs"), [48, 48, 48, 144]);
+    assert_eq!(int(&t, "runs_min"), [3, 3, 3, 3]);
+    let (pass, all, any, dis) = (
+        float(&t, "pass_at_1"),
+        float(&t, "all_runs"),
+        float(&t, "any_run"),
+        float(&t, "disagreement"),
+    );
+    for i in 0..4 {
+        let (a, y, d) = (
+            all[i].unwrap_or(-1.0),
+            any[i].unwrap_or(-1.0),
+            dis[i].unwrap_or(-1.0),
+        );
+        // Disagreement is exactly "some run but not every run".
+        assert!((y - a - d).abs() < 1e-12, "{i}");
+        let p = pass[i].unwrap_or(-1.0);
+        assert!(a <= p && p <= y, "pass@1 lies between all-runs and any-run");
+    }
+    let gain = float(&t, "gain_pp");
+    assert!(gain[..3].iter().all(Option::is_some) && gain[3].is_none());
+}
