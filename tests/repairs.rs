@@ -161,7 +161,7 @@ fn the_repairs_study_applies_and_every_control_runs_on_its_repairs_cells() {
         text(&e, "family"),
         text(&e, "configuration"),
     );
-    let (w, d) = (text(&e, "w"), text(&e, "d"));
+    let (w, d, r) = (text(&e, "w"), text(&e, "d"), text(&e, "r"));
     let v = int(&e, "v");
     let mut by_arm: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for i in 0..e.num_rows() {
@@ -169,21 +169,44 @@ fn the_repairs_study_applies_and_every_control_runs_on_its_repairs_cells() {
             .entry(unwrap_str(&arm[i]).into())
             .or_default()
             .insert(format!(
-                "{} {} {} {} {}",
+                "{} {} {} {} {} {}",
                 unwrap_str(&family[i]),
                 unwrap_str(&conf[i]),
                 v[i],
                 unwrap_str(&w[i]),
-                unwrap_str(&d[i])
+                unwrap_str(&d[i]),
+                unwrap_str(&r[i])
             ));
     }
-    assert_eq!(by_arm.len(), 4);
-    let sets: Vec<&BTreeSet<String>> = by_arm.values().collect();
-    assert_eq!(sets[0].len(), 3 * 2 * 8);
-    assert!(sets.iter().all(|x| *x == sets[0]), "{by_arm:?}");
+    // The four endpoint arms on the same conditions; the router on (8, low, raw) at both
+    // routing levels, and at R high every other arm with it.
+    assert_eq!(by_arm.len(), 5);
+    let sets: Vec<(&String, &BTreeSet<String>)> = by_arm.iter().collect();
+    let fixed = &by_arm["fixed"];
+    for (name, set) in &sets {
+        if name.as_str() == "router" {
+            assert_eq!(
+                set.len(),
+                3 * 2 * 2,
+                "3 families × 2 configurations × R low, high"
+            );
+            assert!(
+                set.is_subset(fixed),
+                "the router's conditions are the others' too"
+            );
+        } else {
+            assert_eq!(set.len(), 3 * 2 * 9, "{name}");
+            assert_eq!(*set, fixed, "{name}");
+        }
+    }
+    assert_eq!(
+        s.table("episodes").num_rows(),
+        3 * 2 * (8 * 4 + 1 + 5),
+        "endpoints × 4 arms, the router at R low, 5 arms at R high"
+    );
 
-    // The table: V, W, D with two controls each on the own repair's cells, R not
-    // estimable, the benchmark last.
+    // The table: each layer's repair then its three wrong-layer controls on the same
+    // cells, the benchmark last.
     let t = s.table("repairs");
     let (layer, role, cells) = (text(&t, "layer"), text(&t, "role"), text(&t, "cells"));
     let n = int(&t, "n_episodes_per_arm");
@@ -194,29 +217,28 @@ fn the_repairs_study_applies_and_every_control_runs_on_its_repairs_cells() {
     let layers: Vec<&str> = layer.iter().map(unwrap_str).collect();
     assert_eq!(
         layers,
-        ["V", "V", "V", "W", "W", "W", "D", "D", "D", "R", "generic"]
+        ["V", "V", "V", "W", "W", "W", "D", "D", "D", "R", "R", "R", "R", "generic"]
     );
-    for l in ["V", "W", "D"] {
+    for (l, per_arm) in [
+        ("V", 3 * 2 * 8),
+        ("W", 3 * 2 * 8),
+        ("D", 3 * 2 * 8),
+        ("R", 3 * 2 * 2),
+    ] {
         let own = (0..t.num_rows())
             .find(|&i| layers[i] == l && unwrap_str(&role[i]) == "repair")
             .unwrap_or_else(|| panic!("{l}"));
-        assert_eq!(
-            n[own],
-            3 * 2 * 8,
-            "{l}: 3 families × 2 configurations × 8 cells"
-        );
+        assert_eq!(n[own], per_arm, "{l}");
+        assert!(estimable.value(own), "{l}");
         for i in (0..t.num_rows()).filter(|&i| layers[i] == l && i != own) {
             assert_eq!(unwrap_str(&role[i]), "wrong_layer_control");
             assert_eq!((&cells[i], n[i]), (&cells[own], n[own]), "{l}");
         }
     }
-    assert!(!estimable.value(9));
-    assert!(unwrap_str(&text(&t, "note")[9]).contains("menu = router"));
     let l = float(&t, "l_pp");
     let (g, sg) = (float(&t, "gamma_pp"), float(&t, "sigma_pp"));
-    assert_eq!(l[9], None);
     let close = |x: Option<f64>, y: f64| x.is_some_and(|x| (x - y).abs() < 1e-9);
-    assert!(close(l[10], 40.0) && close(g[10], 30.0) && close(sg[10], 20.0));
+    assert!(close(l[13], 40.0) && close(g[13], 30.0) && close(sg[13], 20.0));
     for c in [
         "p_iut",
         "p_holm",
@@ -224,8 +246,15 @@ fn the_repairs_study_applies_and_every_control_runs_on_its_repairs_cells() {
         "delta_pp_ci_low",
         "l_pp_ci_high",
     ] {
-        assert_eq!(float(&t, c).len(), 11, "{c}");
+        assert_eq!(float(&t, c).len(), 14, "{c}");
     }
+    // The switch comparison: each of the four repairs, both configurations incumbents.
+    let summary = s.table("switch_summary");
+    let repairs: Vec<String> = text(&summary, "repair")
+        .iter()
+        .map(|r| unwrap_str(r).to_string())
+        .collect();
+    assert_eq!(repairs, ["guide", "routed", "router", "workflow"]);
     let report = std::fs::read_to_string(s.dir.path().join("outputs/repairs/report.md"))
         .unwrap_or_else(|e| panic!("{e}"));
     assert!(
