@@ -200,7 +200,7 @@ fn the_repairs_manifest_runs_every_wrong_layer_control_on_its_repairs_cells() {
     let capacity = tbb::compile::cell::Cell::capacity();
     let r_high_cell = tbb::compile::cell::Cell {
         r: tbb::compile::cell::Routing::High,
-        ..capacity[0]
+        ..capacity[4]
     };
     let mut cells = capacity[..8].to_vec();
     cells.push(r_high_cell);

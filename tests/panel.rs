@@ -215,3 +215,60 @@ async fn calibration_a_larger_cap_removes_most_of_the_menu_penalty() {
         "truncation at 4,096 {mid_share}% (at 1,024 {low_share}%): {summary}"
     );
 }
+
+/// Calibration (the paper's discovery and router results): at V = 128 under high routing
+/// difficulty a near-miss connector's own tools are visible, and the panel's
+/// configurations read its mirror records as the case's, so the full menu loses
+/// markedly from R low to R high; the connector-first router, which shows only the
+/// route's connector, removes the loss. Both come out of `near_miss_confusion` acting on
+/// what the menu shows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calibration_routing_difficulty_bites_and_the_router_removes_it() {
+    use tbb::compile::cell::Routing;
+    use tbb::harness::{ArmForm, Menu};
+    let catalogue =
+        Catalogue::load(&root().join("manifests/configurations.toml")).expect("catalogue");
+    let prompts = Prompts::load(&root().join("prompts")).expect("prompts");
+    let set = FamilySet::load(&root().join("families")).expect("families load");
+    let cell = |r| Cell {
+        r,
+        ..Cell::new(128, Workflow::Low, Encoding::Raw)
+    };
+    // success[(menu, R)] over three configurations × 36 families.
+    let mut success: BTreeMap<(&str, &str), (usize, usize)> = BTreeMap::new();
+    for name in ["sim-aurora-pro", "sim-basalt-mini", "sim-gale-swift"] {
+        let config = catalogue.get(name).expect("configuration");
+        let provider = build(config).expect("sim builds");
+        for f in set.split(Split::Core) {
+            for (r, r_name) in [(Routing::Low, "low"), (Routing::High, "high")] {
+                let v = compile(f, &cell(r)).expect("compiles");
+                for (menu, menu_name) in [(Menu::Fixed, "fixed"), (Menu::Router, "router")] {
+                    let spec = EpisodeSpec {
+                        arm: ArmForm {
+                            menu,
+                            ..ArmForm::baseline()
+                        },
+                        ..EpisodeSpec::frozen(&v, config)
+                    };
+                    let e = run_episode(provider.as_ref(), &spec, &prompts, None).await;
+                    let s = success.entry((menu_name, r_name)).or_default();
+                    s.0 += usize::from(e.verdict.vts);
+                    s.1 += 1;
+                }
+            }
+        }
+    }
+    let pct = |k: (&str, &str)| 100.0 * success[&k].0 as f64 / success[&k].1 as f64;
+    let summary = format!("{success:?}");
+    let loss = pct(("fixed", "low")) - pct(("fixed", "high"));
+    assert!((10.0..=50.0).contains(&loss), "R loss {loss} pp: {summary}");
+    let router_loss = pct(("router", "low")) - pct(("router", "high"));
+    assert!(
+        router_loss.abs() <= 5.0,
+        "router R loss {router_loss}: {summary}"
+    );
+    assert!(
+        pct(("router", "high")) - pct(("fixed", "high")) >= 15.0,
+        "the router's gain at R high: {summary}"
+    );
+}
