@@ -5,10 +5,10 @@
 //! and the stressed cells of its layer — every configuration that ran the repair on
 //! those cells is an *incumbent*, and every other configuration that ran the no-repair
 //! arm on them is a *switch*. For each incumbent × switch the units are the conditions
-//! (variant × repeat) both ran; each unit's difference is the incumbent-with-repair
-//! episode minus the switch's no-repair episode, in success (pp), cost (USD), tokens and
-//! wall time. The switch is re-executed, never replayed: both sides are rows of this
-//! study.
+//! (variant × repeat × completion cap) both ran; each unit's difference is the
+//! incumbent-with-repair episode minus the switch's no-repair episode, in success (pp),
+//! cost (USD), tokens and wall time. The switch is re-executed, never replayed: both
+//! sides are rows of this study.
 //!
 //! - **Intervals**: the mean difference with a percentile family-cluster bootstrap
 //!   (units of a family resampled together, [`stats::cluster_bootstrap`]), for success
@@ -133,7 +133,7 @@ impl Cells {
 impl Typed for Switches {
     type Params = Params;
     const NAME: &'static str = KIND;
-    const VERSION: &'static str = "switches/1";
+    const VERSION: &'static str = "switches/2";
     const OUTPUTS: &'static [&'static str] = &["switches", "switch_incumbents", "switch_summary"];
 
     fn check(params: &Params) -> Vec<ParamProblem> {
@@ -232,7 +232,8 @@ pub struct Comparison {
     pub cost_usd: Interval,
 }
 
-type Key<'a> = (&'a str, &'a str, u32);
+/// (configuration, variant, repeat, completion cap): a condition of one arm.
+type Key<'a> = (&'a str, &'a str, u32, u32);
 
 /// Every comparison, by repair, incumbent and switch (sorted).
 pub fn compare(
@@ -253,13 +254,14 @@ pub fn compare(
                     row.configuration.as_str(),
                     row.variant_id.as_str(),
                     row.repeat,
+                    row.completion_cap,
                 );
                 if m.insert(key, row).is_some() {
                     return Err(AnalysisError::Inconsistent {
                         analysis: KIND,
                         detail: format!(
-                            "two episodes of arm `{arm}` for configuration {}, variant {}, repeat {}",
-                            key.0, key.1, key.2
+                            "two episodes of arm `{arm}` for configuration {}, variant {}, repeat {}, cap {}",
+                            key.0, key.1, key.2, key.3
                         ),
                     });
                 }
@@ -288,9 +290,9 @@ pub fn compare(
         for &incumbent in &incumbents {
             for &switch in switches.iter().filter(|&&s| s != incumbent) {
                 let pairs: Vec<(&EpisodeRow, &EpisodeRow)> = repaired
-                    .range((incumbent, "", 0)..)
+                    .range((incumbent, "", 0, 0)..)
                     .take_while(|(k, _)| k.0 == incumbent)
-                    .filter_map(|(k, a)| unrepaired.get(&(switch, k.1, k.2)).map(|b| (*a, *b)))
+                    .filter_map(|(k, a)| unrepaired.get(&(switch, k.1, k.2, k.3)).map(|b| (*a, *b)))
                     .collect();
                 if pairs.is_empty() {
                     continue;
@@ -624,6 +626,25 @@ mod tests {
             (rows[0].success_pp.low, rows[0].success_pp.high),
             (100.0, 100.0)
         );
+    }
+
+    #[test]
+    fn conditions_pair_within_their_completion_cap() {
+        let at = |cap: u32, row: EpisodeRow| EpisodeRow {
+            completion_cap: cap,
+            ..row
+        };
+        let mut episodes = Vec::new();
+        for cap in [1024, 4096] {
+            // At 1,024 the repair wins; at 4,096 the switch does.
+            let win = cap == 1024;
+            episodes.push(at(cap, ep("A", "routed", "f1", win, 1.0, 1)));
+            episodes.push(at(cap, ep("B", "fixed", "f1", !win, 1.0, 1)));
+        }
+        let rows = compare(&episodes, &[repair()], 50, 1).unwrap_or_default();
+        assert_eq!(rows.len(), 1);
+        assert_eq!(rows[0].n_units, 2, "one condition per cap, never crossed");
+        assert!(rows[0].success_pp.estimate.abs() < 1e-12, "+100 and −100");
     }
 
     #[test]
