@@ -221,11 +221,17 @@ impl Configuration {
     /// configuration (its `[configuration.speed]`, or the defaults), `None` for a live
     /// route, whose wall time is measured.
     pub fn modelled_latency_ms(&self, input_tokens: u64, output_tokens: u64) -> Option<u64> {
-        (self.provider == ProviderKind::Sim).then(|| {
+        self.wall_time_is_modelled().then(|| {
             self.speed
                 .unwrap_or_default()
                 .latency_ms(input_tokens, output_tokens)
         })
+    }
+
+    /// Whether this configuration's wall time is modelled (a simulated agent's) rather
+    /// than measured (a live route's).
+    pub fn wall_time_is_modelled(&self) -> bool {
+        self.provider == ProviderKind::Sim
     }
 
     /// The configuration as it determines what an episode is: whole, except how many

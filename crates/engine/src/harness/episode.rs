@@ -180,9 +180,10 @@ pub async fn run_episode(
     trace.stop = stop;
     trace.infra = run.infra;
     let verdict = grade_with_budget(variant, &trace, spec.episode_budget);
-    let wall_ms = match spec.config.modelled_latency_ms(0, 0) {
-        Some(_) => transcript.wall_ms.iter().sum(),
-        None => started.elapsed().as_millis() as u64,
+    let wall_ms = if spec.config.wall_time_is_modelled() {
+        transcript.wall_ms.iter().sum()
+    } else {
+        started.elapsed().as_millis() as u64
     };
     Episode {
         key,

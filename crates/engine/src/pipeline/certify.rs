@@ -613,8 +613,7 @@ fn certify_one(
         row.study = study.manifest.study.clone();
         place_in_design(row, &study.manifest, &execute.work);
     }
-    let modelled = spec.config.modelled_latency_ms(0, 0).is_some();
-    let differences = compare(&replayed, &stored, modelled);
+    let differences = compare(&replayed, &stored, spec.config.wall_time_is_modelled());
     certificate.mismatched = differences.iter().map(|d| d.0.clone()).collect();
     certificate.first_difference = match (&refused, differences.first()) {
         (Some(e), _) => Some(format!("replay refused: {e}")),
