@@ -3,6 +3,8 @@
 //! alone, an unavailable episode sends nothing and costs nothing, the manifest's `k`
 //! is checked, and the study applies offline with an empty plan after it.
 
+mod common;
+
 use std::path::Path;
 use std::sync::Mutex;
 
@@ -286,26 +288,7 @@ async fn the_router_sends_its_narrowed_menu_from_the_first_request() {
 /// The shipped manifest, cut to four families (three intents, both write and no-write
 /// clusters) and two configurations, in a scratch directory.
 fn scratch_study() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().expect("tempdir");
-    std::fs::create_dir_all(dir.path().join("manifests")).expect("mkdir");
-    std::fs::create_dir_all(dir.path().join("prompts")).expect("mkdir");
-    std::fs::copy(
-        root().join("manifests/configurations.toml"),
-        dir.path().join("manifests/configurations.toml"),
-    )
-    .expect("copy catalogue");
-    for f in [
-        "base.txt",
-        "workflow.txt",
-        "interface_guide.txt",
-        "nudge.txt",
-    ] {
-        std::fs::copy(
-            root().join("prompts").join(f),
-            dir.path().join("prompts").join(f),
-        )
-        .expect("copy prompt");
-    }
+    let dir = common::scratch();
     let text = std::fs::read_to_string(root().join("manifests/discovery.toml")).expect("read");
     let small = text
         .replace(
@@ -323,17 +306,7 @@ fn scratch_study() -> tempfile::TempDir {
 }
 
 fn tbb(dir: &Path, args: &[&str]) -> std::process::Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_tbb"))
-        .current_dir(dir)
-        .env("TBB_FAMILIES", root().join("families"))
-        .env("NO_COLOR", "1")
-        .env_remove("TBB_REPEATS")
-        .env_remove("TBB_OUTPUTS")
-        .env_remove("TBB_PROMPTS")
-        .env_remove("TBB_LOCKFILES")
-        .args(args)
-        .output()
-        .expect("tbb runs")
+    common::tbb_in(dir).args(args).output().expect("tbb runs")
 }
 
 #[test]

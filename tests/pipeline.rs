@@ -2,19 +2,18 @@
 //! `dag`, on small studies in temporary directories (families from the repository;
 //! manifests, catalogue, prompts, outputs and lockfiles copied or written per test).
 
+mod common;
+
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use assert_cmd::Command;
+use common::repo;
 use serde_json::Value;
 use tbb::pipeline::lock::OutputsLock;
 use tbb::store::read_table;
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
 
 /// Two families of two intents, two configurations (one truncates, one never does),
 /// the capacity cells, two arms (the routed menu with the base and with the workflow
@@ -70,30 +69,10 @@ impl Study {
     }
 
     fn named(name: &str, manifest: &str) -> Study {
-        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         let study = Study {
-            dir,
+            dir: common::scratch(),
             name: name.to_string(),
         };
-        std::fs::create_dir_all(study.path("manifests")).unwrap_or_else(|e| panic!("{e}"));
-        std::fs::create_dir_all(study.path("prompts")).unwrap_or_else(|e| panic!("{e}"));
-        std::fs::copy(
-            repo().join("manifests/configurations.toml"),
-            study.path("manifests/configurations.toml"),
-        )
-        .unwrap_or_else(|e| panic!("{e}"));
-        for f in [
-            "base.txt",
-            "workflow.txt",
-            "interface_guide.txt",
-            "nudge.txt",
-        ] {
-            std::fs::copy(
-                repo().join("prompts").join(f),
-                study.path("prompts").join(f),
-            )
-            .unwrap_or_else(|e| panic!("{e}"));
-        }
         study.write_manifest(manifest);
         study
     }
@@ -115,15 +94,7 @@ impl Study {
     }
 
     fn tbb(&self) -> Command {
-        let mut cmd = Command::cargo_bin("tbb").unwrap_or_else(|e| panic!("{e}"));
-        cmd.current_dir(self.dir.path())
-            .env("TBB_FAMILIES", repo().join("families"))
-            .env("NO_COLOR", "1")
-            .env_remove("TBB_REPEATS")
-            .env_remove("TBB_OUTPUTS")
-            .env_remove("TBB_PROMPTS")
-            .env_remove("TBB_LOCKFILES");
-        cmd
+        common::tbb_in(self.dir.path())
     }
 
     fn std_command(&self, args: &[&str]) -> std::process::Command {

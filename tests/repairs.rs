@@ -4,16 +4,14 @@
 //! wrong-layer control on exactly its repair's cells, R listed as not estimable, and
 //! the sentinel pairs run three times.
 
+mod common;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
 use arrow_array::{Array, BooleanArray, Float64Array, RecordBatch, StringArray, UInt32Array};
-use assert_cmd::Command;
+use common::{repo, scratch, tbb_in};
 use tbb::store::read_table;
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
 
 /// A shipped manifest with `edits` applied; each edit must match.
 fn shrunk(name: &str, edits: &[(&str, &str)]) -> String {
@@ -36,42 +34,14 @@ struct Study {
 
 impl Study {
     fn new(name: &'static str, manifest: &str) -> Study {
-        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-        for sub in ["manifests", "prompts"] {
-            std::fs::create_dir_all(dir.path().join(sub)).unwrap_or_else(|e| panic!("{e}"));
-        }
-        std::fs::copy(
-            repo().join("manifests/configurations.toml"),
-            dir.path().join("manifests/configurations.toml"),
-        )
-        .unwrap_or_else(|e| panic!("{e}"));
-        for f in [
-            "base.txt",
-            "workflow.txt",
-            "interface_guide.txt",
-            "nudge.txt",
-        ] {
-            std::fs::copy(
-                repo().join("prompts").join(f),
-                dir.path().join("prompts").join(f),
-            )
-            .unwrap_or_else(|e| panic!("{e}"));
-        }
+        let dir = scratch();
         std::fs::write(dir.path().join(format!("manifests/{name}.toml")), manifest)
             .unwrap_or_else(|e| panic!("{e}"));
         Study { dir, name }
     }
 
     fn tbb(&self, command: &str) -> String {
-        let out = Command::cargo_bin("tbb")
-            .unwrap_or_else(|e| panic!("{e}"))
-            .current_dir(self.dir.path())
-            .env("TBB_FAMILIES", repo().join("families"))
-            .env("NO_COLOR", "1")
-            .env_remove("TBB_REPEATS")
-            .env_remove("TBB_OUTPUTS")
-            .env_remove("TBB_PROMPTS")
-            .env_remove("TBB_LOCKFILES")
+        let out = tbb_in(self.dir.path())
             .args([command, &format!("manifests/{}.toml", self.name)])
             .output()
             .unwrap_or_else(|e| panic!("{e}"));

@@ -4,16 +4,14 @@
 //! upstream lines, and apply refusing a missing or stale upstream with the command that
 //! fixes it.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use arrow_array::{Array, Float64Array, StringArray};
-use assert_cmd::Command;
+use common::repo;
 use tbb::store::read_table;
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
 
 /// One family, one cell, three configurations — one of which the smoke study never
 /// ran — reading the smoke study's truncation table.
@@ -47,26 +45,12 @@ struct Dir(tempfile::TempDir);
 
 impl Dir {
     fn new() -> Dir {
-        let dir = Dir(tempfile::tempdir().unwrap_or_else(|e| panic!("{e}")));
-        for sub in ["manifests", "prompts"] {
-            std::fs::create_dir_all(dir.path(sub)).unwrap_or_else(|e| panic!("{e}"));
-        }
-        for f in ["configurations.toml", "smoke.toml"] {
-            std::fs::copy(
-                repo().join("manifests").join(f),
-                dir.path("manifests").join(f),
-            )
-            .unwrap_or_else(|e| panic!("{e}"));
-        }
-        for f in [
-            "base.txt",
-            "workflow.txt",
-            "interface_guide.txt",
-            "nudge.txt",
-        ] {
-            std::fs::copy(repo().join("prompts").join(f), dir.path("prompts").join(f))
-                .unwrap_or_else(|e| panic!("{e}"));
-        }
+        let dir = Dir(common::scratch());
+        std::fs::copy(
+            repo().join("manifests/smoke.toml"),
+            dir.path("manifests/smoke.toml"),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
         std::fs::write(dir.path("manifests/sweep.toml"), SWEEP).unwrap_or_else(|e| panic!("{e}"));
         dir
     }
@@ -76,14 +60,7 @@ impl Dir {
     }
 
     fn run(&self, args: &[&str]) -> Output {
-        Command::cargo_bin("tbb")
-            .unwrap_or_else(|e| panic!("{e}"))
-            .current_dir(self.0.path())
-            .env("TBB_FAMILIES", repo().join("families"))
-            .env("NO_COLOR", "1")
-            .env_remove("TBB_OUTPUTS")
-            .env_remove("TBB_PROMPTS")
-            .env_remove("TBB_LOCKFILES")
+        common::tbb_in(self.0.path())
             .args(args)
             .output()
             .unwrap_or_else(|e| panic!("{e}"))

@@ -1,0 +1,53 @@
+//! What the integration tests that drive the binary on a scratch study share: the
+//! repository root, a scratch directory holding the shipped catalogue and system
+//! prompts, and the `tbb` command run in it with the repository's families and none
+//! of the caller's `TBB_*` overrides.
+//!
+//! Each test crate compiles this module on its own and uses part of it.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+
+/// The repository root.
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A fresh directory with `manifests/configurations.toml` (the shipped catalogue) and
+/// `prompts/` (every shipped system prompt); the test writes its manifests beside.
+pub fn scratch() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    for sub in ["manifests", "prompts"] {
+        std::fs::create_dir_all(dir.path().join(sub)).unwrap_or_else(|e| panic!("{e}"));
+    }
+    std::fs::copy(
+        repo().join("manifests/configurations.toml"),
+        dir.path().join("manifests/configurations.toml"),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let prompts = std::fs::read_dir(repo().join("prompts")).unwrap_or_else(|e| panic!("{e}"));
+    for entry in prompts {
+        let from = entry.unwrap_or_else(|e| panic!("{e}")).path();
+        if let Some(name) = from.file_name() {
+            std::fs::copy(&from, dir.path().join("prompts").join(name))
+                .unwrap_or_else(|e| panic!("{e}"));
+        }
+    }
+    dir
+}
+
+/// `tbb` run in `dir`, reading the repository's families, with no colour and no
+/// `TBB_REPEATS`, `TBB_OUTPUTS`, `TBB_PROMPTS` or `TBB_LOCKFILES` from the caller.
+pub fn tbb_in(dir: &Path) -> Command {
+    let mut cmd = Command::cargo_bin("tbb").unwrap_or_else(|e| panic!("{e}"));
+    cmd.current_dir(dir)
+        .env("TBB_FAMILIES", repo().join("families"))
+        .env("NO_COLOR", "1")
+        .env_remove("TBB_REPEATS")
+        .env_remove("TBB_OUTPUTS")
+        .env_remove("TBB_PROMPTS")
+        .env_remove("TBB_LOCKFILES");
+    cmd
+}
