@@ -21,6 +21,7 @@
 //!
 //! Never: reads tables, computes statistics, or embeds fonts or raster images.
 
+use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
@@ -202,25 +203,14 @@ pub(crate) fn scatter(
     let (y0, y1) = padded_range(finite.iter().map(|p| p.y), 0.0);
     let colour = SERIES_COLOURS[0];
     render(title, (760, 480), |root| {
-        let mut chart = ChartBuilder::on(root)
-            .margin(16)
-            .margin_top(HEADER)
-            .x_label_area_size(50)
-            .y_label_area_size(70)
-            .build_cartesian_2d(x0..x1, y0..y1)?;
-        chart
-            .configure_mesh()
-            .light_line_style(LIGHT_GRID)
-            .max_light_lines(1)
-            .x_labels(8)
-            .y_labels(8)
-            .x_label_formatter(&|x| format!("{}%", axis_number(*x, x1)))
-            .y_label_formatter(&|y| axis_number(*y, y1 - y0))
-            .x_desc(x_desc)
-            .y_desc(y_desc)
-            .label_style((FONT, 15))
-            .axis_desc_style((FONT, 16))
-            .draw()?;
+        let mut chart = xy_chart(
+            root,
+            HEADER,
+            (x0, x1),
+            (y0, y1),
+            &|x| format!("{}%", axis_number(*x, x1)),
+            (x_desc, y_desc),
+        )?;
         chart.draw_series(std::iter::once(PathElement::new(
             vec![(x0, 0.0), (x1, 0.0)],
             ZERO_LINE.stroke_width(1),
@@ -264,25 +254,14 @@ pub(crate) fn frontier_scatter(
     let x0 = -0.025 * x1;
     let (y0, y1) = padded_range(all.iter().map(|p| p.y), 0.0);
     render(title, (760, 500), |root| {
-        let mut chart = ChartBuilder::on(root)
-            .margin(16)
-            .margin_top(HEADER_WITH_LEGEND)
-            .x_label_area_size(50)
-            .y_label_area_size(70)
-            .build_cartesian_2d(x0..x1, y0..y1)?;
-        chart
-            .configure_mesh()
-            .light_line_style(LIGHT_GRID)
-            .max_light_lines(1)
-            .x_labels(8)
-            .y_labels(8)
-            .x_label_formatter(&|x| axis_number(*x, x1 - x0))
-            .y_label_formatter(&|y| axis_number(*y, y1 - y0))
-            .x_desc(x_desc)
-            .y_desc(y_desc)
-            .label_style((FONT, 15))
-            .axis_desc_style((FONT, 16))
-            .draw()?;
+        let mut chart = xy_chart(
+            root,
+            HEADER_WITH_LEGEND,
+            (x0, x1),
+            (y0, y1),
+            &|x| axis_number(*x, x1 - x0),
+            (x_desc, y_desc),
+        )?;
         let line: Vec<(f64, f64)> = frontier.iter().filter(finite).map(|p| (p.x, p.y)).collect();
         if line.len() > 1 {
             let colour = SERIES_COLOURS[0];
@@ -308,6 +287,43 @@ pub(crate) fn frontier_scatter(
         )?;
         Ok(())
     })
+}
+
+/// The chart both scatters draw on: linear axes over `x` and `y` below a header of
+/// `top` pixels, eight labelled ticks on each (x ticks written by `x_label`), a light
+/// grid, and both axes' titles.
+#[allow(clippy::type_complexity)]
+fn xy_chart<'a, 'b>(
+    root: &'a DrawingArea<SVGBackend<'b>, Shift>,
+    top: u32,
+    (x0, x1): (f64, f64),
+    (y0, y1): (f64, f64),
+    x_label: &dyn Fn(&f64) -> String,
+    (x_desc, y_desc): (&str, &str),
+) -> Result<
+    ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>,
+    DrawingAreaErrorKind<std::io::Error>,
+> {
+    let mut chart = ChartBuilder::on(root)
+        .margin(16)
+        .margin_top(top)
+        .x_label_area_size(50)
+        .y_label_area_size(70)
+        .build_cartesian_2d(x0..x1, y0..y1)?;
+    chart
+        .configure_mesh()
+        .light_line_style(LIGHT_GRID)
+        .max_light_lines(1)
+        .x_labels(8)
+        .y_labels(8)
+        .x_label_formatter(x_label)
+        .y_label_formatter(&|y| axis_number(*y, y1 - y0))
+        .x_desc(x_desc)
+        .y_desc(y_desc)
+        .label_style((FONT, 15))
+        .axis_desc_style((FONT, 16))
+        .draw()?;
+    Ok(chart)
 }
 
 /// The truncated share at each menu size: a line per configuration (thin, grey)
