@@ -149,6 +149,7 @@ fn panel() -> Vec<EpisodeRow> {
                     truncated,
                     truncated_before_first_call: truncated && rng.random::<f64>() < 0.95,
                     calls: if truncated { 0 } else { requests - 1 },
+                    calls_by_controller: 0,
                     requests,
                     // Routed: the full menu first, then six operational tools.
                     schema_exposures: u64::from(cell.v)

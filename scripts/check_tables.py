@@ -30,7 +30,7 @@ CONTRACT = {
     "episodes": """study configuration organization model route block arm lane repair
         delivery actor completion_cap repeat schedule schedule_position variant_id family intent v w d r depth vts ok_a ok_s
         ok_p ok_q ok_e ok_x ok_g ok_b ok_c first_unmet terminal_flag truncated
-        truncated_before_first_call calls requests schema_exposures turns
+        truncated_before_first_call calls calls_by_controller requests schema_exposures turns
         prompt_tokens completion_tokens reasoning_tokens total_tokens cost_usd wall_ms
         infra_failure infra_error infra_http_status infra_attempts sent_temperature
         sent_seed sent_parallel_tool_calls stop_reason transcript_ref node_key""",

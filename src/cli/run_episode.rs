@@ -1,5 +1,5 @@
-//! `tbb run-episode --config NAME --family F --v --w --d [--lane] [--cap N] [--json]
-//! [--allow-disabled]`.
+//! `tbb run-episode --config NAME --family F --v --w --d [--lane] [--prompt]
+//! [--delivery] [--actor] [--cap N] [--json] [--allow-disabled]`.
 //!
 //! Owns: running one episode outside any study and printing what happened, the cause of
 //! an infrastructure failure included. Never runs a configuration the catalogue marks
@@ -16,7 +16,9 @@ use super::{catalogue, family, load, print_json, runtime, CellArgs, Cli, CliErro
 use crate::compile::compile;
 use crate::grade::trace::InfraFailure;
 use crate::grade::Verdict;
-use crate::harness::{run_episode, ArmForm, EpisodeSpec, Menu, PromptVariant, Prompts};
+use crate::harness::{
+    run_episode, Actor, ArmForm, Delivery, EpisodeSpec, Menu, PromptVariant, Prompts,
+};
 use crate::provider::build;
 use crate::provider::chat::Sampling;
 
@@ -36,6 +38,13 @@ pub struct RunEpisodeArgs {
     /// System prompt variant.
     #[arg(long, value_enum, default_value = "base")]
     prompt: PromptArg,
+    /// How records reach the agent: in the cell's encoding, or canonical (raw).
+    #[arg(long, value_enum, default_value = "native")]
+    delivery: DeliveryArg,
+    /// Who issues the calls: the model, or the public-handoff controller (which
+    /// follows the records' hand-offs and asks the model for the rest).
+    #[arg(long, value_enum, default_value = "model")]
+    actor: ActorArg,
     /// Completion cap per request.
     #[arg(long, default_value_t = crate::harness::COMPLETION_CAP)]
     cap: u32,
@@ -57,6 +66,18 @@ pub struct RunEpisodeArgs {
 enum LaneArg {
     Routed,
     Fixed,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum DeliveryArg {
+    Native,
+    Canonical,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum ActorArg {
+    Model,
+    Controller,
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
@@ -128,7 +149,14 @@ pub fn exec(cli: &Cli, args: &RunEpisodeArgs) -> Result<()> {
                 PromptArg::Workflow => PromptVariant::Workflow,
                 PromptArg::InterfaceGuide => PromptVariant::InterfaceGuide,
             },
-            ..ArmForm::baseline()
+            delivery: match args.delivery {
+                DeliveryArg::Native => Delivery::Native,
+                DeliveryArg::Canonical => Delivery::Canonical,
+            },
+            actor: match args.actor {
+                ActorArg::Model => Actor::Model,
+                ActorArg::Controller => Actor::Controller,
+            },
         },
         completion_cap: args.cap,
         repeat: args.repeat,

@@ -1,19 +1,21 @@
 //! What an agent may use: the chat types ([`chat`]), the [`Provider`] trait every model
 //! behind a route implements, token counting ([`tokens`]), the simulated panel
-//! ([`sim`]) and the blind discovery mechanisms — the retrieval menu and the
-//! connector-first router ([`discovery`]).
+//! ([`sim`]), the blind discovery mechanisms — the retrieval menu and the
+//! connector-first router ([`discovery`]) — and the public-handoff controller
+//! ([`controller`]).
 //!
 //! Owns: the boundary between the harness and whatever answers a request — a
 //! [`chat::ChatRequest`] in, a [`chat::ChatResponse`] or a [`ProviderError`] out.
 //!
 //! Never: depends on the core crate (families, compiler, sandbox, grader). This is the
-//! wall that keeps agents blind: a simulated agent, and later the router and the
-//! controller, sees exactly what a model would see — the messages and the tool
+//! wall that keeps agents blind: a simulated agent, the router and the
+//! controller see exactly what a model would see — the messages and the tool
 //! schemas — and `cargo build` refuses any code here that names a compiled answer, a
 //! reference program or a grade, because this crate cannot reach the types.
 #![warn(missing_docs)]
 
 pub mod chat;
+pub mod controller;
 pub mod discovery;
 pub mod sim;
 pub mod tokens;

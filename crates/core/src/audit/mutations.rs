@@ -307,6 +307,7 @@ fn unrequested_write(v: &Variant, reference: &Trace) -> Option<Trace> {
     turn.response.tool_calls[0].id = "call_planted".into();
     turn.executed = vec![crate::grade::trace::ExecutedCall {
         call_id: "call_planted".into(),
+        by: crate::grade::trace::Issuer::Model,
         tool: tool.name.clone(),
         arguments,
         observation: outcome.observation,

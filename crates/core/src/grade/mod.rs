@@ -241,7 +241,9 @@ pub fn grade_with_budget(variant: &Variant, trace: &Trace, episode_budget: u64) 
         }
     }
     for turn in &trace.turns {
-        for call in &turn.executed {
+        // The controller's calls are held to the same sandbox, limits and obligations;
+        // only the model's must have been asked for in the response.
+        for call in turn.executed.iter().filter(|c| c.by.is_model()) {
             let requested = turn.response.tool_calls.iter().any(|c| {
                 c.id == call.call_id && c.name == call.tool && c.arguments == call.arguments
             });
@@ -580,6 +582,7 @@ mod tests {
                 let outcome = sandbox.execute(tool, &arguments);
                 executed.push(trace::ExecutedCall {
                     call_id: format!("c{}", executed.len()),
+                    by: trace::Issuer::Model,
                     tool: tool.clone(),
                     arguments,
                     observation: outcome.observation,

@@ -84,6 +84,7 @@ pub fn trace_in_order(variant: &Variant, order: &[usize]) -> Trace {
             ),
             executed: vec![ExecutedCall {
                 call_id: id,
+                by: super::trace::Issuer::Model,
                 tool: step.call.tool.clone(),
                 arguments: arguments.clone(),
                 observation: outcome.observation.clone(),

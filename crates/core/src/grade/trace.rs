@@ -136,6 +136,9 @@ pub enum StopReason {
     ProtocolViolation,
     /// The provider failed after retries, or sent a response without valid usage.
     InfraFailure,
+    /// The public-handoff controller met a hand-off it cannot follow (invalid, or
+    /// leading to no single current record) and stopped rather than guess a call.
+    ControllerHalt,
 }
 
 /// One model request and what followed it.
@@ -145,7 +148,8 @@ pub struct Turn {
     pub request: RequestRecord,
     /// The response.
     pub response: ResponseRecord,
-    /// Calls the harness executed for this response, in order.
+    /// Calls the harness executed for this response, in order, then the calls the
+    /// public-handoff controller issued before the next request.
     #[serde(default)]
     pub executed: Vec<ExecutedCall>,
 }
@@ -233,11 +237,33 @@ pub struct ToolCall {
     pub arguments: String,
 }
 
+/// Who issued an executed call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Issuer {
+    /// The model, in the response of the turn the call is recorded under.
+    #[default]
+    Model,
+    /// The harness's public-handoff controller, after that turn's response.
+    Controller,
+}
+
+impl Issuer {
+    /// Whether the model issued the call (the default, left out of the JSON so that a
+    /// trace without a controller is byte-identical to one written before it existed).
+    pub fn is_model(&self) -> bool {
+        *self == Issuer::Model
+    }
+}
+
 /// A call the harness executed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ExecutedCall {
-    /// Provider call id.
+    /// Provider call id (the controller's own id for its calls).
     pub call_id: String,
+    /// Who issued it.
+    #[serde(default, skip_serializing_if = "Issuer::is_model")]
+    pub by: Issuer,
     /// Tool name.
     pub tool: String,
     /// The argument string, exactly as produced.

@@ -34,7 +34,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value as Json};
 
-use crate::compile::{Record, Status, Tool, Variant};
+use crate::compile::{Encoding, Record, Status, Tool, Variant};
 use crate::family::Operation;
 use encoding::{encode, tool_block, View};
 use links::Shown;
@@ -91,6 +91,10 @@ pub struct Outcome {
     pub change: Option<StateChange>,
     /// The records it returned (ids and whether they were read in full).
     pub returned: Vec<String>,
+    /// The same records in the delivery encoding, when the sandbox delivers in one
+    /// other than the cell's ([`Sandbox::delivering`]): what the agent is shown. The
+    /// trace and the grader keep `observation`.
+    pub delivered: Option<String>,
 }
 
 /// An episode's sandbox.
@@ -102,6 +106,7 @@ pub struct Sandbox<'v> {
     changes: Vec<StateChange>,
     calls: usize,
     shown: Shown,
+    delivery: Option<Encoding>,
 }
 
 impl<'v> Sandbox<'v> {
@@ -114,7 +119,17 @@ impl<'v> Sandbox<'v> {
             changes: Vec::new(),
             calls: 0,
             shown: Shown::default(),
+            delivery: None,
         }
+    }
+
+    /// The same sandbox, also encoding every list of records in `d` for the agent
+    /// (canonical delivery): each [`Outcome::delivered`] holds that text when `d` is
+    /// not the cell's encoding. What the sandbox does, and every `observation`, is
+    /// unchanged, so the grader's replay (with [`Sandbox::new`]) still matches.
+    pub fn delivering(mut self, d: Encoding) -> Sandbox<'v> {
+        self.delivery = Some(d);
+        self
     }
 
     /// Every state change so far, in order.
@@ -215,6 +230,7 @@ impl<'v> Sandbox<'v> {
                     status: CallStatus::Ok,
                     change: Some(change),
                     returned: target.into_iter().collect(),
+                    delivered: None,
                 }
             }
         }
@@ -242,11 +258,16 @@ impl<'v> Sandbox<'v> {
 
     fn records(&mut self, tool: &Tool, views: &[View], status: CallStatus) -> Outcome {
         let links = self.shown.observe(self.calls, views);
+        let delivered = self
+            .delivery
+            .filter(|&d| d != self.variant.cell.d)
+            .map(|d| encode(d, tool, views, &links));
         Outcome {
             observation: encode(self.variant.cell.d, tool, views, &links),
             status,
             change: None,
             returned: views.iter().map(|v| v.id.clone()).collect(),
+            delivered,
         }
     }
 }
@@ -287,6 +308,7 @@ fn error(tool: Option<&Tool>, code: ErrorCode, message: &str) -> Outcome {
     Outcome {
         observation: Json::Object(m).to_string(),
         status: CallStatus::Error(code),
+        delivered: None,
         change: None,
         returned: Vec::new(),
     }

@@ -677,6 +677,7 @@ pub(crate) mod testing {
             truncated: false,
             truncated_before_first_call: false,
             calls: 3,
+            calls_by_controller: 0,
             requests: 4,
             // The full menu, then three narrowed requests of min(v, 6) tools.
             schema_exposures: u64::from(v) + 3 * u64::from(v.min(6)),

@@ -9,7 +9,8 @@
 //! the two completion-cap studies (`cap_sweep`, `cap_crossover`, which share
 //! [`cap_arms`]), the discovery study's availability and R contrast (`discovery`),
 //! the repairs study with its sentinel repeats (`repairs`, `sentinel`, which share
-//! [`repair_stats`]), and the repair-versus-switch comparison (`switches`).
+//! [`repair_stats`]), the repair-versus-switch comparison (`switches`) and the
+//! structural holdout of the public-handoff controller (`holdout`).
 //!
 //! Adding a kind is one file implementing [`Typed`] and one line in [`KINDS`]; the
 //! manifest, the DAG, the cache and the plan read everything else from the trait.
@@ -31,6 +32,7 @@ pub mod costs;
 pub mod design;
 pub mod discovery;
 pub mod first_responses;
+pub mod holdout;
 pub mod lanes;
 pub mod needs;
 pub mod repair_stats;
@@ -76,6 +78,7 @@ pub static KINDS: &[&dyn Kind] = &[
     &repairs::Repairs,
     &sentinel::Sentinel,
     &switches::Switches,
+    &holdout::Holdout,
     &report::Report,
     #[cfg(test)]
     &toy::Toy,
@@ -161,8 +164,9 @@ pub trait Kind: Sync {
     fn inputs(&self) -> &'static [Input];
     /// The tables it writes.
     fn outputs(&self) -> &'static [&'static str];
-    /// Why it cannot run on `design`, or `None` when it can.
-    fn needs(&self, design: &Design) -> Option<String>;
+    /// Why it cannot run on `design` with these (parsed) parameters, or `None` when it
+    /// can.
+    fn needs(&self, params: &Map<String, Value>, design: &Design) -> Option<String>;
     /// Why it would fail on the other studies' tables it reads (all of them given, by
     /// table name) with this study's `configurations`, before anything runs; `None`
     /// when it would not (or cannot tell).
@@ -199,6 +203,11 @@ pub trait Typed: Sync + 'static {
     }
     /// Why it cannot run on `design`, or `None` when it can.
     fn needs(_design: &Design) -> Option<String> {
+        None
+    }
+    /// Why its parameters do not fit `design` (a configuration it names that the study
+    /// does not run, say), or `None`.
+    fn needs_with(_params: &Self::Params, _design: &Design) -> Option<String> {
         None
     }
     /// Why it would fail on the other studies' tables it reads, given this study's
@@ -250,8 +259,11 @@ impl<T: Typed> Kind for T {
     fn outputs(&self) -> &'static [&'static str] {
         T::OUTPUTS
     }
-    fn needs(&self, design: &Design) -> Option<String> {
-        T::needs(design)
+    fn needs(&self, params: &Map<String, Value>, design: &Design) -> Option<String> {
+        T::needs(design).or_else(|| {
+            let params: T::Params = serde_json::from_value(Value::Object(params.clone())).ok()?;
+            T::needs_with(&params, design)
+        })
     }
     fn preflight(
         &self,
@@ -518,7 +530,7 @@ pub fn skipped(manifest: &crate::manifest::Manifest) -> Vec<(AnalysisKind, Strin
     let mut written: BTreeSet<&str> = BTreeSet::new();
     let mut out = Vec::new();
     for a in &manifest.analyses {
-        let unmet = a.kind.kind().needs(&design).or_else(|| {
+        let unmet = a.kind.kind().needs(&a.params, &design).or_else(|| {
             a.kind
                 .table_inputs()
                 .find(|t| a.from_study(t).is_none() && !written.contains(t))

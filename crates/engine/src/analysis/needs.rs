@@ -11,7 +11,7 @@
 use std::collections::BTreeSet;
 
 use super::design;
-use crate::harness::{Menu, PromptVariant};
+use crate::harness::{Actor, Delivery, Menu, PromptVariant};
 use crate::manifest::Manifest;
 use tbb_core::compile::cell::{level_name, Cell};
 
@@ -24,6 +24,10 @@ pub struct Design {
     pub menus: Vec<Menu>,
     /// Prompt components of the arms (base, workflow, interface guide).
     pub prompts: Vec<PromptVariant>,
+    /// Delivery components of the arms.
+    pub deliveries: Vec<Delivery>,
+    /// Actor components of the arms.
+    pub actors: Vec<Actor>,
     /// Configuration names.
     pub configurations: Vec<String>,
     /// Every completion cap some block runs at, ascending.
@@ -46,15 +50,25 @@ impl Design {
             .chain(manifest.arms.iter().filter_map(|a| a.completion_cap))
             .collect();
         let mut prompts: Vec<PromptVariant> = Vec::new();
+        let mut deliveries: Vec<Delivery> = Vec::new();
+        let mut actors: Vec<Actor> = Vec::new();
         for form in manifest.forms() {
             if !prompts.contains(&form.prompt) {
                 prompts.push(form.prompt);
+            }
+            if !deliveries.contains(&form.delivery) {
+                deliveries.push(form.delivery);
+            }
+            if !actors.contains(&form.actor) {
+                actors.push(form.actor);
             }
         }
         Design {
             cells: manifest.cells.clone(),
             menus: manifest.menus(),
             prompts,
+            deliveries,
+            actors,
             configurations: manifest
                 .configurations
                 .iter()
@@ -153,6 +167,8 @@ mod tests {
             cells: cells.to_vec(),
             menus: menus.to_vec(),
             prompts: vec![PromptVariant::Base],
+            deliveries: vec![Delivery::Native],
+            actors: vec![Actor::Model],
             configurations: vec!["sim-x".into()],
             completion_caps: vec![1024],
         }
@@ -162,7 +178,7 @@ mod tests {
         AnalysisKind::get(kind)
             .unwrap_or_else(|| panic!("{kind} is registered"))
             .kind()
-            .needs(d)
+            .needs(&serde_json::Map::new(), d)
     }
 
     #[test]
@@ -174,8 +190,15 @@ mod tests {
         let mut high = d.cells[0];
         high.r = tbb_core::compile::cell::Routing::High;
         d.cells.push(high);
+        // And the structural holdout's: frontier depths, and the controller.
+        d.cells.extend([Cell::frontier(2), Cell::frontier(30)]);
+        d.actors.push(Actor::Controller);
         for kind in AnalysisKind::all() {
-            assert_eq!(kind.kind().needs(&d), None, "{kind:?}");
+            assert_eq!(
+                kind.kind().needs(&serde_json::Map::new(), &d),
+                None,
+                "{kind:?}"
+            );
         }
     }
 

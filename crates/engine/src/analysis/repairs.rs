@@ -51,7 +51,8 @@ use super::{AnalysisError, Context, Design, Output, ParamProblem, Produced, Type
 use crate::store::tables::EpisodeRow;
 use crate::store::TableBuilder;
 
-pub use layers::{arm_of, needs_a_repair_design, Axis, Column, Layer, Params, LAYERS};
+pub use layers::{arm_in, arm_of, needs_a_repair_design, Axis, Column, Layer, Params};
+pub use layers::{HOLDOUT_LAYERS, LAYERS};
 pub use layers::{NO_REPAIR_LANE, NO_REPAIR_PROMPT};
 
 /// Name in error messages.
@@ -79,15 +80,18 @@ impl Typed for Repairs {
         let rows = rows(input.episodes, draws, seed)?;
         Ok(vec![Output {
             table: "repairs",
-            batch: table(&rows, draws, seed)?,
+            batch: table(&rows, draws, seed, "repairs", false)?,
         }]
         .into())
     }
 }
 
-/// One row of the `repairs` table.
+/// One row of the `repairs` table (and of the `holdout` table, which adds the
+/// population).
 #[derive(Debug, Clone, PartialEq)]
 pub struct RepairRow {
+    /// The configurations the row pools (`holdout` only: `all`, `confirmatory`).
+    pub population: Option<String>,
     /// Completion cap (null on the benchmark row).
     pub completion_cap: Option<u32>,
     /// Layer (`V`, `W`, `D`, `R`; `generic` on the benchmark row).
@@ -143,6 +147,7 @@ pub struct RepairRow {
 impl RepairRow {
     fn empty(cap: Option<u32>, layer: &Layer, role: &'static str) -> RepairRow {
         RepairRow {
+            population: None,
             completion_cap: cap,
             layer: layer.name.into(),
             pressure: layer.pressure(),
@@ -181,25 +186,40 @@ pub fn rows(
     draws: u32,
     seed: u64,
 ) -> Result<Vec<RepairRow>, AnalysisError> {
+    let mut out = rows_for(episodes.iter(), &LAYERS, KIND, draws, seed)?;
+    out.push(benchmark_row());
+    Ok(out)
+}
+
+/// The rows of a design with `layers`, by completion cap and layer, for the analysis
+/// `kind` (which names its bootstrap streams): the repairs study's without the
+/// benchmark row, or the holdout's.
+pub fn rows_for<'r>(
+    episodes: impl Iterator<Item = &'r EpisodeRow>,
+    layers: &[Layer],
+    kind: &'static str,
+    draws: u32,
+    seed: u64,
+) -> Result<Vec<RepairRow>, AnalysisError> {
     let mut by_cap: BTreeMap<u32, Vec<&EpisodeRow>> = BTreeMap::new();
     for row in episodes {
-        if arm_of(row).is_some() {
+        if arm_in(row, layers).is_some() {
             by_cap.entry(row.completion_cap).or_default().push(row);
         }
     }
     if by_cap.is_empty() {
         return Err(AnalysisError::MissingData {
-            analysis: KIND,
-            detail: "no episode of the no-repair arm (fixed menu, base prompt) or of a repair \
-                     arm"
-            .into(),
+            analysis: kind,
+            detail: "no episode of the no-repair arm (fixed menu, base prompt, native \
+                     delivery, the model acting) or of a repair arm"
+                .into(),
         });
     }
     let mut out = Vec::new();
     for (cap, rows) in &by_cap {
         let first = out.len();
-        for (li, layer) in LAYERS.iter().enumerate() {
-            out.extend(layer_rows(*cap, li, layer, rows, draws, seed)?);
+        for li in 0..layers.len() {
+            out.extend(layer_rows(*cap, li, layers, kind, rows, draws, seed)?);
         }
         // Holm over the estimable own repairs of this cap.
         let own: Vec<usize> = (first..out.len())
@@ -221,7 +241,6 @@ pub fn rows(
             }
         }
     }
-    out.push(benchmark_row());
     Ok(out)
 }
 
@@ -235,6 +254,7 @@ fn benchmark_row() -> RepairRow {
         p_positive: f64::NAN,
     };
     RepairRow {
+        population: None,
         completion_cap: None,
         layer: "generic".into(),
         pressure: "p0 = 0.8, p1 = 0.4".into(),
@@ -267,20 +287,22 @@ fn benchmark_row() -> RepairRow {
     }
 }
 
-/// The rows of one layer at one cap: its own repair, then its controls.
+/// The rows of layer `li` at one cap: its own repair, then its controls.
 fn layer_rows(
     cap: u32,
     li: usize,
-    layer: &Layer,
+    layers: &[Layer],
+    kind: &'static str,
     rows: &[&EpisodeRow],
     draws: u32,
     seed: u64,
 ) -> Result<Vec<RepairRow>, AnalysisError> {
+    let layer = &layers[li];
     // Per arm (None = no repair), the successes of each condition.
     let mut arms: BTreeMap<Option<usize>, BTreeMap<Condition<'_>, bool>> = BTreeMap::new();
     let mut names: BTreeMap<Option<usize>, BTreeSet<&str>> = BTreeMap::new();
     for row in rows {
-        let (Some(arm), Some(z)) = (arm_of(row), layer.level(row)) else {
+        let (Some(arm), Some(z)) = (arm_in(row, layers), layer.level(row)) else {
             continue;
         };
         let key = (
@@ -297,7 +319,7 @@ fn layer_rows(
             .is_some()
         {
             return Err(AnalysisError::Inconsistent {
-                analysis: KIND,
+                analysis: kind,
                 detail: format!(
                     "two episodes of arm {} for family {} × configuration {} at ({}, {}, {}, {}), \
                      repeat {}, cap {cap}",
@@ -357,7 +379,7 @@ fn layer_rows(
     // Controls: other layers' repairs on every condition.
     let mut arm_order: Vec<usize> = vec![li];
     let mut left_out: Vec<&str> = Vec::new();
-    for (lk, other) in LAYERS.iter().enumerate() {
+    for (lk, other) in layers.iter().enumerate() {
         if lk == li {
             continue;
         }
@@ -382,7 +404,7 @@ fn layer_rows(
         }
     }
     let tallies: Vec<FamilyTallies> = families.into_values().collect();
-    let draw_seed = stats::derive_seed(seed, &[KIND, &cap.to_string(), layer.name]);
+    let draw_seed = stats::derive_seed(seed, &[kind, &cap.to_string(), layer.name]);
     let (full, boot) = repair_stats::bootstrap(&tallies, draws, draw_seed);
     let all_means = repair_stats::means(&tallies, 0..tallies.len());
     let cells = format!(
@@ -408,7 +430,7 @@ fn layer_rows(
                 })
             })
             .flatten();
-        let other = &LAYERS[*lk];
+        let other = &layers[*lk];
         let mut row = RepairRow::empty(
             Some(cap),
             layer,
@@ -433,12 +455,11 @@ fn layer_rows(
             all_means[a][0],
             all_means[a][1],
         ]);
-        row.p_iut = Some(repair_stats::intersection_union_p(&[
-            l.p_positive,
-            gamma.p_positive,
-            sigma.p_positive,
-        ]))
-        .filter(|p| p.is_finite());
+        let mut parts = vec![l.p_positive, gamma.p_positive, sigma.p_positive];
+        if a == 1 && layer.needs_delta {
+            parts.push(delta.map_or(f64::NAN, |d| d.p_positive));
+        }
+        row.p_iut = Some(repair_stats::intersection_union_p(&parts)).filter(|p| p.is_finite());
         row.l = Some(l);
         row.gamma = Some(gamma);
         row.sigma = Some(sigma);
@@ -463,14 +484,25 @@ fn join(names: Option<&BTreeSet<&str>>) -> String {
         .unwrap_or_default()
 }
 
-fn table(rows: &[RepairRow], draws: u32, seed: u64) -> Result<RecordBatch, AnalysisError> {
+/// The table `name` of `rows`; with `population`, the population column first.
+pub fn table(
+    rows: &[RepairRow],
+    draws: u32,
+    seed: u64,
+    name: &str,
+    population: bool,
+) -> Result<RecordBatch, AnalysisError> {
     let s = |f: fn(&RepairRow) -> Option<Summary>, g: fn(&Summary) -> f64| {
         rows.iter()
             .map(move |r| f(r).map(|x| g(&x)).filter(|x| x.is_finite()))
             .collect::<Vec<_>>()
     };
     let mean = |i: usize| rows.iter().map(move |r| r.means.map(|m| m[i]));
-    let mut b = TableBuilder::new()
+    let mut b = TableBuilder::new();
+    if population {
+        b = b.text_opt("population", rows.iter().map(|r| r.population.as_ref()));
+    }
+    let mut b = b
         .u32_opt("completion_cap", rows.iter().map(|r| r.completion_cap))
         .text("layer", rows.iter().map(|r| &r.layer))
         .text("pressure", rows.iter().map(|r| &r.pressure))
@@ -525,7 +557,7 @@ fn table(rows: &[RepairRow], draws: u32, seed: u64) -> Result<RecordBatch, Analy
         .u32("draws", rows.iter().map(|_| draws))
         .u64("seed", rows.iter().map(|_| seed))
         .u64_opt("draw_seed", rows.iter().map(|r| r.draw_seed))
-        .build("repairs")?)
+        .build(name)?)
 }
 
 #[cfg(test)]

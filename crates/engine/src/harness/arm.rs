@@ -6,8 +6,8 @@
 //! |---|---|---|---|
 //! | [`PromptVariant`] | base, workflow, interface_guide | [`Arm::system_prompt`] | the system message |
 //! | [`Menu`] | fixed, routed, router, retrieval{k} | [`MenuState`] | which schemas are visible before each request |
-//! | [`Delivery`] | native | [`Delivery::render`] | how an executed call's observation reaches the agent |
-//! | [`Actor`] | model | [`Actor::uses_provider`] | who issues the next call |
+//! | [`Delivery`] | native, canonical | [`Delivery::encoding`] | the encoding an executed call's records reach the agent in |
+//! | [`Actor`] | model, controller | [`Actor::delegates`] | who issues the next call |
 //!
 //! plus the completion cap, which the execute node carries beside the arm.
 //!
@@ -24,13 +24,14 @@
 //! as the paper's oracle-assisted reference does). The router and the retrieval menu
 //! are blind: they are handed the user request's text and the full menu as wire
 //! schemas, and decide in the agent crate ([`tbb_agent::discovery`]), which cannot
-//! name a variant.
+//! name a variant; so is the public-handoff controller ([`tbb_agent::controller`]),
+//! handed the visible schemas and the executed calls' observations as delivered.
 
 use serde::{Deserialize, Serialize};
 
 pub use super::prompts::PromptVariant;
 use tbb_agent::discovery;
-use tbb_core::compile::Variant;
+use tbb_core::compile::{Encoding, Variant};
 use tbb_provider::ToolSchema;
 
 /// The menu component: which tool schemas the agent sees before each request.
@@ -119,7 +120,7 @@ impl Menu {
     }
 }
 
-/// The delivery component: how an observation reaches the agent.
+/// The delivery component: the encoding records reach the agent in.
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Default,
 )]
@@ -128,16 +129,30 @@ pub enum Delivery {
     /// Records in the cell's own encoding, as the sandbox returns them.
     #[default]
     Native,
+    /// Records in one canonical encoding whatever the cell's D ([`CANONICAL`]): the
+    /// encoding layer's wrong-layer control for the controller.
+    Canonical,
 }
+
+/// The canonical delivery's encoding: raw, the one whose objects carry every field by
+/// name with no dictionary to resolve. At a raw cell canonical delivery changes
+/// nothing the agent sees.
+pub const CANONICAL: Encoding = Encoding::Raw;
 
 impl Delivery {
     /// Every variant with its manifest name.
-    pub const NAMES: [(&'static str, Delivery); 1] = [("native", Delivery::Native)];
+    pub const NAMES: [(&'static str, Delivery); 2] = [
+        ("native", Delivery::Native),
+        ("canonical", Delivery::Canonical),
+    ];
 
-    /// The text of the tool message for an executed call's observation.
-    pub fn render(self, observation: String) -> String {
+    /// The hook: the encoding the sandbox also delivers records in, `None` for the
+    /// cell's own. The trace and the grader keep the sandbox's native observation;
+    /// the agent's tool message carries the delivered text.
+    pub fn encoding(self) -> Option<Encoding> {
         match self {
-            Delivery::Native => observation,
+            Delivery::Native => None,
+            Delivery::Canonical => Some(CANONICAL),
         }
     }
 }
@@ -151,16 +166,22 @@ pub enum Actor {
     /// The configuration's model, through its provider.
     #[default]
     Model,
+    /// The public-handoff controller follows the returned records' hand-offs and
+    /// issues those calls itself; the model is asked for the rest (the first call, the
+    /// answer). Blind: [`tbb_agent::controller`].
+    Controller,
 }
 
 impl Actor {
     /// Every variant with its manifest name.
-    pub const NAMES: [(&'static str, Actor); 1] = [("model", Actor::Model)];
+    pub const NAMES: [(&'static str, Actor); 2] =
+        [("model", Actor::Model), ("controller", Actor::Controller)];
 
-    /// Whether the next decision is asked of the provider (every turn, for the model).
-    pub fn uses_provider(self) -> bool {
+    /// The hook: whether the controller is consulted before each request.
+    pub fn delegates(self) -> bool {
         match self {
-            Actor::Model => true,
+            Actor::Model => false,
+            Actor::Controller => true,
         }
     }
 }
@@ -286,5 +307,13 @@ mod tests {
             cols.map(|(_, v)| v),
             ["none", "routed", "native", "model"].map(String::from)
         );
+        for (_, d) in Delivery::NAMES {
+            assert!(!name_of(&Delivery::NAMES, d).is_empty());
+        }
+        for (_, a) in Actor::NAMES {
+            assert!(!name_of(&Actor::NAMES, a).is_empty());
+        }
+        assert_eq!(Delivery::Native.encoding(), None);
+        assert!(Actor::Controller.delegates() && !Actor::Model.delegates());
     }
 }

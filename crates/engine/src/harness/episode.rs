@@ -2,14 +2,17 @@
 //! [`Step::Execute`] → [`Step::Ask`] … → [`Step::Stop`], each step a method of [`Run`]
 //! that calls the arm's hooks ([`super::arm`]):
 //!
-//! - `Ask` checks the turn limit, then asks the arm's **actor** for the next decision
-//!   (for the model: record the request — with the schemas the **menu** hook makes
-//!   visible — and send it under the route's limit and the retry policy);
+//! - `Ask` asks the arm's **actor** for the next decision: under the public-handoff
+//!   controller, the controller first (a call it issues itself, or a halt on a
+//!   hand-off it cannot follow); then, for the model, it checks the turn limit,
+//!   records the request — with the schemas the **menu** hook makes visible — and
+//!   sends it under the route's limit and the retry policy;
 //! - `Read` applies the contract to a response: the cap, the episode budget, a content
 //!   filter, a protocol violation, several calls, an answer, an empty response (nudge);
-//! - `Execute` enforces the call limit, runs the call in the sandbox, hands the
-//!   observation to the **delivery** hook, tells the **menu** hook which tool ran, and
-//!   stops as infeasible as soon as success is impossible.
+//! - `Execute` enforces the call limit, runs the call in the sandbox (whose records
+//!   reach the agent in the encoding the **delivery** hook chose), tells the **menu**
+//!   hook which tool ran, and stops as infeasible as soon as success is impossible.
+//!   The controller's calls take the same path and are recorded as its own.
 //!
 //! This is the only episode loop: `tbb apply`, `tbb run-episode`, the replay of saved
 //! transcripts and the tests all run it. The contract it enforces is the module doc of
@@ -20,8 +23,9 @@
 
 use std::time::Instant;
 
+use tbb_agent::controller::{self, Decision};
 use tbb_core::grade::trace::{
-    ExecutedCall, InfraCause, InfraFailure, Limits, RequestRecord, StopReason, Trace, Turn,
+    ExecutedCall, InfraCause, InfraFailure, Issuer, Limits, RequestRecord, StopReason, Trace, Turn,
     TRACE_FORMAT,
 };
 use tbb_core::grade::{grade_with_budget, infeasible};
@@ -31,7 +35,7 @@ use tbb_provider::config::RequestField;
 use tbb_provider::retry::{send_with_retry, RouteLimits};
 use tbb_provider::{ChatRequest, ChatResponse, Finish, Message, Provider, ToolCall};
 
-use super::arm::{Actor, Arm, MenuState};
+use super::arm::{Arm, MenuState};
 use super::transcript::{self, BlobStore, StoredOutcome, Transcript};
 use super::{episode_key, infra_failure, response_record, Episode, EpisodeSpec, Prompts};
 
@@ -61,6 +65,8 @@ struct Run<'a> {
     blobs: BlobStore,
     sandbox: Sandbox<'a>,
     executed: Vec<ExecutedCall>,
+    /// The text of each executed call's tool message (the delivered records).
+    shown: Vec<String>,
     tokens: u64,
     attempts: u32,
     infra: Option<InfraFailure>,
@@ -100,6 +106,11 @@ pub async fn run_episode(
     let full = variant.menu_names();
     let offered: Vec<String> = menu.visible().iter().map(|t| t.name.clone()).collect();
     let mut transcript = Transcript::new(&key);
+    transcript.delivered_in = spec
+        .arm
+        .delivery
+        .encoding()
+        .filter(|&d| d != variant.cell.d);
     if offered != full {
         transcript.offered = Some(offered.clone());
     }
@@ -138,8 +149,12 @@ pub async fn run_episode(
         },
         transcript,
         blobs: BlobStore::default(),
-        sandbox: Sandbox::new(variant),
+        sandbox: match spec.arm.delivery.encoding() {
+            Some(d) => Sandbox::new(variant).delivering(d),
+            None => Sandbox::new(variant),
+        },
         executed: Vec::new(),
+        shown: Vec::new(),
         tokens: 0,
         attempts: 0,
         infra: None,
@@ -198,14 +213,36 @@ pub async fn run_episode(
 }
 
 impl Run<'_> {
-    /// The turn limit, then the actor's next decision.
+    /// The actor's next decision: the controller's, when the arm delegates and it has
+    /// one; else the model's, within the turn limit (which counts model requests).
     async fn ask(&mut self) -> Step {
+        if self.spec.arm.actor.delegates() {
+            let steps: Vec<controller::Step<'_>> = self
+                .executed
+                .iter()
+                .zip(&self.shown)
+                .map(|(call, shown)| controller::Step {
+                    by: match call.by {
+                        Issuer::Model => controller::Issuer::Model,
+                        Issuer::Controller => controller::Issuer::Controller,
+                    },
+                    tool: &call.tool,
+                    observation: shown,
+                })
+                .collect();
+            match controller::next(self.menu.visible(), &steps) {
+                Decision::Call { tool, arguments } => return self.delegate(tool, arguments),
+                Decision::Halt(reason) => {
+                    self.transcript.controller_halt = Some(reason);
+                    return Step::Stop(StopReason::ControllerHalt);
+                }
+                Decision::AskModel => {}
+            }
+        }
         if self.trace.turns.len() as u32 >= self.spec.variant.turn_limit {
             return Step::Stop(StopReason::TurnLimit);
         }
-        match self.spec.arm.actor {
-            Actor::Model => self.ask_model().await,
-        }
+        self.ask_model().await
     }
 
     /// Records the request and sends it to the configuration's provider.
@@ -330,31 +367,60 @@ impl Run<'_> {
         }
     }
 
-    /// The call limit, the call, the hooks, the infeasibility stop.
-    fn execute(&mut self, response: ChatResponse, call: ToolCall, mut turn: Turn) -> Step {
-        let variant = self.spec.variant;
-        if self.executed.len() as u32 >= variant.call_limit {
-            self.trace.turns.push(turn);
+    /// The call limit, then the model's call.
+    fn execute(&mut self, response: ChatResponse, call: ToolCall, turn: Turn) -> Step {
+        self.trace.turns.push(turn);
+        if self.executed.len() as u32 >= self.spec.variant.call_limit {
             return Step::Stop(StopReason::CallLimit);
         }
-        let result = self.sandbox.execute(&call.name, &call.arguments);
-        let done = ExecutedCall {
-            call_id: call.id.clone(),
-            tool: call.name.clone(),
-            arguments: call.arguments.clone(),
-            observation: result.observation.clone(),
-        };
-        turn.executed.push(done.clone());
-        self.executed.push(done);
-        self.trace.turns.push(turn);
         self.request.messages.push(Message::Assistant {
             content: response.text,
             tool_calls: vec![call.clone()],
         });
+        self.run_call(call, Issuer::Model)
+    }
+
+    /// The call limit, then a call the controller issues, shown to the model as an
+    /// assistant call of its own with its result (so the model reads the records).
+    fn delegate(&mut self, tool: String, arguments: String) -> Step {
+        if self.executed.len() as u32 >= self.spec.variant.call_limit {
+            return Step::Stop(StopReason::CallLimit);
+        }
+        let call = ToolCall {
+            id: format!("controller-{}", self.executed.len()),
+            name: tool,
+            arguments,
+        };
+        self.transcript.controller_calls.push(call.id.clone());
+        self.request.messages.push(Message::Assistant {
+            content: None,
+            tool_calls: vec![call.clone()],
+        });
+        self.run_call(call, Issuer::Controller)
+    }
+
+    /// The call in the sandbox, recorded under the last turn; the delivery, the menu
+    /// hook, the infeasibility stop.
+    fn run_call(&mut self, call: ToolCall, by: Issuer) -> Step {
+        let variant = self.spec.variant;
+        let result = self.sandbox.execute(&call.name, &call.arguments);
+        let done = ExecutedCall {
+            call_id: call.id.clone(),
+            by,
+            tool: call.name.clone(),
+            arguments: call.arguments,
+            observation: result.observation.clone(),
+        };
+        if let Some(turn) = self.trace.turns.last_mut() {
+            turn.executed.push(done.clone());
+        }
+        self.executed.push(done);
+        let shown = result.delivered.unwrap_or(result.observation);
+        self.shown.push(shown.clone());
         self.request.messages.push(Message::Tool {
             call_id: call.id,
             name: call.name.clone(),
-            content: self.spec.arm.delivery.render(result.observation),
+            content: shown,
         });
         if let Some(visible) = self.menu.after_call(&call.name) {
             self.request.tools = visible.to_vec();

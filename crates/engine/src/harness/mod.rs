@@ -59,7 +59,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-pub use arm::{Arm, ArmForm, Menu};
+pub use arm::{Actor, Arm, ArmForm, Delivery, Menu};
 pub use episode::run_episode;
 pub use prompts::{PromptVariant, Prompts};
 use tbb_core::compile::cell::level_name;
@@ -210,6 +210,11 @@ impl Episode {
             truncated: verdict.truncated,
             truncated_before_first_call: verdict.truncated_before_first_call,
             calls: verdict.calls,
+            calls_by_controller: self
+                .trace
+                .executed_calls()
+                .filter(|c| !c.by.is_model())
+                .count() as u32,
             requests: self.transcript.requests.len() as u32,
             schema_exposures: self.schema_exposures(),
             turns: verdict.requests,

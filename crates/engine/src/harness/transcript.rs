@@ -12,10 +12,12 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use tbb_core::compile::Variant;
+use tbb_core::compile::{Encoding, Variant};
 use tbb_core::grade::trace::{
-    ExecutedCall, InfraFailure, Limits, RequestRecord, StopReason, Trace, Turn, TRACE_FORMAT,
+    ExecutedCall, InfraFailure, Issuer, Limits, RequestRecord, StopReason, Trace, Turn,
+    TRACE_FORMAT,
 };
+use tbb_core::sandbox::Sandbox;
 use tbb_provider::chat::Sampling;
 use tbb_provider::{ChatRequest, ChatResponse, Message, ToolSchema};
 
@@ -140,6 +142,18 @@ pub struct Transcript {
     /// the other arms are unchanged.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub offered: Option<Vec<String>>,
+    /// The ids of the calls the public-handoff controller issued (their assistant
+    /// messages are the controller's, not a response's).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub controller_calls: Vec<String>,
+    /// Why the controller halted, when it ended the episode.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub controller_halt: Option<String>,
+    /// The encoding records were delivered in when it was not the cell's (canonical
+    /// delivery): the tool messages hold that text, and [`Transcript::trace`] gives
+    /// back the sandbox's own observation for each, after checking the delivered one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delivered_in: Option<Encoding>,
 }
 
 impl Transcript {
@@ -159,6 +173,9 @@ impl Transcript {
             wire_sampling: None,
             infra: None,
             offered: None,
+            controller_calls: Vec::new(),
+            controller_halt: None,
+            delivered_in: None,
         }
     }
 
@@ -221,7 +238,7 @@ impl Transcript {
         let mut turns: Vec<Turn> = Vec::new();
         for (i, (request, outcome)) in self.requests.iter().zip(&self.outcomes).enumerate() {
             // Calls executed after response i-1 arrive as tool messages in request i.
-            attach_executed(turns.last_mut(), &request.appended);
+            attach_executed(turns.last_mut(), &request.appended, &self.controller_calls);
             let StoredOutcome::Response(response) = outcome else {
                 continue;
             };
@@ -239,7 +256,10 @@ impl Transcript {
                 executed: Vec::new(),
             });
         }
-        attach_executed(turns.last_mut(), &self.trailing);
+        attach_executed(turns.last_mut(), &self.trailing, &self.controller_calls);
+        if let Some(d) = self.delivered_in {
+            undeliver(&mut turns, variant, d);
+        }
         let stop = self.stop?;
         let final_answer = match stop {
             StopReason::Answer => turns.last().and_then(|t| t.response.text.clone()),
@@ -298,9 +318,25 @@ impl Transcript {
     }
 }
 
+/// Replaces each delivered text among the executed calls by the sandbox's own
+/// observation, replaying the calls in order in a sandbox delivering in `d`. A text
+/// the sandbox would not have delivered is left as it is, so the grader's replay
+/// flags it.
+fn undeliver(turns: &mut [Turn], variant: &Variant, d: Encoding) {
+    let mut sandbox = Sandbox::new(variant).delivering(d);
+    for call in turns.iter_mut().flat_map(|t| t.executed.iter_mut()) {
+        let outcome = sandbox.execute(&call.tool, &call.arguments);
+        if outcome.delivered.as_ref().unwrap_or(&outcome.observation) == &call.observation {
+            call.observation = outcome.observation;
+        }
+    }
+}
+
 /// Adds the tool messages among `messages` to `turn` as executed calls, with the
-/// argument strings the turn's response gave for those call ids.
-fn attach_executed(turn: Option<&mut Turn>, messages: &[Message]) {
+/// argument strings the turn's response gave for those call ids; a call among
+/// `controller_calls` is the controller's, its arguments those of the assistant
+/// message that carried it.
+fn attach_executed(turn: Option<&mut Turn>, messages: &[Message], controller_calls: &[String]) {
     let Some(turn) = turn else { return };
     for m in messages {
         if let Message::Tool {
@@ -309,17 +345,33 @@ fn attach_executed(turn: Option<&mut Turn>, messages: &[Message]) {
             content,
         } = m
         {
-            let arguments = turn
-                .response
-                .tool_calls
-                .iter()
-                .find(|c| &c.id == call_id)
-                .map(|c| c.arguments.clone())
-                .unwrap_or_default();
+            let by_controller = controller_calls.contains(call_id);
+            let arguments = if by_controller {
+                messages
+                    .iter()
+                    .find_map(|m| match m {
+                        Message::Assistant { tool_calls, .. } => {
+                            tool_calls.iter().find(|c| &c.id == call_id)
+                        }
+                        _ => None,
+                    })
+                    .map(|c| c.arguments.clone())
+            } else {
+                turn.response
+                    .tool_calls
+                    .iter()
+                    .find(|c| &c.id == call_id)
+                    .map(|c| c.arguments.clone())
+            };
             turn.executed.push(ExecutedCall {
                 call_id: call_id.clone(),
+                by: if by_controller {
+                    Issuer::Controller
+                } else {
+                    Issuer::Model
+                },
                 tool: name.clone(),
-                arguments,
+                arguments: arguments.unwrap_or_default(),
                 observation: content.clone(),
             });
         }

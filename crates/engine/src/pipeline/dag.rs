@@ -124,6 +124,8 @@ pub struct Dag {
 pub mod versions {
     /// Table publication (columns, writer settings).
     pub const TABLE: &str = "table/1";
+    /// `episodes.parquet`'s columns (2: `calls_by_controller`).
+    pub const EPISODES: &str = "episodes/2";
     /// `variants.parquet`'s columns (2: `required_tool_kinds`, the discovery study's
     /// required-tool cluster).
     pub const VARIANTS: &str = "variants/2";
@@ -402,7 +404,7 @@ impl Dag {
             }
             hash_hex(&bytes)
         };
-        let input = provenance(KeyInput::new(NodeKind::Table, versions::TABLE))
+        let input = provenance(KeyInput::new(NodeKind::Table, versions::EPISODES))
             .param("study", manifest.study.clone())
             .input("episodes", episodes_key.clone());
         dag.add(

@@ -9,7 +9,7 @@
 //! | execute | `harness::CODE_VERSION` | lane, repair, cap, budget, repeat | system prompt, nudge | the configuration (all but concurrency and enablement) | compile |
 //! | grade | `grade::CODE_VERSION` | episode budget | — | — | execute, compile |
 //! | analysis | per kind, `+analysis/2` | its parameters | another study's table (blake3) | — | what its kind declares: episodes, variants, other analyses |
-//! | table | `dag::versions::TABLE` (`REQUESTS` for requests) | the study name (episodes, requests) | manifest, lockfile (provenance) | — | what it publishes |
+//! | table | `dag::versions::TABLE` (`EPISODES`, `REQUESTS`, `VARIANTS` for those) | the study name (episodes, requests) | manifest, lockfile (provenance) | — | what it publishes |
 //!
 //! The key input is stored beside every result, so that a changed key can be explained
 //! by diffing the two inputs ([`diff`]); large inputs (configurations) enter as the hash

@@ -143,6 +143,9 @@ pub struct EpisodeRow {
     pub truncated_before_first_call: bool,
     /// Executed calls.
     pub calls: u32,
+    /// Of which the public-handoff controller issued (0 unless `actor = controller`).
+    #[serde(default)]
+    pub calls_by_controller: u32,
     /// Model requests.
     pub requests: u32,
     /// Tool schemas sent over the episode's requests, summed over requests. The routed
@@ -237,6 +240,10 @@ pub fn episodes(rows: &[EpisodeRow]) -> Result<RecordBatch, StoreError> {
             rows.iter().map(|r| r.truncated_before_first_call),
         )
         .u32("calls", rows.iter().map(|r| r.calls))
+        .u32(
+            "calls_by_controller",
+            rows.iter().map(|r| r.calls_by_controller),
+        )
         .u32("requests", rows.iter().map(|r| r.requests))
         .u64("schema_exposures", rows.iter().map(|r| r.schema_exposures))
         .u32("turns", rows.iter().map(|r| r.turns))

@@ -1,13 +1,16 @@
-//! The repairs design as the `repairs` and `sentinel` analyses read it from episode
-//! rows: the four layers ([`LAYERS`]: the axis each stresses, its unstressed and
-//! stressed levels, the arm component its repair changes), which arm a row belongs to
-//! ([`arm_of`]), the design needs both kinds share, and their parameters.
+//! The repairs design as the `repairs`, `sentinel` and `holdout` analyses read it from
+//! episode rows: the layers (the axis each stresses, its unstressed and stressed
+//! levels, the arm component its repair changes) — the four of the repairs study
+//! ([`LAYERS`]) and the two of the structural holdout ([`HOLDOUT_LAYERS`]) — which arm
+//! a row belongs to ([`arm_of`], [`arm_in`]), the design needs the repairs kinds
+//! share, and their parameters.
 //!
 //! Arms are recognised by their component columns (`lane`, `repair`, `delivery`,
 //! `actor`), never by their manifest names: the no-repair arm is the fixed menu with
-//! the base prompt, and a layer's repair is that arm with the layer's one component
-//! changed. Adding the router's layer to a study needs no change here: R is listed,
-//! and becomes estimable once a study runs an arm with `menu = router`.
+//! the base prompt, native delivery and the model acting, and a layer's repair is that
+//! arm with the layer's one component changed. Adding the router's layer to a study
+//! needs no change here: R is listed, and becomes estimable once a study runs an arm
+//! with `menu = router`.
 //!
 //! Never: computes a statistic or reads anything but the rows and the design given.
 
@@ -47,6 +50,10 @@ pub enum Column {
     Lane,
     /// `repair` (the prompt).
     Repair,
+    /// `delivery`.
+    Delivery,
+    /// `actor`.
+    Actor,
 }
 
 /// The cell axis a layer stresses.
@@ -60,6 +67,8 @@ pub enum Axis {
     D,
     /// Routing.
     R,
+    /// Frontier depth (required calls along the hand-off chain).
+    Depth,
 }
 
 /// A layer: its pressure and its repair.
@@ -79,6 +88,9 @@ pub struct Layer {
     pub value: &'static str,
     /// The repair's name in tables.
     pub repair: &'static str,
+    /// Whether "activates" also needs Δ > 0 (the controller's test: its Δ is its Σ
+    /// minus its wrong-layer control's).
+    pub needs_delta: bool,
 }
 
 /// The four layers, in table order.
@@ -91,6 +103,7 @@ pub const LAYERS: [Layer; 4] = [
         column: Column::Lane,
         value: "routed",
         repair: "routed_menu",
+        needs_delta: false,
     },
     Layer {
         name: "W",
@@ -100,6 +113,7 @@ pub const LAYERS: [Layer; 4] = [
         column: Column::Repair,
         value: "workflow_prompt",
         repair: "workflow_prompt",
+        needs_delta: false,
     },
     Layer {
         name: "D",
@@ -109,6 +123,7 @@ pub const LAYERS: [Layer; 4] = [
         column: Column::Repair,
         value: "interface_guide",
         repair: "interface_guide",
+        needs_delta: false,
     },
     Layer {
         name: "R",
@@ -118,6 +133,34 @@ pub const LAYERS: [Layer; 4] = [
         column: Column::Lane,
         value: "router",
         repair: "router",
+        needs_delta: false,
+    },
+];
+
+/// The structural holdout's layers: the hand-off depth (2 → 30 required calls), whose
+/// repair is the public-handoff controller, and the encoding (raw → compact), whose
+/// repair is canonical delivery — each the other's wrong-layer control on the same
+/// cells.
+pub const HOLDOUT_LAYERS: [Layer; 2] = [
+    Layer {
+        name: "depth",
+        axis: Axis::Depth,
+        unstressed: "2",
+        stressed: "30",
+        column: Column::Actor,
+        value: "controller",
+        repair: "controller",
+        needs_delta: true,
+    },
+    Layer {
+        name: "D",
+        axis: Axis::D,
+        unstressed: "raw",
+        stressed: "compact",
+        column: Column::Delivery,
+        value: "canonical",
+        repair: "canonical_delivery",
+        needs_delta: false,
     },
 ];
 
@@ -125,6 +168,10 @@ pub const LAYERS: [Layer; 4] = [
 pub const NO_REPAIR_LANE: &str = "fixed";
 /// The no-repair arm's prompt (as a repair).
 pub const NO_REPAIR_PROMPT: &str = "none";
+/// The no-repair arm's delivery.
+pub const NO_REPAIR_DELIVERY: &str = "native";
+/// The no-repair arm's actor.
+pub const NO_REPAIR_ACTOR: &str = "model";
 
 impl Layer {
     /// Its pressure for a row: 0, 1, or `None` at another level.
@@ -134,6 +181,7 @@ impl Layer {
             Axis::W => row.w == level,
             Axis::D => row.d == level,
             Axis::R => row.r == level,
+            Axis::Depth => row.depth.map(|d| d.to_string()).as_deref() == Some(level),
         };
         if is(self.unstressed) {
             Some(0)
@@ -159,7 +207,7 @@ impl Layer {
         if self.axis != Axis::R {
             parts.push(format!("r={}", row.r));
         }
-        if let Some(depth) = row.depth {
+        if let (Some(depth), false) = (row.depth, self.axis == Axis::Depth) {
             parts.push(format!("depth={depth}"));
         }
         parts.join(" ")
@@ -172,6 +220,7 @@ impl Layer {
             Axis::W => "w",
             Axis::D => "d",
             Axis::R => "r",
+            Axis::Depth => "depth",
         };
         format!("{axis} {}→{}", self.unstressed, self.stressed)
     }
@@ -181,6 +230,8 @@ impl Layer {
         match self.column {
             Column::Lane => format!("menu = {}", self.value),
             Column::Repair => format!("repair = {}", self.value),
+            Column::Delivery => format!("delivery = {}", self.value),
+            Column::Actor => format!("actor = {}", self.value),
         }
     }
 }
@@ -188,21 +239,28 @@ impl Layer {
 /// Which arm of the repairs design a row belongs to: `Some(None)` the no-repair arm,
 /// `Some(Some(i))` the repair of `LAYERS[i]`, `None` any other arm.
 pub fn arm_of(row: &EpisodeRow) -> Option<Option<usize>> {
-    if row.delivery != "native" || row.actor != "model" {
-        return None;
+    arm_in(row, &LAYERS)
+}
+
+/// Which arm of a design with `layers` a row belongs to: the no-repair arm when no
+/// component differs from it, the repair of the one layer whose component is the only
+/// one that differs and has the layer's value, `None` otherwise.
+pub fn arm_in(row: &EpisodeRow, layers: &[Layer]) -> Option<Option<usize>> {
+    let changed = [
+        (Column::Lane, row.lane.as_str(), NO_REPAIR_LANE),
+        (Column::Repair, row.repair.as_str(), NO_REPAIR_PROMPT),
+        (Column::Delivery, row.delivery.as_str(), NO_REPAIR_DELIVERY),
+        (Column::Actor, row.actor.as_str(), NO_REPAIR_ACTOR),
+    ];
+    let mut differs = changed.iter().filter(|(_, value, off)| value != off);
+    match (differs.next(), differs.next()) {
+        (None, _) => Some(None),
+        (Some((column, value, _)), None) => layers
+            .iter()
+            .position(|l| l.column == *column && l.value == *value)
+            .map(Some),
+        _ => None,
     }
-    let lane_off = row.lane == NO_REPAIR_LANE;
-    let prompt_off = row.repair == NO_REPAIR_PROMPT;
-    if lane_off && prompt_off {
-        return Some(None);
-    }
-    LAYERS
-        .iter()
-        .position(|l| match l.column {
-            Column::Lane => prompt_off && row.lane == l.value,
-            Column::Repair => lane_off && row.repair == l.value,
-        })
-        .map(Some)
 }
 
 /// The design needs of `repairs` and `sentinel`: the no-repair arm (the fixed menu

@@ -165,7 +165,7 @@ fn wrong_layer_controls_run_on_exactly_the_repairs_conditions() {
 fn the_table_has_the_notebook_columns() {
     // 100 draws: V's IUT p is the floor 0.01, 0.03 after Holm over three layers.
     let rows = rows(&panel(), 100, 1).unwrap_or_else(|e| panic!("{e}"));
-    let t = table(&rows, 100, 1).unwrap_or_else(|e| panic!("{e}"));
+    let t = table(&rows, 100, 1, "repairs", false).unwrap_or_else(|e| panic!("{e}"));
     for name in [
         "l_pp",
         "l_pp_ci_low",
