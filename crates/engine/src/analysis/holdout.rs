@@ -286,4 +286,4 @@ fn arms_table(rows: &[ArmRow]) -> Result<RecordBatch, AnalysisError> {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

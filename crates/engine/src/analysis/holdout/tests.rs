@@ -4,7 +4,7 @@ use crate::analysis::design::testing::row;
 /// Two configurations (`c1` confirmatory) × two families × depths 2 and 30 × raw and
 /// compact × three arms. The baseline and canonical delivery succeed at 2 calls and
 /// fail at 30; the controller succeeds everywhere but on f2 at (30, compact).
-fn episodes() -> Vec<EpisodeRow> {
+pub(crate) fn episodes() -> Vec<EpisodeRow> {
     let mut out = Vec::new();
     for configuration in ["c1", "c2"] {
         for family in ["f1", "f2"] {
