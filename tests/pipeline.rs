@@ -716,6 +716,10 @@ fn apply_publishes_the_report_and_tbb_report_rerenders_it() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    // The study's input and certificate tables are not analysis results to show.
+    let md = std::fs::read_to_string(s.outputs().join("report.md")).unwrap_or_default();
+    assert!(!md.contains("`requests`"), "{md}");
+    assert!(!md.contains("`episodes`"), "{md}");
     let plan = runs(&s.plan());
     assert_eq!(plan.len(), 1, "{plan:?}");
     assert_eq!(plan[0].1, "table[report]");
