@@ -1094,6 +1094,38 @@ fn configs_json_lists_the_sim_panel_and_disabled_live_routes() {
 }
 
 #[test]
+fn run_episode_shows_the_controllers_calls_and_canonical_delivery_runs() {
+    let args = |extra: &[&'static str]| -> Vec<&'static str> {
+        let mut a = vec![
+            "run-episode",
+            "--config",
+            "sim-gale-swift",
+            "--family",
+            "document-lineage-trace-dolomite",
+            "--depth",
+            "30",
+            "--lane",
+            "fixed",
+        ];
+        a.extend_from_slice(extra);
+        a
+    };
+    let text = stdout_of(&args(&["--actor", "controller"]));
+    assert!(text.contains("+ 29 calls by the controller"), "{text}");
+    let out = json_of(&args(&["--actor", "controller", "--json"]));
+    assert_eq!(out["verdict"]["calls"], 30, "{out}");
+    assert_eq!(out["usage"]["requests"], 2, "{out}");
+    let out = json_of(&args(&[
+        "--delivery",
+        "canonical",
+        "--d",
+        "compact",
+        "--json",
+    ]));
+    assert!(out["usage"]["requests"].as_u64().unwrap_or(0) > 2, "{out}");
+}
+
+#[test]
 fn run_episode_json_holds_the_verdict_and_usage_totals() {
     let out = json_of(&[
         "run-episode",

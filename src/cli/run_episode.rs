@@ -226,6 +226,21 @@ pub fn exec(cli: &Cli, args: &RunEpisodeArgs) -> Result<()> {
                 .map_or("-".into(), |n| n.to_string()),
             r.finish_reason_raw
         );
+        let delegated: Vec<_> = turn.executed.iter().filter(|c| !c.by.is_model()).collect();
+        if let (Some(first), Some(last)) = (delegated.first(), delegated.last()) {
+            say!(
+                "    + {} call{} by the controller: {} {} … {} {}",
+                delegated.len(),
+                if delegated.len() == 1 { "" } else { "s" },
+                first.tool,
+                first.arguments,
+                last.tool,
+                last.arguments
+            );
+        }
+    }
+    if let Some(why) = &episode.transcript.controller_halt {
+        say!("the controller halted: {why}");
     }
     let v = &episode.verdict;
     let marks: Vec<String> = v
