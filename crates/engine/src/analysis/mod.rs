@@ -29,6 +29,7 @@ pub mod cap_strata;
 pub mod cap_sweep;
 pub mod contrasts;
 pub mod costs;
+pub mod decoders;
 pub mod design;
 pub mod discovery;
 pub mod first_responses;
@@ -79,6 +80,7 @@ pub static KINDS: &[&dyn Kind] = &[
     &sentinel::Sentinel,
     &switches::Switches,
     &holdout::Holdout,
+    &decoders::Decoders,
     &report::Report,
     #[cfg(test)]
     &toy::Toy,
