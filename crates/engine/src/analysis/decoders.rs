@@ -647,4 +647,4 @@ fn multi_table(m: &BTreeMap<(usize, usize), u32>) -> Result<RecordBatch, Analysi
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

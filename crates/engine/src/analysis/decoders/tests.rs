@@ -2,7 +2,12 @@ use super::*;
 use crate::analysis::design::testing::row;
 
 /// The four rows of a packet: baseline, V, W, D, with the given successes.
-fn packet(configuration: &str, family: &str, intent: &str, ok: [bool; 4]) -> Vec<EpisodeRow> {
+pub(crate) fn packet(
+    configuration: &str,
+    family: &str,
+    intent: &str,
+    ok: [bool; 4],
+) -> Vec<EpisodeRow> {
     std::iter::once(BASELINE)
         .chain(STRESSED)
         .zip(ok)

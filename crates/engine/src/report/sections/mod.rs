@@ -18,6 +18,7 @@ pub(crate) mod cap_strata;
 pub(crate) mod cap_studies;
 pub(crate) mod contrasts;
 pub(crate) mod costs;
+pub(crate) mod decoders;
 pub(crate) mod discovery;
 pub(crate) mod first_responses;
 pub(crate) mod holdout;
@@ -58,7 +59,7 @@ pub(crate) struct SectionSpec {
 }
 
 /// Every section, in report order.
-pub(crate) const SECTIONS: [SectionSpec; 13] = [
+pub(crate) const SECTIONS: [SectionSpec; 14] = [
     SectionSpec {
         id: "contrasts",
         title: "Contrasts",
@@ -110,6 +111,19 @@ pub(crate) const SECTIONS: [SectionSpec; 13] = [
         tables: &["first_responses"],
         build: first_responses::section,
         noted_when_absent: true,
+    },
+    SectionSpec {
+        id: "decoders-what-a-failure-record-says",
+        title: "Decoders: what a failure record says",
+        analysis: "decoders",
+        tables: &[
+            "decoders",
+            "decoder_gains",
+            "decoder_packets",
+            "decoder_multi",
+        ],
+        build: decoders::section,
+        noted_when_absent: false,
     },
     SectionSpec {
         id: "cap-strata",
