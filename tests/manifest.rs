@@ -124,6 +124,7 @@ fn the_capacity_manifest_is_the_capacity_factorial() {
             "lanes",
             "costs",
             "first_responses",
+            "decoders",
             "report"
         ]
     );
