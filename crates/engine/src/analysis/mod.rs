@@ -9,7 +9,8 @@
 //! the two completion-cap studies (`cap_sweep`, `cap_crossover`, which share
 //! [`cap_arms`]), the discovery study's availability and R contrast (`discovery`),
 //! the repairs study with its sentinel repeats (`repairs`, `sentinel`, which share
-//! [`repair_stats`]), and the repair-versus-switch comparison (`switches`).
+//! [`repair_stats`]), the repair-versus-switch comparison (`switches`), and the depth
+//! frontier with its limits (`frontier`).
 //!
 //! Adding a kind is one file implementing [`Typed`] and one line in [`KINDS`]; the
 //! manifest, the DAG, the cache and the plan read everything else from the trait.
@@ -31,6 +32,7 @@ pub mod costs;
 pub mod design;
 pub mod discovery;
 pub mod first_responses;
+pub mod frontier;
 pub mod lanes;
 pub mod needs;
 pub mod repair_stats;
@@ -76,6 +78,7 @@ pub static KINDS: &[&dyn Kind] = &[
     &repairs::Repairs,
     &sentinel::Sentinel,
     &switches::Switches,
+    &frontier::Frontier,
     &report::Report,
     #[cfg(test)]
     &toy::Toy,
