@@ -58,6 +58,10 @@
 //! episode that reaches neither — it answered, was cut, or stopped earlier — counts as
 //! `neither`.
 //!
+//! An episode's request rows are found by its condition (block, arm, configuration,
+//! variant, completion cap, repeat), which both tables carry: the request rows name
+//! the episode's execute node, the episode rows its grade node.
+//!
 //! Invariants: row order of the input does not matter; the same rows, draws and seed
 //! give the same tables bit for bit. Counts are exact integers from the rows.
 //!
@@ -318,6 +322,21 @@ pub struct PathRow {
 /// family, repeat (the completion cap is the row's).
 type PairKey<'a> = (&'a str, &'a str, &'a str, &'a str, u32);
 
+/// The condition of one scored episode, as episode and request rows both carry it:
+/// block, arm, configuration, variant, completion cap, repeat.
+type Condition<'a> = (&'a str, &'a str, &'a str, &'a str, u32, u32);
+
+fn condition(e: &EpisodeRow) -> Condition<'_> {
+    (
+        &e.block,
+        &e.arm,
+        &e.configuration,
+        &e.variant_id,
+        e.completion_cap,
+        e.repeat,
+    )
+}
+
 fn pair_key(e: &EpisodeRow) -> PairKey<'_> {
     (&e.block, &e.arm, &e.configuration, &e.family, e.repeat)
 }
@@ -354,22 +373,30 @@ pub fn compute(
                 .into(),
         });
     }
-    // node key → (request, calls so far, tokens so far) of its requests.
-    let mut by_node: BTreeMap<&str, Vec<(u32, u32, u64)>> = BTreeMap::new();
+    // condition → the episode key and (request, calls so far, tokens so far) of its
+    // requests. A request row names its execute node, an episode row its grade node:
+    // they meet on the condition, which identifies one scored episode.
+    let mut by_condition: BTreeMap<Condition<'_>, (&str, Vec<(u32, u32, u64)>)> = BTreeMap::new();
     for r in requests {
-        by_node
-            .entry(r.episode.node_key.as_str())
-            .or_default()
+        let e = &r.episode;
+        let condition = (
+            e.block.as_str(),
+            e.arm.as_str(),
+            e.configuration.as_str(),
+            e.variant_id.as_str(),
+            e.completion_cap,
+            e.repeat,
+        );
+        by_condition
+            .entry(condition)
+            .or_insert_with(|| (e.episode_key.as_str(), Vec::new()))
+            .1
             .push((
                 r.request.turn,
                 r.request.cumulative_calls,
                 r.request.cumulative_tokens,
             ));
     }
-    let key_of: BTreeMap<&str, &str> = requests
-        .iter()
-        .map(|r| (r.episode.node_key.as_str(), r.episode.episode_key.as_str()))
-        .collect();
     let limit_of = |e: &EpisodeRow| -> Result<u32, AnalysisError> {
         limits
             .get(&e.variant_id)
@@ -423,13 +450,13 @@ pub fn compute(
             }
             let limit = limit_of(e)?;
             call_limit = call_limit.max(limit);
-            let own: &[(u32, u32, u64)] =
-                by_node.get(e.node_key.as_str()).map_or(&[], Vec::as_slice);
+            let (episode_key, own) = by_condition
+                .get(&condition(e))
+                .map_or(("", &[][..]), |(k, r)| (*k, r.as_slice()));
             let which = first_limit(own, limit, budget);
             first[which as usize] += 1;
             let mut own = own.to_vec();
             own.sort_unstable();
-            let episode_key = key_of.get(e.node_key.as_str()).copied().unwrap_or("");
             paths.extend(own.iter().map(|&(request, calls, tokens)| PathRow {
                 episode_key: episode_key.to_string(),
                 configuration: e.configuration.clone(),
