@@ -20,6 +20,7 @@ pub(crate) mod contrasts;
 pub(crate) mod costs;
 pub(crate) mod discovery;
 pub(crate) mod first_responses;
+pub(crate) mod frontier;
 pub(crate) mod lanes;
 pub(crate) mod repairs;
 pub(crate) mod strata;
@@ -57,7 +58,7 @@ pub(crate) struct SectionSpec {
 }
 
 /// Every section, in report order.
-pub(crate) const SECTIONS: [SectionSpec; 12] = [
+pub(crate) const SECTIONS: [SectionSpec; 13] = [
     SectionSpec {
         id: "contrasts",
         title: "Contrasts",
@@ -156,6 +157,14 @@ pub(crate) const SECTIONS: [SectionSpec; 12] = [
         analysis: "switches",
         tables: &["switch_summary", "switches", "switch_incumbents"],
         build: switches::section,
+        noted_when_absent: false,
+    },
+    SectionSpec {
+        id: "the-depth-frontier",
+        title: "The depth frontier",
+        analysis: "frontier",
+        tables: &["frontier", "frontier_paths"],
+        build: frontier::section,
         noted_when_absent: false,
     },
 ];
