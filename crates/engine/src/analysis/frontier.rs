@@ -223,7 +223,7 @@ impl FirstLimit {
 
 /// The rule of "Which limit first" (module doc) on one episode's requests, given as
 /// (request index, executed calls so far, cumulative tokens) in any order.
-pub fn first_limit(requests: &[(u32, u32, u64)], call_limit: u32, budget: u64) -> FirstLimit {
+pub fn first_limit(requests: &[Step], call_limit: u32, budget: u64) -> FirstLimit {
     let mut sorted = requests.to_vec();
     sorted.sort_unstable();
     let budget_at = sorted.iter().find(|r| r.2 > budget).map(|r| r.0);
@@ -322,6 +322,9 @@ pub struct PathRow {
 /// family, repeat (the completion cap is the row's).
 type PairKey<'a> = (&'a str, &'a str, &'a str, &'a str, u32);
 
+/// One request of an episode: its index, executed calls and cumulative tokens so far.
+pub type Step = (u32, u32, u64);
+
 /// The condition of one scored episode, as episode and request rows both carry it:
 /// block, arm, configuration, variant, completion cap, repeat.
 type Condition<'a> = (&'a str, &'a str, &'a str, &'a str, u32, u32);
@@ -376,7 +379,7 @@ pub fn compute(
     // condition → the episode key and (request, calls so far, tokens so far) of its
     // requests. A request row names its execute node, an episode row its grade node:
     // they meet on the condition, which identifies one scored episode.
-    let mut by_condition: BTreeMap<Condition<'_>, (&str, Vec<(u32, u32, u64)>)> = BTreeMap::new();
+    let mut by_condition: BTreeMap<Condition<'_>, (&str, Vec<Step>)> = BTreeMap::new();
     for r in requests {
         let e = &r.episode;
         let condition = (
@@ -626,6 +629,7 @@ pub(crate) mod tests {
 
     /// A frontier episode of `config` and `family` at `depth` (call limit depth + 2):
     /// its success, terminal flag, executed calls, prompt and total tokens.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn episode(
         config: &str,
         family: &str,
