@@ -363,8 +363,19 @@ pub fn compute(
     let baseline = |actor: &str, delivery: &str| actor == "model" && delivery == "native";
     // (cap, depth) → its episodes.
     let mut cells: BTreeMap<(u32, u32), Vec<&EpisodeRow>> = BTreeMap::new();
+    let mut seen: BTreeSet<Condition<'_>> = BTreeSet::new();
     for e in episodes {
         if let (Some(depth), true) = (e.depth, baseline(&e.actor, &e.delivery)) {
+            if !seen.insert(condition(e)) {
+                return Err(AnalysisError::Inconsistent {
+                    analysis: KIND,
+                    detail: format!(
+                        "two episode rows for one condition (configuration {}, variant {}, \
+                         arm {}, repeat {})",
+                        e.configuration, e.variant_id, e.arm, e.repeat
+                    ),
+                });
+            }
             cells.entry((e.completion_cap, depth)).or_default().push(e);
         }
     }
@@ -939,6 +950,13 @@ pub(crate) mod tests {
             "but pairs with nothing"
         );
         assert!(compute(&params(50), &[], &[], &limits()).is_err());
+        // Two rows for one condition contradict the episodes table's contract.
+        let (mut twice, _) = panel();
+        twice.push(twice[0].clone());
+        assert!(matches!(
+            compute(&params(50), &twice, &[], &limits()),
+            Err(AnalysisError::Inconsistent { .. })
+        ));
     }
 
     #[test]

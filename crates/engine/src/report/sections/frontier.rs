@@ -230,7 +230,7 @@ fn depth_tables(
     s.table(flag_table);
 
     // The paper's frontier figures beside this study's, at the first cap.
-    let at = |d: u64| (0..t.len()).find(|&i| depth[i] == d && cap[i] == caps[0]);
+    let at = |d: u64| (0..t.len()).find(|&i| depth[i] == d && Some(&cap[i]) == caps.first());
     let show = |i: Option<usize>, f: &dyn Fn(usize) -> String| {
         i.map_or_else(|| format::MISSING.to_string(), f)
     };
