@@ -133,6 +133,31 @@ fn the_capacity_manifest_is_the_capacity_factorial() {
     assert_eq!(m.episode_count(), 18_144);
 }
 
+/// The frontier study: the 4 frontier families at depths 2, 6, 14 and 30 under the
+/// frozen contract, the whole simulated panel, the baseline arm only.
+#[test]
+fn the_frontier_manifest_runs_the_four_depths_under_the_frozen_contract() {
+    let Loaded {
+        manifest: m,
+        warnings,
+    } = load(&shipped("frontier.toml"));
+    assert!(warnings.is_empty(), "{warnings:?}");
+    assert_eq!(m.study, "frontier");
+    assert_eq!(m.families.len(), 4);
+    let depths: Vec<Option<u8>> = m.cells.iter().map(|c| c.depth).collect();
+    assert_eq!(depths, [Some(2), Some(6), Some(14), Some(30)]);
+    assert_eq!(m.configurations.len(), 21);
+    assert_eq!(m.menus(), vec![Menu::Routed]);
+    assert_eq!(m.blocks[0].completion_caps, vec![1024]);
+    assert_eq!(m.budgets.episode_budget, 128_000);
+    assert_eq!(m.episode_count(), 336);
+    let kinds: Vec<_> = m.analyses.iter().map(|a| a.kind.name()).collect();
+    assert_eq!(kinds, ["frontier", "report"]);
+    // The analysis measures the budget the manifest sets.
+    assert_eq!(m.analyses[0].params["episode_budget"], 128_000);
+    assert!(tbb::analysis::skipped(&m).is_empty());
+}
+
 /// Every (family, cell, configuration) an arm runs on, over the blocks that list it.
 fn conditions_of(m: &Manifest, arm: &str) -> BTreeSet<(String, String, String)> {
     let Some(index) = m.arms.iter().position(|a| a.name == arm) else {

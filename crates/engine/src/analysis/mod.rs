@@ -9,8 +9,10 @@
 //! the two completion-cap studies (`cap_sweep`, `cap_crossover`, which share
 //! [`cap_arms`]), the discovery study's availability and R contrast (`discovery`),
 //! the repairs study with its sentinel repeats (`repairs`, `sentinel`, which share
-//! [`repair_stats`]), the repair-versus-switch comparison (`switches`) and the
-//! structural holdout of the public-handoff controller (`holdout`).
+//! [`repair_stats`]), the repair-versus-switch comparison (`switches`), the depth
+//! frontier with its limits (`frontier`), the structural holdout of the
+//! public-handoff controller (`holdout`) and the decoders of failure records
+//! (`decoders`).
 //!
 //! Adding a kind is one file implementing [`Typed`] and one line in [`KINDS`]; the
 //! manifest, the DAG, the cache and the plan read everything else from the trait.
@@ -33,6 +35,7 @@ pub mod decoders;
 pub mod design;
 pub mod discovery;
 pub mod first_responses;
+pub mod frontier;
 pub mod holdout;
 pub mod lanes;
 pub mod needs;
@@ -79,6 +82,7 @@ pub static KINDS: &[&dyn Kind] = &[
     &repairs::Repairs,
     &sentinel::Sentinel,
     &switches::Switches,
+    &frontier::Frontier,
     &holdout::Holdout,
     &decoders::Decoders,
     &report::Report,

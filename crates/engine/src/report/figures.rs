@@ -1,6 +1,7 @@
 //! SVG figures, drawn with plotters' SVG backend: the contrasts as dots with
 //! interval whiskers (the paper's Figure 2a), per-configuration effects against the
-//! truncation rate (Figures 6–7), and the truncated share by menu size.
+//! truncation rate (Figures 6–7), the truncated share by menu size, and the frontier's
+//! episode paths against their two limits (Figure 9).
 //!
 //! Owns: chart geometry, colours and the SVG text of each figure. The data arrive
 //! already selected and labelled by the section builders.
@@ -289,6 +290,90 @@ pub(crate) fn frontier_scatter(
     })
 }
 
+/// The episodes of one group for [`limit_paths`]: a thin line per episode, and the
+/// group's call limit as a vertical line, both in the group's colour.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct PathSeries {
+    /// Legend text.
+    pub name: String,
+    /// One path per episode (x and y in their axes' units, in drawing order).
+    pub paths: Vec<Vec<Point>>,
+    /// Where the group's vertical limit line is drawn (x), if anywhere.
+    pub limit: Option<f64>,
+}
+
+/// Paths of several groups on linear axes from zero, each group's limit a vertical
+/// line in its colour and one shared horizontal limit (`ceiling`) in grey: which
+/// line a path meets first is which limit binds first (the frontier's Figure 9).
+pub(crate) fn limit_paths(
+    title: &str,
+    series: &[PathSeries],
+    ceiling: f64,
+    x_desc: &str,
+    y_desc: &str,
+) -> Result<String, ReportError> {
+    let finite = |p: &&Point| p.x.is_finite() && p.y.is_finite();
+    let points = || {
+        series
+            .iter()
+            .flat_map(|s| s.paths.iter().flatten())
+            .filter(finite)
+    };
+    let limits = series
+        .iter()
+        .filter_map(|s| s.limit)
+        .filter(|x| x.is_finite());
+    let (_, x1) = padded_range(points().map(|p| p.x).chain(limits), 0.0);
+    let (_, y1) = padded_range(
+        points()
+            .map(|p| p.y)
+            .chain(std::iter::once(ceiling).filter(|y| y.is_finite())),
+        0.0,
+    );
+    let (x0, y0) = (-0.02 * x1, -0.02 * y1);
+    render(title, (760, 500), |root| {
+        let mut chart = xy_chart(
+            root,
+            HEADER_WITH_LEGEND,
+            (x0, x1),
+            (y0, y1),
+            &|x| axis_number(*x, x1 - x0),
+            (x_desc, y_desc),
+        )?;
+        if ceiling.is_finite() {
+            chart.draw_series(std::iter::once(PathElement::new(
+                vec![(x0, ceiling), (x1, ceiling)],
+                ZERO_LINE.stroke_width(2),
+            )))?;
+        }
+        for (k, s) in series.iter().enumerate() {
+            let colour = SERIES_COLOURS[k % SERIES_COLOURS.len()];
+            chart.draw_series(s.paths.iter().map(|path| {
+                let line: Vec<(f64, f64)> =
+                    path.iter().filter(finite).map(|p| (p.x, p.y)).collect();
+                PathElement::new(line, colour.mix(0.55).stroke_width(1))
+            }))?;
+            if let Some(x) = s.limit.filter(|x| x.is_finite()) {
+                chart.draw_series(std::iter::once(PathElement::new(
+                    vec![(x, y0), (x, y1)],
+                    colour.stroke_width(2),
+                )))?;
+            }
+        }
+        let (left, _) = chart.backend_coord(&(x0, 0.0));
+        legend_with(
+            root,
+            (left, LEGEND_Y),
+            series
+                .iter()
+                .enumerate()
+                .map(|(k, s)| (s.name.as_str(), SERIES_COLOURS[k % SERIES_COLOURS.len()]))
+                .chain(std::iter::once(("episode budget", ZERO_LINE))),
+        )?;
+        Ok(())
+    })
+}
+
 /// The chart both scatters draw on: linear axes over `x` and `y` below a header of
 /// `top` pixels, eight labelled ticks on each (x ticks written by `x_label`), a light
 /// grid, and both axes' titles.
@@ -569,6 +654,38 @@ pub(crate) mod tests {
         assert_eq!(strokes(&svg, ZERO_LINE), 1);
         // Row labels and legend entries are SVG text, not paths.
         assert!(svg.contains(">\nV\n</text>") && svg.contains(">\nfamilies\n</text>"));
+    }
+
+    #[test]
+    fn a_line_per_path_and_per_limit_and_one_budget_line() {
+        let path = |n: u32| -> Vec<Point> {
+            (0..=n)
+                .map(|i| Point {
+                    x: f64::from(i),
+                    y: f64::from(i * i),
+                })
+                .collect()
+        };
+        let series = vec![
+            PathSeries {
+                name: "2 calls".into(),
+                paths: vec![path(2), path(3)],
+                limit: Some(4.0),
+            },
+            PathSeries {
+                name: "30 calls".into(),
+                paths: vec![path(20), path(18), path(25)],
+                limit: Some(32.0),
+            },
+        ];
+        let svg = limit_paths("paths", &series, 400.0, "calls", "tokens")
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(strokes(&svg, SERIES_COLOURS[0]), 3);
+        assert_eq!(strokes(&svg, SERIES_COLOURS[1]), 4);
+        assert_eq!(strokes(&svg, ZERO_LINE), 1);
+        assert!(svg.contains(">\nepisode budget\n</text>"));
+        let empty = limit_paths("paths", &[], f64::NAN, "x", "y").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(strokes(&empty, ZERO_LINE), 0);
     }
 
     #[test]

@@ -21,6 +21,7 @@ pub(crate) mod costs;
 pub(crate) mod decoders;
 pub(crate) mod discovery;
 pub(crate) mod first_responses;
+pub(crate) mod frontier;
 pub(crate) mod holdout;
 pub(crate) mod lanes;
 pub(crate) mod repairs;
@@ -59,7 +60,7 @@ pub(crate) struct SectionSpec {
 }
 
 /// Every section, in report order.
-pub(crate) const SECTIONS: [SectionSpec; 14] = [
+pub(crate) const SECTIONS: [SectionSpec; 15] = [
     SectionSpec {
         id: "contrasts",
         title: "Contrasts",
@@ -171,6 +172,14 @@ pub(crate) const SECTIONS: [SectionSpec; 14] = [
         analysis: "switches",
         tables: &["switch_summary", "switches", "switch_incumbents"],
         build: switches::section,
+        noted_when_absent: false,
+    },
+    SectionSpec {
+        id: "the-depth-frontier",
+        title: "The depth frontier",
+        analysis: "frontier",
+        tables: &["frontier", "frontier_paths"],
+        build: frontier::section,
         noted_when_absent: false,
     },
     SectionSpec {
