@@ -158,6 +158,61 @@ fn the_frontier_manifest_runs_the_four_depths_under_the_frozen_contract() {
     assert!(tbb::analysis::skipped(&m).is_empty());
 }
 
+#[test]
+fn the_pilot_manifest_runs_a_probe_seven_restarts_and_a_retry_as_its_own_repeat() {
+    let Loaded {
+        manifest: m,
+        warnings,
+    } = load(&shipped("pilot.toml"));
+    assert!(warnings.is_empty(), "{warnings:?}");
+    assert_eq!(m.families.len(), 24);
+    let blocks: Vec<(&str, u32, u32, usize)> = m
+        .blocks
+        .iter()
+        .map(|b| {
+            (
+                b.name.as_str(),
+                b.first_repeat,
+                b.repeats,
+                b.configurations.len(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        blocks,
+        [
+            ("restarts", 0, 1, 8),
+            ("retry", 1, 1, 8),
+            ("switch", 0, 1, 1)
+        ]
+    );
+    assert_eq!(m.blocks[1].repeat_range().collect::<Vec<_>>(), [1]);
+    assert_eq!(m.episode_count(), 192 * 6 + 192 + 24);
+    assert!(tbb::analysis::skipped(&m).is_empty());
+    // Without its first repeat the retry would rerun the probe's own episodes.
+    let same = edited("pilot.toml", |t| replace(t, "first_repeat = 1\n", ""));
+    let (_, text) = failure(&same, &[]);
+    assert!(
+        text.contains("repeats an episode of block `restarts`"),
+        "{text}"
+    );
+    let negative = edited("pilot.toml", |t| {
+        replace(t, "first_repeat = 1", "first_repeat = -1")
+    });
+    let (_, text) = failure(&negative, &[]);
+    assert!(text.contains("must be a non-negative integer"), "{text}");
+    // A switch the study does not run is named.
+    let nowhere = edited("pilot.toml", |t| {
+        replace(t, "switch = \"sim-dunlin-max\"", "switch = \"sim-nowhere\"")
+    });
+    let m = load(&nowhere.path).manifest;
+    let skipped = tbb::analysis::skipped(&m);
+    assert!(
+        skipped.iter().any(|(_, why)| why.contains("`sim-nowhere`")),
+        "{skipped:?}"
+    );
+}
+
 /// Every (family, cell, configuration) an arm runs on, over the blocks that list it.
 fn conditions_of(m: &Manifest, arm: &str) -> BTreeSet<(String, String, String)> {
     let Some(index) = m.arms.iter().position(|a| a.name == arm) else {

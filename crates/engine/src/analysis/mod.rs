@@ -39,6 +39,7 @@ pub mod frontier;
 pub mod holdout;
 pub mod lanes;
 pub mod needs;
+pub mod pilot;
 pub mod repair_stats;
 pub mod repairs;
 pub mod report;
@@ -85,6 +86,7 @@ pub static KINDS: &[&dyn Kind] = &[
     &frontier::Frontier,
     &holdout::Holdout,
     &decoders::Decoders,
+    &pilot::Pilot,
     &report::Report,
     #[cfg(test)]
     &toy::Toy,

@@ -11,7 +11,7 @@ pub struct Report;
 impl Typed for Report {
     type Params = NoParams;
     const NAME: &'static str = "report";
-    const VERSION: &'static str = "report/6";
+    const VERSION: &'static str = "report/7";
     const INPUTS: &'static [Input] = &[Input::EveryAnalysis];
     const OUTPUTS: &'static [&'static str] = &[];
 

@@ -131,8 +131,23 @@ pub struct Block {
     pub configuration_caps: std::collections::BTreeMap<String, Vec<u32>>,
     /// Repeats of every condition.
     pub repeats: u32,
+    /// The index of the first repeat: the block runs repeats
+    /// `first_repeat .. first_repeat + repeats` (0 unless the manifest says).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub first_repeat: u32,
     /// How the arms of a condition run.
     pub schedule: Schedule,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+impl Block {
+    /// The repeat indices the block runs.
+    pub fn repeat_range(&self) -> std::ops::Range<u32> {
+        self.first_repeat..self.first_repeat.saturating_add(self.repeats)
+    }
 }
 
 /// One episode of a condition: an arm at a cap.

@@ -102,6 +102,11 @@ pub struct RawBlock {
     /// Repeats.
     #[serde(default)]
     pub repeats: Option<i64>,
+    /// The index of the block's first repeat (default 0): a block of repeats
+    /// `first_repeat .. first_repeat + repeats`, so that it can rerun another block's
+    /// conditions independently (the policy pilot's unchanged retry).
+    #[serde(default)]
+    pub first_repeat: Option<i64>,
     /// Schedule of the arms.
     #[serde(default)]
     pub schedule: Option<String>,

@@ -368,6 +368,7 @@ fn resolve_blocks(
             completion_caps,
             configuration_caps,
             repeats,
+            first_repeat: 0,
             schedule,
         }];
     };
@@ -462,6 +463,17 @@ fn resolve_blocks(
                 Some(_) => positive(sink, &format!("{at}.repeats"), b.repeats, 1),
                 None => repeats,
             },
+            first_repeat: match b.first_repeat {
+                None => 0,
+                Some(n) => u32::try_from(n).unwrap_or_else(|_| {
+                    sink.at(
+                        &format!("{at}.first_repeat"),
+                        format!("`{at}.first_repeat` = {n} must be a non-negative integer"),
+                        Some("repeats are numbered from 0".into()),
+                    );
+                    0
+                }),
+            },
             schedule: match &b.schedule {
                 Some(s) => resolve_schedule(sink, &format!("{at}.schedule"), Some(s)),
                 None => schedule,
@@ -531,7 +543,7 @@ fn check_conditions_once(sink: &mut Sink<'_>, blocks: &[Block], arms: &[Arm]) {
             for cell in &b.cells {
                 for c in &b.configurations {
                     for u in b.units(arms, c) {
-                        for r in 0..b.repeats {
+                        for r in b.repeat_range() {
                             let key = (f.as_str(), *cell, c.as_str(), arms[u.arm].form, u.cap, r);
                             match seen.get(&key) {
                                 Some(&other) if other != i => {

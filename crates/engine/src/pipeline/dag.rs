@@ -255,7 +255,7 @@ impl Dag {
                 let config = &manifest.configurations[ci];
                 let version = execute_version(config);
                 let units = block.units(&manifest.arms, config_name);
-                for repeat in 0..block.repeats {
+                for repeat in block.repeat_range() {
                     let order = block.order(units.len(), repeat);
                     let names: Vec<String> = order
                         .iter()

@@ -24,6 +24,7 @@ pub(crate) mod first_responses;
 pub(crate) mod frontier;
 pub(crate) mod holdout;
 pub(crate) mod lanes;
+pub(crate) mod pilot;
 pub(crate) mod repairs;
 pub(crate) mod strata;
 pub(crate) mod switches;
@@ -60,7 +61,7 @@ pub(crate) struct SectionSpec {
 }
 
 /// Every section, in report order.
-pub(crate) const SECTIONS: [SectionSpec; 15] = [
+pub(crate) const SECTIONS: [SectionSpec; 16] = [
     SectionSpec {
         id: "contrasts",
         title: "Contrasts",
@@ -188,6 +189,14 @@ pub(crate) const SECTIONS: [SectionSpec; 15] = [
         analysis: "holdout",
         tables: &["holdout", "holdout_arms"],
         build: holdout::section,
+        noted_when_absent: false,
+    },
+    SectionSpec {
+        id: "the-policy-pilot",
+        title: "The policy pilot",
+        analysis: "pilot",
+        tables: &["pilot", "trace_selector"],
+        build: pilot::section,
         noted_when_absent: false,
     },
 ];
