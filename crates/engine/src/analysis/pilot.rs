@@ -43,8 +43,11 @@ use crate::store::TableBuilder;
 
 const KIND: &str = "pilot";
 
+/// A public numeric feature of the probe: its name and its value.
+pub type Feature = (&'static str, fn(&EpisodeRow) -> f64);
+
 /// The probe's public numeric features.
-pub const FEATURES: [(&str, fn(&EpisodeRow) -> f64); 6] = [
+pub const FEATURES: [Feature; 6] = [
     ("prompt_tokens", |r| r.prompt_tokens as f64),
     ("completion_tokens", |r| r.completion_tokens as f64),
     ("reasoning_tokens", |r| r.reasoning_tokens as f64),
@@ -92,7 +95,7 @@ impl Typed for Pilot {
                 help: Some("run the probe's arm again in a block with `first_repeat = 1`".into()),
             });
         }
-        if params.actions.iter().any(|a| *a == params.probe) {
+        if params.actions.contains(&params.probe) {
             out.push(ParamProblem {
                 path: "actions".into(),
                 message: format!("the probe's arm `{}` is listed as an action", params.probe),
