@@ -110,7 +110,7 @@ pub fn exec(cli: &Cli, command: &ManifestCommand) -> Result<()> {
     for b in &m.blocks {
         let caps: Vec<String> = b.completion_caps.iter().map(u32::to_string).collect();
         say!(
-            "block {}: {} families × {} cells × {} configurations × {} arms (caps {}) × {} repeats, {} schedule",
+            "block {}: {} families × {} cells × {} configurations × {} arms (caps {}) × {} repeats{}, {} schedule",
             b.name,
             b.families.len(),
             b.cells.len(),
@@ -118,6 +118,11 @@ pub fn exec(cli: &Cli, command: &ManifestCommand) -> Result<()> {
             b.arms.len(),
             caps.join(", "),
             b.repeats,
+            if b.first_repeat > 0 {
+                format!(" from repeat {}", b.first_repeat)
+            } else {
+                String::new()
+            },
             tbb_engine::harness::arm::name_of(&tbb_engine::manifest::Schedule::NAMES, b.schedule),
         );
     }
