@@ -144,7 +144,11 @@ pub fn next(tools: &[ToolSchema], steps: &[Step<'_>]) -> Decision {
         "read" => match observation.records.as_slice() {
             [record] => match &record.handoff {
                 None => Decision::AskModel,
-                Some(handoff) => follow(handoff, &has),
+                Some(handoff) => match follow(handoff, &has) {
+                    // A bad hand-off in a record the model read is the model's to handle.
+                    Decision::Halt(_) if !ours => Decision::AskModel,
+                    decision => decision,
+                },
             },
             _ if ours => Decision::Halt(format!(
                 "the read `{}` returned {} records",
@@ -159,9 +163,11 @@ pub fn next(tools: &[ToolSchema], steps: &[Step<'_>]) -> Decision {
 
 /// The search a hand-off names, or why it cannot be followed.
 fn follow(handoff: &Json, has: &dyn Fn(&str) -> bool) -> Decision {
-    let text = |key: &str| handoff.get(key).and_then(Json::as_str).map(str::trim);
+    let text = |key: &str| handoff.get(key).and_then(Json::as_str);
     match (text("connector"), text("query")) {
-        (Some(connector), Some(query)) if !connector.is_empty() && !query.is_empty() => {
+        (Some(connector), Some(query))
+            if !connector.trim().is_empty() && !query.trim().is_empty() =>
+        {
             let tool = format!("{connector}_search");
             if has(&tool) {
                 Decision::Call {
@@ -390,6 +396,9 @@ mod tests {
             let text = read(bad.clone());
             let d = next(&menu(), &[step(Issuer::Controller, &text)]);
             assert!(matches!(d, Decision::Halt(_)), "{bad}: {d:?}");
+            // In a record the model read itself, it is the model's to handle.
+            let d = next(&menu(), &[step(Issuer::Model, &text)]);
+            assert_eq!(d, Decision::AskModel, "{bad}");
         }
         // A hand-off search that finds nothing, or two current records, halts too.
         for objects in [
