@@ -237,9 +237,7 @@ pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportErro
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeMap;
-
-    use crate::analysis::{decoders, Context, Kind};
+    use crate::analysis::decoders;
 
     /// The section from the analysis's tables on hand-built packets of three intents.
     #[test]
@@ -260,27 +258,13 @@ mod tests {
             let intent = format!("i{}", k % 3);
             episodes.extend(decoders::tests::packet("c", &family, &intent, *ok));
         }
-        let params =
-            serde_json::from_str(r#"{"draws": 100, "seed": 5}"#).unwrap_or_else(|e| panic!("{e}"));
-        let context = Context {
-            study: "capacity",
-            episodes: &episodes,
-            requests: &[],
-            tables: &BTreeMap::new(),
-            skipped: &[],
-        };
-        let produced = (&decoders::Decoders as &dyn Kind)
-            .run(&params, &context)
-            .unwrap_or_else(|e| panic!("{e}"));
-        let tables: BTreeMap<String, _> = produced
-            .tables
-            .into_iter()
-            .map(|o| (o.table.to_string(), o.batch))
-            .collect();
-        let r = crate::report::render("capacity", &tables, &[]).unwrap_or_else(|e| panic!("{e}"));
+        let r = super::super::testing::rendered(
+            &decoders::Decoders,
+            "capacity",
+            &episodes,
+            r#"{"draws": 100, "seed": 5}"#,
+        );
         assert_eq!(r.figures.len(), 1);
-        let from = r.markdown.find("## Decoders").unwrap_or(0);
-        let to = r.markdown.rfind("<!--").unwrap_or(r.markdown.len());
-        insta::assert_snapshot!(&r.markdown[from..to]);
+        insta::assert_snapshot!(super::super::testing::section(&r, "## Decoders"));
     }
 }

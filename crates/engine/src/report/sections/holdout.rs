@@ -327,36 +327,20 @@ fn arms(t: &super::super::columns::Columns<'_>, s: &mut Section) -> Result<(), R
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeMap;
-
-    use crate::analysis::{holdout, Context, Kind};
+    use crate::analysis::holdout;
 
     /// The section, rendered from the analysis's tables on the hand-built episodes of
     /// its own tests.
     #[test]
     fn the_structural_holdout_section() {
         let episodes = holdout::tests::episodes();
-        let params = serde_json::from_str(r#"{"draws": 200, "seed": 7, "confirmatory": ["c1"]}"#)
-            .unwrap_or_else(|e| panic!("{e}"));
-        let context = Context {
-            study: "holdout",
-            episodes: &episodes,
-            requests: &[],
-            tables: &BTreeMap::new(),
-            skipped: &[],
-        };
-        let produced = (&holdout::Holdout as &dyn Kind)
-            .run(&params, &context)
-            .unwrap_or_else(|e| panic!("{e}"));
-        let tables: BTreeMap<String, _> = produced
-            .tables
-            .into_iter()
-            .map(|o| (o.table.to_string(), o.batch))
-            .collect();
-        let r = crate::report::render("holdout", &tables, &[]).unwrap_or_else(|e| panic!("{e}"));
+        let r = super::super::testing::rendered(
+            &holdout::Holdout,
+            "holdout",
+            &episodes,
+            r#"{"draws": 200, "seed": 7, "confirmatory": ["c1"]}"#,
+        );
         assert_eq!(r.figures.len(), 2);
-        let from = r.markdown.find("## Structural holdout").unwrap_or(0);
-        let to = r.markdown.rfind("<!--").unwrap_or(r.markdown.len());
-        insta::assert_snapshot!(&r.markdown[from..to]);
+        insta::assert_snapshot!(super::super::testing::section(&r, "## Structural holdout"));
     }
 }

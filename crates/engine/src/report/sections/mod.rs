@@ -353,3 +353,46 @@ mod tests {
         assert_eq!(Stratum::new("a b/é", 8).slug(), "a-b---8");
     }
 }
+
+/// What the section tests share: an analysis kind run on hand-built episodes, its
+/// tables rendered as a report, and the markdown of one section.
+#[cfg(test)]
+pub(crate) mod testing {
+    use std::collections::BTreeMap;
+
+    use crate::analysis::{Context, Kind};
+    use crate::store::tables::EpisodeRow;
+
+    /// The report of `kind` run with `params` (JSON) on `episodes`.
+    pub(crate) fn rendered(
+        kind: &dyn Kind,
+        study: &str,
+        episodes: &[EpisodeRow],
+        params: &str,
+    ) -> crate::report::Rendered {
+        let params = serde_json::from_str(params).unwrap_or_else(|e| panic!("{e}"));
+        let context = Context {
+            study,
+            episodes,
+            requests: &[],
+            tables: &BTreeMap::new(),
+            skipped: &[],
+        };
+        let produced = kind
+            .run(&params, &context)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let tables: BTreeMap<String, _> = produced
+            .tables
+            .into_iter()
+            .map(|o| (o.table.to_string(), o.batch))
+            .collect();
+        crate::report::render(study, &tables, &[]).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// The markdown from `heading` to the closing comment.
+    pub(crate) fn section<'r>(r: &'r crate::report::Rendered, heading: &str) -> &'r str {
+        let from = r.markdown.find(heading).unwrap_or(0);
+        let to = r.markdown.rfind("<!--").unwrap_or(r.markdown.len());
+        &r.markdown[from..to]
+    }
+}

@@ -151,37 +151,18 @@ pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportErro
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeMap;
-
-    use crate::analysis::{pilot, Context, Kind};
+    use crate::analysis::pilot;
 
     /// The section from the analysis's tables on the hand-built blocks of its tests.
     #[test]
     fn the_pilot_section() {
         let episodes = pilot::tests::panel();
-        let params = serde_json::from_str(
-            r#"{"probe": "probe", "retry_repeat": 1, "actions": ["fixit"], "switch": "sw",
-                "draws": 200, "seed": 3}"#,
-        )
-        .unwrap_or_else(|e| panic!("{e}"));
-        let context = Context {
-            study: "pilot",
-            episodes: &episodes,
-            requests: &[],
-            tables: &BTreeMap::new(),
-            skipped: &[],
-        };
-        let produced = (&pilot::Pilot as &dyn Kind)
-            .run(&params, &context)
-            .unwrap_or_else(|e| panic!("{e}"));
-        let tables: BTreeMap<String, _> = produced
-            .tables
-            .into_iter()
-            .map(|o| (o.table.to_string(), o.batch))
-            .collect();
-        let r = crate::report::render("pilot", &tables, &[]).unwrap_or_else(|e| panic!("{e}"));
-        let from = r.markdown.find("## The policy pilot").unwrap_or(0);
-        let to = r.markdown.rfind("<!--").unwrap_or(r.markdown.len());
-        insta::assert_snapshot!(&r.markdown[from..to]);
+        let r = super::super::testing::rendered(
+            &pilot::Pilot,
+            "pilot",
+            &episodes,
+            r#"{"probe": "probe", "retry_repeat": 1, "actions": ["fixit"], "switch": "sw", "draws": 200, "seed": 3}"#,
+        );
+        insta::assert_snapshot!(super::super::testing::section(&r, "## The policy pilot"));
     }
 }
