@@ -26,6 +26,10 @@ struct Row<'a> {
     api_key_env: Option<&'a str>,
     price_input_per_mtok: f64,
     price_output_per_mtok: f64,
+    /// Whether the route is on this machine (it gets the local default timeout).
+    local: bool,
+    timeout_ms: u64,
+    context_window: Option<u64>,
 }
 
 pub fn exec(cli: &Cli, args: &ConfigsArgs) -> Result<()> {
@@ -44,6 +48,9 @@ pub fn exec(cli: &Cli, args: &ConfigsArgs) -> Result<()> {
             api_key_env: c.api_key_env.as_deref(),
             price_input_per_mtok: c.prices.input_per_mtok,
             price_output_per_mtok: c.prices.output_per_mtok,
+            local: c.is_local(),
+            timeout_ms: c.timeout_ms,
+            context_window: c.context_window,
         })
         .collect();
     if args.json {

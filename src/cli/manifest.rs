@@ -46,6 +46,7 @@ pub fn exec(cli: &Cli, command: &ManifestCommand) -> Result<()> {
         eprintln!("warning: {w}");
     }
     let m = &loaded.manifest;
+    super::check_catalogue(cli, m)?;
     // Plan and apply load the system prompts with the study; a missing or malformed
     // prompt file fails check as it would fail them.
     crate::harness::prompts::Prompts::load(&cli.prompts)?;

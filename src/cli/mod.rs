@@ -79,14 +79,11 @@ pub struct Cli {
     /// Directory of the task families.
     #[arg(long, global = true, env = "TBB_FAMILIES", default_value = "families")]
     pub families: PathBuf,
-    /// The configuration catalogue.
-    #[arg(
-        long,
-        global = true,
-        env = "TBB_CONFIGS",
-        default_value = "manifests/configurations.toml"
-    )]
-    pub configs: PathBuf,
+    /// The configuration catalogue of the commands without a manifest (default
+    /// manifests/configurations.toml). A manifest names its own (`catalogue` under
+    /// `[study]`); given with a manifest, this must name the same file.
+    #[arg(long, global = true, env = "TBB_CONFIGS")]
+    pub configs: Option<PathBuf>,
     /// Directory of the system prompts.
     #[arg(long, global = true, env = "TBB_PROMPTS", default_value = "prompts")]
     pub prompts: PathBuf,
@@ -222,6 +219,29 @@ pub enum CliError {
         /// The configuration.
         name: String,
     },
+    /// `--configs`/`TBB_CONFIGS` names another catalogue than the manifest's.
+    #[error(
+        "--configs (or TBB_CONFIGS) names {}, but {} reads its configurations from {}",
+        given.display(),
+        manifest.display(),
+        catalogue.display()
+    )]
+    #[diagnostic(
+        code(tbb::cli::catalogue),
+        help(
+            "a manifest names its catalogue (`catalogue` under [study], relative to the \
+             manifest, default configurations.toml beside it): set it there or with \
+             `--set study.catalogue=PATH`, and drop --configs / unset TBB_CONFIGS"
+        )
+    )]
+    CatalogueMismatch {
+        /// What `--configs` named.
+        given: PathBuf,
+        /// The manifest.
+        manifest: PathBuf,
+        /// The catalogue it names.
+        catalogue: PathBuf,
+    },
     /// Output could not be written.
     #[error("cannot write {}: {source}", path.display())]
     #[diagnostic(code(tbb::cli::write))]
@@ -273,6 +293,7 @@ fn study(
     overrides: &[(String, String)],
 ) -> Result<crate::pipeline::Study> {
     let study = crate::pipeline::Study::load(manifest, overrides, &paths(cli))?;
+    check_catalogue(cli, &study.manifest)?;
     for w in &study.warnings {
         eprintln!("warning: {w}");
     }
@@ -287,6 +308,7 @@ fn study_and_cache(
     overrides: &[(String, String)],
 ) -> Result<(crate::pipeline::Study, crate::pipeline::cache::Cache)> {
     let (study, cache) = crate::pipeline::Study::load_with_cache(manifest, overrides, &paths(cli))?;
+    check_catalogue(cli, &study.manifest)?;
     for w in &study.warnings {
         eprintln!("warning: {w}");
     }
@@ -338,8 +360,39 @@ fn lock_outputs(
     )?)
 }
 
+/// The catalogue of a command without a manifest: `--configs`, `TBB_CONFIGS`, or
+/// manifests/configurations.toml.
 fn catalogue(cli: &Cli) -> Result<crate::provider::Catalogue> {
-    Ok(crate::provider::Catalogue::load(&cli.configs)?)
+    let path = cli
+        .configs
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(DEFAULT_CATALOGUE));
+    Ok(crate::provider::Catalogue::load(&path)?)
+}
+
+/// The catalogue commands without a manifest read when none is named.
+const DEFAULT_CATALOGUE: &str = "manifests/configurations.toml";
+
+/// One rule for where configurations come from: a manifest reads the catalogue it
+/// names. `--configs`/`TBB_CONFIGS` given with a manifest must name that same file;
+/// any other is refused rather than ignored, so no run silently uses a catalogue its
+/// user did not mean.
+fn check_catalogue(cli: &Cli, manifest: &crate::manifest::Manifest) -> Result<(), CliError> {
+    let Some(given) = &cli.configs else {
+        return Ok(());
+    };
+    let same = |a: &Path, b: &Path| match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a == b,
+    };
+    if same(given, &manifest.catalogue) {
+        return Ok(());
+    }
+    Err(CliError::CatalogueMismatch {
+        given: given.clone(),
+        manifest: manifest.path.clone(),
+        catalogue: manifest.catalogue.clone(),
+    })
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime> {

@@ -41,10 +41,11 @@ pub fn exec(cli: &Cli, args: &PlanArgs) -> Result<()> {
         say!("{json}");
     } else {
         say!(
-            "Plan for {} (study {}, {} nodes):\n",
+            "Plan for {} (study {}, {} nodes; configurations from {}):\n",
             args.manifest.display(),
             study.manifest.study,
-            plan.nodes.iter().filter(|n| n.node.is_some()).count()
+            plan.nodes.iter().filter(|n| n.node.is_some()).count(),
+            plan.catalogue
         );
         say!("{}", plan.render(args.show_cached).trim_end());
     }

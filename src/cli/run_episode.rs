@@ -123,8 +123,9 @@ pub fn exec(cli: &Cli, args: &RunEpisodeArgs) -> Result<()> {
             help = best.map_or(String::from("run `tbb configs`"), |b| format!(
                 "did you mean `{b}`?"
             )),
-            "there is no configuration `{}`",
-            args.config
+            "there is no configuration `{}` in the catalogue {}",
+            args.config,
+            cat.path.display()
         ));
     };
     if !config.enabled && !args.allow_disabled {

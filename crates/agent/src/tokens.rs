@@ -8,6 +8,8 @@ use std::sync::{Mutex, OnceLock};
 
 use tiktoken_rs::CoreBPE;
 
+use crate::{Message, ToolSchema};
+
 fn encoder() -> Option<&'static CoreBPE> {
     static BPE: OnceLock<Option<CoreBPE>> = OnceLock::new();
     BPE.get_or_init(|| tiktoken_rs::o200k_base().ok()).as_ref()
@@ -41,6 +43,42 @@ pub fn count(text: &str) -> u64 {
         c.insert(key, n);
     }
     n
+}
+
+/// Tokens of one message: its content, plus each tool call's name and arguments.
+pub fn message(m: &Message) -> u64 {
+    match m {
+        Message::System { content } | Message::User { content } => count(content),
+        Message::Assistant {
+            content,
+            tool_calls,
+        } => {
+            content.as_deref().map_or(0, count)
+                + tool_calls
+                    .iter()
+                    .map(|c| count(&c.name) + count(&c.arguments))
+                    .sum::<u64>()
+        }
+        Message::Tool { content, .. } => count(content),
+    }
+}
+
+/// Tokens of one tool as offered: its name, description and parameters as one JSON
+/// object.
+pub fn tool(schema: &ToolSchema) -> u64 {
+    let wire = serde_json::json!({
+        "name": schema.name,
+        "description": schema.description,
+        "parameters": schema.parameters,
+    });
+    count(&wire.to_string())
+}
+
+/// Tokens of a prompt: every message and every offered tool, under o200k_base and
+/// without any chat template's framing (a served model's own count is higher; see
+/// the local-models guide).
+pub fn prompt(messages: &[Message], tools: &[ToolSchema]) -> u64 {
+    messages.iter().map(message).sum::<u64>() + tools.iter().map(tool).sum::<u64>()
 }
 
 #[cfg(test)]

@@ -90,6 +90,12 @@ impl SpanIndex {
         }
     }
 
+    /// Whether the file itself sets the value at `path` (no ancestor fallback): a key
+    /// left out, so that its default applies, is not in the file.
+    pub fn contains(&self, path: &str) -> bool {
+        self.spans.contains_key(path)
+    }
+
     /// The span of the value at `path`, or of its nearest ancestor in the file.
     pub fn find(&self, path: &str) -> Option<Range<usize>> {
         let mut p = path;

@@ -153,8 +153,19 @@ fn default_concurrency() -> u32 {
     4
 }
 
-fn default_timeout_ms() -> u64 {
-    120_000
+/// The per-request timeout of a remote route.
+pub const REMOTE_TIMEOUT_MS: u64 = 120_000;
+
+/// The per-request timeout of a route on this machine (see [`Configuration::is_local`]):
+/// a model served on CPU took 190 s over its first V = 32 prompts, and a timed-out
+/// request is retried whole, prompt processing and all, so the remote default would
+/// turn a slow first request into four.
+pub const LOCAL_TIMEOUT_MS: u64 = 900_000;
+
+/// Marks `timeout_ms` as absent from the file until [`Catalogue::load`] fills in the
+/// default of the route's locality (an explicit 0 is refused there, by span).
+fn unset_timeout_ms() -> u64 {
+    0
 }
 
 fn enabled() -> bool {
@@ -193,9 +204,15 @@ pub struct Configuration {
     /// Requests in flight on this configuration's route at most.
     #[serde(default = "default_concurrency")]
     pub concurrency: u32,
-    /// Per-request timeout.
-    #[serde(default = "default_timeout_ms")]
+    /// Per-request timeout; when absent, [`LOCAL_TIMEOUT_MS`] for a route on this
+    /// machine and [`REMOTE_TIMEOUT_MS`] otherwise.
+    #[serde(default = "unset_timeout_ms")]
     pub timeout_ms: u64,
+    /// The tokens the served model can hold, prompt and completion together (a local
+    /// server's context size, `-c` / `--max-model-len`). `tbb plan` warns where a
+    /// request will not fit. Not part of what an episode is: it never reaches the wire.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_window: Option<u64>,
     /// Disabled configurations are listed but never run (live examples without keys).
     #[serde(default = "enabled")]
     pub enabled: bool,
@@ -214,6 +231,29 @@ impl Configuration {
         match &self.base_url {
             Some(url) => url.clone(),
             None => format!("{:?}", self.provider).to_lowercase(),
+        }
+    }
+
+    /// Whether the route is served on this machine: a live route whose `base_url`'s host
+    /// is `localhost` (or a name under it) or a loopback or unspecified address
+    /// (`127.0.0.0/8`, `::1`, `0.0.0.0`). Such a route gets the longer default timeout.
+    pub fn is_local(&self) -> bool {
+        let Some(url) = self.base_url.as_deref() else {
+            return false;
+        };
+        let Ok(url) = reqwest::Url::parse(url) else {
+            return false;
+        };
+        let Some(host) = url.host_str() else {
+            return false;
+        };
+        let host = host.trim_start_matches('[').trim_end_matches(']');
+        match host.parse::<std::net::IpAddr>() {
+            Ok(ip) => ip.is_loopback() || ip.is_unspecified(),
+            Err(_) => {
+                let host = host.to_ascii_lowercase();
+                host == "localhost" || host.ends_with(".localhost")
+            }
         }
     }
 
@@ -241,6 +281,7 @@ impl Configuration {
         Configuration {
             concurrency: 0,
             enabled: true,
+            context_window: None,
             ..self.clone()
         }
     }
@@ -345,7 +386,14 @@ impl Catalogue {
             path: path.to_path_buf(),
             source,
         })?;
-        let src = NamedSource::new(path.display().to_string(), Arc::<str>::from(text.as_str()));
+        Catalogue::parse(path, &text)
+    }
+
+    /// Checks a catalogue's text as [`Catalogue::load`] does; `path` names it in
+    /// diagnostics.
+    #[allow(clippy::result_large_err)]
+    pub fn parse(path: &Path, text: &str) -> Result<Catalogue, CatalogueError> {
+        let src = NamedSource::new(path.display().to_string(), Arc::<str>::from(text));
         let invalid = |message: String, span: Option<std::ops::Range<usize>>| {
             CatalogueError::invalid(
                 path,
@@ -357,9 +405,9 @@ impl Catalogue {
                 }],
             )
         };
-        let spans = SpanIndex::parse(&text).map_err(|e| invalid(e.message, e.span))?;
-        let file: CatalogueFile =
-            toml::from_str(&text).map_err(|e| invalid(e.message().trim().to_string(), e.span()))?;
+        let spans = SpanIndex::parse(text).map_err(|e| invalid(e.message, e.span))?;
+        let mut file: CatalogueFile =
+            toml::from_str(text).map_err(|e| invalid(e.message().trim().to_string(), e.span()))?;
         let mut problems = Vec::new();
         let mut problem = |at: &str, message: String, help: Option<String>| {
             problems.push(CatalogueProblem {
@@ -392,6 +440,24 @@ impl Catalogue {
                     &at("retry.max_attempts"),
                     format!("configuration `{name}`: retry.max_attempts must be at least 1"),
                     Some("1 means no retry".into()),
+                );
+            }
+            if c.timeout_ms == 0 && spans.contains(&at("timeout_ms")) {
+                problem(
+                    &at("timeout_ms"),
+                    format!("configuration `{name}`: timeout_ms must be at least 1"),
+                    Some(format!(
+                        "leave it out for the default: {} s on a route on this machine, {} s elsewhere",
+                        LOCAL_TIMEOUT_MS / 1000,
+                        REMOTE_TIMEOUT_MS / 1000
+                    )),
+                );
+            }
+            if c.context_window == Some(0) {
+                problem(
+                    &at("context_window"),
+                    format!("configuration `{name}`: context_window must be at least 1 token"),
+                    Some("the served model's context size (llama.cpp `-c`, vLLM `--max-model-len`); leave it out when unknown".into()),
                 );
             }
             if c.concurrency == 0 {
@@ -450,6 +516,15 @@ impl Catalogue {
         if !problems.is_empty() {
             return Err(CatalogueError::invalid(path, problems));
         }
+        for c in &mut file.configuration {
+            if c.timeout_ms == 0 {
+                c.timeout_ms = if c.is_local() {
+                    LOCAL_TIMEOUT_MS
+                } else {
+                    REMOTE_TIMEOUT_MS
+                };
+            }
+        }
         Ok(Catalogue {
             path: path.to_path_buf(),
             configurations: file.configuration,
@@ -459,5 +534,75 @@ impl Catalogue {
     /// The configuration with this name.
     pub fn get(&self, name: &str) -> Option<&Configuration> {
         self.configurations.iter().find(|c| c.name == name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn catalogue(body: &str) -> Result<Catalogue, CatalogueError> {
+        Catalogue::parse(Path::new("test.toml"), body)
+    }
+
+    fn live(name: &str, base_url: &str, extra: &str) -> String {
+        format!(
+            "[[configuration]]\nname = \"{name}\"\norganization = \"Local\"\nprovider = \"openai\"\n\
+             model = \"m\"\nbase_url = \"{base_url}\"\n\
+             prices = {{ input_per_mtok = 0.0, output_per_mtok = 0.0 }}\n{extra}\n"
+        )
+    }
+
+    #[test]
+    fn a_route_on_this_machine_gets_the_local_timeout_unless_it_sets_one() {
+        let text = [
+            live("loopback", "http://127.0.0.1:8080/v1", ""),
+            live("named", "http://localhost:11434/v1", ""),
+            live("v6", "http://[::1]:8000/v1", ""),
+            live("remote", "https://api.example.test/v1", ""),
+            live("explicit", "http://127.0.0.1:8080/v1", "timeout_ms = 5000"),
+        ]
+        .concat();
+        let cat = catalogue(&text).expect("valid catalogue");
+        let timeout = |n: &str| cat.get(n).map(|c| c.timeout_ms);
+        assert_eq!(timeout("loopback"), Some(LOCAL_TIMEOUT_MS));
+        assert_eq!(timeout("named"), Some(LOCAL_TIMEOUT_MS));
+        assert_eq!(timeout("v6"), Some(LOCAL_TIMEOUT_MS));
+        assert_eq!(timeout("remote"), Some(REMOTE_TIMEOUT_MS));
+        assert_eq!(timeout("explicit"), Some(5000));
+        assert!(cat.get("loopback").is_some_and(Configuration::is_local));
+        assert!(!cat.get("remote").is_some_and(Configuration::is_local));
+    }
+
+    #[test]
+    fn a_zero_timeout_or_context_window_is_refused_at_its_span() {
+        let text = live(
+            "zero",
+            "http://127.0.0.1:8080/v1",
+            "timeout_ms = 0\ncontext_window = 0",
+        );
+        let err = catalogue(&text).expect_err("refused");
+        let CatalogueError::Invalid { problems, .. } = err else {
+            panic!("not a validation error");
+        };
+        let messages: Vec<&str> = problems.iter().map(|p| p.message.as_str()).collect();
+        assert!(messages
+            .iter()
+            .any(|m| m.contains("timeout_ms must be at least 1")));
+        assert!(messages
+            .iter()
+            .any(|m| m.contains("context_window must be at least 1")));
+        assert!(problems.iter().all(|p| p.span.is_some()));
+    }
+
+    #[test]
+    fn the_context_window_is_not_part_of_what_an_episode_is() {
+        let text = live("w", "http://127.0.0.1:8080/v1", "context_window = 4096");
+        let cat = catalogue(&text).expect("valid catalogue");
+        let c = cat.get("w").expect("present");
+        assert_eq!(c.context_window, Some(4096));
+        let mut without = c.clone();
+        without.context_window = None;
+        assert_eq!(c.identity(), without.identity());
     }
 }

@@ -124,11 +124,24 @@ pub(crate) fn model_ids(raw: &Json) -> Result<Vec<String>, ProviderError> {
 /// A one-line summary of a model listing.
 pub(crate) fn listing(model: &str, ids: &[String]) -> String {
     let found = if ids.iter().any(|id| id == model) {
-        "is among them"
+        "is among them".to_string()
+    } else if let Some(id) = ids.iter().find(|id| names_model_file(id, model)) {
+        format!("is among them as `{id}` (the server lists its model file's path)")
     } else {
-        "is not among them (some routes serve models they do not list)"
+        "is not among them (some routes serve models they do not list)".to_string()
     };
     format!("reachable; {} models listed; `{model}` {found}", ids.len())
+}
+
+/// Whether a listed id is the path of the model file `model` names: llama.cpp's server
+/// lists the path it was started with (`-m /models/qwen2.5-0.5b-q4_k_m.gguf`), where a
+/// catalogue names the file, with or without `.gguf`, or its path.
+fn names_model_file(id: &str, model: &str) -> bool {
+    let file = |s: &str| -> String {
+        let name = s.rsplit(['/', '\\']).next().unwrap_or(s);
+        name.strip_suffix(".gguf").unwrap_or(name).to_string()
+    };
+    !model.is_empty() && file(id) == file(model)
 }
 
 /// The chat-completions body of a request.
@@ -334,6 +347,24 @@ fn usage(u: &Json) -> Result<Usage, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_local_servers_model_path_matches_the_file_it_names() {
+        let ids = vec!["/models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf".to_string()];
+        for model in [
+            "qwen2.5-coder-0.5b-instruct-q4_k_m",
+            "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+            "/models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+            "other/dir/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+        ] {
+            let line = listing(model, &ids);
+            assert!(line.contains("is among them"), "{model}: {line}");
+            assert!(!line.contains("not among"), "{model}: {line}");
+        }
+        assert!(listing("qwen2.5-coder-1.5b", &ids).contains("is not among them"));
+        assert!(listing("", &ids).contains("is not among them"));
+        assert!(listing("gpt-4o", &["gpt-4o".to_string()]).ends_with("`gpt-4o` is among them"));
+    }
     use crate::chat::ToolSchema;
 
     fn request(sampling: Sampling) -> ChatRequest {

@@ -14,7 +14,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use serde_json::{json, Value as Json};
+use serde_json::Value as Json;
 
 use super::parse::Route;
 use crate::{tokens, ToolSchema};
@@ -78,11 +78,6 @@ impl ToolInfo {
     /// Reads a schema (uncached).
     pub fn read(schema: &ToolSchema) -> ToolInfo {
         let (connector, op, object) = split_name(&schema.name);
-        let wire = json!({
-            "name": schema.name,
-            "description": schema.description,
-            "parameters": schema.parameters,
-        });
         ToolInfo {
             name: schema.name.clone(),
             connector,
@@ -90,7 +85,7 @@ impl ToolInfo {
             object,
             coords: coordinates(&schema.description),
             parameters: schema.parameters.clone(),
-            tokens: tokens::count(&wire.to_string()),
+            tokens: tokens::tool(schema),
         }
     }
 
@@ -256,6 +251,7 @@ impl Menu {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn schema(name: &str, desc: &str) -> ToolSchema {
         ToolSchema {

@@ -133,7 +133,7 @@ impl SimAgent {
     pub fn respond(&self, request: &ChatRequest) -> ChatResponse {
         let p = &self.params;
         let menu = Menu::new(&request.tools);
-        let message_tokens: Vec<u64> = request.messages.iter().map(message_tokens).collect();
+        let message_tokens: Vec<u64> = request.messages.iter().map(tokens::message).collect();
         let prompt_tokens = message_tokens.iter().sum::<u64>() + menu.tokens();
         let mut rng = ChaCha8Rng::from_seed(self.request_seed(request));
         // The episode's own randomness (perception, hop dispositions): the agent and the
@@ -403,24 +403,6 @@ fn prefix(s: &str, share: f64) -> String {
         end -= 1;
     }
     s[..end].to_string()
-}
-
-/// Tokens of one message (content, plus each call's name and arguments).
-fn message_tokens(m: &Message) -> u64 {
-    match m {
-        Message::System { content } | Message::User { content } => tokens::count(content),
-        Message::Assistant {
-            content,
-            tool_calls,
-        } => {
-            content.as_deref().map_or(0, tokens::count)
-                + tool_calls
-                    .iter()
-                    .map(|c| tokens::count(&c.name) + tokens::count(&c.arguments))
-                    .sum::<u64>()
-        }
-        Message::Tool { content, .. } => tokens::count(content),
-    }
 }
 
 impl Provider for SimAgent {

@@ -57,6 +57,10 @@ pub enum InfraCause {
     Transport,
     /// No usable credentials: HTTP 401 or 403, or the key variable is not set.
     Auth,
+    /// The server refused the request because the prompt and the completion cap exceed
+    /// the served model's context (an HTTP 400 or 413 whose body says so: llama.cpp,
+    /// vLLM, SGLang, OpenAI, Anthropic and Gemini each word it their own way).
+    ContextExceeded,
     /// Another non-success HTTP status (a 3xx, 400, 404, ...).
     OtherStatus,
     /// A success status whose body is not the protocol's JSON.

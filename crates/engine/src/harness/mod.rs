@@ -318,6 +318,11 @@ pub fn infra_failure(
             status: status @ (401 | 403),
             ..
         } => (InfraCause::Auth, Some(*status)),
+        ProviderError::Http {
+            status: status @ (400 | 413),
+            body,
+            ..
+        } if says_context_exceeded(body) => (InfraCause::ContextExceeded, Some(*status)),
         ProviderError::Http { status, .. } => (InfraCause::OtherStatus, Some(*status)),
         ProviderError::Timeout(_) => (InfraCause::Timeout, None),
         ProviderError::Transport(_) => (InfraCause::Transport, None),
@@ -333,6 +338,22 @@ pub fn infra_failure(
         attempts,
         message: error.to_string(),
     }
+}
+
+/// Whether an error body says the request does not fit the model's context, in the
+/// words of the servers and APIs tbb speaks to (matched case-insensitively).
+fn says_context_exceeded(body: &str) -> bool {
+    const WORDINGS: [&str; 7] = [
+        "exceed_context_size",                  // llama.cpp's error type
+        "available context size",               // llama.cpp's message
+        "context_length_exceeded",              // OpenAI's code
+        "maximum context length",               // OpenAI, vLLM
+        "longer than the model's context",      // SGLang
+        "prompt is too long",                   // Anthropic
+        "exceeds the maximum number of tokens", // Gemini
+    ];
+    let body = body.to_ascii_lowercase();
+    WORDINGS.iter().any(|w| body.contains(w))
 }
 
 pub(crate) fn response_record(r: &ChatResponse, wall_ms: u64) -> ResponseRecord {
@@ -366,5 +387,55 @@ pub(crate) fn response_record(r: &ChatResponse, wall_ms: u64) -> ResponseRecord 
         raw: Some(r.raw.clone()),
         violation: r.violation.clone(),
         wall_ms,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn http(status: u16, body: &str) -> ProviderError {
+        ProviderError::Http {
+            status,
+            body: body.into(),
+            retry_after: None,
+        }
+    }
+
+    #[test]
+    fn a_prompt_too_long_for_the_context_is_its_own_cause_in_every_servers_words() {
+        let refusals = [
+            (
+                400,
+                r#"{"error":{"code":400,"message":"the request exceeds the available context size, try increasing it","type":"exceed_context_size_error","n_prompt_tokens":4388,"n_ctx":4096}}"#,
+            ),
+            (
+                400,
+                r#"{"error":{"message":"This model's maximum context length is 4096 tokens. However, you requested 5412 tokens.","code":"context_length_exceeded"}}"#,
+            ),
+            (
+                400,
+                r#"{"object":"error","message":"The input (5000 tokens) is longer than the model's context length (4096 tokens)."}"#,
+            ),
+            (
+                400,
+                r#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 210000 tokens > 200000 maximum"}}"#,
+            ),
+            (
+                400,
+                r#"{"error":{"code":400,"message":"The input token count (1200000) exceeds the maximum number of tokens allowed (1048576).","status":"INVALID_ARGUMENT"}}"#,
+            ),
+            (413, "Maximum context length exceeded"),
+        ];
+        for (status, body) in refusals {
+            let f = infra_failure(&http(status, body), 1, None);
+            assert_eq!(f.cause, InfraCause::ContextExceeded, "{body}");
+            assert_eq!(f.http_status, Some(status));
+        }
+        let other = infra_failure(&http(400, r#"{"error":"unknown field `seed`"}"#), 1, None);
+        assert_eq!(other.cause, InfraCause::OtherStatus);
+        // Only a refusal says so: a server error that mentions the context is a server error.
+        let server = infra_failure(&http(500, "maximum context length"), 1, None);
+        assert_eq!(server.cause, InfraCause::ServerError);
     }
 }

@@ -63,6 +63,11 @@ pub struct Manifest {
     /// The manifest file (not part of the hash).
     #[serde(skip)]
     pub path: PathBuf,
+    /// The configuration catalogue it read: its `catalogue`, relative to the
+    /// manifest's directory, by default `configurations.toml` there (not part of the
+    /// hash: the configurations it gave are).
+    #[serde(skip)]
+    pub catalogue: PathBuf,
     /// blake3 (hex) of the canonical JSON of everything below.
     #[serde(skip)]
     pub content_hash: String,
@@ -375,6 +380,7 @@ impl Manifest {
         let mut manifest = Manifest {
             study: raw.study.name.clone(),
             path: path.to_path_buf(),
+            catalogue: catalogue_path,
             content_hash: String::new(),
             families: r.families,
             cells: r.cells,

@@ -849,13 +849,24 @@ fn resolve_configurations(
                     chosen[k] = true;
                     by[k] = format!("{at}.names.{i}");
                 }
-                None => sink.unknown(
-                    &format!("{at}.names.{i}"),
-                    "configuration",
-                    name,
-                    all.iter().map(|x| x.name.as_str()),
-                    "run `tbb configs` to list the catalogue",
-                ),
+                None => {
+                    let listed = format!(
+                        "`tbb configs --configs {}` lists it",
+                        catalogue.path.display()
+                    );
+                    let help = match closest(name, all.iter().map(|x| x.name.as_str())) {
+                        Some(s) => format!("did you mean `{s}`? {listed}"),
+                        None => listed,
+                    };
+                    sink.at(
+                        &format!("{at}.names.{i}"),
+                        format!(
+                            "unknown configuration `{name}`: the catalogue {} has none of that name",
+                            catalogue.path.display()
+                        ),
+                        Some(help),
+                    );
+                }
             }
         }
     }

@@ -179,7 +179,7 @@ pub fn estimate(study: &Study, cache: &Cache, plan: &Plan) -> Estimate {
     e
 }
 
-fn compile_node(study: &Study, node: &Node) -> Result<Variant, String> {
+pub(super) fn compile_node(study: &Study, node: &Node) -> Result<Variant, String> {
     let Work::Compile { family, cell } = &node.work else {
         return Err("not a compile node".into());
     };

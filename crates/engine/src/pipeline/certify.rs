@@ -749,7 +749,9 @@ fn replayed_error(infra: &InfraFailure, config: &str) -> ProviderError {
                 env: infra.message.clone(),
             },
         },
-        InfraCause::OtherStatus => http(infra.http_status.unwrap_or(400)),
+        InfraCause::OtherStatus | InfraCause::ContextExceeded => {
+            http(infra.http_status.unwrap_or(400))
+        }
         InfraCause::Timeout => ProviderError::Timeout(Duration::ZERO),
         InfraCause::Transport => ProviderError::Transport(infra.message.clone()),
         // A bad usage comes with a response, never as a failed request: replayed as a

@@ -18,6 +18,7 @@
 pub mod apply;
 pub mod cache;
 pub mod certify;
+pub mod context;
 pub mod dag;
 pub mod key;
 pub mod lock;
@@ -408,6 +409,8 @@ impl Study {
             .map(|(kind, why)| (kind.name().to_string(), why))
             .collect();
         p.estimate = apply::estimate(self, cache, &p);
+        p.catalogue = self.manifest.catalogue.display().to_string();
+        p.context = context::warnings(self, &std::collections::HashMap::new());
         p.fingerprint = plan::fingerprint(&p);
         Ok(p)
     }

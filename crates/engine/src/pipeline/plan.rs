@@ -124,6 +124,12 @@ pub struct Plan {
     /// they are missing or stale (apply refuses then).
     #[serde(default)]
     pub upstream: Vec<super::upstream::Status>,
+    /// The configuration catalogue the manifest read.
+    #[serde(default)]
+    pub catalogue: String,
+    /// Requests that will not fit a configuration's `context_window`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub context: Vec<super::context::ContextWarning>,
 }
 
 /// The format tag of saved plans.
@@ -242,6 +248,8 @@ pub fn plan(dag: &Dag, cache: &Cache, outputs: &Path) -> Result<Plan, CacheError
         skipped_analyses: Vec::new(),
         preflight: Vec::new(),
         upstream: Vec::new(),
+        catalogue: String::new(),
+        context: Vec::new(),
     })
 }
 
@@ -425,6 +433,12 @@ impl Plan {
             out.push('\n');
         }
         if !self.skipped_analyses.is_empty() {
+            out.push('\n');
+        }
+        for warning in &self.context {
+            let _ = writeln!(out, "  ! {warning}");
+        }
+        if !self.context.is_empty() {
             out.push('\n');
         }
         out.push_str(&self.summary());

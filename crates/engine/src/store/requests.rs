@@ -29,7 +29,7 @@
 //!   failed request's own count, else null);
 //! - `infra_cause`: on the request that ended the episode as an infrastructure failure
 //!   (it failed after its retries, or its usage was missing or not counts), the cause
-//!   (`rate_limited`, `server_error`, `timeout`, `transport`, `auth`, `other_status`,
+//!   (`rate_limited`, `server_error`, `timeout`, `transport`, `auth`, `context_exceeded`, `other_status`,
 //!   `bad_body`, `bad_usage`, `config`); null elsewhere;
 //! - `wall_ms`: the request's wall time (the only column that depends on the machine);
 //! - `cumulative_tokens`: prompt + completion tokens reported over the episode so far,

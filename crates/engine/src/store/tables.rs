@@ -168,7 +168,7 @@ pub struct EpisodeRow {
     /// Provider failure after retries, or a response without valid usage.
     pub infra_failure: bool,
     /// Its cause (`rate_limited`, `server_error`, `timeout`, `transport`, `auth`,
-    /// `other_status`, `bad_body`, `bad_usage`, `config`); null when none.
+    /// `context_exceeded`, `other_status`, `bad_body`, `bad_usage`, `config`); null when none.
     pub infra_error: Option<String>,
     /// The last HTTP status seen for the failing request; null when none came.
     pub infra_http_status: Option<u32>,
