@@ -1,0 +1,333 @@
+//! The local-model lane against a loopback server that behaves like llama.cpp's
+//! `llama-server` where it matters to tbb: it lists its model by the file's path,
+//! counts the prompt with its own (coarser) tokenizer, refuses a request whose prompt
+//! plus `max_tokens` exceeds its context with llama.cpp's HTTP 400 body, and otherwise
+//! calls the first listed tool, then answers.
+//!
+//! Covered: the plan's context-window warning (and the refusals it predicts, recorded
+//! as `context_exceeded`), the local default timeout, `--configs` with a manifest, and
+//! `tbb providers check` on a path-listed model.
+
+mod common;
+
+use std::path::Path;
+
+use serde_json::{json, Value};
+
+use common::{repo, scratch, tbb_in};
+
+/// The server's context, in its own tokens.
+const N_CTX: u64 = 4096;
+const MODEL_PATH: &str = "/models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf";
+
+/// The server's prompt count: a byte of JSON body in three is a token (coarser than
+/// o200k_base, as small open models' tokenizers are on JSON).
+fn server_tokens(body: &[u8]) -> u64 {
+    body.len() as u64 / 3
+}
+
+fn llama_like_server() -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap_or_else(|e| panic!("{e}"));
+    let origin = format!(
+        "http://{}",
+        listener.local_addr().unwrap_or_else(|e| panic!("{e}"))
+    );
+    listener
+        .set_nonblocking(true)
+        .unwrap_or_else(|e| panic!("{e}"));
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap_or_else(|e| panic!("{e}"));
+        rt.block_on(async move {
+            let app = axum::Router::new()
+                .route(
+                    "/v1/models",
+                    axum::routing::get(|| async {
+                        axum::Json(json!({"object": "list",
+                            "data": [{"id": MODEL_PATH, "object": "model", "owned_by": "llamacpp"}]}))
+                    }),
+                )
+                .route(
+                    "/v1/chat/completions",
+                    axum::routing::post(|body: axum::body::Bytes| async move {
+                        let request: Value = serde_json::from_slice(&body).unwrap_or_default();
+                        let prompt = server_tokens(&body);
+                        let cap = request["max_tokens"].as_u64().unwrap_or(0);
+                        if prompt + cap > N_CTX {
+                            let refusal = json!({"error": {"code": 400,
+                                "message": "the request exceeds the available context size, try increasing it",
+                                "type": "exceed_context_size_error",
+                                "n_prompt_tokens": prompt, "n_ctx": N_CTX}});
+                            return (axum::http::StatusCode::BAD_REQUEST, axum::Json(refusal));
+                        }
+                        let answered = request["messages"]
+                            .as_array()
+                            .is_some_and(|m| m.iter().any(|m| m["role"] == "tool"));
+                        let message = if answered {
+                            json!({"role": "assistant", "content": "{\"status\": \"done\"}"})
+                        } else {
+                            let tool = request["tools"][0]["function"]["name"].clone();
+                            json!({"role": "assistant", "content": null,
+                                   "tool_calls": [{"id": "call_1", "type": "function",
+                                       "function": {"name": tool, "arguments": "{}"}}]})
+                        };
+                        let finish = if answered { "stop" } else { "tool_calls" };
+                        (
+                            axum::http::StatusCode::OK,
+                            axum::Json(json!({"id": "chatcmpl-1", "object": "chat.completion",
+                                "model": MODEL_PATH,
+                                "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+                                "usage": {"prompt_tokens": prompt, "completion_tokens": 12,
+                                          "total_tokens": prompt + 12}})),
+                        )
+                    }),
+                );
+            let listener =
+                tokio::net::TcpListener::from_std(listener).unwrap_or_else(|e| panic!("{e}"));
+            let _ = axum::serve(listener, app).await;
+        });
+    });
+    origin
+}
+
+/// The shipped local entry, enabled, pointed at `origin`, with this context window.
+fn local_catalogue(dir: &Path, origin: &str, window: u64) {
+    let shipped = std::fs::read_to_string(repo().join("manifests/configurations.toml"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let at = shipped
+        .find("name = \"local-qwen2.5-coder-0.5b\"")
+        .unwrap_or_else(|| panic!("the shipped catalogue has the local entry"));
+    let (head, entry) = shipped.split_at(at);
+    let entry = entry
+        .replacen("enabled = false", "enabled = true", 1)
+        .replacen("http://127.0.0.1:8080/v1", &format!("{origin}/v1"), 1)
+        .replacen(
+            "context_window = 16384",
+            &format!("context_window = {window}"),
+            1,
+        );
+    // The other live entries stay disabled; the sim panel stays as shipped.
+    std::fs::write(
+        dir.join("manifests/configurations.toml"),
+        format!("{head}{entry}"),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    std::fs::copy(
+        repo().join("manifests/local.toml"),
+        dir.join("manifests/local.toml"),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+}
+
+fn stdout(cmd: &mut assert_cmd::Command) -> String {
+    let out = cmd.output().unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn the_plan_warns_of_the_cells_a_local_context_cannot_hold_and_the_server_refuses_them() {
+    let origin = llama_like_server();
+    let dir = scratch();
+    local_catalogue(dir.path(), &origin, N_CTX);
+
+    let plan = stdout(tbb_in(dir.path()).args(["plan", "manifests/local.toml"]));
+    assert!(
+        plan.contains("configurations from manifests/configurations.toml"),
+        "{plan}"
+    );
+    let warnings: Vec<&str> = plan
+        .lines()
+        .filter(|l| l.contains("context_window"))
+        .collect();
+    // Both arms at V = 32 (their first requests carry 32 schemas); nothing at V = 8.
+    assert_eq!(warnings.len(), 2, "{plan}");
+    for w in &warnings {
+        assert!(w.contains("v=32"), "{w}");
+        assert!(w.contains("the first request needs"), "{w}");
+        assert!(w.contains("in 4 of 4 families"), "{w}");
+    }
+
+    let out = tbb_in(dir.path())
+        .args(["apply", "manifests/local.toml"])
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let summary = String::from_utf8_lossy(&out.stdout);
+    // The server refused exactly the episodes the plan named: 4 families × 2 arms at
+    // V = 32; every V = 8 episode ran.
+    assert!(
+        summary.contains("8 episodes were infrastructure failures"),
+        "{summary}"
+    );
+    let episodes = read_episodes(&dir.path().join("outputs/local/episodes.parquet"));
+    assert_eq!(episodes.len(), 16);
+    for (v, infra, cause, status) in &episodes {
+        if *v == 32 {
+            assert!(infra, "a V = 32 episode was not refused");
+            assert_eq!(cause.as_deref(), Some("context_exceeded"));
+            assert_eq!(*status, Some(400));
+        } else {
+            assert!(!infra, "a V = 8 episode was refused: {cause:?}");
+        }
+    }
+
+    // With a window that holds V = 32, the plan has nothing to say.
+    local_catalogue(dir.path(), &origin, 16_384);
+    let plan = stdout(tbb_in(dir.path()).args(["plan", "manifests/local.toml"]));
+    assert!(!plan.contains("context_window"), "{plan}");
+}
+
+/// `(v, infra_failure, infra_error, http_status)` of every row of an episodes table.
+fn read_episodes(path: &Path) -> Vec<(i64, bool, Option<String>, Option<i64>)> {
+    use arrow_array::{
+        Array, BooleanArray, Int32Array, Int64Array, StringArray, UInt16Array, UInt32Array,
+    };
+    use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+    let file = std::fs::File::open(path).unwrap_or_else(|e| panic!("{e}"));
+    let reader = ParquetRecordBatchReaderBuilder::try_new(file)
+        .and_then(|b| b.build())
+        .unwrap_or_else(|e| panic!("{e}"));
+    let int = |a: &dyn Array, i: usize| -> Option<i64> {
+        if a.is_null(i) {
+            return None;
+        }
+        let any = a.as_any();
+        any.downcast_ref::<Int64Array>()
+            .map(|x| x.value(i))
+            .or_else(|| {
+                any.downcast_ref::<Int32Array>()
+                    .map(|x| i64::from(x.value(i)))
+            })
+            .or_else(|| {
+                any.downcast_ref::<UInt16Array>()
+                    .map(|x| i64::from(x.value(i)))
+            })
+            .or_else(|| {
+                any.downcast_ref::<UInt32Array>()
+                    .map(|x| i64::from(x.value(i)))
+            })
+    };
+    let mut rows = Vec::new();
+    for batch in reader {
+        let batch = batch.unwrap_or_else(|e| panic!("{e}"));
+        let col = |name: &str| {
+            batch
+                .column_by_name(name)
+                .unwrap_or_else(|| panic!("no column {name}"))
+                .clone()
+        };
+        let (v, infra, cause, status) = (
+            col("v"),
+            col("infra_failure"),
+            col("infra_error"),
+            col("infra_http_status"),
+        );
+        let infra = infra
+            .as_any()
+            .downcast_ref::<BooleanArray>()
+            .unwrap_or_else(|| panic!("infra_failure is not boolean"));
+        let cause = cause
+            .as_any()
+            .downcast_ref::<StringArray>()
+            .unwrap_or_else(|| panic!("infra_error is not a string"));
+        for i in 0..batch.num_rows() {
+            rows.push((
+                int(v.as_ref(), i).unwrap_or_else(|| panic!("v is not an integer")),
+                infra.value(i),
+                (!cause.is_null(i)).then(|| cause.value(i).to_string()),
+                int(status.as_ref(), i),
+            ));
+        }
+    }
+    rows
+}
+
+#[test]
+fn a_route_on_this_machine_defaults_to_the_local_timeout() {
+    let dir = scratch();
+    local_catalogue(dir.path(), "http://127.0.0.1:8080", 16_384);
+    let out = stdout(tbb_in(dir.path()).args(["configs", "--json"]));
+    let rows: Vec<Value> = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    let row = |name: &str| {
+        rows.iter()
+            .find(|r| r["name"] == name)
+            .unwrap_or_else(|| panic!("no {name}"))
+            .clone()
+    };
+    let local = row("local-qwen2.5-coder-0.5b");
+    assert_eq!(local["local"], true);
+    assert_eq!(local["timeout_ms"], 900_000);
+    assert_eq!(local["context_window"], 16_384);
+    let remote = row("openai-gpt-4.1-mini");
+    assert_eq!(remote["local"], false);
+    assert_eq!(remote["timeout_ms"], 120_000);
+}
+
+#[test]
+fn providers_check_finds_a_model_listed_by_its_file_path() {
+    let origin = llama_like_server();
+    let dir = scratch();
+    local_catalogue(dir.path(), &origin, 16_384);
+    let out = stdout(tbb_in(dir.path()).args(["providers", "check"]));
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("local-qwen2.5-coder-0.5b"))
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(line.contains("ok: reachable"), "{line}");
+    assert!(
+        line.contains(&format!("is among them as `{MODEL_PATH}`")),
+        "{line}"
+    );
+}
+
+#[test]
+fn configs_given_with_a_manifest_must_name_its_catalogue() {
+    let dir = scratch();
+    local_catalogue(dir.path(), "http://127.0.0.1:8080", 16_384);
+    std::fs::write(dir.path().join("other.toml"), "").unwrap_or_else(|e| panic!("{e}"));
+    let out = tbb_in(dir.path())
+        .args(["plan", "manifests/local.toml", "--configs", "other.toml"])
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("reads its configurations from manifests/configurations.toml"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("--set study.catalogue=PATH"), "{stderr}");
+    // The same file, named either way, is fine.
+    stdout(tbb_in(dir.path()).args([
+        "plan",
+        "manifests/local.toml",
+        "--configs",
+        "./manifests/configurations.toml",
+    ]));
+    // An unknown configuration names the catalogue that was searched.
+    let out = tbb_in(dir.path())
+        .args([
+            "plan",
+            "manifests/local.toml",
+            "--set",
+            "configurations.names=[\"local-qwen2.5-coder-05b\"]",
+        ])
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("the catalogue manifests/configurations.toml has none of that name"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("did you mean `local-qwen2.5-coder-0.5b`"),
+        "{stderr}"
+    );
+}
