@@ -264,7 +264,7 @@ pub async fn run(
         cache.payloads(&keys)?
     };
     let mut variants: HashMap<NodeIndex, Arc<Variant>> = HashMap::new();
-    bars.compile.set_length(needed.len() as u64);
+    let compile_bar = bars.stage("compile", needed.len());
     for &c in &needed {
         let node = &dag.graph[c];
         match compile_node(study, node) {
@@ -292,9 +292,9 @@ pub async fn run(
                 failed.insert(c, e);
             }
         }
-        bars.compile.inc(1);
+        compile_bar.inc(1);
     }
-    bars.compile.finish();
+    compile_bar.finish();
     cache.commit(std::mem::take(&mut pending))?;
 
     // Stage 2: episodes. Execute nodes run their episode and grade it at once; grade
@@ -312,8 +312,14 @@ pub async fn run(
         })
         .map(|(i, _)| i)
         .collect();
-    bars.episodes
-        .set_length((executes.len() + regrades.len()) as u64);
+    let episode_bar = bars.stage("episodes", executes.len() + regrades.len());
+    // Requests are what a slow route is slow at: a live study gets their own bar, with
+    // the plan's estimate as its length and the tokens per second the routes return.
+    let request_bar = bars.requests(plan.estimate.requests, &study.manifest.configurations);
+    let providers: Vec<Arc<dyn Provider>> = providers
+        .iter()
+        .map(|p| Counted::wrap(p.clone(), &request_bar))
+        .collect();
     let mut rows: HashMap<NodeIndex, EpisodeRow> = HashMap::new();
     // The requests of the episodes graded live, for the requests table (the others are
     // read back from their transcripts when it is published).
@@ -422,7 +428,7 @@ pub async fn run(
         };
         unfinished.remove(&done.execute);
         released.extend(waiting.remove(&done.execute).unwrap_or_default());
-        bars.episodes.inc(1);
+        episode_bar.inc(1);
         match done.result {
             Ok((payload, blobs, row, read)) => {
                 for (r, text) in blobs.blobs {
@@ -494,11 +500,12 @@ pub async fn run(
                     failed.insert(g, why);
                 }
             }
-            bars.episodes.inc(1);
+            episode_bar.inc(1);
         }
         cache.commit(std::mem::take(&mut pending))?;
     }
-    bars.episodes.finish();
+    episode_bar.finish();
+    request_bar.finish();
 
     // Every grade node's row, in DAG order.
     let grades: Vec<NodeIndex> = dag
@@ -540,7 +547,7 @@ pub async fn run(
         .filter(|(i, n)| matches!(n.kind, NodeKind::Analysis | NodeKind::Table) && runs.contains(i))
         .map(|(i, _)| i)
         .collect();
-    bars.tables.set_length(finals.len() as u64);
+    let table_bar = bars.stage("analyses", finals.len());
     for i in finals {
         let node = &dag.graph[i];
         // A failed analysis, or a failed requests table, fails what reads it.
@@ -596,9 +603,9 @@ pub async fn run(
             }
         }
         cache.commit(std::mem::take(&mut pending))?;
-        bars.tables.inc(1);
+        table_bar.inc(1);
     }
-    bars.tables.finish();
+    table_bar.finish();
     bars.clear();
     if cache.node_files() > 32 {
         cache.compact()?;
@@ -758,12 +765,11 @@ fn in_flight_limit(configs: &[Configuration]) -> usize {
     (by_route.values().map(|&n| n as usize).sum::<usize>()).clamp(1, 256)
 }
 
-/// One progress bar per stage.
+/// The progress bars of an apply: one per stage that has nodes (a stage with none
+/// draws nothing), and one of provider requests when a live route runs.
 struct Bars {
     multi: MultiProgress,
-    compile: ProgressBar,
-    episodes: ProgressBar,
-    tables: ProgressBar,
+    show: bool,
 }
 
 impl Bars {
@@ -773,25 +779,131 @@ impl Bars {
         } else {
             ProgressDrawTarget::hidden()
         });
-        let style =
-            ProgressStyle::with_template("{prefix:>9} [{bar:32}] {pos}/{len} {per_sec} ETA {eta}")
-                .unwrap_or_else(|_| ProgressStyle::default_bar())
-                .progress_chars("=> ");
-        let bar = |name: &str| {
-            let b = multi.add(ProgressBar::new(0));
-            b.set_style(style.clone());
-            b.set_prefix(name.to_string());
-            b
-        };
-        Bars {
-            compile: bar("compile"),
-            episodes: bar("episodes"),
-            tables: bar("analyses"),
-            multi,
+        Bars { multi, show }
+    }
+
+    fn add(&self, name: &str, len: u64, template: &str) -> ProgressBar {
+        let style = ProgressStyle::with_template(template)
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> ");
+        let bar = self.multi.add(ProgressBar::new(len));
+        bar.set_style(style);
+        bar.set_prefix(name.to_string());
+        bar
+    }
+
+    /// The bar of a stage with `len` nodes; hidden when it has none.
+    fn stage(&self, name: &str, len: usize) -> ProgressBar {
+        if !self.show || len == 0 {
+            return ProgressBar::hidden();
         }
+        self.add(
+            name,
+            len as u64,
+            "{prefix:>9} [{bar:32}] {pos}/{len} {per_sec} ETA {eta}",
+        )
+    }
+
+    /// The bar of provider requests: shown when a configuration is live, its length
+    /// the plan's estimate (grown when the run asks more).
+    fn requests(&self, estimate: u64, configs: &[Configuration]) -> ProgressBar {
+        if !self.show || configs.iter().all(Configuration::wall_time_is_modelled) {
+            return ProgressBar::hidden();
+        }
+        self.add(
+            "requests",
+            estimate.max(1),
+            "{prefix:>9} [{bar:32}] {pos}/≈{len} {msg} ETA {eta}",
+        )
     }
 
     fn clear(&self) {
         let _ = self.multi.clear();
+    }
+}
+
+/// A provider that advances the requests bar as each request (each attempt) ends, with
+/// the tokens per second returned so far. Only wraps when the bar is drawn: the hot
+/// path of a hidden bar stays the provider itself.
+struct Counted {
+    inner: Arc<dyn Provider>,
+    bar: ProgressBar,
+    tokens: std::sync::atomic::AtomicU64,
+    started: Instant,
+}
+
+impl Counted {
+    fn wrap(inner: Arc<dyn Provider>, bar: &ProgressBar) -> Arc<dyn Provider> {
+        if bar.is_hidden() {
+            return inner;
+        }
+        Arc::new(Counted {
+            inner,
+            bar: bar.clone(),
+            tokens: std::sync::atomic::AtomicU64::new(0),
+            started: Instant::now(),
+        })
+    }
+}
+
+impl Provider for Counted {
+    fn chat<'a>(
+        &'a self,
+        request: &'a tbb_provider::ChatRequest,
+    ) -> tbb_provider::BoxFuture<'a, Result<tbb_provider::ChatResponse, tbb_provider::ProviderError>>
+    {
+        Box::pin(async move {
+            let result = self.inner.chat(request).await;
+            if let Ok(usage) = result.as_ref().map(|r| r.usage) {
+                let n = usage.map_or(0, |u| u.input_tokens + u.output_tokens);
+                self.tokens.fetch_add(n, Ordering::Relaxed);
+            }
+            self.bar.inc(1);
+            if self.bar.position() > self.bar.length().unwrap_or(0) {
+                self.bar.set_length(self.bar.position());
+            }
+            let seconds = self.started.elapsed().as_secs_f64().max(1e-3);
+            let tokens = self.tokens.load(Ordering::Relaxed) as f64;
+            self.bar
+                .set_message(format!("{:.0} tok/s", tokens / seconds));
+            result
+        })
+    }
+
+    fn wire_sampling(&self, request: &tbb_provider::ChatRequest) -> tbb_provider::chat::Sampling {
+        self.inner.wire_sampling(request)
+    }
+
+    fn check<'a>(
+        &'a self,
+    ) -> tbb_provider::BoxFuture<'a, Result<String, tbb_provider::ProviderError>> {
+        self.inner.check()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stage_without_nodes_has_no_bar_and_the_sim_panel_no_request_bar() {
+        let bars = Bars::new(true);
+        assert_eq!(bars.stage("compile", 0).length(), None);
+        assert_eq!(bars.stage("episodes", 3).length(), Some(3));
+        let sim: Configuration = toml::from_str(
+            "name = \"s\"\norganization = \"o\"\nprovider = \"sim\"\nmodel = \"m\"\nsim = {}\n\
+             prices = { input_per_mtok = 0.0, output_per_mtok = 0.0 }",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let live = Configuration {
+            provider: tbb_provider::ProviderKind::Openai,
+            sim: None,
+            ..sim.clone()
+        };
+        assert_eq!(bars.requests(40, std::slice::from_ref(&sim)).length(), None);
+        assert_eq!(bars.requests(40, &[sim, live.clone()]).length(), Some(40));
+        assert_eq!(bars.requests(0, &[live]).length(), Some(1));
+        // Hidden, it draws nothing at all.
+        assert_eq!(Bars::new(false).stage("compile", 5).length(), None);
     }
 }
