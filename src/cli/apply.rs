@@ -103,9 +103,10 @@ pub fn exec(cli: &Cli, args: &ApplyArgs) -> Result<()> {
         }
     }
     say!(
-        "Applying {} (study {}):\n",
+        "Applying {} (study {}; configurations from {}):\n",
         manifest.display(),
-        study.manifest.study
+        study.manifest.study,
+        plan.catalogue
     );
     say!("{}", plan.render(args.show_cached).trim_end());
     lockfile::write(&lock_path, &study.lockfile_text)?;
