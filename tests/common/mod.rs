@@ -39,7 +39,8 @@ pub fn scratch() -> tempfile::TempDir {
 }
 
 /// `tbb` run in `dir`, reading the repository's families, with no colour and no
-/// `TBB_REPEATS`, `TBB_OUTPUTS`, `TBB_PROMPTS` or `TBB_LOCKFILES` from the caller.
+/// `TBB_REPEATS`, `TBB_OUTPUTS`, `TBB_PROMPTS`, `TBB_LOCKFILES` or `TBB_CONFIGS` from the
+/// caller.
 pub fn tbb_in(dir: &Path) -> Command {
     let mut cmd = Command::cargo_bin("tbb").unwrap_or_else(|e| panic!("{e}"));
     cmd.current_dir(dir)
@@ -48,6 +49,7 @@ pub fn tbb_in(dir: &Path) -> Command {
         .env_remove("TBB_REPEATS")
         .env_remove("TBB_OUTPUTS")
         .env_remove("TBB_PROMPTS")
-        .env_remove("TBB_LOCKFILES");
+        .env_remove("TBB_LOCKFILES")
+        .env_remove("TBB_CONFIGS");
     cmd
 }
