@@ -2,7 +2,10 @@
 //! the served model's `context_window`, the prompt tokens its requests will need, cell
 //! by cell, against the window less the completion cap. A request that does not fit is
 //! refused by the server (HTTP 400 on llama.cpp and vLLM) and the episode ends as an
-//! infrastructure failure, so the plan says so before anything is sent.
+//! infrastructure failure, so the plan says so before anything is sent. (llama.cpp
+//! refuses only a prompt longer than its context; a prompt that fits with less room
+//! than the cap is served until the context is full, and the harness records that
+//! completion, cut short of the cap, as the same failure.)
 //!
 //! Two estimates per family, both offline and both under o200k_base scaled by
 //! [`TEMPLATE_FACTOR`] (chat templates frame tools and turns, and open models'
@@ -71,27 +74,31 @@ pub struct ContextWarning {
     pub longest_prompt_tokens: u64,
     /// Families of the cell that overflow at this level.
     pub families: usize,
+    /// Of those, the families whose prompt alone is larger than the window (every
+    /// server refuses these; some serve the others until the context is full).
+    pub prompt_alone: usize,
     /// Families of the cell.
     pub families_in_cell: usize,
 }
 
 impl fmt::Display for ContextWarning {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let (what, needs, consequence) = match self.fit {
-            Fit::FirstRequest => (
-                "the first request",
-                self.first_prompt_tokens,
-                "the server will refuse every episode's first request (an infrastructure failure, HTTP 400)",
-            ),
+        let (what, needs, when) = match self.fit {
+            Fit::FirstRequest => ("the first request", self.first_prompt_tokens, "at once"),
             Fit::CorrectRun => (
                 "a correct run's longest request",
                 self.longest_prompt_tokens,
-                "episodes that get that far end as infrastructure failures",
+                "when they get that far",
             ),
+        };
+        let alone = if self.prompt_alone > 0 {
+            format!(" (the prompt alone in {})", self.prompt_alone)
+        } else {
+            String::new()
         };
         write!(
             f,
-            "{} at {} (arm {}, cap {}): {what} needs ≈{} prompt tokens + {} completion > context_window {} in {} of {} families; {consequence}. Give the server ≥ {} tokens of context and set context_window to match, or lower the cap.",
+            "{} at {} (arm {}, cap {}): {what} needs ≈{} prompt tokens + {} completion > context_window {} in {} of {} families{alone}; those episodes end {when} as infrastructure failures (context_exceeded: a server refuses the request, or stops the completion where its context ends). Give the server ≥ {} tokens of context and set context_window to match, or lower the cap.",
             self.configuration,
             self.cell,
             self.arm,
@@ -209,10 +216,12 @@ pub fn warnings(study: &Study, variants: &HashMap<NodeIndex, Variant>) -> Vec<Co
         let over = |t: u64| t.saturating_add(cap_tokens) > window;
         let first_over = families.iter().filter(|(f, _)| over(*f)).count();
         let longest_over = families.iter().filter(|(_, l)| over(*l)).count();
-        let (fit, n) = if first_over > 0 {
-            (Fit::FirstRequest, first_over)
+        let (fit, n, alone) = if first_over > 0 {
+            let alone = families.iter().filter(|(f, _)| *f > window).count();
+            (Fit::FirstRequest, first_over, alone)
         } else if longest_over > 0 {
-            (Fit::CorrectRun, longest_over)
+            let alone = families.iter().filter(|(_, l)| *l > window).count();
+            (Fit::CorrectRun, longest_over, alone)
         } else {
             continue;
         };
@@ -226,6 +235,7 @@ pub fn warnings(study: &Study, variants: &HashMap<NodeIndex, Variant>) -> Vec<Co
             first_prompt_tokens: families.iter().map(|t| t.0).max().unwrap_or(0),
             longest_prompt_tokens: families.iter().map(|t| t.1).max().unwrap_or(0),
             families: n,
+            prompt_alone: alone,
             families_in_cell: families.len(),
         });
     }
@@ -247,6 +257,7 @@ mod tests {
             first_prompt_tokens: 4212,
             longest_prompt_tokens: 6100,
             families: 3,
+            prompt_alone: 2,
             families_in_cell: 4,
         }
     }
@@ -262,7 +273,11 @@ mod tests {
     #[test]
     fn a_warning_says_what_overflows_by_how_much_and_what_to_do() {
         let first = warning(Fit::FirstRequest).to_string();
-        assert!(first.contains("the first request needs ≈4,212 prompt tokens + 1,024 completion > context_window 4,096 in 3 of 4 families"), "{first}");
+        assert!(first.contains("the first request needs ≈4,212 prompt tokens + 1,024 completion > context_window 4,096 in 3 of 4 families (the prompt alone in 2)"), "{first}");
+        assert!(
+            first.contains("end at once as infrastructure failures (context_exceeded"),
+            "{first}"
+        );
         assert!(first.contains("≥ 5,236 tokens of context"), "{first}");
         let run = warning(Fit::CorrectRun).to_string();
         assert!(
