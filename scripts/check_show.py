@@ -11,7 +11,7 @@ What is checked (each failure is printed, naming the page; exit status 1):
    whose ``data-observations`` equals its number of ``<details class="observation">``;
    one ``<tr id="first-unmet">`` with the class ``first-unmet`` (the pages are of
    failing episodes); no ``<script>`` and nothing loaded from elsewhere.
-3. For the first N pages (default 2) with observations: a screenshot shows the
+3. For the first N pages (default 1) with observations: a screenshot shows the
    highlighted first unmet obligation (pixels of its background, #fde2e1), and the
    collapsible observations work: the page with every ``<details>`` opened paints
    more than the page as published (all closed) — closed, an observation shows only
@@ -117,7 +117,7 @@ def ink(px) -> int:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("report", type=Path)
-    parser.add_argument("--screenshots", type=int, default=2)
+    parser.add_argument("--screenshots", type=int, default=1)
     args = parser.parse_args()
     if not args.report.is_file():
         print(f"no such file: {args.report}", file=sys.stderr)
