@@ -306,7 +306,6 @@ fn selectors_find_the_same_episode_as_its_key() {
         ],
     );
     let key = line_with(&by_fields, "key ")
-        .trim()
         .split_whitespace()
         .nth(1)
         .unwrap_or_default()
