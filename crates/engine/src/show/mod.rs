@@ -778,7 +778,8 @@ fn limits_view(variant: &Variant, trace: &Trace, verdict: &Verdict) -> LimitsVie
         )),
         StopReason::BudgetExceeded => Some(format!(
             "episode budget: {} reported tokens against {}",
-            tokens.used, tokens.limit
+            crate::report::format::count(tokens.used),
+            crate::report::format::count(tokens.limit)
         )),
         StopReason::CallLimit => Some(format!(
             "call limit: the model asked for a call beyond its {} calls",
