@@ -927,6 +927,71 @@ mod tests {
         );
     }
 
+    fn variant() -> Variant {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../families");
+        let set = tbb_core::family::FamilySet::load(&root).unwrap_or_else(|e| panic!("{e}"));
+        compile(&set.families[0], &tbb_core::compile::Cell::capacity()[0])
+            .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn the_reference_trace_leaves_the_slack_of_the_call_limit_and_the_rest_of_the_budget() {
+        let v = variant();
+        let trace = tbb_core::grade::reference::reference_trace(&v);
+        let verdict = grade_with_budget(&v, &trace, 128_000);
+        assert!(verdict.vts);
+        let l = limits_view(&v, &trace, &verdict);
+        assert_eq!(l.fired, None);
+        // The call limit is the certified minimum plus two: two calls left.
+        assert_eq!(l.calls.used, u64::from(v.certified_min_calls));
+        assert_eq!(l.calls.left(), 2);
+        // The turn limit is the call limit plus two; one request per call plus the answer.
+        assert_eq!(l.turns.used, u64::from(v.certified_min_calls) + 1);
+        assert_eq!(l.turns.left(), 3);
+        // Tokens: the sum of every response's prompt and completion, by hand.
+        let by_hand: u64 = trace
+            .turns
+            .iter()
+            .map(|t| t.response.usage.input_tokens + t.response.usage.output_tokens)
+            .sum();
+        assert_eq!(l.tokens.used, by_hand);
+        assert_eq!(l.tokens.left(), 128_000 - i128::from(by_hand));
+        assert_eq!(l.calls_needed, 0);
+    }
+
+    #[test]
+    fn a_truncation_after_the_first_call_names_the_cap_and_the_calls_still_needed() {
+        let v = variant();
+        let mut trace = tbb_core::grade::reference::reference_trace(&v);
+        // Cut the second response at the cap: only the first call was executed.
+        trace.turns.truncate(2);
+        let cut = &mut trace.turns[1];
+        cut.executed.clear();
+        cut.response.tool_calls.clear();
+        cut.response.text = None;
+        cut.response.finish_reason = tbb_core::grade::trace::FinishReason::Length;
+        cut.response.usage.output_tokens = u64::from(trace.limits.completion_cap);
+        trace.final_answer = None;
+        trace.stop = StopReason::Truncated;
+        let verdict = grade_with_budget(&v, &trace, 128_000);
+        assert_eq!(
+            verdict.terminal_flag,
+            Some(tbb_core::grade::TerminalFlag::Truncation)
+        );
+        let l = limits_view(&v, &trace, &verdict);
+        assert!(
+            l.fired
+                .as_deref()
+                .is_some_and(|f| f.starts_with("completion cap")),
+            "{:?}",
+            l.fired
+        );
+        assert_eq!(l.completion.left(), 0);
+        assert_eq!(l.calls.used, 1);
+        assert_eq!(l.calls.left(), i128::from(v.call_limit) - 1);
+        assert_eq!(l.calls_needed, v.certified_min_calls as usize - 1);
+    }
+
     #[test]
     fn a_page_is_named_by_the_first_twelve_digits_of_the_key() {
         assert_eq!(page_name("0123456789abcdef"), "0123456789ab.html");
