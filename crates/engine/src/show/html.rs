@@ -296,3 +296,84 @@ fn verdict(out: &mut String, v: &EpisodeView) {
         l.calls_needed
     );
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::show::{Exchange, LimitsView, Observation, ResponseView, VerdictView};
+    use tbb_core::grade::Obligation;
+
+    #[test]
+    fn model_and_tool_text_cannot_open_a_tag_and_the_first_unmet_row_is_marked() {
+        let evil = "<script>alert('x')</script>&\"";
+        let h = |limit, used| Headroom { limit, used };
+        let view = EpisodeView {
+            study: "s<".into(),
+            id: "execute[cfg=<b>]".into(),
+            key: "0123456789abcdef".into(),
+            grade_key: "fedcba".into(),
+            identity: vec![("configuration", evil.into())],
+            system_prompt: "base.txt".into(),
+            system_text: evil.into(),
+            user_request: evil.into(),
+            exchanges: vec![Exchange {
+                number: 1,
+                visible_tools: 8,
+                max_completion_tokens: 1024,
+                harness_messages: vec![evil.into()],
+                outcome: Outcome::Response(ResponseView {
+                    finish: "tool_calls".into(),
+                    finish_raw: evil.into(),
+                    input_tokens: 1,
+                    cached_tokens: 0,
+                    output_tokens: 2,
+                    reasoning_tokens: None,
+                    reasoning_reported: false,
+                    text: Some(evil.into()),
+                    tool_calls: vec![(evil.into(), evil.into(), evil.into())],
+                    violation: Some(evil.into()),
+                }),
+                observations: vec![Observation {
+                    call_id: evil.into(),
+                    by: "controller",
+                    tool: evil.into(),
+                    arguments: evil.into(),
+                    text: evil.into(),
+                }],
+            }],
+            verdict: VerdictView {
+                vts: false,
+                obligations: vec![
+                    (Obligation::A, "a", true),
+                    (Obligation::S, "s", false),
+                    (Obligation::P, "p", false),
+                ],
+                first_unmet: Some(Obligation::S),
+                terminal_flag: Some(evil.into()),
+                stop_reason: evil.into(),
+                infra: None,
+                integrity_errors: vec![evil.into()],
+                final_answer: Some(evil.into()),
+            },
+            limits: LimitsView {
+                fired: Some(evil.into()),
+                calls: h(4, 1),
+                tokens: h(100, 3),
+                turns: h(6, 1),
+                completion: h(1024, 2),
+                calls_needed: 1,
+            },
+        };
+        let page = render(&view);
+        assert!(!page.contains("<script"), "{page}");
+        assert!(!page.contains("<b>"));
+        assert!(page.contains("&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;&amp;&quot;"));
+        assert_eq!(page.matches("id=\"first-unmet\"").count(), 1);
+        assert!(page.contains(
+            "<tr class=\"obligation unmet first-unmet\" id=\"first-unmet\" data-obligation=\"S\">"
+        ));
+        assert!(page.contains("<tr class=\"obligation unmet\" data-obligation=\"P\">"));
+        assert!(page.contains("data-observations=\"1\""));
+        assert!(page.contains("<details class=\"observation by-controller\">"));
+    }
+}
