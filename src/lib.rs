@@ -23,5 +23,5 @@ pub mod cli;
 
 pub use tbb_core::{audit, compile, family, grade, sandbox};
 pub use tbb_diag::{problems, spans};
-pub use tbb_engine::{analysis, harness, manifest, pipeline, report, store};
+pub use tbb_engine::{analysis, harness, manifest, pipeline, report, show, store};
 pub use tbb_provider as provider;

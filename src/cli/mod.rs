@@ -25,6 +25,7 @@ mod reference_trace;
 mod report;
 mod reproduce;
 mod run_episode;
+mod show;
 mod status;
 
 use std::path::{Path, PathBuf};
@@ -144,6 +145,8 @@ enum Command {
     Certify(certify::CertifyArgs),
     /// Recompute every published table of an applied study from its stored rows and compare.
     Reproduce(reproduce::ReproduceArgs),
+    /// Show one stored episode: prompt, requests, responses, observations, verdict, limits.
+    Show(Box<show::ShowArgs>),
 }
 
 /// The levels of a cell, as flags.
@@ -274,6 +277,7 @@ pub fn run() -> Result<()> {
         Command::Audit(a) => audit::exec(&cli, a),
         Command::Certify(a) => certify::exec(&cli, a),
         Command::Reproduce(a) => reproduce::exec(&cli, a),
+        Command::Show(a) => show::exec(&cli, a),
     }
 }
 

@@ -145,6 +145,10 @@ pub struct Produced {
     pub tables: Vec<Output>,
     /// Text files, written as `outputs/<study>/<name>`.
     pub files: Vec<(String, String)>,
+    /// Episodes (`transcript_ref`) whose pages the files link to: the pipeline, which
+    /// reads transcripts, writes each as `outputs/<study>/episodes/<key prefix>.html`
+    /// ([`crate::show::page_name`]) beside them.
+    pub episodes: Vec<String>,
 }
 
 impl From<Vec<Output>> for Produced {
@@ -152,6 +156,7 @@ impl From<Vec<Output>> for Produced {
         Produced {
             tables,
             files: Vec::new(),
+            episodes: Vec::new(),
         }
     }
 }

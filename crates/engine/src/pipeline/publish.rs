@@ -39,6 +39,9 @@ pub struct Outcome {
     pub tables: Vec<(String, RecordBatch)>,
     /// Text files, by file name.
     pub files: Vec<(String, String)>,
+    /// Episodes whose pages the files link to (written at publication, see
+    /// [`crate::analysis::Produced::episodes`]).
+    pub episodes: Vec<String>,
 }
 
 /// An analysis node's record in the cache: the names of its tables (stored as Parquet
@@ -49,6 +52,8 @@ struct AnalysisPayload {
     tables: Vec<String>,
     #[serde(default)]
     files: Vec<(String, String)>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    episodes: Vec<String>,
 }
 
 /// Analysis outcomes of this apply (the cache holds the others).
@@ -138,6 +143,7 @@ impl Outcomes {
                 .map(|o| (o.table.to_string(), o.batch))
                 .collect(),
             files: produced.files,
+            episodes: produced.episodes,
         };
         cache
             .put_tables(&dag.graph[node].key, &outcome.tables)
@@ -145,6 +151,7 @@ impl Outcomes {
         let payload = AnalysisPayload {
             tables: outcome.tables.iter().map(|(n, _)| n.clone()).collect(),
             files: outcome.files.clone(),
+            episodes: outcome.episodes.clone(),
         };
         self.fresh.insert(node, outcome);
         serde_json::to_string(&payload).map_err(|e| e.to_string())
@@ -176,6 +183,7 @@ impl Outcomes {
                 })
                 .collect::<Result<_, String>>()?,
             files: payload.files,
+            episodes: payload.episodes,
         })
     }
 }
@@ -243,6 +251,7 @@ pub fn publish(
         Publish::Variants => Outcome {
             tables: vec![("variants".into(), variants_table(study, variants)?)],
             files: Vec::new(),
+            episodes: Vec::new(),
         },
         Publish::Episodes => Outcome {
             tables: vec![(
@@ -250,6 +259,7 @@ pub fn publish(
                 crate::store::tables::episodes(rows).map_err(|e| e.to_string())?,
             )],
             files: Vec::new(),
+            episodes: Vec::new(),
         },
         Publish::Requests => Outcome {
             tables: vec![(
@@ -258,6 +268,7 @@ pub fn publish(
                     .map_err(|e| e.to_string())?,
             )],
             files: Vec::new(),
+            episodes: Vec::new(),
         },
         Publish::Analysis(node) => outcomes.get(study, cache, node)?,
     };
@@ -274,6 +285,19 @@ pub fn publish(
         )
         .map_err(|e| format!("cannot write {}: {e}", outputs.join(name).display()))?;
         written.push(name.clone());
+    }
+    // The pages of the episodes the report links to, read from their transcripts.
+    if !outcome.episodes.is_empty() {
+        let pages = crate::show::pages(study, cache, variants, &outcome.episodes)
+            .map_err(|e| e.to_string())?;
+        for (name, text) in &pages {
+            write_text(
+                &outputs.join(name),
+                &format!("{text}{}", key_comment(name, &provenance.node_key)),
+            )
+            .map_err(|e| format!("cannot write {}: {e}", outputs.join(name).display()))?;
+            written.push(name.clone());
+        }
     }
     Ok(written)
 }

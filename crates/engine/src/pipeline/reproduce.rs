@@ -18,7 +18,8 @@
 //!   rows, not measured again — so each file must be byte-identical too. A table
 //!   whose typed fields agree but whose bytes do not (written by another tbb version,
 //!   say: the version is in the file) fails and says so;
-//! - the report's text files (`report.md`, `report.html`, figure SVGs) are compared
+//! - the report's text files (`report.md`, `report.html`, figure SVGs, and the pages
+//!   of the episodes it links to, rendered again from their transcripts) are compared
 //!   byte for byte, short of the `tbb.node_key` comment publication appends.
 //!
 //! Owns: the scratch directory `outputs/<study>/reproduce/` (emptied at each run, and
@@ -320,6 +321,7 @@ pub fn reproduce(study: &Study, cache: &Cache) -> Result<Reproduction, Reproduce
                         .map(|b| Outcome {
                             tables: vec![("variants".into(), b)],
                             files: Vec::new(),
+                            episodes: Vec::new(),
                         })
                         .map_err(|e| e.to_string())
                 }
@@ -328,6 +330,7 @@ pub fn reproduce(study: &Study, cache: &Cache) -> Result<Reproduction, Reproduce
                 .map(|b| Outcome {
                     tables: vec![("episodes".into(), b)],
                     files: Vec::new(),
+                    episodes: Vec::new(),
                 })
                 .map_err(|e| e.to_string()),
             Publish::Requests => requests
@@ -336,6 +339,7 @@ pub fn reproduce(study: &Study, cache: &Cache) -> Result<Reproduction, Reproduce
                 .map(|b| Outcome {
                     tables: vec![("requests".into(), b)],
                     files: Vec::new(),
+                    episodes: Vec::new(),
                 }),
             Publish::Analysis(a) => match failed_analyses.get(&a) {
                 Some(e) => Err(format!("{} does not run again: {e}", dag.graph[a].id)),
@@ -349,6 +353,23 @@ pub fn reproduce(study: &Study, cache: &Cache) -> Result<Reproduction, Reproduce
                 }
                 for (name, text) in &outcome.files {
                     files.push(check_text(&outputs, &scratch, name, text));
+                }
+                // The episode pages the report links to, rendered again from the
+                // transcripts.
+                if !outcome.episodes.is_empty() {
+                    match crate::show::pages(study, cache, &variants, &outcome.episodes) {
+                        Ok(pages) => {
+                            for (name, text) in &pages {
+                                files.push(check_text(&outputs, &scratch, name, text));
+                            }
+                        }
+                        Err(e) => files.push(FileCheck {
+                            file: n.id.to_string(),
+                            rows: None,
+                            difference: Some(format!("its episode pages: {e}")),
+                            bytes_identical: false,
+                        }),
+                    }
                 }
             }
             Err(e) => files.push(FileCheck {

@@ -18,6 +18,14 @@ pub(crate) enum Inline {
     Text(String),
     /// A name to show as code (a table, column or manifest key).
     Code(String),
+    /// A link to a file the report publishes beside itself (a relative path), shown
+    /// as code.
+    Link {
+        /// The text shown.
+        text: String,
+        /// The relative path.
+        href: String,
+    },
 }
 
 /// Plain text.

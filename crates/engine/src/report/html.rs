@@ -7,7 +7,9 @@
 //!
 //! Invariants: no external resource (no links to style sheets, fonts, scripts or
 //! images) and no JavaScript, so the page renders the same offline, from an archive,
-//! or as an e-mail attachment; the output is a pure function of the document.
+//! or as an e-mail attachment; the output is a pure function of the document. Its only
+//! links are relative ones to the episode pages published beside it
+//! (`<a class="episode-link" href="episodes/….html">`).
 //!
 //! Never: formats numbers or decides content.
 
@@ -143,6 +145,11 @@ fn inlines(parts: &[Inline]) -> String {
         .map(|p| match p {
             Inline::Text(t) => escape(t),
             Inline::Code(c) => format!("<code>{}</code>", escape(c)),
+            Inline::Link { text, href } => format!(
+                "<a class=\"episode-link\" href=\"{}\"><code>{}</code></a>",
+                escape(href),
+                escape(text)
+            ),
         })
         .collect()
 }

@@ -107,6 +107,7 @@ fn inlines(parts: &[Inline]) -> String {
         .map(|p| match p {
             Inline::Text(t) => escape(t),
             Inline::Code(c) => code_span(c),
+            Inline::Link { text, href } => format!("[{}]({href})", code_span(text)),
         })
         .collect()
 }

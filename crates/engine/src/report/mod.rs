@@ -27,7 +27,7 @@ mod columns;
 mod document;
 mod figures;
 pub mod format;
-mod html;
+pub(crate) mod html;
 mod markdown;
 mod sections;
 
@@ -131,7 +131,37 @@ pub fn render(
     tables: &BTreeMap<String, RecordBatch>,
     skipped: &[(&str, String)],
 ) -> Result<Rendered, ReportError> {
-    let doc = document(study, tables, skipped)?;
+    render_linked(study, tables, skipped, &[])
+}
+
+/// A failing episode the report links to: its page is `href`, published beside the
+/// report (`episodes/<key prefix>.html`, written by the pipeline).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EpisodeLink {
+    /// Its configuration.
+    pub configuration: String,
+    /// The first digits of its key (the link's text).
+    pub key: String,
+    /// Its page, relative to the report.
+    pub href: String,
+    /// What it is: family, cell and arm, as one line.
+    pub what: String,
+    /// Its failure record: first unmet obligation and terminal flag.
+    pub failure: String,
+}
+
+/// [`render`], with a "Failing episodes" section linking `links` (grouped by
+/// configuration, in the order given) when there are any.
+pub fn render_linked(
+    study: &str,
+    tables: &BTreeMap<String, RecordBatch>,
+    skipped: &[(&str, String)],
+    links: &[EpisodeLink],
+) -> Result<Rendered, ReportError> {
+    let mut doc = document(study, tables, skipped)?;
+    if !links.is_empty() {
+        doc.sections.push(episodes_section(links));
+    }
     Ok(Rendered {
         markdown: markdown::write(&doc),
         html: html::write(&doc),
@@ -140,6 +170,42 @@ pub fn render(
             .map(|f| (f.file_name.clone(), f.svg.clone()))
             .collect(),
     })
+}
+
+/// The failing episodes linked to their pages, a paragraph per configuration.
+fn episodes_section(links: &[EpisodeLink]) -> document::Section {
+    let mut section = document::Section::new("failing-episodes", "Failing episodes");
+    section.paragraph(vec![
+        text(
+            "A few failing episodes of each configuration, chosen deterministically (a \
+         variety of terminal flags first, then by key), each linked to its page: the \
+         prompt, every request, response and observation, the verdict and the limits. ",
+        ),
+        code("tbb show"),
+        text(" prints any episode the same way."),
+    ]);
+    let mut configurations: Vec<&str> = Vec::new();
+    for l in links {
+        if !configurations.contains(&l.configuration.as_str()) {
+            configurations.push(&l.configuration);
+        }
+    }
+    for c in configurations {
+        let mut p = vec![code(c), text(": ")];
+        for (i, l) in links.iter().filter(|l| l.configuration == c).enumerate() {
+            if i > 0 {
+                p.push(text("; "));
+            }
+            p.push(Inline::Link {
+                text: l.key.clone(),
+                href: l.href.clone(),
+            });
+            p.push(text(format!(" ({}; {})", l.what, l.failure)));
+        }
+        p.push(text("."));
+        section.paragraph(p);
+    }
+    section
 }
 
 /// The format-neutral document of the report.
