@@ -277,20 +277,31 @@ async fn each_ending_of_the_contract_gets_its_failure_record() {
     let first = v.reference_program.steps[0].call.clone();
     let steps = v.reference_program.steps.clone();
 
-    // Cut at the cap before any call: reasoning only.
-    let p = Scripted::new(|_, _| {
-        Ok(ChatResponse {
-            text: None,
-            finish: Finish::Length,
-            ..text("", Finish::Length)
-        })
-    });
+    // Cut at the cap before any call: reasoning only, every completion token spent.
+    let cut = |output_tokens: u64| ChatResponse {
+        text: None,
+        finish: Finish::Length,
+        usage: usage().map(|u| Usage { output_tokens, ..u }),
+        ..text("", Finish::Length)
+    };
+    let cap = u64::from(EpisodeSpec::frozen(&v, &cfg).completion_cap);
+    let p = Scripted::new(move |_, _| Ok(cut(cap)));
     let e = run(&v, &cfg, Menu::Routed, &p).await;
     assert_eq!(
         record(&e),
         (Some(Obligation::S), Some(TerminalFlag::Truncation))
     );
     assert!(e.verdict.truncated_before_first_call);
+    assert_eq!(p.requests().len(), 1);
+
+    // Stopped for length short of the cap: the server's context ended it, not the cap.
+    // The model's record is not a truncation; the episode is an infrastructure failure.
+    let p = Scripted::new(move |_, _| Ok(cut(cap - 1)));
+    let e = run(&v, &cfg, Menu::Routed, &p).await;
+    assert_eq!(e.trace.stop, StopReason::InfraFailure);
+    let infra = e.trace.infra.as_ref().map(|i| i.cause);
+    assert_eq!(infra, Some(InfraCause::ContextExceeded));
+    assert_ne!(e.verdict.terminal_flag, Some(TerminalFlag::Truncation));
     assert_eq!(p.requests().len(), 1);
 
     // Two tool calls in one response: a contract break, neither executed.

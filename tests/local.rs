@@ -20,13 +20,32 @@ use common::{repo, scratch, tbb_in};
 const N_CTX: u64 = 4096;
 const MODEL_PATH: &str = "/models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf";
 
-/// The server's prompt count: a byte of JSON body in three is a token (coarser than
-/// o200k_base, as small open models' tokenizers are on JSON).
-fn server_tokens(body: &[u8]) -> u64 {
-    body.len() as u64 / 3
+/// The server's prompt count: a token per three bytes of JSON body where it refuses
+/// whole requests (coarser than o200k_base, as small open models' tokenizers are on
+/// JSON), per four where it serves until the context is full (so that a V = 32 prompt
+/// fits its context with less room than the cap).
+fn server_tokens(body: &[u8], overflow: Overflow) -> u64 {
+    match overflow {
+        Overflow::RefuseWholeRequest => body.len() as u64 / 3,
+        Overflow::RefusePromptAlone => body.len() as u64 / 4,
+    }
+}
+
+/// What a server does with a request that does not fit its context.
+#[derive(Clone, Copy)]
+enum Overflow {
+    /// Refuses it when the prompt plus `max_tokens` exceed the context (vLLM, SGLang).
+    RefuseWholeRequest,
+    /// Refuses it only when the prompt alone exceeds the context, and otherwise serves
+    /// it until the context is full (llama.cpp's server).
+    RefusePromptAlone,
 }
 
 fn llama_like_server() -> String {
+    server(N_CTX, Overflow::RefuseWholeRequest)
+}
+
+fn server(n_ctx: u64, overflow: Overflow) -> String {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap_or_else(|e| panic!("{e}"));
     let origin = format!(
         "http://{}",
@@ -51,16 +70,33 @@ fn llama_like_server() -> String {
                 )
                 .route(
                     "/v1/chat/completions",
-                    axum::routing::post(|body: axum::body::Bytes| async move {
+                    axum::routing::post(move |body: axum::body::Bytes| async move {
                         let request: Value = serde_json::from_slice(&body).unwrap_or_default();
-                        let prompt = server_tokens(&body);
+                        let prompt = server_tokens(&body, overflow);
                         let cap = request["max_tokens"].as_u64().unwrap_or(0);
-                        if prompt + cap > N_CTX {
+                        let refused = match overflow {
+                            Overflow::RefuseWholeRequest => prompt + cap > n_ctx,
+                            Overflow::RefusePromptAlone => prompt > n_ctx,
+                        };
+                        if refused {
                             let refusal = json!({"error": {"code": 400,
                                 "message": "the request exceeds the available context size, try increasing it",
                                 "type": "exceed_context_size_error",
-                                "n_prompt_tokens": prompt, "n_ctx": N_CTX}});
+                                "n_prompt_tokens": prompt, "n_ctx": n_ctx}});
                             return (axum::http::StatusCode::BAD_REQUEST, axum::Json(refusal));
+                        }
+                        if prompt + cap > n_ctx {
+                            // Served until the context is full: cut short of the cap.
+                            let room = n_ctx - prompt;
+                            return (
+                                axum::http::StatusCode::OK,
+                                axum::Json(json!({"id": "chatcmpl-1", "object": "chat.completion",
+                                    "model": MODEL_PATH,
+                                    "choices": [{"index": 0, "finish_reason": "length",
+                                        "message": {"role": "assistant", "content": "I will search the"}}],
+                                    "usage": {"prompt_tokens": prompt, "completion_tokens": room,
+                                              "total_tokens": n_ctx}})),
+                            );
                         }
                         let answered = request["messages"]
                             .as_array()
@@ -178,6 +214,45 @@ fn the_plan_warns_of_the_cells_a_local_context_cannot_hold_and_the_server_refuse
             assert!(!infra, "a V = 8 episode was refused: {cause:?}");
         }
     }
+
+    // llama.cpp serves a prompt that fits with less room than the cap until its context
+    // is full: those completions, cut short of the cap, are the same failure, not the
+    // model's truncation.
+    let origin = server(4500, Overflow::RefusePromptAlone);
+    local_catalogue(dir.path(), &origin, 4500);
+    let plan = stdout(tbb_in(dir.path()).args([
+        "plan",
+        "manifests/local.toml",
+        "--set",
+        "study.name=\"local-llama\"",
+    ]));
+    assert_eq!(plan.matches("context_window 4,500").count(), 2, "{plan}");
+    let summary = stdout(tbb_in(dir.path()).args([
+        "apply",
+        "manifests/local.toml",
+        "--set",
+        "study.name=\"local-llama\"",
+    ]));
+    assert!(
+        summary.contains("8 episodes were infrastructure failures"),
+        "{summary}"
+    );
+    let episodes = read_episodes(&dir.path().join("outputs/local-llama/episodes.parquet"));
+    for (v, infra, cause, status) in &episodes {
+        if *v == 32 {
+            assert_eq!(cause.as_deref(), Some("context_exceeded"));
+            assert_ne!(*status, Some(400), "served, not refused");
+        } else {
+            assert!(!infra, "a V = 8 episode failed: {cause:?}");
+        }
+    }
+    let certify = stdout(tbb_in(dir.path()).args([
+        "certify",
+        "manifests/local.toml",
+        "--set",
+        "study.name=\"local-llama\"",
+    ]));
+    assert!(certify.contains("16 passed, 0 failed"), "{certify}");
 
     // With a window that holds V = 32, the plan has nothing to say.
     local_catalogue(dir.path(), &origin, 16_384);

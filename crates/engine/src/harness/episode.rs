@@ -310,6 +310,17 @@ impl Run<'_> {
             });
             return Step::Stop(StopReason::InfraFailure);
         }
+        if let Some(message) = cut_short(&response, self.spec.completion_cap) {
+            let turn = self.turn(&response, request_ref, wall_ms);
+            self.trace.turns.push(turn);
+            self.infra = Some(InfraFailure {
+                cause: InfraCause::ContextExceeded,
+                http_status: response.http_status,
+                attempts: outcome.attempts,
+                message,
+            });
+            return Step::Stop(StopReason::InfraFailure);
+        }
         let turn = self.turn(&response, request_ref, wall_ms);
         Step::Read(Box::new((response, turn)))
     }
@@ -435,4 +446,22 @@ impl Run<'_> {
         }
         Step::Ask
     }
+}
+
+/// Why a response that stopped for length is not a truncation at the cap: it spent
+/// fewer completion tokens than the cap allows, so a limit of the server ended it —
+/// llama.cpp serves a prompt that fits its context with less room than the cap and stops
+/// where the context ends. The model was not given the cap the contract promises, so
+/// the episode is the infrastructure's failure (`context_exceeded`), not the model's
+/// truncation. `None` for every other response.
+fn cut_short(response: &ChatResponse, completion_cap: u32) -> Option<String> {
+    let usage = response.usage.as_ref()?;
+    (response.finish == Finish::Length && usage.output_tokens < u64::from(completion_cap)).then(
+        || {
+            format!(
+                "the completion stopped for length after {} of the {completion_cap} tokens the cap allows, with a prompt of {}: the server's context (or its own token limit) ended it",
+                usage.output_tokens, usage.input_tokens
+            )
+        },
+    )
 }
