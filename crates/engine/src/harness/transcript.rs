@@ -235,6 +235,8 @@ impl Transcript {
     /// verdict can be re-derived offline. `None` if the transcript is incomplete.
     pub fn trace(&self, blobs: &BlobStore, variant: &Variant) -> Option<Trace> {
         let refs = self.body_refs();
+        // Most requests of an episode share one menu blob: its names are read once.
+        let mut names: BTreeMap<&str, Vec<String>> = BTreeMap::new();
         let mut turns: Vec<Turn> = Vec::new();
         for (i, (request, outcome)) in self.requests.iter().zip(&self.outcomes).enumerate() {
             // Calls executed after response i-1 arrive as tool messages in request i.
@@ -242,11 +244,17 @@ impl Transcript {
             let StoredOutcome::Response(response) = outcome else {
                 continue;
             };
-            let tools: Vec<ToolSchema> =
-                serde_json::from_str(blobs.get(&request.tools_ref)?).ok()?;
+            let visible_tools = match names.get(&request.tools_ref) {
+                Some(n) => n.clone(),
+                None => {
+                    let n = tool_names(blobs.get(&request.tools_ref)?)?;
+                    names.insert(&request.tools_ref, n.clone());
+                    n
+                }
+            };
             turns.push(Turn {
                 request: RequestRecord {
-                    visible_tools: tools.into_iter().map(|t| t.name).collect(),
+                    visible_tools,
                     body_ref: refs.get(i).cloned(),
                 },
                 response: super::response_record(
@@ -318,6 +326,24 @@ impl Transcript {
     }
 }
 
+/// The names of a stored tool list, which must parse as a list of [`ToolSchema`]s.
+/// Only the names are kept: the descriptions are checked to be strings and the
+/// parameters to be JSON without building them (building 128 schemas' values to read
+/// 128 names was most of a trace's rebuild).
+fn tool_names(blob: &str) -> Option<Vec<String>> {
+    /// A [`ToolSchema`] as the list stores it, its parameters skipped.
+    #[derive(Deserialize)]
+    struct Named {
+        name: String,
+        #[allow(dead_code)]
+        description: String,
+        #[allow(dead_code)]
+        parameters: serde::de::IgnoredAny,
+    }
+    let tools: Vec<Named> = serde_json::from_str(blob).ok()?;
+    Some(tools.into_iter().map(|t| t.name).collect())
+}
+
 /// Replaces each delivered text among the executed calls by the sandbox's own
 /// observation, replaying the calls in order in a sandbox delivering in `d`. A text
 /// the sandbox would not have delivered is left as it is, so the grader's replay
@@ -374,6 +400,46 @@ fn attach_executed(turn: Option<&mut Turn>, messages: &[Message], controller_cal
                 arguments: arguments.unwrap_or_default(),
                 observation: content.clone(),
             });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tool_names_reads_the_names_of_exactly_the_lists_a_full_parse_accepts() {
+        let tools = vec![
+            ToolSchema {
+                name: "a_search".into(),
+                description: "Search.".into(),
+                parameters: serde_json::json!({"type": "object", "properties": {"q": {"type": "string"}}}),
+            },
+            ToolSchema {
+                name: "a_read".into(),
+                description: "Read.".into(),
+                parameters: serde_json::json!(true),
+            },
+        ];
+        let blob = serde_json::to_string(&tools).unwrap_or_default();
+        assert_eq!(
+            tool_names(&blob),
+            Some(vec!["a_search".to_string(), "a_read".to_string()])
+        );
+        for bad in [
+            r#"[{"name": "a", "description": "d"}]"#,
+            r#"[{"name": "a", "description": 7, "parameters": {}}]"#,
+            r#"[{"description": "d", "parameters": {}}]"#,
+            r#"{"name": "a"}"#,
+            "[",
+        ] {
+            assert_eq!(
+                tool_names(bad).is_some(),
+                serde_json::from_str::<Vec<ToolSchema>>(bad).is_ok(),
+                "{bad}"
+            );
+            assert_eq!(tool_names(bad), None, "{bad}");
         }
     }
 }
