@@ -244,7 +244,7 @@ impl Transcript {
             let StoredOutcome::Response(response) = outcome else {
                 continue;
             };
-            let visible_tools = match names.get(&request.tools_ref) {
+            let visible_tools = match names.get(request.tools_ref.as_str()) {
                 Some(n) => n.clone(),
                 None => {
                     let n = tool_names(blobs.get(&request.tools_ref)?)?;
