@@ -8,7 +8,8 @@
 //! included. [`Transcript::rebuild`] gives back the exact request, byte for byte in its
 //! canonical JSON, from which each wire client's body is a pure function.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 
@@ -94,7 +95,45 @@ pub enum StoredOutcome {
 
 /// Puts a tool list into the blob store and returns its reference.
 pub fn put_tools(tools: &[ToolSchema], blobs: &mut BlobStore) -> String {
-    blobs.put(&serde_json::to_string(tools).unwrap_or_default())
+    let stored = stored_menu(tools);
+    let (_, r, text) = &*stored;
+    blobs
+        .blobs
+        .entry(r.clone())
+        .or_insert_with(|| text.clone());
+    r.clone()
+}
+
+/// Menus stored lately, most recent last.
+const STORED_MENUS: usize = 64;
+
+/// A tool list, its blob reference and its blob text.
+type StoredMenu = Arc<(Vec<ToolSchema>, String, String)>;
+
+/// The blob of a tool list, serialised and hashed once per process for the menus in
+/// use: every episode of a variant shows the same menu, and serialising and hashing
+/// 128 schemas again for each was a tenth of a live request's CPU. A menu is found by
+/// content (`==` on the schemas, no allocation, stops at the first differing name), so
+/// the blob is exactly the one serialising `tools` gives.
+fn stored_menu(tools: &[ToolSchema]) -> StoredMenu {
+    static MENUS: Mutex<VecDeque<StoredMenu>> = Mutex::new(VecDeque::new());
+    // A poisoned lock only means a panic elsewhere mid-lookup; the entries are
+    // immutable, so they are still right.
+    let found = {
+        let menus = MENUS.lock().unwrap_or_else(|e| e.into_inner());
+        menus.iter().rev().find(|m| m.0 == tools).cloned()
+    };
+    if let Some(m) = found {
+        return m;
+    }
+    let text = serde_json::to_string(tools).unwrap_or_default();
+    let stored = Arc::new((tools.to_vec(), blob_ref(&text), text));
+    let mut menus = MENUS.lock().unwrap_or_else(|e| e.into_inner());
+    if menus.len() >= STORED_MENUS {
+        menus.pop_front();
+    }
+    menus.push_back(stored.clone());
+    stored
 }
 
 /// Every request and response of an episode.
@@ -407,6 +446,25 @@ fn attach_executed(turn: Option<&mut Turn>, messages: &[Message], controller_cal
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_menu_is_stored_as_serialising_it_gives_whether_or_not_seen_before() {
+        let menu = |d: &str| {
+            vec![ToolSchema {
+                name: "a_search".into(),
+                description: d.into(),
+                parameters: serde_json::json!({"type": "object"}),
+            }]
+        };
+        for d in ["one", "two", "one"] {
+            let mut blobs = BlobStore::default();
+            let r = put_tools(&menu(d), &mut blobs);
+            let text = serde_json::to_string(&menu(d)).unwrap_or_default();
+            assert_eq!(r, blob_ref(&text));
+            assert_eq!(blobs.get(&r), Some(text.as_str()));
+            assert_eq!(blobs.blobs.len(), 1);
+        }
+    }
 
     #[test]
     fn tool_names_reads_the_names_of_exactly_the_lists_a_full_parse_accepts() {

@@ -396,7 +396,7 @@ pub async fn run(
                     repeat,
                 };
                 let episode = run_episode(provider.as_ref(), &spec, &prompts, Some(&routes)).await;
-                let result = finish(&episode, &spec, &study_name, &execute_key, &grade_key);
+                let result = finish(episode, &spec, &study_name, &execute_key, &grade_key);
                 Finished {
                     execute: e,
                     grade,
@@ -675,7 +675,7 @@ fn entry<T: Serialize>(node: &Node, payload: &T) -> NewEntry {
 /// tests hold `Transcript::trace` equal to the live trace, and debug builds (every
 /// test run) still check it here.
 fn finish(
-    episode: &Episode,
+    episode: Episode,
     spec: &EpisodeSpec<'_>,
     study: &str,
     execute_key: &str,
@@ -703,14 +703,15 @@ fn finish(
         &mut SchemaCounts::default(),
     )
     .map_err(|e| e.to_string())?;
+    // The episode is moved, not cloned: its menu blob alone is ~60 KiB at V = 128.
     let payload = ExecutePayload {
-        episode_key: episode.key.clone(),
-        transcript: episode.transcript.clone(),
-        omitted: episode.omitted.clone(),
+        episode_key: episode.key,
+        transcript: episode.transcript,
+        omitted: episode.omitted,
         attempts: episode.attempts,
         wall_ms: episode.wall_ms,
     };
-    Ok((payload, episode.blobs.clone(), row, read))
+    Ok((payload, episode.blobs, row, read))
 }
 
 /// Grades a cached transcript.
