@@ -4,7 +4,8 @@
 //! 127.0.0.1 that answers instantly — a call to the first listed tool, then a final
 //! answer — and the bench divides the `tbb` process's CPU time (user + system) by the
 //! requests the server answered. Run with `cargo bench --bench live`
-//! (`TBB_LIVE_REPEATS=n` for more or fewer episodes; `TBB_LIVE_SERVE=dir` writes the
+//! (`TBB_LIVE_REPEATS=n` for more or fewer episodes; `TBB_LIVE_BIN=path` measures
+//! another build of `tbb`, e.g. the commit before a change; `TBB_LIVE_SERVE=dir` writes the
 //! six studies under `dir` and serves until killed, for a profiler).
 //!
 //! How the server's CPU is kept out: `tbb` runs as a child process (the real binary,
@@ -194,6 +195,13 @@ fn study(dir: &Path, protocol: &str, origin: &str, v: u32, repeats: u32) -> Path
     manifest
 }
 
+/// The `tbb` measured: this build's, or the one `TBB_LIVE_BIN` names (to measure
+/// another commit's build against the same server in the same run).
+fn tbb_binary() -> PathBuf {
+    std::env::var_os("TBB_LIVE_BIN")
+        .map_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_tbb")), PathBuf::from)
+}
+
 /// One `tbb apply` of a fresh study: (requests answered, CPU seconds of the process).
 fn run_tbb(counters: &Counters, origin: &str, protocol: usize, v: u32, repeats: u32) -> (u64, f64) {
     let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
@@ -201,7 +209,7 @@ fn run_tbb(counters: &Counters, origin: &str, protocol: usize, v: u32, repeats: 
     let manifest = study(dir.path(), PROTOCOLS[protocol], origin, v, repeats);
     let requests = counters.0[protocol].load(Ordering::Relaxed);
     let cpu = children_cpu();
-    let status = Command::new(env!("CARGO_BIN_EXE_tbb"))
+    let status = Command::new(tbb_binary())
         .current_dir(dir.path())
         .env("TBB_FAMILIES", repo.join("families"))
         .env("TBB_PROMPTS", repo.join("prompts"))
@@ -254,8 +262,9 @@ fn main() {
         }
     }
     println!(
-        "tbb apply against a loopback server; {} families x {repeats} repeats, fixed menu; \
+        "{}: tbb apply against a loopback server; {} families x {repeats} repeats, fixed menu; \
          CPU (user + system) of the tbb process per request, median of 3 runs",
+        tbb_binary().display(),
         FAMILIES.len()
     );
     println!("| protocol | V | requests | CPU per run (s) | CPU per request (ms) |");

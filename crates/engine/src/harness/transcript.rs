@@ -97,10 +97,7 @@ pub enum StoredOutcome {
 pub fn put_tools(tools: &[ToolSchema], blobs: &mut BlobStore) -> String {
     let stored = stored_menu(tools);
     let (_, r, text) = &*stored;
-    blobs
-        .blobs
-        .entry(r.clone())
-        .or_insert_with(|| text.clone());
+    blobs.blobs.entry(r.clone()).or_insert_with(|| text.clone());
     r.clone()
 }
 

@@ -141,9 +141,16 @@ pub fn estimate(study: &Study, cache: &Cache, plan: &Plan) -> Estimate {
             .get(&*node.key)
             .and_then(|p| serde_json::from_str(p).ok())
             .or_else(|| {
-                compile_node(study, node)
-                    .ok()
-                    .map(|v| CompilePayload::of(&v))
+                let v = compile_node(study, node).ok()?;
+                let payload = CompilePayload::of(&v);
+                // Kept for apply's compile stage (the variant is the same: compiling
+                // is a pure function of the node).
+                study
+                    .compiled
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(c, v);
+                Some(payload)
             });
         if let Some(p) = payload {
             info.insert(c, p);
@@ -267,7 +274,12 @@ pub async fn run(
     bars.compile.set_length(needed.len() as u64);
     for &c in &needed {
         let node = &dag.graph[c];
-        match compile_node(study, node) {
+        let compiled = study
+            .compiled
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&c);
+        match compiled.map_or_else(|| compile_node(study, node), Ok) {
             Ok(v) => {
                 let payload = CompilePayload::of(&v);
                 if let Some(old) = recorded
