@@ -46,7 +46,8 @@ use reqwest::Url;
 use serde_json::{json, Map, Value as Json};
 
 use super::chat::{
-    ChatRequest, ChatResponse, Finish, Message, ReasoningSource, Sampling, ToolCall, Usage,
+    ChatRequest, ChatResponse, Finish, Message, ReasoningSource, Sampling, ToolCall, ToolSchema,
+    Usage,
 };
 use super::config::Configuration;
 use super::http;
@@ -65,6 +66,7 @@ pub struct Anthropic {
     model: String,
     base: Url,
     client: http::Client,
+    menus: http::RenderedMenus,
 }
 
 impl Anthropic {
@@ -86,6 +88,7 @@ impl Anthropic {
             model: config.model.clone(),
             base,
             client: http::Client::new(config, headers, Some(key))?,
+            menus: http::RenderedMenus::default(),
         })
     }
 }
@@ -96,10 +99,13 @@ impl Provider for Anthropic {
         request: &'a ChatRequest,
     ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
         Box::pin(async move {
-            let body = request_body(request);
+            // The body but its tool array, which is rendered once per menu and spliced in.
+            let body = body_but_tools(request);
+            let tools = (!request.tools.is_empty()).then(|| self.menus.get(&request.tools, tools));
+            let bytes = http::with_tools(&body, "tools", tools.as_ref().map(|t| t.1.as_str()))?;
             let (raw, status) = self
                 .client
-                .post_json(http::endpoint(&self.base, &["messages"]), &body)
+                .post_json(http::endpoint(&self.base, &["messages"]), bytes)
                 .await?;
             let mut response = parse_response(raw).map_err(|e| e.at_status(status))?;
             response.http_status = Some(status);
@@ -108,7 +114,8 @@ impl Provider for Anthropic {
     }
 
     fn wire_sampling(&self, request: &ChatRequest) -> Sampling {
-        sent_sampling(&request_body(request))
+        // The tool array carries no sampling field: it is left out rather than built.
+        sent_sampling(&Json::Object(body_but_tools(request)))
     }
 
     fn check<'a>(&'a self) -> BoxFuture<'a, Result<String, ProviderError>> {
@@ -137,6 +144,25 @@ pub fn sent_sampling(body: &Json) -> Sampling {
 
 /// The Messages body of a request.
 pub fn request_body(request: &ChatRequest) -> Json {
+    let mut body = body_but_tools(request);
+    if !request.tools.is_empty() {
+        body.insert("tools".into(), tools(&request.tools));
+    }
+    Json::Object(body)
+}
+
+/// The `tools` array of a body.
+fn tools(tools: &[ToolSchema]) -> Json {
+    tools
+        .iter()
+        .map(
+            |t| json!({"name": t.name, "description": t.description, "input_schema": t.parameters}),
+        )
+        .collect()
+}
+
+/// [`request_body`] without its `tools` member.
+fn body_but_tools(request: &ChatRequest) -> Map<String, Json> {
     let mut system: Vec<&str> = Vec::new();
     let mut messages: Vec<(&'static str, Vec<Json>)> = Vec::new();
     for m in &request.messages {
@@ -189,12 +215,6 @@ pub fn request_body(request: &ChatRequest) -> Json {
         .collect();
     body.insert("messages".into(), Json::Array(messages));
     if !request.tools.is_empty() {
-        let tools: Vec<Json> = request
-            .tools
-            .iter()
-            .map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.parameters}))
-            .collect();
-        body.insert("tools".into(), Json::Array(tools));
         let mut choice = Map::new();
         choice.insert("type".into(), json!("auto"));
         if let Some(parallel) = request.sampling.parallel_tool_calls {
@@ -205,7 +225,7 @@ pub fn request_body(request: &ChatRequest) -> Json {
     if let Some(t) = request.sampling.temperature {
         body.insert("temperature".into(), json!(t));
     }
-    Json::Object(body)
+    body
 }
 
 /// The [`ChatResponse`] of a Messages body; `raw` keeps the body.
@@ -288,6 +308,11 @@ pub fn parse_response(raw: Json) -> Result<ChatResponse, ProviderError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_body_sent_is_the_request_body_with_each_menu_rendered_once() {
+        http::splice_check::spliced_body_is_the_request_body(body_but_tools, tools, request_body);
+    }
     use crate::chat::ToolSchema;
 
     fn call(id: &str, arguments: &str) -> ToolCall {

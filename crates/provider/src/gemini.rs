@@ -55,7 +55,8 @@ use reqwest::Url;
 use serde_json::{json, Map, Value as Json};
 
 use super::chat::{
-    ChatRequest, ChatResponse, Finish, Message, ReasoningSource, Sampling, ToolCall, Usage,
+    ChatRequest, ChatResponse, Finish, Message, ReasoningSource, Sampling, ToolCall, ToolSchema,
+    Usage,
 };
 use super::config::Configuration;
 use super::http;
@@ -99,6 +100,7 @@ pub struct Gemini {
     model: String,
     base: Url,
     client: http::Client,
+    menus: http::RenderedMenus,
 }
 
 impl Gemini {
@@ -114,6 +116,7 @@ impl Gemini {
             model: config.model.clone(),
             base,
             client: http::Client::new(config, headers, Some(key))?,
+            menus: http::RenderedMenus::default(),
         })
     }
 }
@@ -128,11 +131,15 @@ impl Provider for Gemini {
         request: &'a ChatRequest,
     ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
         Box::pin(async move {
-            let body = request_body(request);
+            // The body but its tool array, which is rendered once per menu (the schema
+            // reduction included) and spliced in.
+            let body = body_but_tools(request);
+            let tools = (!request.tools.is_empty()).then(|| self.menus.get(&request.tools, tools));
+            let bytes = http::with_tools(&body, "tools", tools.as_ref().map(|t| t.1.as_str()))?;
             let method = format!("{}:generateContent", model_segment(&request.model));
             let (raw, status) = self
                 .client
-                .post_json(http::endpoint(&self.base, &["models", &method]), &body)
+                .post_json(http::endpoint(&self.base, &["models", &method]), bytes)
                 .await?;
             let mut response = parse_response(raw).map_err(|e| e.at_status(status))?;
             response.http_status = Some(status);
@@ -141,7 +148,8 @@ impl Provider for Gemini {
     }
 
     fn wire_sampling(&self, request: &ChatRequest) -> Sampling {
-        sent_sampling(&request_body(request))
+        // The tool array carries no sampling field: it is left out rather than built.
+        sent_sampling(&Json::Object(body_but_tools(request)))
     }
 
     fn check<'a>(&'a self) -> BoxFuture<'a, Result<String, ProviderError>> {
@@ -179,6 +187,24 @@ fn split_id(id: &str) -> (&str, Option<&str>) {
 
 /// The `generateContent` body of a request.
 pub fn request_body(request: &ChatRequest) -> Json {
+    let mut body = body_but_tools(request);
+    if !request.tools.is_empty() {
+        body.insert("tools".into(), tools(&request.tools));
+    }
+    Json::Object(body)
+}
+
+/// The `tools` member of a body: one entry of every declaration.
+fn tools(tools: &[ToolSchema]) -> Json {
+    let declarations: Vec<Json> = tools
+        .iter()
+        .map(|t| json!({"name": t.name, "description": t.description, "parameters": gemini_schema(&t.parameters)}))
+        .collect();
+    json!([{"functionDeclarations": declarations}])
+}
+
+/// [`request_body`] without its `tools` member.
+fn body_but_tools(request: &ChatRequest) -> Map<String, Json> {
     let mut system: Vec<&str> = Vec::new();
     let mut contents: Vec<(&'static str, Vec<Json>)> = Vec::new();
     for m in &request.messages {
@@ -252,15 +278,6 @@ pub fn request_body(request: &ChatRequest) -> Json {
         .collect();
     body.insert("contents".into(), Json::Array(contents));
     if !request.tools.is_empty() {
-        let declarations: Vec<Json> = request
-            .tools
-            .iter()
-            .map(|t| json!({"name": t.name, "description": t.description, "parameters": gemini_schema(&t.parameters)}))
-            .collect();
-        body.insert(
-            "tools".into(),
-            json!([{"functionDeclarations": declarations}]),
-        );
         body.insert(
             "toolConfig".into(),
             json!({"functionCallingConfig": {"mode": "AUTO"}}),
@@ -278,7 +295,7 @@ pub fn request_body(request: &ChatRequest) -> Json {
         generation.insert("seed".into(), json!(seed % (1u64 << 31)));
     }
     body.insert("generationConfig".into(), Json::Object(generation));
-    Json::Object(body)
+    body
 }
 
 /// A JSON Schema reduced to the keys Gemini accepts (see the module doc).
@@ -460,6 +477,11 @@ fn usage(u: &Json) -> Result<Usage, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_body_sent_is_the_request_body_with_each_menu_rendered_once() {
+        http::splice_check::spliced_body_is_the_request_body(body_but_tools, tools, request_body);
+    }
     use crate::chat::ToolSchema;
 
     #[test]

@@ -15,14 +15,16 @@
 //!
 //! Never: retries (that is [`super::retry`]), logs, or reads the environment.
 
+use std::collections::VecDeque;
 use std::fmt;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
 use reqwest::{StatusCode, Url};
-use serde_json::Value as Json;
+use serde_json::{Map, Value as Json};
 
-use super::chat::Usage;
+use super::chat::{ToolSchema, Usage};
 use super::config::Configuration;
 use super::ProviderError;
 
@@ -175,16 +177,13 @@ impl Client {
         })
     }
 
-    /// POSTs a JSON body and returns the response's JSON and (success) status.
+    /// POSTs a JSON body, already serialised ([`with_tools`]), and returns the
+    /// response's JSON and (success) status.
     pub(crate) async fn post_json(
         &self,
         url: Url,
-        body: &Json,
+        bytes: Vec<u8>,
     ) -> Result<(Json, u16), ProviderError> {
-        let bytes = serde_json::to_vec(body).map_err(|e| ProviderError::Decode {
-            status: None,
-            message: format!("cannot encode the request: {e}"),
-        })?;
         let request = self
             .inner
             .post(url)
@@ -257,6 +256,77 @@ pub(crate) fn interpret(
         scrub(&mut json, k);
     }
     Ok(json)
+}
+
+/// Menus the client has rendered, most recent last.
+const RENDERED_MENUS: usize = 64;
+
+/// Each menu's tool array as one wire format renders it, so that a menu shown in many
+/// requests (every request of every episode of a variant) is rendered once: at 128
+/// schemas the tool array is most of a request's bytes, and building it as a JSON value
+/// for every request was most of the client's time.
+///
+/// A menu is found by content (`==` on the schemas, which allocates nothing and stops
+/// at the first differing name), never by address or hash, so a hit is exactly the
+/// menu asked for. At most [`RENDERED_MENUS`] are kept.
+#[derive(Debug, Default)]
+pub(crate) struct RenderedMenus {
+    menus: Mutex<VecDeque<Arc<(Vec<ToolSchema>, String)>>>,
+}
+
+impl RenderedMenus {
+    /// The rendering of `tools` (`render` is called on a miss only).
+    pub(crate) fn get(
+        &self,
+        tools: &[ToolSchema],
+        render: impl FnOnce(&[ToolSchema]) -> Json,
+    ) -> Arc<(Vec<ToolSchema>, String)> {
+        // A poisoned lock only means another request panicked mid-lookup; the entries
+        // are immutable, so they are still right.
+        let found = {
+            let menus = self.menus.lock().unwrap_or_else(|e| e.into_inner());
+            menus.iter().rev().find(|m| m.0 == tools).cloned()
+        };
+        if let Some(m) = found {
+            return m;
+        }
+        let rendered = Arc::new((tools.to_vec(), render(tools).to_string()));
+        let mut menus = self.menus.lock().unwrap_or_else(|e| e.into_inner());
+        if menus.len() >= RENDERED_MENUS {
+            menus.pop_front();
+        }
+        menus.push_back(rendered.clone());
+        rendered
+    }
+}
+
+/// `body` serialised with a member `name` whose value is `value`, JSON already
+/// serialised (a rendered tool array), spliced in as the last member; without one
+/// when `value` is `None`. The bytes parse to `body` with that member inserted.
+pub(crate) fn with_tools(
+    body: &Map<String, Json>,
+    name: &str,
+    value: Option<&str>,
+) -> Result<Vec<u8>, ProviderError> {
+    let encode = |e: serde_json::Error| ProviderError::Decode {
+        status: None,
+        message: format!("cannot encode the request: {e}"),
+    };
+    let mut out = serde_json::to_vec(body).map_err(encode)?;
+    let Some(value) = value else {
+        return Ok(out);
+    };
+    out.reserve(value.len() + name.len() + 4);
+    // `out` ends with the object's closing brace; the member goes before it.
+    out.pop();
+    if !body.is_empty() {
+        out.push(b',');
+    }
+    serde_json::to_writer(&mut out, name).map_err(encode)?;
+    out.push(b':');
+    out.extend_from_slice(value.as_bytes());
+    out.push(b'}');
+    Ok(out)
 }
 
 /// The start of a body for an error message: the key replaced first, then cut to
@@ -430,9 +500,132 @@ pub(crate) fn arguments_object(arguments: &str) -> Json {
     }
 }
 
+/// What the three clients' tests of the spliced body share.
+#[cfg(test)]
+pub(crate) mod splice_check {
+    use super::*;
+    use crate::chat::{ChatRequest, Message, Sampling, ToolCall};
+
+    /// Checks that what a client sends (`but_tools` with `tools` rendered once and
+    /// spliced in) parses to its `request_body`, with and without tools and sampling,
+    /// and that a menu is rendered once.
+    pub(crate) fn spliced_body_is_the_request_body(
+        but_tools: impl Fn(&ChatRequest) -> Map<String, Json>,
+        tools: fn(&[ToolSchema]) -> Json,
+        request_body: impl Fn(&ChatRequest) -> Json,
+    ) {
+        let schema = |name: &str| ToolSchema {
+            name: name.into(),
+            description: format!("The {name} tool."),
+            parameters: serde_json::json!({"type": "object", "properties": {"id": {"type": ["string", "null"]}},
+                "required": ["id"], "additionalProperties": false}),
+        };
+        let menus = RenderedMenus::default();
+        for (tools_shown, sampling) in [
+            (
+                vec![schema("a_search"), schema("a_read")],
+                Sampling::default(),
+            ),
+            (
+                vec![schema("a_search"), schema("a_read")],
+                Sampling {
+                    temperature: Some(0.5),
+                    seed: Some(u64::MAX),
+                    parallel_tool_calls: Some(false),
+                },
+            ),
+            (vec![schema("a_read")], Sampling::default()),
+            (Vec::new(), Sampling::default()),
+        ] {
+            let request = ChatRequest {
+                model: "m".into(),
+                messages: vec![
+                    Message::System {
+                        content: "sys".into(),
+                    },
+                    Message::User {
+                        content: "go \"quoted\"".into(),
+                    },
+                    Message::Assistant {
+                        content: None,
+                        tool_calls: vec![ToolCall {
+                            id: "call_1".into(),
+                            name: "a_read".into(),
+                            arguments: "{\"id\":\"x\"}".into(),
+                        }],
+                    },
+                    Message::Tool {
+                        call_id: "call_1".into(),
+                        name: "a_read".into(),
+                        content: "rec".into(),
+                    },
+                ],
+                tools: tools_shown,
+                max_completion_tokens: 64,
+                sampling,
+            };
+            let rendered = (!request.tools.is_empty()).then(|| menus.get(&request.tools, tools));
+            let bytes = with_tools(
+                &but_tools(&request),
+                "tools",
+                rendered.as_ref().map(|r| r.1.as_str()),
+            )
+            .expect("encodes");
+            let sent: Json = serde_json::from_slice(&bytes).expect("the body is JSON");
+            assert_eq!(
+                sent,
+                request_body(&request),
+                "{}",
+                String::from_utf8_lossy(&bytes)
+            );
+            if let Some(r) = rendered {
+                let again = menus.get(&request.tools, |_| panic!("rendered twice"));
+                assert!(Arc::ptr_eq(&r, &again));
+            }
+        }
+        assert_eq!(menus.menus.lock().map(|m| m.len()).unwrap_or(0), 2);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn with_tools_splices_a_member_into_any_object() {
+        let mut body = Map::new();
+        assert_eq!(with_tools(&body, "tools", None).ok(), Some(b"{}".to_vec()));
+        assert_eq!(
+            with_tools(&body, "tools", Some("[1]")).ok(),
+            Some(b"{\"tools\":[1]}".to_vec())
+        );
+        body.insert("model".into(), Json::from("m"));
+        assert_eq!(
+            with_tools(&body, "tools", Some("[]")).ok(),
+            Some(b"{\"model\":\"m\",\"tools\":[]}".to_vec())
+        );
+    }
+
+    #[test]
+    fn rendered_menus_keep_the_most_recent() {
+        let menus = RenderedMenus::default();
+        let menu = |i: usize| {
+            vec![ToolSchema {
+                name: format!("t{i}"),
+                description: String::new(),
+                parameters: Json::Null,
+            }]
+        };
+        for i in 0..RENDERED_MENUS + 1 {
+            menus.get(&menu(i), |t| Json::from(t[0].name.clone()));
+        }
+        assert_eq!(
+            menus.get(&menu(RENDERED_MENUS), |_| Json::Null).1,
+            "\"t64\""
+        );
+        // The oldest was dropped and is rendered again.
+        assert_eq!(menus.get(&menu(0), |_| Json::Null).1, "null");
+    }
 
     const KEY: &str = "sk-test-DO-NOT-LEAK-0123456789";
 

@@ -37,7 +37,8 @@ use reqwest::Url;
 use serde_json::{json, Map, Value as Json};
 
 use super::chat::{
-    ChatRequest, ChatResponse, Finish, Message, ReasoningSource, Sampling, ToolCall, Usage,
+    ChatRequest, ChatResponse, Finish, Message, ReasoningSource, Sampling, ToolCall, ToolSchema,
+    Usage,
 };
 use super::config::{Configuration, MaxTokensField};
 use super::http::{self, Secret};
@@ -53,6 +54,7 @@ pub struct OpenAi {
     base: Url,
     max_tokens_field: MaxTokensField,
     client: http::Client,
+    menus: http::RenderedMenus,
 }
 
 impl OpenAi {
@@ -72,6 +74,7 @@ impl OpenAi {
             base,
             max_tokens_field: config.profile.max_tokens_field,
             client: http::Client::new(config, headers, key)?,
+            menus: http::RenderedMenus::default(),
         })
     }
 }
@@ -82,10 +85,13 @@ impl Provider for OpenAi {
         request: &'a ChatRequest,
     ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
         Box::pin(async move {
-            let body = request_body(request, self.max_tokens_field);
+            // The body but its tool array, which is rendered once per menu and spliced in.
+            let body = body_but_tools(request, self.max_tokens_field);
+            let tools = (!request.tools.is_empty()).then(|| self.menus.get(&request.tools, tools));
+            let bytes = http::with_tools(&body, "tools", tools.as_ref().map(|t| t.1.as_str()))?;
             let (raw, status) = self
                 .client
-                .post_json(http::endpoint(&self.base, &["chat", "completions"]), &body)
+                .post_json(http::endpoint(&self.base, &["chat", "completions"]), bytes)
                 .await?;
             let mut response = parse_response(raw).map_err(|e| e.at_status(status))?;
             response.http_status = Some(status);
@@ -94,7 +100,11 @@ impl Provider for OpenAi {
     }
 
     fn wire_sampling(&self, request: &ChatRequest) -> Sampling {
-        sent_sampling(&request_body(request, self.max_tokens_field))
+        // The tool array carries no sampling field: it is left out rather than built.
+        sent_sampling(&Json::Object(body_but_tools(
+            request,
+            self.max_tokens_field,
+        )))
     }
 
     fn check<'a>(&'a self) -> BoxFuture<'a, Result<String, ProviderError>> {
@@ -146,22 +156,33 @@ fn names_model_file(id: &str, model: &str) -> bool {
 
 /// The chat-completions body of a request.
 pub fn request_body(request: &ChatRequest, max_tokens_field: MaxTokensField) -> Json {
+    let mut body = body_but_tools(request, max_tokens_field);
+    if !request.tools.is_empty() {
+        body.insert("tools".into(), tools(&request.tools));
+    }
+    Json::Object(body)
+}
+
+/// The `tools` array of a body.
+fn tools(tools: &[ToolSchema]) -> Json {
+    tools
+        .iter()
+        .map(|t| {
+            json!({
+                "type": "function",
+                "function": {"name": t.name, "description": t.description, "parameters": t.parameters},
+            })
+        })
+        .collect()
+}
+
+/// [`request_body`] without its `tools` member.
+fn body_but_tools(request: &ChatRequest, max_tokens_field: MaxTokensField) -> Map<String, Json> {
     let messages: Vec<Json> = request.messages.iter().map(message).collect();
     let mut body = Map::new();
     body.insert("model".into(), json!(request.model));
     body.insert("messages".into(), Json::Array(messages));
     if !request.tools.is_empty() {
-        let tools: Vec<Json> = request
-            .tools
-            .iter()
-            .map(|t| {
-                json!({
-                    "type": "function",
-                    "function": {"name": t.name, "description": t.description, "parameters": t.parameters},
-                })
-            })
-            .collect();
-        body.insert("tools".into(), Json::Array(tools));
         body.insert("tool_choice".into(), json!("auto"));
         if let Some(parallel) = request.sampling.parallel_tool_calls {
             body.insert("parallel_tool_calls".into(), json!(parallel));
@@ -178,7 +199,7 @@ pub fn request_body(request: &ChatRequest, max_tokens_field: MaxTokensField) -> 
         MaxTokensField::MaxTokens => "max_tokens",
     };
     body.insert(cap.into(), json!(request.max_completion_tokens));
-    Json::Object(body)
+    body
 }
 
 /// The sampling fields a chat-completions body carries.
@@ -349,6 +370,15 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_body_sent_is_the_request_body_with_each_menu_rendered_once() {
+        http::splice_check::spliced_body_is_the_request_body(
+            |r| body_but_tools(r, MaxTokensField::MaxTokens),
+            tools,
+            |r| request_body(r, MaxTokensField::MaxTokens),
+        );
+    }
+
+    #[test]
     fn a_local_servers_model_path_matches_the_file_it_names() {
         let ids = vec!["/models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf".to_string()];
         for model in [
@@ -365,7 +395,6 @@ mod tests {
         assert!(listing("", &ids).contains("is not among them"));
         assert!(listing("gpt-4o", &["gpt-4o".to_string()]).ends_with("`gpt-4o` is among them"));
     }
-    use crate::chat::ToolSchema;
 
     fn request(sampling: Sampling) -> ChatRequest {
         ChatRequest {

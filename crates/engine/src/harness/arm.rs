@@ -254,6 +254,13 @@ impl MenuState {
         &self.visible
     }
 
+    /// Hands the visible schemas over, leaving none here: for a caller (the episode
+    /// loop) that keeps them in its request, so that a menu is not held twice. Later
+    /// changes still come from [`MenuState::after_call`].
+    pub fn take_visible(&mut self) -> Vec<ToolSchema> {
+        std::mem::take(&mut self.visible)
+    }
+
     /// Called after each executed call; returns the new visible schemas when the menu
     /// changes.
     pub fn after_call(&mut self, tool: &str) -> Option<&[ToolSchema]> {

@@ -102,7 +102,7 @@ pub async fn run_episode(
         call_limit: variant.call_limit,
         turn_limit: variant.turn_limit,
     };
-    let menu = spec.arm.menu.start(variant);
+    let mut menu = spec.arm.menu.start(variant);
     let full = variant.menu_names();
     let offered: Vec<String> = menu.visible().iter().map(|t| t.name.clone()).collect();
     let mut transcript = Transcript::new(&key);
@@ -129,7 +129,9 @@ pub async fn run_episode(
                     content: variant.user_request.clone(),
                 },
             ],
-            tools: menu.visible().to_vec(),
+            // The request holds the visible schemas from here on (a second copy of a
+            // 128-schema menu per episode was a tenth of a live request's CPU).
+            tools: menu.take_visible(),
             max_completion_tokens: spec.completion_cap,
             sampling,
         },
@@ -170,7 +172,7 @@ pub async fn run_episode(
         run.transcript.close(&[], StopReason::Unavailable, limits);
         StopReason::Unavailable
     } else {
-        run.tools_ref = transcript::put_tools(run.menu.visible(), &mut run.blobs);
+        run.tools_ref = transcript::put_tools(&run.request.tools, &mut run.blobs);
         let mut step = Step::Ask;
         let stop = loop {
             step = match step {
@@ -230,7 +232,7 @@ impl Run<'_> {
                     observation: shown,
                 })
                 .collect();
-            match controller::next(self.menu.visible(), &steps) {
+            match controller::next(&self.request.tools, &steps) {
                 Decision::Call { tool, arguments } => return self.delegate(tool, arguments),
                 Decision::Halt(reason) => {
                     self.transcript.controller_halt = Some(reason);
@@ -328,7 +330,7 @@ impl Run<'_> {
     fn turn(&self, response: &ChatResponse, request_ref: String, wall_ms: u64) -> Turn {
         Turn {
             request: RequestRecord {
-                visible_tools: self.menu.visible().iter().map(|t| t.name.clone()).collect(),
+                visible_tools: self.request.tools.iter().map(|t| t.name.clone()).collect(),
                 body_ref: Some(request_ref),
             },
             response: response_record(response, wall_ms),

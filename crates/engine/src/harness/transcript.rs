@@ -8,7 +8,8 @@
 //! included. [`Transcript::rebuild`] gives back the exact request, byte for byte in its
 //! canonical JSON, from which each wire client's body is a pure function.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 
@@ -94,7 +95,42 @@ pub enum StoredOutcome {
 
 /// Puts a tool list into the blob store and returns its reference.
 pub fn put_tools(tools: &[ToolSchema], blobs: &mut BlobStore) -> String {
-    blobs.put(&serde_json::to_string(tools).unwrap_or_default())
+    let stored = stored_menu(tools);
+    let (_, r, text) = &*stored;
+    blobs.blobs.entry(r.clone()).or_insert_with(|| text.clone());
+    r.clone()
+}
+
+/// Menus stored lately, most recent last.
+const STORED_MENUS: usize = 64;
+
+/// A tool list, its blob reference and its blob text.
+type StoredMenu = Arc<(Vec<ToolSchema>, String, String)>;
+
+/// The blob of a tool list, serialised and hashed once per process for the menus in
+/// use: every episode of a variant shows the same menu, and serialising and hashing
+/// 128 schemas again for each was a tenth of a live request's CPU. A menu is found by
+/// content (`==` on the schemas, no allocation, stops at the first differing name), so
+/// the blob is exactly the one serialising `tools` gives.
+fn stored_menu(tools: &[ToolSchema]) -> StoredMenu {
+    static MENUS: Mutex<VecDeque<StoredMenu>> = Mutex::new(VecDeque::new());
+    // A poisoned lock only means a panic elsewhere mid-lookup; the entries are
+    // immutable, so they are still right.
+    let found = {
+        let menus = MENUS.lock().unwrap_or_else(|e| e.into_inner());
+        menus.iter().rev().find(|m| m.0 == tools).cloned()
+    };
+    if let Some(m) = found {
+        return m;
+    }
+    let text = serde_json::to_string(tools).unwrap_or_default();
+    let stored = Arc::new((tools.to_vec(), blob_ref(&text), text));
+    let mut menus = MENUS.lock().unwrap_or_else(|e| e.into_inner());
+    if menus.len() >= STORED_MENUS {
+        menus.pop_front();
+    }
+    menus.push_back(stored.clone());
+    stored
 }
 
 /// Every request and response of an episode.
@@ -235,6 +271,8 @@ impl Transcript {
     /// verdict can be re-derived offline. `None` if the transcript is incomplete.
     pub fn trace(&self, blobs: &BlobStore, variant: &Variant) -> Option<Trace> {
         let refs = self.body_refs();
+        // Most requests of an episode share one menu blob: its names are read once.
+        let mut names: BTreeMap<&str, Vec<String>> = BTreeMap::new();
         let mut turns: Vec<Turn> = Vec::new();
         for (i, (request, outcome)) in self.requests.iter().zip(&self.outcomes).enumerate() {
             // Calls executed after response i-1 arrive as tool messages in request i.
@@ -242,11 +280,17 @@ impl Transcript {
             let StoredOutcome::Response(response) = outcome else {
                 continue;
             };
-            let tools: Vec<ToolSchema> =
-                serde_json::from_str(blobs.get(&request.tools_ref)?).ok()?;
+            let visible_tools = match names.get(request.tools_ref.as_str()) {
+                Some(n) => n.clone(),
+                None => {
+                    let n = tool_names(blobs.get(&request.tools_ref)?)?;
+                    names.insert(&request.tools_ref, n.clone());
+                    n
+                }
+            };
             turns.push(Turn {
                 request: RequestRecord {
-                    visible_tools: tools.into_iter().map(|t| t.name).collect(),
+                    visible_tools,
                     body_ref: refs.get(i).cloned(),
                 },
                 response: super::response_record(
@@ -318,6 +362,24 @@ impl Transcript {
     }
 }
 
+/// The names of a stored tool list, which must parse as a list of [`ToolSchema`]s.
+/// Only the names are kept: the descriptions are checked to be strings and the
+/// parameters to be JSON without building them (building 128 schemas' values to read
+/// 128 names was most of a trace's rebuild).
+fn tool_names(blob: &str) -> Option<Vec<String>> {
+    /// A [`ToolSchema`] as the list stores it, its parameters skipped.
+    #[derive(Deserialize)]
+    struct Named {
+        name: String,
+        #[allow(dead_code)]
+        description: String,
+        #[allow(dead_code)]
+        parameters: serde::de::IgnoredAny,
+    }
+    let tools: Vec<Named> = serde_json::from_str(blob).ok()?;
+    Some(tools.into_iter().map(|t| t.name).collect())
+}
+
 /// Replaces each delivered text among the executed calls by the sandbox's own
 /// observation, replaying the calls in order in a sandbox delivering in `d`. A text
 /// the sandbox would not have delivered is left as it is, so the grader's replay
@@ -374,6 +436,65 @@ fn attach_executed(turn: Option<&mut Turn>, messages: &[Message], controller_cal
                 arguments: arguments.unwrap_or_default(),
                 observation: content.clone(),
             });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_menu_is_stored_as_serialising_it_gives_whether_or_not_seen_before() {
+        let menu = |d: &str| {
+            vec![ToolSchema {
+                name: "a_search".into(),
+                description: d.into(),
+                parameters: serde_json::json!({"type": "object"}),
+            }]
+        };
+        for d in ["one", "two", "one"] {
+            let mut blobs = BlobStore::default();
+            let r = put_tools(&menu(d), &mut blobs);
+            let text = serde_json::to_string(&menu(d)).unwrap_or_default();
+            assert_eq!(r, blob_ref(&text));
+            assert_eq!(blobs.get(&r), Some(text.as_str()));
+            assert_eq!(blobs.blobs.len(), 1);
+        }
+    }
+
+    #[test]
+    fn tool_names_reads_the_names_of_exactly_the_lists_a_full_parse_accepts() {
+        let tools = vec![
+            ToolSchema {
+                name: "a_search".into(),
+                description: "Search.".into(),
+                parameters: serde_json::json!({"type": "object", "properties": {"q": {"type": "string"}}}),
+            },
+            ToolSchema {
+                name: "a_read".into(),
+                description: "Read.".into(),
+                parameters: serde_json::json!(true),
+            },
+        ];
+        let blob = serde_json::to_string(&tools).unwrap_or_default();
+        assert_eq!(
+            tool_names(&blob),
+            Some(vec!["a_search".to_string(), "a_read".to_string()])
+        );
+        for bad in [
+            r#"[{"name": "a", "description": "d"}]"#,
+            r#"[{"name": "a", "description": 7, "parameters": {}}]"#,
+            r#"[{"description": "d", "parameters": {}}]"#,
+            r#"{"name": "a"}"#,
+            "[",
+        ] {
+            assert_eq!(
+                tool_names(bad).is_some(),
+                serde_json::from_str::<Vec<ToolSchema>>(bad).is_ok(),
+                "{bad}"
+            );
+            assert_eq!(tool_names(bad), None, "{bad}");
         }
     }
 }

@@ -1,0 +1,285 @@
+//! The harness's CPU per request over loopback HTTP, whole `tbb` process: for each wire
+//! protocol (OpenAI chat completions, Anthropic Messages, Gemini generateContent) and
+//! at V = 8 and V = 128, `tbb apply` runs a small study against an axum server on
+//! 127.0.0.1 that answers instantly — a call to the first listed tool, then a final
+//! answer — and the bench divides the `tbb` process's CPU time (user + system) by the
+//! requests the server answered. Run with `cargo bench --bench live`
+//! (`TBB_LIVE_REPEATS=n` for more or fewer episodes; `TBB_LIVE_BIN=path` measures
+//! another build of `tbb`, e.g. the commit before a change; `TBB_LIVE_SERVE=dir` writes the
+//! six studies under `dir` and serves until killed, for a profiler).
+//!
+//! How the server's CPU is kept out: `tbb` runs as a child process (the real binary,
+//! `tbb apply` exactly as a user runs it) and the server stays in this process; after
+//! each child is reaped, `getrusage(RUSAGE_CHILDREN)` has grown by that child's CPU and
+//! by nothing else (only waited-for children count). That is simpler than re-executing
+//! the bench as a server and exact to the microsecond, where `/proc/<pid>/stat` counts
+//! in 10 ms ticks.
+//!
+//! Never: sends anything off the machine (the catalogue's routes point at the loopback
+//! server; the key is a dummy in an environment variable of the child only).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::Uri;
+use serde_json::{json, Value as Json};
+
+/// The wire protocols, as a catalogue names them.
+const PROTOCOLS: [&str; 3] = ["openai", "anthropic", "gemini"];
+
+/// Six core families from six intents across the four domains (the smoke study's).
+const FAMILIES: [&str; 6] = [
+    "overdue-escalation-harbor",
+    "vendor-bank-change-granite",
+    "phishing-report-triage-kestrel",
+    "customer-reply-routing-marigold",
+    "retention-purge-aurora",
+    "room-conflict-resolution-tamarind",
+];
+
+/// Requests answered, per protocol (index into [`PROTOCOLS`]).
+#[derive(Default)]
+struct Counters([AtomicU64; 3]);
+
+/// The first listed tool's name and whether the conversation already holds a tool
+/// result, in each protocol's shape.
+fn read_request(protocol: usize, body: &Json) -> (String, bool) {
+    let name = |v: &Json| v.as_str().unwrap_or("missing").to_string();
+    match protocol {
+        0 => (
+            name(&body["tools"][0]["function"]["name"]),
+            body["messages"]
+                .as_array()
+                .is_some_and(|m| m.iter().any(|m| m["role"] == "tool")),
+        ),
+        1 => (
+            name(&body["tools"][0]["name"]),
+            body["messages"].as_array().is_some_and(|m| {
+                m.iter().any(|m| {
+                    m["content"]
+                        .as_array()
+                        .is_some_and(|c| c.iter().any(|b| b["type"] == "tool_result"))
+                })
+            }),
+        ),
+        _ => (
+            name(&body["tools"][0]["functionDeclarations"][0]["name"]),
+            body["contents"].as_array().is_some_and(|c| {
+                c.iter().any(|c| {
+                    c["parts"]
+                        .as_array()
+                        .is_some_and(|p| p.iter().any(|p| p.get("functionResponse").is_some()))
+                })
+            }),
+        ),
+    }
+}
+
+/// The reply: a call to `tool`, or (after a tool result) the final answer.
+fn reply(protocol: usize, tool: &str, answered: bool) -> Json {
+    match (protocol, answered) {
+        (0, false) => json!({"id": "c", "object": "chat.completion", "model": "m",
+            "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant",
+                "content": null, "tool_calls": [{"id": "call_1", "type": "function",
+                "function": {"name": tool, "arguments": "{}"}}]}}],
+            "usage": {"prompt_tokens": 900, "completion_tokens": 20, "total_tokens": 920}}),
+        (0, true) => json!({"id": "c", "object": "chat.completion", "model": "m",
+            "choices": [{"index": 0, "finish_reason": "stop",
+                "message": {"role": "assistant", "content": "{}"}}],
+            "usage": {"prompt_tokens": 950, "completion_tokens": 5, "total_tokens": 955}}),
+        (1, false) => json!({"id": "msg", "type": "message", "role": "assistant", "model": "m",
+            "content": [{"type": "tool_use", "id": "toolu_1", "name": tool, "input": {}}],
+            "stop_reason": "tool_use", "stop_sequence": null,
+            "usage": {"input_tokens": 900, "output_tokens": 20}}),
+        (1, true) => json!({"id": "msg", "type": "message", "role": "assistant", "model": "m",
+            "content": [{"type": "text", "text": "{}"}],
+            "stop_reason": "end_turn", "stop_sequence": null,
+            "usage": {"input_tokens": 950, "output_tokens": 5}}),
+        (_, false) => json!({"candidates": [{"index": 0, "finishReason": "STOP",
+                "content": {"role": "model", "parts": [{"functionCall": {"name": tool, "args": {}}}]}}],
+            "usageMetadata": {"promptTokenCount": 900, "candidatesTokenCount": 20, "totalTokenCount": 920},
+            "modelVersion": "m"}),
+        (_, true) => json!({"candidates": [{"index": 0, "finishReason": "STOP",
+                "content": {"role": "model", "parts": [{"text": "{}"}]}}],
+            "usageMetadata": {"promptTokenCount": 950, "candidatesTokenCount": 5, "totalTokenCount": 955},
+            "modelVersion": "m"}),
+    }
+}
+
+async fn answer(State(counters): State<Arc<Counters>>, uri: Uri, body: Bytes) -> axum::Json<Json> {
+    let path = uri.path();
+    let protocol = if path.ends_with("/chat/completions") {
+        0
+    } else if path.ends_with("/messages") {
+        1
+    } else {
+        2
+    };
+    counters.0[protocol].fetch_add(1, Ordering::Relaxed);
+    let request: Json = serde_json::from_slice(&body).unwrap_or(Json::Null);
+    let (tool, answered) = read_request(protocol, &request);
+    axum::Json(reply(protocol, &tool, answered))
+}
+
+/// Starts the server on its own thread; returns its origin.
+fn serve(counters: Arc<Counters>) -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap_or_else(|e| panic!("{e}"));
+    let origin = format!(
+        "http://{}",
+        listener.local_addr().unwrap_or_else(|e| panic!("{e}"))
+    );
+    listener
+        .set_nonblocking(true)
+        .unwrap_or_else(|e| panic!("{e}"));
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap_or_else(|e| panic!("{e}"));
+        rt.block_on(async move {
+            let app = axum::Router::new().fallback(answer).with_state(counters);
+            let listener =
+                tokio::net::TcpListener::from_std(listener).unwrap_or_else(|e| panic!("{e}"));
+            let _ = axum::serve(listener, app).await;
+        });
+    });
+    origin
+}
+
+/// CPU seconds (user + system) of every reaped child so far.
+fn children_cpu() -> f64 {
+    // SAFETY: getrusage writes one `rusage` into the zeroed struct it is given.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let rc = unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) };
+    assert_eq!(rc, 0, "getrusage failed");
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    secs(usage.ru_utime) + secs(usage.ru_stime)
+}
+
+/// A study directory: the catalogue (one route of `protocol` at `origin`) and a
+/// manifest of the six families at one cell of `v` schemas, fixed menu.
+fn study(dir: &Path, protocol: &str, origin: &str, v: u32, repeats: u32) -> PathBuf {
+    let manifests = dir.join("manifests");
+    std::fs::create_dir_all(&manifests).unwrap_or_else(|e| panic!("{e}"));
+    let prefix = if protocol == "gemini" { "v1beta" } else { "v1" };
+    std::fs::write(
+        manifests.join("configurations.toml"),
+        format!(
+            "[[configuration]]\nname = \"loopback-{protocol}\"\norganization = \"Bench\"\n\
+             provider = \"{protocol}\"\nmodel = \"bench-model\"\nbase_url = \"{origin}/{prefix}\"\n\
+             api_key_env = \"TBB_LIVE_BENCH_KEY\"\n\
+             prices = {{ input_per_mtok = 1.0, output_per_mtok = 2.0 }}\nenabled = true\n\
+             concurrency = 8\ntimeout_ms = 10000\n"
+        ),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let families: Vec<String> = FAMILIES.iter().map(|f| format!("\"{f}\"")).collect();
+    let manifest = manifests.join("live.toml");
+    std::fs::write(
+        &manifest,
+        format!(
+            "repeats = {repeats}\n\n[study]\nname = \"live\"\ncatalogue = \"configurations.toml\"\n\n\
+             [families]\nnames = [{}]\n\n[cells]\nlist = [{{ v = {v}, w = \"low\", d = \"raw\" }}]\n\n\
+             [configurations]\nnames = [\"loopback-{protocol}\"]\n\n\
+             [[arms]]\nname = \"fixed\"\nmenu = \"fixed\"\n\n\
+             [budgets]\ncompletion_caps = [1024]\nepisode_budget = 128000\ncall_slack = 2\n",
+            families.join(", ")
+        ),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    manifest
+}
+
+/// The `tbb` measured: this build's, or the one `TBB_LIVE_BIN` names (to measure
+/// another commit's build against the same server in the same run).
+fn tbb_binary() -> PathBuf {
+    std::env::var_os("TBB_LIVE_BIN")
+        .map_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_tbb")), PathBuf::from)
+}
+
+/// One `tbb apply` of a fresh study: (requests answered, CPU seconds of the process).
+fn run_tbb(counters: &Counters, origin: &str, protocol: usize, v: u32, repeats: u32) -> (u64, f64) {
+    let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let manifest = study(dir.path(), PROTOCOLS[protocol], origin, v, repeats);
+    let requests = counters.0[protocol].load(Ordering::Relaxed);
+    let cpu = children_cpu();
+    let status = Command::new(tbb_binary())
+        .current_dir(dir.path())
+        .env("TBB_FAMILIES", repo.join("families"))
+        .env("TBB_PROMPTS", repo.join("prompts"))
+        .env("TBB_LIVE_BENCH_KEY", "bench-dummy-key")
+        .env("NO_COLOR", "1")
+        .env_remove("TBB_REPEATS")
+        .arg("--outputs")
+        .arg(dir.path().join("outputs"))
+        .arg("--lockfiles")
+        .arg(dir.path().join("lockfiles"))
+        .arg("apply")
+        .arg(&manifest)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .unwrap_or_else(|e| panic!("cannot run tbb: {e}"));
+    assert!(status.success(), "tbb apply failed: {status}");
+    (
+        counters.0[protocol].load(Ordering::Relaxed) - requests,
+        children_cpu() - cpu,
+    )
+}
+
+fn main() {
+    if std::env::args().any(|a| a == "--list") {
+        return;
+    }
+    let repeats: u32 = std::env::var("TBB_LIVE_REPEATS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(40);
+    let counters = Arc::new(Counters::default());
+    let origin = serve(counters.clone());
+    if let Ok(dir) = std::env::var("TBB_LIVE_SERVE") {
+        // For profiling: write the six study directories and serve until killed.
+        for protocol in PROTOCOLS {
+            for v in [8, 128] {
+                let manifest = study(
+                    &Path::new(&dir).join(format!("{protocol}-{v}")),
+                    protocol,
+                    &origin,
+                    v,
+                    repeats,
+                );
+                println!("{}", manifest.display());
+            }
+        }
+        loop {
+            std::thread::park();
+        }
+    }
+    println!(
+        "{}: tbb apply against a loopback server; {} families x {repeats} repeats, fixed menu; \
+         CPU (user + system) of the tbb process per request, median of 3 runs",
+        tbb_binary().display(),
+        FAMILIES.len()
+    );
+    println!("| protocol | V | requests | CPU per run (s) | CPU per request (ms) |");
+    println!("|---|---|---|---|---|");
+    for (p, protocol) in PROTOCOLS.iter().enumerate() {
+        for v in [8, 128] {
+            let mut runs: Vec<(u64, f64)> = (0..3)
+                .map(|_| run_tbb(&counters, &origin, p, v, repeats))
+                .collect();
+            runs.sort_by(|a, b| a.1.total_cmp(&b.1));
+            let (requests, cpu) = runs[1];
+            println!(
+                "| {protocol} | {v} | {requests} | {cpu:.3} | {:.3} |",
+                cpu * 1e3 / requests.max(1) as f64
+            );
+        }
+    }
+}
