@@ -271,8 +271,11 @@ const RENDERED_MENUS: usize = 64;
 /// menu asked for. At most [`RENDERED_MENUS`] are kept.
 #[derive(Debug, Default)]
 pub(crate) struct RenderedMenus {
-    menus: Mutex<VecDeque<Arc<(Vec<ToolSchema>, String)>>>,
+    menus: Mutex<VecDeque<Rendered>>,
 }
+
+/// A menu and its tool array as one wire format renders it.
+pub(crate) type Rendered = Arc<(Vec<ToolSchema>, String)>;
 
 impl RenderedMenus {
     /// The rendering of `tools` (`render` is called on a miss only).
@@ -280,7 +283,7 @@ impl RenderedMenus {
         &self,
         tools: &[ToolSchema],
         render: impl FnOnce(&[ToolSchema]) -> Json,
-    ) -> Arc<(Vec<ToolSchema>, String)> {
+    ) -> Rendered {
         // A poisoned lock only means another request panicked mid-lookup; the entries
         // are immutable, so they are still right.
         let found = {
