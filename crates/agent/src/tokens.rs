@@ -74,13 +74,6 @@ pub fn tool(schema: &ToolSchema) -> u64 {
     count(&wire.to_string())
 }
 
-/// Tokens of a prompt: every message and every offered tool, under o200k_base and
-/// without any chat template's framing (a served model's own count is higher; see
-/// the local-models guide).
-pub fn prompt(messages: &[Message], tools: &[ToolSchema]) -> u64 {
-    messages.iter().map(message).sum::<u64>() + tools.iter().map(tool).sum::<u64>()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
