@@ -42,90 +42,82 @@ enum Overflow {
 }
 
 fn llama_like_server() -> String {
-    server(N_CTX, Overflow::RefuseWholeRequest)
+    server(N_CTX, Overflow::RefuseWholeRequest, false)
 }
 
-fn server(n_ctx: u64, overflow: Overflow) -> String {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap_or_else(|e| panic!("{e}"));
-    let origin = format!(
-        "http://{}",
-        listener.local_addr().unwrap_or_else(|e| panic!("{e}"))
-    );
-    listener
-        .set_nonblocking(true)
-        .unwrap_or_else(|e| panic!("{e}"));
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap_or_else(|e| panic!("{e}"));
-        rt.block_on(async move {
-            let app = axum::Router::new()
-                .route(
-                    "/v1/models",
-                    axum::routing::get(|| async {
-                        axum::Json(json!({"object": "list",
-                            "data": [{"id": MODEL_PATH, "object": "model", "owned_by": "llamacpp"}]}))
-                    }),
-                )
-                .route(
-                    "/v1/chat/completions",
-                    axum::routing::post(move |body: axum::body::Bytes| async move {
-                        let request: Value = serde_json::from_slice(&body).unwrap_or_default();
-                        let prompt = server_tokens(&body, overflow);
-                        let cap = request["max_tokens"].as_u64().unwrap_or(0);
-                        let refused = match overflow {
-                            Overflow::RefuseWholeRequest => prompt + cap > n_ctx,
-                            Overflow::RefusePromptAlone => prompt > n_ctx,
-                        };
-                        if refused {
-                            let refusal = json!({"error": {"code": 400,
-                                "message": "the request exceeds the available context size, try increasing it",
-                                "type": "exceed_context_size_error",
-                                "n_prompt_tokens": prompt, "n_ctx": n_ctx}});
-                            return (axum::http::StatusCode::BAD_REQUEST, axum::Json(refusal));
-                        }
-                        if prompt + cap > n_ctx {
-                            // Served until the context is full: cut short of the cap.
-                            let room = n_ctx - prompt;
-                            return (
-                                axum::http::StatusCode::OK,
-                                axum::Json(json!({"id": "chatcmpl-1", "object": "chat.completion",
-                                    "model": MODEL_PATH,
-                                    "choices": [{"index": 0, "finish_reason": "length",
-                                        "message": {"role": "assistant", "content": "I will search the"}}],
-                                    "usage": {"prompt_tokens": prompt, "completion_tokens": room,
-                                              "total_tokens": n_ctx}})),
-                            );
-                        }
-                        let answered = request["messages"]
-                            .as_array()
-                            .is_some_and(|m| m.iter().any(|m| m["role"] == "tool"));
-                        let message = if answered {
-                            json!({"role": "assistant", "content": "{\"status\": \"done\"}"})
-                        } else {
-                            let tool = request["tools"][0]["function"]["name"].clone();
-                            json!({"role": "assistant", "content": null,
-                                   "tool_calls": [{"id": "call_1", "type": "function",
-                                       "function": {"name": tool, "arguments": "{}"}}]})
-                        };
-                        let finish = if answered { "stop" } else { "tool_calls" };
-                        (
-                            axum::http::StatusCode::OK,
-                            axum::Json(json!({"id": "chatcmpl-1", "object": "chat.completion",
-                                "model": MODEL_PATH,
-                                "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-                                "usage": {"prompt_tokens": prompt, "completion_tokens": 12,
-                                          "total_tokens": prompt + 12}})),
-                        )
-                    }),
+/// A server with `n_ctx` tokens of context that handles an overflow as `overflow` says;
+/// when `flaky`, every other request (the first, the third, ...) gets an HTTP 503.
+fn server(n_ctx: u64, overflow: Overflow, flaky: bool) -> String {
+    let requests = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let models = || async {
+        axum::Json(json!({"object": "list",
+            "data": [{"id": MODEL_PATH, "object": "model", "owned_by": "llamacpp"}]}))
+    };
+    let chat = move |body: axum::body::Bytes| {
+        let requests = requests.clone();
+        async move {
+            let n = requests.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            if flaky && n % 2 == 0 {
+                let busy = json!({"error": {"code": 503, "message": "Loading model"}});
+                return (
+                    axum::http::StatusCode::SERVICE_UNAVAILABLE,
+                    axum::Json(busy),
                 );
-            let listener =
-                tokio::net::TcpListener::from_std(listener).unwrap_or_else(|e| panic!("{e}"));
-            let _ = axum::serve(listener, app).await;
-        });
-    });
-    origin
+            }
+            let request: Value = serde_json::from_slice(&body).unwrap_or_default();
+            let prompt = server_tokens(&body, overflow);
+            let cap = request["max_tokens"].as_u64().unwrap_or(0);
+            let refused = match overflow {
+                Overflow::RefuseWholeRequest => prompt + cap > n_ctx,
+                Overflow::RefusePromptAlone => prompt > n_ctx,
+            };
+            if refused {
+                let refusal = json!({"error": {"code": 400,
+                    "message": "the request exceeds the available context size, try increasing it",
+                    "type": "exceed_context_size_error",
+                    "n_prompt_tokens": prompt, "n_ctx": n_ctx}});
+                return (axum::http::StatusCode::BAD_REQUEST, axum::Json(refusal));
+            }
+            if prompt + cap > n_ctx {
+                // Served until the context is full: cut short of the cap.
+                let room = n_ctx - prompt;
+                return (
+                    axum::http::StatusCode::OK,
+                    axum::Json(json!({"id": "chatcmpl-1", "object": "chat.completion",
+                        "model": MODEL_PATH,
+                        "choices": [{"index": 0, "finish_reason": "length",
+                            "message": {"role": "assistant", "content": "I will search the"}}],
+                        "usage": {"prompt_tokens": prompt, "completion_tokens": room,
+                                  "total_tokens": n_ctx}})),
+                );
+            }
+            let answered = request["messages"]
+                .as_array()
+                .is_some_and(|m| m.iter().any(|m| m["role"] == "tool"));
+            let message = if answered {
+                json!({"role": "assistant", "content": "{\"status\": \"done\"}"})
+            } else {
+                let tool = request["tools"][0]["function"]["name"].clone();
+                json!({"role": "assistant", "content": null,
+                       "tool_calls": [{"id": "call_1", "type": "function",
+                           "function": {"name": tool, "arguments": "{}"}}]})
+            };
+            let finish = if answered { "stop" } else { "tool_calls" };
+            (
+                axum::http::StatusCode::OK,
+                axum::Json(json!({"id": "chatcmpl-1", "object": "chat.completion",
+                    "model": MODEL_PATH,
+                    "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+                    "usage": {"prompt_tokens": prompt, "completion_tokens": 12,
+                              "total_tokens": prompt + 12}})),
+            )
+        }
+    };
+    common::serve_on_loopback(
+        axum::Router::new()
+            .route("/v1/models", axum::routing::get(models))
+            .route("/v1/chat/completions", axum::routing::post(chat)),
+    )
 }
 
 /// The shipped local entry, enabled, pointed at `origin`, with this context window.
@@ -218,7 +210,7 @@ fn the_plan_warns_of_the_cells_a_local_context_cannot_hold_and_the_server_refuse
     // llama.cpp serves a prompt that fits with less room than the cap until its context
     // is full: those completions, cut short of the cap, are the same failure, not the
     // model's truncation.
-    let origin = server(4500, Overflow::RefusePromptAlone);
+    let origin = server(4500, Overflow::RefusePromptAlone, false);
     local_catalogue(dir.path(), &origin, 4500);
     let plan = stdout(tbb_in(dir.path()).args([
         "plan",
@@ -258,6 +250,40 @@ fn the_plan_warns_of_the_cells_a_local_context_cannot_hold_and_the_server_refuse
     local_catalogue(dir.path(), &origin, 16_384);
     let plan = stdout(tbb_in(dir.path()).args(["plan", "manifests/local.toml"]));
     assert!(!plan.contains("context_window"), "{plan}");
+}
+
+#[test]
+fn a_completion_cut_short_after_a_retry_is_certified_with_its_attempts() {
+    // Every first attempt gets a 503 and its retry is served: the cut-short V = 32
+    // episodes record their failure after 2 attempts, and certify must replay the same.
+    let origin = server(4500, Overflow::RefusePromptAlone, true);
+    let dir = scratch();
+    local_catalogue(dir.path(), &origin, 4500);
+    let path = dir.path().join("manifests/configurations.toml");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{e}"));
+    let at = text
+        .find("name = \"local-qwen2.5-coder-0.5b\"")
+        .unwrap_or_else(|| panic!("the local entry"));
+    let (head, entry) = text.split_at(at);
+    let entry = entry.replacen(
+        "concurrency = 1",
+        "concurrency = 1\nretry = { max_attempts = 2, base_delay_ms = 1, max_delay_ms = 1, retry_on = [\"server_error\"] }",
+        1,
+    );
+    std::fs::write(&path, format!("{head}{entry}")).unwrap_or_else(|e| panic!("{e}"));
+    let summary = stdout(tbb_in(dir.path()).args(["apply", "manifests/local.toml"]));
+    assert!(
+        summary.contains("8 episodes were infrastructure failures"),
+        "{summary}"
+    );
+    let episodes = read_episodes(&dir.path().join("outputs/local/episodes.parquet"));
+    for (v, _, cause, _) in &episodes {
+        if *v == 32 {
+            assert_eq!(cause.as_deref(), Some("context_exceeded"));
+        }
+    }
+    let certify = stdout(tbb_in(dir.path()).args(["certify", "manifests/local.toml"]));
+    assert!(certify.contains("16 passed, 0 failed"), "{certify}");
 }
 
 /// `(v, infra_failure, infra_error, http_status)` of every row of an episodes table.

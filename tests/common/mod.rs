@@ -53,3 +53,28 @@ pub fn tbb_in(dir: &Path) -> Command {
         .env_remove("TBB_CONFIGS");
     cmd
 }
+
+/// Serves `app` on 127.0.0.1 (a free port) from its own thread for the rest of the test
+/// process; returns its origin (`http://127.0.0.1:PORT`).
+pub fn serve_on_loopback(app: axum::Router) -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap_or_else(|e| panic!("{e}"));
+    let origin = format!(
+        "http://{}",
+        listener.local_addr().unwrap_or_else(|e| panic!("{e}"))
+    );
+    listener
+        .set_nonblocking(true)
+        .unwrap_or_else(|e| panic!("{e}"));
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap_or_else(|e| panic!("{e}"));
+        rt.block_on(async move {
+            let listener =
+                tokio::net::TcpListener::from_std(listener).unwrap_or_else(|e| panic!("{e}"));
+            let _ = axum::serve(listener, app).await;
+        });
+    });
+    origin
+}

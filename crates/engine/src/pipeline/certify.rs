@@ -699,9 +699,9 @@ fn replay_turns(
         let answer = match outcome {
             StoredOutcome::Response(response) => Answer::Response {
                 response: response.clone(),
-                attempts: infra
-                    .filter(|f| f.cause == InfraCause::BadUsage)
-                    .map_or(1, |f| f.attempts),
+                // An infrastructure failure recorded on a response (bad usage, or a
+                // completion cut short of the cap) came after that request's retries.
+                attempts: infra.map_or(1, |f| f.attempts),
             },
             StoredOutcome::Failed { error, .. } => {
                 let infra = infra.ok_or_else(|| {
