@@ -57,7 +57,7 @@ fn server(n_ctx: u64, overflow: Overflow, flaky: bool) -> String {
         let requests = requests.clone();
         async move {
             let n = requests.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-            if flaky && n % 2 == 0 {
+            if flaky && n.is_multiple_of(2) {
                 let busy = json!({"error": {"code": 503, "message": "Loading model"}});
                 return (
                     axum::http::StatusCode::SERVICE_UNAVAILABLE,
