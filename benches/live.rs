@@ -18,6 +18,10 @@
 //! Never: sends anything off the machine (the catalogue's routes point at the loopback
 //! server; the key is a dummy in an environment variable of the child only).
 
+// The integration tests' loopback-server starter (and their other helpers, unused here).
+#[path = "../tests/common/mod.rs"]
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -127,28 +131,7 @@ async fn answer(State(counters): State<Arc<Counters>>, uri: Uri, body: Bytes) ->
 
 /// Starts the server on its own thread; returns its origin.
 fn serve(counters: Arc<Counters>) -> String {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap_or_else(|e| panic!("{e}"));
-    let origin = format!(
-        "http://{}",
-        listener.local_addr().unwrap_or_else(|e| panic!("{e}"))
-    );
-    listener
-        .set_nonblocking(true)
-        .unwrap_or_else(|e| panic!("{e}"));
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .unwrap_or_else(|e| panic!("{e}"));
-        rt.block_on(async move {
-            let app = axum::Router::new().fallback(answer).with_state(counters);
-            let listener =
-                tokio::net::TcpListener::from_std(listener).unwrap_or_else(|e| panic!("{e}"));
-            let _ = axum::serve(listener, app).await;
-        });
-    });
-    origin
+    common::serve_on_loopback(axum::Router::new().fallback(answer).with_state(counters))
 }
 
 /// CPU seconds (user + system) of every reaped child so far.

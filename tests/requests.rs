@@ -2,6 +2,8 @@
 //! provider request of every episode, and each episode's rows add up to its row of
 //! `episodes.parquet`.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -239,36 +241,15 @@ fn cut_body(protocol: &str, cut: &str, tool: &str) -> serde_json::Value {
 
 /// A loopback server on 127.0.0.1 answering `/<protocol>-<cut>/...` with that cut.
 fn cutting_server() -> String {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap_or_else(|e| panic!("{e}"));
-    let origin = format!(
-        "http://{}",
-        listener.local_addr().unwrap_or_else(|e| panic!("{e}"))
-    );
-    listener
-        .set_nonblocking(true)
-        .unwrap_or_else(|e| panic!("{e}"));
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap_or_else(|e| panic!("{e}"));
-        rt.block_on(async move {
-            let app = axum::Router::new().fallback(
-                |uri: axum::http::Uri, body: axum::body::Bytes| async move {
-                    let request: serde_json::Value =
-                        serde_json::from_slice(&body).unwrap_or_default();
-                    let route = uri.path().trim_start_matches('/');
-                    let route = route.split('/').next().unwrap_or_default();
-                    let (protocol, cut) = route.split_once('-').unwrap_or(("openai", "text"));
-                    axum::Json(cut_body(protocol, cut, &first_tool(protocol, &request)))
-                },
-            );
-            let listener =
-                tokio::net::TcpListener::from_std(listener).unwrap_or_else(|e| panic!("{e}"));
-            let _ = axum::serve(listener, app).await;
-        });
-    });
-    origin
+    common::serve_on_loopback(axum::Router::new().fallback(
+        |uri: axum::http::Uri, body: axum::body::Bytes| async move {
+            let request: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+            let route = uri.path().trim_start_matches('/');
+            let route = route.split('/').next().unwrap_or_default();
+            let (protocol, cut) = route.split_once('-').unwrap_or(("openai", "text"));
+            axum::Json(cut_body(protocol, cut, &first_tool(protocol, &request)))
+        },
+    ))
 }
 
 #[test]

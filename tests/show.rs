@@ -496,32 +496,12 @@ fn snapshot_of_a_simulated_episode() {
 
 /// A loopback server that answers every request with HTTP 500.
 fn failing_server() -> String {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap_or_else(|e| panic!("{e}"));
-    let origin = format!(
-        "http://{}",
-        listener.local_addr().unwrap_or_else(|e| panic!("{e}"))
-    );
-    listener
-        .set_nonblocking(true)
-        .unwrap_or_else(|e| panic!("{e}"));
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap_or_else(|e| panic!("{e}"));
-        rt.block_on(async move {
-            let app = axum::Router::new().fallback(|| async {
-                (
-                    axum::http::StatusCode::INTERNAL_SERVER_ERROR,
-                    "the model is on fire",
-                )
-            });
-            let listener =
-                tokio::net::TcpListener::from_std(listener).unwrap_or_else(|e| panic!("{e}"));
-            let _ = axum::serve(listener, app).await;
-        });
-    });
-    origin
+    common::serve_on_loopback(axum::Router::new().fallback(|| async {
+        (
+            axum::http::StatusCode::INTERNAL_SERVER_ERROR,
+            "the model is on fire",
+        )
+    }))
 }
 
 #[test]
