@@ -148,23 +148,12 @@ pub fn render(v: &EpisodeView) -> String {
                 );
             }
             Outcome::Response(r) => {
-                let reasoning = match r.reasoning_tokens {
-                    Some(n) => format!(
-                        "{} reasoning ({})",
-                        count(n),
-                        if r.reasoning_reported {
-                            "reported"
-                        } else {
-                            "derived"
-                        }
-                    ),
-                    None => "reasoning unknown".to_string(),
-                };
+                let reasoning = r.reasoning_label();
                 let _ = writeln!(
                     out,
                     "<p class=\"response\">Response: finish <code>{}</code> (<code>{}</code>); {} prompt ({} cached), {} completion, {}</p>",
                     escape(&r.finish),
-                    escape(if r.finish_raw.is_empty() { "-" } else { &r.finish_raw }),
+                    escape(r.finish_raw_label()),
                     count(r.input_tokens),
                     count(r.cached_tokens),
                     count(r.output_tokens),

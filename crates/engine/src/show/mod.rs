@@ -446,6 +446,34 @@ pub struct ResponseView {
     pub violation: Option<String>,
 }
 
+impl ResponseView {
+    /// The reasoning tokens as both renderings say them: the count and whether it was
+    /// reported or derived, or that it is unknown.
+    pub fn reasoning_label(&self) -> String {
+        match self.reasoning_tokens {
+            Some(n) => format!(
+                "{} reasoning ({})",
+                crate::report::format::count(n),
+                if self.reasoning_reported {
+                    "reported"
+                } else {
+                    "derived"
+                }
+            ),
+            None => "reasoning unknown".to_string(),
+        }
+    }
+
+    /// The provider's own finish reason, `-` when it gave none.
+    pub fn finish_raw_label(&self) -> &str {
+        if self.finish_raw.is_empty() {
+            "-"
+        } else {
+            &self.finish_raw
+        }
+    }
+}
+
 /// An executed call and its observation.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Observation {

@@ -52,27 +52,12 @@ pub fn render(v: &EpisodeView) -> String {
                 let _ = writeln!(out, "  Failed after {attempts} attempts: {error}");
             }
             Outcome::Response(r) => {
-                let reasoning = match r.reasoning_tokens {
-                    Some(n) => format!(
-                        "{} reasoning ({})",
-                        count(n),
-                        if r.reasoning_reported {
-                            "reported"
-                        } else {
-                            "derived"
-                        }
-                    ),
-                    None => "reasoning unknown".to_string(),
-                };
+                let reasoning = r.reasoning_label();
                 let _ = writeln!(
                     out,
                     "  Response: finish {} ({}); usage {} prompt ({} cached), {} completion, {}",
                     r.finish,
-                    if r.finish_raw.is_empty() {
-                        "-"
-                    } else {
-                        &r.finish_raw
-                    },
+                    r.finish_raw_label(),
                     count(r.input_tokens),
                     count(r.cached_tokens),
                     count(r.output_tokens),
