@@ -75,7 +75,9 @@ pub const COMPLETION_CAP: u32 = 1024;
 
 /// Version of the episode loop, part of every execute node's key: bump it whenever a
 /// change to the contract or the transcripts changes what an episode records.
-pub const CODE_VERSION: &str = "execute/4";
+/// (`execute/5`: a refusal that says the context was exceeded, and a completion cut short
+/// of the cap, are `context_exceeded` infrastructure failures.)
+pub const CODE_VERSION: &str = "execute/5";
 
 /// What to run.
 #[derive(Debug, Clone, Copy)]
