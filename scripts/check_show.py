@@ -133,7 +133,7 @@ def main() -> int:
     problems: list[str] = []
     if not links.hrefs:
         problems.append(f"{args.report}: links to no episode page")
-    base = args.report.parent
+    base = args.report.resolve().parent
     pages = []
     for href in links.hrefs:
         target = base / href
