@@ -405,7 +405,7 @@ fn tools() -> Vec<ToolSchema> {
             name: name.into(),
             description: format!("The {name} tool. Connector coordinates: workspace=w; region=r; collection=c."),
             parameters: json!({"type": "object", "properties": {"id": {"type": "string", "description": "Record id."}},
-                               "required": ["id"], "additionalProperties": false}),
+                               "required": ["id"], "additionalProperties": false}).into(),
         })
         .collect()
 }

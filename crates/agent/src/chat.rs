@@ -5,6 +5,8 @@
 //! These types are the whole of what an agent can see. The harness translates a
 //! variant into them; wire clients translate them into each protocol's JSON and back.
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
 
@@ -15,8 +17,10 @@ pub struct ToolSchema {
     pub name: String,
     /// Public description.
     pub description: String,
-    /// JSON Schema of the arguments.
-    pub parameters: Json,
+    /// JSON Schema of the arguments, shared: every episode of a variant offers the
+    /// same schemas, so a menu is copied by reference count, not tree by tree, and two
+    /// menus built from one variant compare equal by address before content.
+    pub parameters: Arc<Json>,
 }
 
 /// A tool call as a model wrote it.

@@ -282,7 +282,7 @@ mod tests {
         ToolSchema {
             name: name.into(),
             description: String::new(),
-            parameters: json!({}),
+            parameters: json!({}).into(),
         }
     }
 

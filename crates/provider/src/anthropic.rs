@@ -362,7 +362,7 @@ mod tests {
             tools: vec![ToolSchema {
                 name: "read".into(),
                 description: "Read.".into(),
-                parameters: json!({"type": "object"}),
+                parameters: json!({"type": "object"}).into(),
             }],
             max_completion_tokens: 1024,
             sampling: Sampling {

@@ -553,7 +553,7 @@ mod tests {
             tools: vec![ToolSchema {
                 name: "read".into(),
                 description: "Read.".into(),
-                parameters: json!({"type": "object", "additionalProperties": false}),
+                parameters: json!({"type": "object", "additionalProperties": false}).into(),
             }],
             max_completion_tokens: 1024,
             sampling: Sampling {

@@ -158,7 +158,20 @@ impl Client {
         for (name, value) in headers {
             map.insert(name, value);
         }
-        let inner = reqwest::Client::builder()
+        let mut builder = reqwest::Client::builder();
+        let plain_http = config.base_url.as_deref().is_some_and(|u| {
+            u.get(..7)
+                .is_some_and(|s| s.eq_ignore_ascii_case("http://"))
+        });
+        if plain_http {
+            // A route over plain HTTP (a local server) never verifies a certificate, and
+            // loading the system's trust store costs ~19 M instructions per process (4%
+            // of a 480-request study against a loopback server at V = 8). An empty
+            // store makes any https URL fail verification instead, and none is reached:
+            // every URL is built on `base_url` and redirects are refused.
+            builder = builder.tls_certs_only(std::iter::empty());
+        }
+        let inner = builder
             .timeout(timeout)
             .default_headers(map)
             // A redirect would carry `x-api-key` / `x-goog-api-key` to wherever it
@@ -517,11 +530,13 @@ pub(crate) mod splice_check {
         tools: fn(&[ToolSchema]) -> Json,
         request_body: impl Fn(&ChatRequest) -> Json,
     ) {
-        let schema = |name: &str| ToolSchema {
+        let schema = |name: &str| {
+            ToolSchema {
             name: name.into(),
             description: format!("The {name} tool."),
             parameters: serde_json::json!({"type": "object", "properties": {"id": {"type": ["string", "null"]}},
-                "required": ["id"], "additionalProperties": false}),
+                "required": ["id"], "additionalProperties": false}).into(),
+        }
         };
         let menus = RenderedMenus::default();
         for (tools_shown, sampling) in [
@@ -616,7 +631,7 @@ mod tests {
             vec![ToolSchema {
                 name: format!("t{i}"),
                 description: String::new(),
-                parameters: Json::Null,
+                parameters: Json::Null.into(),
             }]
         };
         for i in 0..RENDERED_MENUS + 1 {

@@ -423,7 +423,7 @@ mod tests {
             tools: vec![ToolSchema {
                 name: "search".into(),
                 description: "Search.".into(),
-                parameters: json!({"type": "object", "additionalProperties": false}),
+                parameters: json!({"type": "object", "additionalProperties": false}).into(),
             }],
             max_completion_tokens: 1024,
             sampling,

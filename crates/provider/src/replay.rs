@@ -397,7 +397,7 @@ mod tests {
         Arc::from(vec![ToolSchema {
             name: "search".into(),
             description: "finds records".into(),
-            parameters: serde_json::json!({"type": "object"}),
+            parameters: serde_json::json!({"type": "object"}).into(),
         }])
     }
 

@@ -54,7 +54,7 @@ mod tests {
         ToolSchema {
             name: name.into(),
             description: description.into(),
-            parameters: json!({"type": "object"}),
+            parameters: json!({"type": "object"}).into(),
         }
     }
 
@@ -96,7 +96,7 @@ mod tests {
     #[test]
     fn parameters_are_not_part_of_the_document() {
         let mut m = menu();
-        m[0].parameters = json!({"properties": {"invoice": {"type": "string"}}});
+        m[0].parameters = json!({"properties": {"invoice": {"type": "string"}}}).into();
         assert_eq!(scores("invoice", &m)[0], 0.0);
     }
 }

@@ -173,7 +173,7 @@ mod tests {
             description: format!(
                 "Does a thing. Connector coordinates: workspace={ws}; region={region}; collection={coll}."
             ),
-            parameters: json!({"type": "object"}),
+            parameters: json!({"type": "object"}).into(),
         }
     }
 
@@ -192,7 +192,7 @@ mod tests {
             ToolSchema {
                 name: "lookup".into(),
                 description: "No coordinates at all.".into(),
-                parameters: json!({}),
+                parameters: json!({}).into(),
             },
         ]
     }

@@ -69,7 +69,7 @@ pub struct ToolInfo {
     /// Declared coordinates, when the description has them.
     pub coords: Option<Route>,
     /// Parameters (JSON Schema), for building arguments and checking memo hits.
-    pub parameters: Json,
+    pub parameters: Arc<Json>,
     /// Tokens of the schema's JSON.
     pub tokens: u64,
 }
@@ -257,7 +257,7 @@ mod tests {
         ToolSchema {
             name: name.into(),
             description: desc.into(),
-            parameters: json!({"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]}),
+            parameters: json!({"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]}).into(),
         }
     }
 
@@ -289,7 +289,7 @@ mod tests {
         let b = info(&s);
         assert!(Arc::ptr_eq(&a, &b));
         let mut other = s.clone();
-        other.parameters = json!({"type": "object"});
-        assert_eq!(info(&other).parameters, json!({"type": "object"}));
+        other.parameters = json!({"type": "object"}).into();
+        assert_eq!(info(&other).parameters, json!({"type": "object"}).into());
     }
 }

@@ -6,6 +6,8 @@
 //! The presentation order sorts tools by a keyed hash of their names, so a tool keeps
 //! its relative place across menu sizes and operational tools are not always first.
 
+use std::sync::Arc;
+
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -22,8 +24,10 @@ pub struct Tool {
     pub name: String,
     /// Public description, ending with the connector's coordinates.
     pub description: String,
-    /// JSON Schema of the arguments.
-    pub parameters: Json,
+    /// JSON Schema of the arguments, shared with the family's definition (a menu of
+    /// 128 tools is drawn from thousands of candidates; copying each tree was most of
+    /// a compile).
+    pub parameters: Arc<Json>,
     /// What it does.
     pub op: Operation,
     /// The record kind it reads or writes.

@@ -278,8 +278,8 @@ pub struct ToolDef {
     pub kind: Option<String>,
     /// Public description; the compiler appends the connector coordinates.
     pub description: String,
-    /// JSON Schema of the arguments.
-    pub parameters: Json,
+    /// JSON Schema of the arguments (shared by every compiled tool made from it).
+    pub parameters: std::sync::Arc<Json>,
 }
 
 /// One family of an intent.

@@ -54,8 +54,6 @@ pub mod episode;
 pub mod prompts;
 pub mod transcript;
 
-use std::collections::BTreeMap;
-
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
@@ -139,24 +137,14 @@ impl Episode {
     /// Counted from the transcript's requests, not from `trace.turns`: a request whose
     /// send failed (an infrastructure failure after retries) has no turn in the trace,
     /// yet its schemas were sent, and `requests` counts it too. Each stored request
-    /// names its tool list by `tools_ref`; an episode has at most two lists (the full
-    /// menu and, after the routed lane narrows, the operational tools), so each is
-    /// parsed once. A missing or malformed blob counts as no schemas.
+    /// names its tool list by `tools_ref`, counted by [`transcript::schema_count`] (each
+    /// list parsed at most once per process). A missing or malformed blob counts as no
+    /// schemas.
     pub fn schema_exposures(&self) -> u64 {
-        let mut sizes: BTreeMap<&str, u64> = BTreeMap::new();
         self.transcript
             .requests
             .iter()
-            .map(|r| {
-                *sizes.entry(r.tools_ref.as_str()).or_insert_with(|| {
-                    self.blobs
-                        .get(&r.tools_ref)
-                        .and_then(|json| {
-                            serde_json::from_str::<Vec<serde::de::IgnoredAny>>(json).ok()
-                        })
-                        .map_or(0, |tools| tools.len() as u64)
-                })
-            })
+            .map(|r| u64::from(transcript::schema_count(&r.tools_ref, &self.blobs)))
             .sum()
     }
 

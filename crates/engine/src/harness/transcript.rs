@@ -8,7 +8,7 @@
 //! included. [`Transcript::rebuild`] gives back the exact request, byte for byte in its
 //! canonical JSON, from which each wire client's body is a pure function.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
@@ -125,12 +125,45 @@ fn stored_menu(tools: &[ToolSchema]) -> StoredMenu {
     }
     let text = serde_json::to_string(tools).unwrap_or_default();
     let stored = Arc::new((tools.to_vec(), blob_ref(&text), text));
+    remember_count(&stored.1, tools.len());
     let mut menus = MENUS.lock().unwrap_or_else(|e| e.into_inner());
     if menus.len() >= STORED_MENUS {
         menus.pop_front();
     }
     menus.push_back(stored.clone());
     stored
+}
+
+/// Schema counts by tool-list reference, for every list this process stored or read.
+/// A reference is its text's hash, so its count never changes: one map serves every
+/// episode, and a 128-schema list (~60 KiB) is parsed at most once per process rather
+/// than once per episode that shows it.
+static SCHEMA_COUNTS: Mutex<Option<HashMap<String, u32>>> = Mutex::new(None);
+
+fn remember_count(tools_ref: &str, n: usize) {
+    let mut counts = SCHEMA_COUNTS.lock().unwrap_or_else(|e| e.into_inner());
+    counts
+        .get_or_insert_with(HashMap::new)
+        .insert(tools_ref.to_string(), u32::try_from(n).unwrap_or(u32::MAX));
+}
+
+/// The number of schemas in the stored tool list `tools_ref`: 0 when `blobs` lacks it
+/// or it is not a JSON array (a corrupt cache entry shows no schemas rather than
+/// stopping a publish; `tbb certify` is what fails such a transcript).
+pub fn schema_count(tools_ref: &str, blobs: &BlobStore) -> u32 {
+    let Some(text) = blobs.get(tools_ref) else {
+        return 0;
+    };
+    {
+        // A poisoned lock only means a panic elsewhere mid-insert; entries are facts.
+        let counts = SCHEMA_COUNTS.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(&n) = counts.as_ref().and_then(|c| c.get(tools_ref)) {
+            return n;
+        }
+    }
+    let n = serde_json::from_str::<Vec<serde::de::IgnoredAny>>(text).map_or(0, |t| t.len());
+    remember_count(tools_ref, n);
+    u32::try_from(n).unwrap_or(u32::MAX)
 }
 
 /// Every request and response of an episode.
@@ -450,7 +483,7 @@ mod tests {
             vec![ToolSchema {
                 name: "a_search".into(),
                 description: d.into(),
-                parameters: serde_json::json!({"type": "object"}),
+                parameters: serde_json::json!({"type": "object"}).into(),
             }]
         };
         for d in ["one", "two", "one"] {
@@ -469,12 +502,14 @@ mod tests {
             ToolSchema {
                 name: "a_search".into(),
                 description: "Search.".into(),
-                parameters: serde_json::json!({"type": "object", "properties": {"q": {"type": "string"}}}),
+                parameters:
+                    serde_json::json!({"type": "object", "properties": {"q": {"type": "string"}}})
+                        .into(),
             },
             ToolSchema {
                 name: "a_read".into(),
                 description: "Read.".into(),
-                parameters: serde_json::json!(true),
+                parameters: serde_json::json!(true).into(),
             },
         ];
         let blob = serde_json::to_string(&tools).unwrap_or_default();

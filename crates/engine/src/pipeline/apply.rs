@@ -31,7 +31,7 @@ use super::{CompilePayload, ExecutePayload, PipelineError, Study, TablePayload};
 use crate::analysis::Input;
 use crate::harness::transcript::BlobStore;
 use crate::harness::{run_episode, Episode, EpisodeSpec};
-use crate::store::requests::{self, EpisodeRequests, SchemaCounts};
+use crate::store::requests::{self, EpisodeRequests};
 use crate::store::tables::EpisodeRow;
 use tbb_core::compile::{compile, Variant};
 use tbb_core::grade::grade_with_budget;
@@ -715,13 +715,8 @@ fn finish(
         }
     }
     let row = episode.row(study, spec, execute_key, grade_key);
-    let read = requests::read(
-        &episode.transcript,
-        trace,
-        &episode.blobs,
-        &mut SchemaCounts::default(),
-    )
-    .map_err(|e| e.to_string())?;
+    let read =
+        requests::read(&episode.transcript, trace, &episode.blobs).map_err(|e| e.to_string())?;
     // The episode is moved, not cloned: its menu blob alone is ~60 KiB at V = 128.
     let payload = ExecutePayload {
         episode_key: episode.key,

@@ -27,7 +27,7 @@ use super::key::NodeKind;
 use super::{ExecutePayload, Study, TablePayload};
 use crate::analysis::{Context, Input};
 use crate::harness::transcript::BlobStore;
-use crate::store::requests::{self, EpisodeRequests, SchemaCounts};
+use crate::store::requests::{self, EpisodeRequests};
 use crate::store::tables::{EpisodeColumns, EpisodeRow, RequestRow};
 use crate::store::{write_table, write_text, Provenance};
 use tbb_core::compile::Variant;
@@ -384,7 +384,6 @@ pub(crate) fn request_rows(
                 .into_iter()
                 .collect(),
         };
-        let mut counts = SchemaCounts::default();
         for chunk in cached.chunks(REQUEST_CHUNK) {
             let keys: Vec<&str> = chunk
                 .iter()
@@ -403,7 +402,7 @@ pub(crate) fn request_rows(
                 let trace = payload.transcript.trace(&blobs, variant).ok_or_else(|| {
                     format!("the transcript of {} does not rebuild a trace", node.id)
                 })?;
-                let read = requests::read(&payload.transcript, &trace, &blobs, &mut counts)
+                let read = requests::read(&payload.transcript, &trace, &blobs)
                     .map_err(|e| format!("{}: {e}", node.id))?;
                 fresh.insert(grade, read);
             }

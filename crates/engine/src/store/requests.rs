@@ -42,7 +42,6 @@
 //! Never: reads anything the grader did not also read (no variant, no answer, no
 //! verdict), or decides how an episode ended: it reports what each response held.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use tbb_core::compile::cell::level_name;
@@ -50,7 +49,7 @@ use tbb_core::grade::trace::{FinishReason, ResponseRecord, Trace};
 use tbb_provider::ReasoningSource;
 
 use super::tables::{EpisodeColumns, RequestColumns, RequestRow};
-use crate::harness::transcript::{BlobStore, StoredOutcome, Transcript};
+use crate::harness::transcript::{schema_count, BlobStore, StoredOutcome, Transcript};
 
 /// What a response holds. "Visible text" is text with a non-whitespace character (the
 /// test the harness uses to tell an answer from an empty response); "cut at the cap" is
@@ -129,29 +128,6 @@ fn source_name(source: ReasoningSource) -> &'static str {
     }
 }
 
-/// Tool-list sizes by blob reference, so that each stored list (a 128-schema menu is
-/// ~60 KiB of JSON) is parsed once however many requests and episodes show it.
-#[derive(Debug, Default)]
-pub struct SchemaCounts {
-    sizes: BTreeMap<String, u32>,
-}
-
-impl SchemaCounts {
-    /// The number of schemas in the tool list `tools_ref`; 0 when the blob is missing
-    /// or malformed (as [`crate::harness::Episode::schema_exposures`] counts it).
-    pub fn get(&mut self, tools_ref: &str, blobs: &BlobStore) -> u32 {
-        if let Some(&n) = self.sizes.get(tools_ref) {
-            return n;
-        }
-        let n = blobs
-            .get(tools_ref)
-            .and_then(|json| serde_json::from_str::<Vec<serde::de::IgnoredAny>>(json).ok())
-            .map_or(0, |tools| tools.len() as u32);
-        self.sizes.insert(tools_ref.to_string(), n);
-        n
-    }
-}
-
 /// Why an episode's request rows cannot be built.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RequestsError {
@@ -218,7 +194,6 @@ pub fn read(
     transcript: &Transcript,
     trace: &Trace,
     blobs: &BlobStore,
-    counts: &mut SchemaCounts,
 ) -> Result<EpisodeRequests, RequestsError> {
     let n = transcript.requests.len();
     if transcript.outcomes.len() != n {
@@ -255,7 +230,7 @@ pub fn read(
         let last = i + 1 == n;
         let mut row = RequestColumns {
             turn: i as u32,
-            visible_schemas: counts.get(&request.tools_ref, blobs),
+            visible_schemas: schema_count(&request.tools_ref, blobs),
             prompt_tokens: None,
             cached_tokens: None,
             completion_tokens: None,
@@ -455,13 +430,7 @@ retry = { max_attempts = 2, base_delay_ms = 1, max_delay_ms = 1, retry_on = ["se
         let columns = Arc::new(EpisodeColumns::of(&row, &episode.key, "exec-key"));
         let rows = rows(
             &columns,
-            read(
-                &episode.transcript,
-                &trace,
-                &episode.blobs,
-                &mut SchemaCounts::default(),
-            )
-            .unwrap_or_else(|e| panic!("{e}")),
+            read(&episode.transcript, &trace, &episode.blobs).unwrap_or_else(|e| panic!("{e}")),
         );
         // What the integration test checks over a whole study, on each episode here.
         assert_eq!(rows.len() as u32, row.requests);
@@ -754,13 +723,8 @@ retry = { max_attempts = 2, base_delay_ms = 1, max_delay_ms = 1, retry_on = ["se
             .transcript
             .trace(&episode.blobs, &v)
             .unwrap_or_else(|| panic!("no trace"));
-        let rows = read(
-            &episode.transcript,
-            &trace,
-            &episode.blobs,
-            &mut SchemaCounts::default(),
-        )
-        .unwrap_or_else(|e| panic!("{e}"));
+        let rows =
+            read(&episode.transcript, &trace, &episode.blobs).unwrap_or_else(|e| panic!("{e}"));
         let got: Vec<(Option<u32>, Option<String>)> = rows
             .requests
             .iter()
@@ -780,12 +744,7 @@ retry = { max_attempts = 2, base_delay_ms = 1, max_delay_ms = 1, retry_on = ["se
         )]);
         let mut trace = episode.trace.clone();
         trace.turns.clear();
-        let got = read(
-            &episode.transcript,
-            &trace,
-            &episode.blobs,
-            &mut SchemaCounts::default(),
-        );
+        let got = read(&episode.transcript, &trace, &episode.blobs);
         assert!(
             matches!(got, Err(RequestsError::TraceMismatch { .. })),
             "{got:?}"
