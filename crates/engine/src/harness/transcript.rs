@@ -267,9 +267,15 @@ impl Transcript {
             _ => ("", request.messages.as_slice()),
         };
         let already: usize = self.requests.iter().map(|r| r.appended.len()).sum();
+        // The system prompt rarely changes within an episode: compare it with the last
+        // request's (a memcmp) before hashing it again.
+        let system_ref = match self.requests.last() {
+            Some(last) if blobs.get(&last.system_ref) == Some(system) => last.system_ref.clone(),
+            _ => blobs.put(system),
+        };
         let stored = StoredRequest {
             model: request.model.clone(),
-            system_ref: blobs.put(system),
+            system_ref,
             tools_ref: tools_ref.to_string(),
             appended: rest.get(already..).unwrap_or_default().to_vec(),
             max_completion_tokens: request.max_completion_tokens,

@@ -34,7 +34,7 @@ use serde_json::Value;
 use thiserror::Error;
 
 use super::key::{KeyInput, NodeKind};
-use crate::store::{write_table, Provenance, StoreError, TableWriter};
+use crate::store::{write_cache_table, write_table, Provenance, StoreError, TableWriter};
 
 /// The cache cannot be read or written.
 #[derive(Debug, Error, miette::Diagnostic)]
@@ -402,7 +402,7 @@ impl Cache {
                 source: e,
             }
         })?;
-        write_table(&path, &batch, &Provenance::default())?;
+        write_cache_table(&path, &batch)?;
         Ok(path)
     }
 
@@ -496,7 +496,7 @@ impl Cache {
                 continue;
             }
             let path = fresh.next_path(NODES);
-            let mut writer = TableWriter::create(&path, nodes_schema(), &Provenance::default())?;
+            let mut writer = TableWriter::create_cache(&path, nodes_schema())?;
             for &file in &node_files {
                 for_each_batch(file, &NODE_COLUMNS, &mut |batch| {
                     let columns = string_columns(file, batch, &NODE_COLUMNS)?;

@@ -207,9 +207,34 @@ pub fn write_table(
     batch: &RecordBatch,
     provenance: &Provenance,
 ) -> Result<(), StoreError> {
-    let mut writer = TableWriter::create(path, batch.schema(), provenance)?;
+    let mut writer = TableWriter::open(path, batch.schema(), provenance, Layout::Published)?;
     writer.write(batch)?;
     writer.finish()
+}
+
+/// Writes one of the cache's own tables atomically, like [`write_table`], laid out for
+/// values that are all distinct ([`Layout::Distinct`]). Never for a published table.
+pub fn write_cache_table(path: &Path, batch: &RecordBatch) -> Result<(), StoreError> {
+    let mut writer = TableWriter::open(
+        path,
+        batch.schema(),
+        &Provenance::default(),
+        Layout::Distinct,
+    )?;
+    writer.write(batch)?;
+    writer.finish()
+}
+
+/// How a table's pages are encoded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Layout {
+    /// Dictionary pages where they pay, zstd level 3: published tables, whose columns
+    /// repeat (configurations, cells, verdicts) and which users download and keep.
+    Published,
+    /// No dictionary, zstd level 1: the cache's key and payload columns, where every
+    /// value differs, so a dictionary is built only to be abandoned. It was a seventh
+    /// of a live study's CPU, for files no one but tbb reads.
+    Distinct,
 }
 
 /// A table written batch by batch, for tables too large to hold at once; atomic like
@@ -236,11 +261,28 @@ impl Drop for TableWriter {
 }
 
 impl TableWriter {
-    /// Opens the temporary file for a table of `schema`.
+    /// Opens the temporary file for a published table of `schema`.
     pub fn create(
         path: &Path,
         schema: arrow_schema::SchemaRef,
         provenance: &Provenance,
+    ) -> Result<TableWriter, StoreError> {
+        TableWriter::open(path, schema, provenance, Layout::Published)
+    }
+
+    /// Opens the temporary file for one of the cache's own tables ([`write_cache_table`]).
+    pub fn create_cache(
+        path: &Path,
+        schema: arrow_schema::SchemaRef,
+    ) -> Result<TableWriter, StoreError> {
+        TableWriter::open(path, schema, &Provenance::default(), Layout::Distinct)
+    }
+
+    fn open(
+        path: &Path,
+        schema: arrow_schema::SchemaRef,
+        provenance: &Provenance,
+        layout: Layout,
     ) -> Result<TableWriter, StoreError> {
         let io = |source| StoreError::Io {
             path: path.to_path_buf(),
@@ -268,8 +310,13 @@ impl TableWriter {
             ),
             KeyValue::new("tbb.node_key".to_string(), provenance.node_key.clone()),
         ];
+        let (level, dictionary) = match layout {
+            Layout::Published => (3, true),
+            Layout::Distinct => (1, false),
+        };
         let props = WriterProperties::builder()
-            .set_compression(Compression::ZSTD(ZstdLevel::try_new(3).map_err(pq)?))
+            .set_compression(Compression::ZSTD(ZstdLevel::try_new(level).map_err(pq)?))
+            .set_dictionary_enabled(dictionary)
             .set_max_row_group_row_count(Some(ROW_GROUP_SIZE))
             .set_key_value_metadata(Some(metadata.clone()))
             // No creation time or host in the file: the same rows give the same bytes.
