@@ -6,7 +6,9 @@
 //! requests the server answered. Run with `cargo bench --bench live`
 //! (`TBB_LIVE_REPEATS=n` for more or fewer episodes; `TBB_LIVE_BIN=path` measures
 //! another build of `tbb`, e.g. the commit before a change; `TBB_LIVE_SERVE=dir` writes the
-//! six studies under `dir` and serves until killed, for a profiler).
+//! six studies under `dir` and serves until killed, for a profiler;
+//! `TBB_LIVE_INSPECT=path/to/python` also runs the peer, inspect_ai, side by side: see
+//! `scripts/inspect_peer.py`).
 //!
 //! How the server's CPU is kept out: `tbb` runs as a child process (the real binary,
 //! `tbb apply` exactly as a user runs it) and the server stays in this process; after
@@ -22,10 +24,11 @@
 #[path = "../tests/common/mod.rs"]
 mod common;
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use axum::body::Bytes;
 use axum::extract::State;
@@ -45,9 +48,13 @@ const FAMILIES: [&str; 6] = [
     "room-conflict-resolution-tamarind",
 ];
 
-/// Requests answered, per protocol (index into [`PROTOCOLS`]).
+/// Requests answered, per protocol (index into [`PROTOCOLS`]), and the first OpenAI
+/// request body seen for each menu size (what the inspect_ai peer is handed).
 #[derive(Default)]
-struct Counters([AtomicU64; 3]);
+struct Counters {
+    answered: [AtomicU64; 3],
+    first_openai: Mutex<HashMap<usize, Bytes>>,
+}
 
 /// The first listed tool's name and whether the conversation already holds a tool
 /// result, in each protocol's shape.
@@ -123,8 +130,16 @@ async fn answer(State(counters): State<Arc<Counters>>, uri: Uri, body: Bytes) ->
     } else {
         2
     };
-    counters.0[protocol].fetch_add(1, Ordering::Relaxed);
+    counters.answered[protocol].fetch_add(1, Ordering::Relaxed);
     let request: Json = serde_json::from_slice(&body).unwrap_or(Json::Null);
+    if protocol == 0 {
+        let tools = request["tools"].as_array().map_or(0, Vec::len);
+        let mut first = counters
+            .first_openai
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        first.entry(tools).or_insert_with(|| body.clone());
+    }
     let (tool, answered) = read_request(protocol, &request);
     axum::Json(reply(protocol, &tool, answered))
 }
@@ -190,7 +205,7 @@ fn run_tbb(counters: &Counters, origin: &str, protocol: usize, v: u32, repeats: 
     let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let manifest = study(dir.path(), PROTOCOLS[protocol], origin, v, repeats);
-    let requests = counters.0[protocol].load(Ordering::Relaxed);
+    let requests = counters.answered[protocol].load(Ordering::Relaxed);
     let cpu = children_cpu();
     let status = Command::new(tbb_binary())
         .current_dir(dir.path())
@@ -211,9 +226,59 @@ fn run_tbb(counters: &Counters, origin: &str, protocol: usize, v: u32, repeats: 
         .unwrap_or_else(|e| panic!("cannot run tbb: {e}"));
     assert!(status.success(), "tbb apply failed: {status}");
     (
-        counters.0[protocol].load(Ordering::Relaxed) - requests,
+        counters.answered[protocol].load(Ordering::Relaxed) - requests,
         children_cpu() - cpu,
     )
+}
+
+/// One run of the inspect_ai peer (`scripts/inspect_peer.py` under the Python that
+/// `TBB_LIVE_INSPECT` names) on `samples` samples of the OpenAI body tbb sent at menu
+/// size `v`: (requests answered, CPU seconds of the Python process).
+fn run_inspect(
+    python: &Path,
+    counters: &Counters,
+    origin: &str,
+    v: usize,
+    samples: u32,
+) -> (u64, f64) {
+    let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let body = {
+        let first = counters
+            .first_openai
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        first
+            .get(&v)
+            .cloned()
+            .unwrap_or_else(|| panic!("tbb sent no OpenAI request with {v} tools"))
+    };
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let request = dir.path().join("request.json");
+    std::fs::write(&request, &body).unwrap_or_else(|e| panic!("{e}"));
+    let requests = counters.answered[0].load(Ordering::Relaxed);
+    let cpu = children_cpu();
+    let status = Command::new(python)
+        .arg(repo.join("scripts/inspect_peer.py"))
+        .arg("--base-url")
+        .arg(format!("{origin}/v1"))
+        .arg("--request")
+        .arg(&request)
+        .arg("--samples")
+        .arg(samples.to_string())
+        .stdout(std::process::Stdio::null())
+        .status()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", python.display()));
+    assert!(status.success(), "the inspect_ai peer failed: {status}");
+    (
+        counters.answered[0].load(Ordering::Relaxed) - requests,
+        children_cpu() - cpu,
+    )
+}
+
+/// The median run of three by CPU time.
+fn median(mut runs: Vec<(u64, f64)>) -> (u64, f64) {
+    runs.sort_by(|a, b| a.1.total_cmp(&b.1));
+    runs[runs.len() / 2]
 }
 
 fn main() {
@@ -252,17 +317,45 @@ fn main() {
     );
     println!("| protocol | V | requests | CPU per run (s) | CPU per request (ms) |");
     println!("|---|---|---|---|---|");
+    let mut tbb_openai = HashMap::new();
     for (p, protocol) in PROTOCOLS.iter().enumerate() {
         for v in [8, 128] {
-            let mut runs: Vec<(u64, f64)> = (0..3)
-                .map(|_| run_tbb(&counters, &origin, p, v, repeats))
-                .collect();
-            runs.sort_by(|a, b| a.1.total_cmp(&b.1));
-            let (requests, cpu) = runs[1];
-            println!(
-                "| {protocol} | {v} | {requests} | {cpu:.3} | {:.3} |",
-                cpu * 1e3 / requests.max(1) as f64
+            let (requests, cpu) = median(
+                (0..3)
+                    .map(|_| run_tbb(&counters, &origin, p, v, repeats))
+                    .collect(),
             );
+            let per_request = cpu * 1e3 / requests.max(1) as f64;
+            if p == 0 {
+                tbb_openai.insert(v, per_request);
+            }
+            println!("| {protocol} | {v} | {requests} | {cpu:.3} | {per_request:.3} |");
         }
+    }
+    // The peer, side by side on the same server and workload (the same bodies tbb sent,
+    // as many samples as tbb had episodes), when a Python with inspect_ai is named.
+    let Some(python) = std::env::var_os("TBB_LIVE_INSPECT").map(PathBuf::from) else {
+        println!("(TBB_LIVE_INSPECT unset: the inspect_ai peer was not run)");
+        return;
+    };
+    let samples = FAMILIES.len() as u32 * repeats;
+    println!(
+        "\ninspect_ai ({}) against the same server, {samples} samples of the body tbb sent, \
+         median of 3 runs; CPU of the Python process per request",
+        python.display()
+    );
+    println!("| peer | V | requests | CPU per run (s) | CPU per request (ms) | peer / tbb |");
+    println!("|---|---|---|---|---|---|");
+    for v in [8, 128] {
+        let (requests, cpu) = median(
+            (0..3)
+                .map(|_| run_inspect(&python, &counters, &origin, v as usize, samples))
+                .collect(),
+        );
+        let per_request = cpu * 1e3 / requests.max(1) as f64;
+        println!(
+            "| inspect_ai | {v} | {requests} | {cpu:.3} | {per_request:.3} | {:.0}x |",
+            per_request / tbb_openai.get(&v).copied().unwrap_or(f64::NAN)
+        );
     }
 }

@@ -47,7 +47,7 @@ pub fn exec(cli: &Cli, args: &FamiliesArgs) -> Result<()> {
                 .as_ref()
                 .map(|c| f.route.tool_name(&c.tool)),
             operational_tools: f.operational_tools(),
-            content_hash: crate::family::hex(&f.content_hash),
+            content_hash: crate::family::hex(f.content_hash()),
         })
         .collect();
     if args.json {

@@ -57,62 +57,108 @@ impl Tool {
 
 /// Every tool of a connector.
 pub fn connector_tools(conn: &Connector, operational: &[String]) -> Vec<Tool> {
-    conn.collection
-        .tools
-        .iter()
-        .map(|t| {
-            let name = conn.tool_name(&t.suffix);
-            Tool {
-                description: format!(
-                    "{} Connector coordinates: workspace={}; region={}; collection={}.",
-                    t.description, conn.workspace.name, conn.region.name, conn.collection.name
-                ),
-                parameters: t.parameters.clone(),
-                op: t.op,
-                kind: t.kind.clone(),
-                connector: conn.id(),
-                workspace: conn.workspace.name.clone(),
-                region: conn.region.name.clone(),
-                collection: conn.collection.name.clone(),
-                operational: operational.contains(&name),
-                name,
-            }
-        })
+    (0..conn.collection.tools.len())
+        .map(|i| connector_tool(conn, i, operational))
         .collect()
 }
 
-/// The distractor draw order for a family at a routing level.
+/// Tool `index` of a connector's collection.
+fn connector_tool(conn: &Connector, index: usize, operational: &[String]) -> Tool {
+    let t = &conn.collection.tools[index];
+    let name = conn.tool_name(&t.suffix);
+    Tool {
+        description: format!(
+            "{} Connector coordinates: workspace={}; region={}; collection={}.",
+            t.description, conn.workspace.name, conn.region.name, conn.collection.name
+        ),
+        parameters: t.parameters.clone(),
+        op: t.op,
+        kind: t.kind.clone(),
+        connector: conn.id(),
+        workspace: conn.workspace.name.clone(),
+        region: conn.region.name.clone(),
+        collection: conn.collection.name.clone(),
+        operational: operational.contains(&name),
+        name,
+    }
+}
+
+/// The distractor draw order for a family at a routing level: every tool of every
+/// candidate connector (the route's own non-operational tools first among the far
+/// ones), shuffled with ChaCha seeded from the family's content hash.
 pub fn distractor_order(family: &Family, r: Routing) -> Vec<Tool> {
-    let operational = family.operational_tools();
-    let seed = |tag: &str| {
-        let mut h = blake3::Hasher::new();
-        h.update(b"tbb menu draw/1\0");
-        h.update(&family.content_hash);
-        h.update(tag.as_bytes());
-        *h.finalize().as_bytes()
-    };
-    let route_extras: Vec<Tool> = connector_tools(&family.route, &operational)
-        .into_iter()
-        .filter(|t| !t.operational)
-        .collect();
-    let mut near = Vec::new();
-    let mut far = route_extras;
-    for (conn, shared) in family.candidate_connectors() {
-        match shared {
-            2 => near.extend(connector_tools(&conn, &operational)),
-            _ => far.extend(connector_tools(&conn, &operational)),
+    let order = Distractors::new(family, r);
+    let n = order.order.len();
+    order.take(n)
+}
+
+/// The distractor order as references (connector, tool), so that a menu materialises
+/// only the tools it takes: a family has thousands of candidates and a menu of 128
+/// takes at most 128 (building every one was most of a compile). The shuffles see
+/// slices of the same lengths in the same order as over whole tools, so the order is
+/// the same permutation.
+struct Distractors {
+    operational: Vec<String>,
+    /// The route's connector first, then the family's candidate connectors.
+    connectors: Vec<Connector>,
+    order: Vec<(usize, usize)>,
+}
+
+impl Distractors {
+    fn new(family: &Family, r: Routing) -> Distractors {
+        let operational = family.operational_tools();
+        let seed = |tag: &str| {
+            let mut h = blake3::Hasher::new();
+            h.update(b"tbb menu draw/1\0");
+            h.update(family.content_hash());
+            h.update(tag.as_bytes());
+            *h.finalize().as_bytes()
+        };
+        let mut connectors = vec![family.route.clone()];
+        let route = &connectors[0];
+        let mut far: Vec<(usize, usize)> = route
+            .collection
+            .tools
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| !operational.contains(&route.tool_name(&t.suffix)))
+            .map(|(i, _)| (0, i))
+            .collect();
+        let mut near = Vec::new();
+        for (conn, shared) in family.candidate_connectors() {
+            let c = connectors.len();
+            let tools = (0..conn.collection.tools.len()).map(|i| (c, i));
+            match shared {
+                2 => near.extend(tools),
+                _ => far.extend(tools),
+            }
+            connectors.push(conn);
+        }
+        let mut far_rng = ChaCha8Rng::from_seed(seed("far"));
+        far.shuffle(&mut far_rng);
+        let order = match r {
+            Routing::Low => far,
+            Routing::High => {
+                let mut near_rng = ChaCha8Rng::from_seed(seed("near"));
+                near.shuffle(&mut near_rng);
+                near.extend(far);
+                near
+            }
+        };
+        Distractors {
+            operational,
+            connectors,
+            order,
         }
     }
-    let mut far_rng = ChaCha8Rng::from_seed(seed("far"));
-    far.shuffle(&mut far_rng);
-    match r {
-        Routing::Low => far,
-        Routing::High => {
-            let mut near_rng = ChaCha8Rng::from_seed(seed("near"));
-            near.shuffle(&mut near_rng);
-            near.extend(far);
-            near
-        }
+
+    /// The first `n` distractors, built.
+    fn take(&self, n: usize) -> Vec<Tool> {
+        self.order
+            .iter()
+            .take(n)
+            .map(|&(c, i)| connector_tool(&self.connectors[c], i, &self.operational))
+            .collect()
     }
 }
 
@@ -125,15 +171,15 @@ pub fn menu(family: &Family, v: usize, r: Routing) -> Option<Vec<Tool>> {
         .filter(|t| t.operational)
         .collect();
     let need = v.checked_sub(tools.len())?;
-    let order = distractor_order(family, r);
-    if order.len() < need {
+    let order = Distractors::new(family, r);
+    if order.order.len() < need {
         return None;
     }
-    tools.extend(order.into_iter().take(need));
+    tools.extend(order.take(need));
     let place = |t: &Tool| {
         let mut h = blake3::Hasher::new();
         h.update(b"tbb menu place/1\0");
-        h.update(&family.content_hash);
+        h.update(family.content_hash());
         h.update(t.name.as_bytes());
         *h.finalize().as_bytes()
     };
@@ -167,6 +213,52 @@ mod tests {
         assert!(high.iter().all(|t| shared(t) == 2), "{high:?}");
         let low = distractors(Routing::Low);
         assert!(low.iter().all(|t| t.connector == route || shared(t) <= 1));
+    }
+
+    /// The order as it was first written: every candidate tool built, then shuffled.
+    fn distractor_order_by_whole_tools(family: &Family, r: Routing) -> Vec<Tool> {
+        let operational = family.operational_tools();
+        let seed = |tag: &str| {
+            let mut h = blake3::Hasher::new();
+            h.update(b"tbb menu draw/1\0");
+            h.update(family.content_hash());
+            h.update(tag.as_bytes());
+            *h.finalize().as_bytes()
+        };
+        let mut far: Vec<Tool> = connector_tools(&family.route, &operational)
+            .into_iter()
+            .filter(|t| !t.operational)
+            .collect();
+        let mut near = Vec::new();
+        for (conn, shared) in family.candidate_connectors() {
+            match shared {
+                2 => near.extend(connector_tools(&conn, &operational)),
+                _ => far.extend(connector_tools(&conn, &operational)),
+            }
+        }
+        far.shuffle(&mut ChaCha8Rng::from_seed(seed("far")));
+        match r {
+            Routing::Low => far,
+            Routing::High => {
+                near.shuffle(&mut ChaCha8Rng::from_seed(seed("near")));
+                near.extend(far);
+                near
+            }
+        }
+    }
+
+    #[test]
+    fn shuffling_references_draws_the_same_order_as_shuffling_tools() {
+        for f in &crate::family::repository_families().families {
+            for r in [Routing::Low, Routing::High] {
+                assert_eq!(
+                    distractor_order(f, r),
+                    distractor_order_by_whole_tools(f, r),
+                    "{} at {r:?}",
+                    f.name
+                );
+            }
+        }
     }
 
     #[test]

@@ -224,7 +224,7 @@ pub fn study_cells(split: Split) -> Vec<Cell> {
 pub fn variant_key(family: &Family, cell: &Cell) -> [u8; 32] {
     let mut h = blake3::Hasher::new();
     h.update(b"tbb variant/1\0");
-    h.update(&family.content_hash);
+    h.update(family.content_hash());
     h.update(serde_json::to_string(cell).unwrap_or_default().as_bytes());
     *h.finalize().as_bytes()
 }
@@ -235,7 +235,7 @@ pub fn variant_key(family: &Family, cell: &Cell) -> [u8; 32] {
 pub fn records_key(family: &Family, chain_length: usize) -> [u8; 32] {
     let mut h = blake3::Hasher::new();
     h.update(b"tbb records/1\0");
-    h.update(&family.content_hash);
+    h.update(family.content_hash());
     h.update(&(chain_length as u64).to_le_bytes());
     *h.finalize().as_bytes()
 }
@@ -267,7 +267,7 @@ pub fn compile(family: &Family, cell: &Cell) -> Result<Variant, CompileError> {
     let layout = ChainLayout::new(family, length);
     let mut seed = blake3::Hasher::new();
     seed.update(b"tbb store values/1\0");
-    seed.update(&family.content_hash);
+    seed.update(family.content_hash());
     seed.update(&(length as u64).to_le_bytes());
     let mut rng = ChaCha8Rng::from_seed(*seed.finalize().as_bytes());
     let store = store::build(family, &layout, &ids, &mut rng);

@@ -114,8 +114,12 @@ pub struct Family {
     pub permitted_change: Option<StateChangeRule>,
     /// Coordinates distractor connectors are combined from (route coordinates included).
     pub pools: Pools,
-    /// blake3 of everything that determines this family's variants.
-    pub content_hash: [u8; 32],
+    /// Its definition as written, kept for [`Family::content_hash`].
+    pub(crate) def: schema::FamilyDef,
+    /// blake3 of everything that determines this family's variants, computed on first
+    /// use: a study uses a few of the 64 families, and hashing one (its pools' full
+    /// collection definitions) was a third of loading them.
+    pub(crate) content_hash: std::sync::OnceLock<[u8; 32]>,
 }
 
 /// Distractor coordinate pools, resolved.
@@ -178,9 +182,18 @@ impl Family {
         out
     }
 
+    /// blake3 over the canonical JSON of everything that determines the family's
+    /// variants: the intent, its collection, the family's own definition and its
+    /// resolved route and pools (with the distractor collections' full definitions).
+    pub fn content_hash(&self) -> &[u8; 32] {
+        self.content_hash.get_or_init(|| {
+            validate::content_hash(&self.intent, &self.def, &self.route, &self.pools)
+        })
+    }
+
     /// Hex of the first 8 bytes of the content hash, for display.
     pub fn short_hash(&self) -> String {
-        hex(&self.content_hash[..8])
+        hex(&self.content_hash()[..8])
     }
 }
 

@@ -677,7 +677,6 @@ fn resolve_family(
             );
         }
     }
-    let content_hash = content_hash(intent, fam, &route, &pools);
     let family = Family {
         name: fam.name.get_ref().clone(),
         intent: intent.clone(),
@@ -687,7 +686,8 @@ fn resolve_family(
         decision: fam.decision.get_ref().clone(),
         permitted_change: permitted.cloned(),
         pools,
-        content_hash,
+        def: fam.clone(),
+        content_hash: std::sync::OnceLock::new(),
     };
     let candidates = family.candidate_connectors();
     let far_tools: usize = candidates
@@ -715,10 +715,9 @@ fn suggest<'a>(name: &str, options: impl Iterator<Item = &'a str> + Clone) -> St
     }
 }
 
-/// blake3 over the canonical JSON of everything that determines a family's variants:
-/// the intent, its collection, the family's own definition and its resolved route and
-/// pools (with the distractor collections' full definitions).
-fn content_hash(
+/// [`Family::content_hash`]: blake3 over the canonical JSON of everything that
+/// determines a family's variants.
+pub(super) fn content_hash(
     intent: &Intent,
     fam: &super::schema::FamilyDef,
     route: &Connector,

@@ -522,7 +522,7 @@ impl Dag {
         fields.extend(cell_fields(&cell));
         let mut input = KeyInput::new(NodeKind::Compile, tbb_core::compile::CODE_VERSION).file(
             format!("family {}", f.name),
-            tbb_core::family::hex(&f.content_hash),
+            tbb_core::family::hex(f.content_hash()),
         );
         for (k, v) in cell_fields(&cell) {
             input = input.param(k, v);

@@ -112,7 +112,7 @@ pub fn render(
             .families
             .iter()
             .filter_map(|name| families.get(name))
-            .map(|f| (f.name.as_str(), tbb_core::family::hex(&f.content_hash)))
+            .map(|f| (f.name.as_str(), tbb_core::family::hex(f.content_hash())))
             .collect(),
         prompts: prompt_hashes,
         configurations: manifest
