@@ -639,6 +639,80 @@ fn the_episode_key_ignores_concurrency_but_not_the_configuration() {
     assert_ne!(key(""), key("timeout_ms = 1000"));
 }
 
+/// The episode key as first written: blake3 of a `serde_json::Value`'s text.
+fn episode_key_by_value(spec: &EpisodeSpec<'_>, p: &Prompts) -> String {
+    let config = tbb::provider::Configuration {
+        speed: None,
+        ..spec.config.identity()
+    };
+    let mut input = json!({
+        "kind": "episode/1",
+        "variant": spec.variant.variant_hash,
+        "config": config,
+        "lane": spec.arm.menu,
+        "prompt": tbb::harness::Arm::system_prompt(&spec.arm, p),
+        "nudge": p.nudge,
+        "completion_cap": spec.completion_cap,
+        "episode_budget": spec.episode_budget,
+        "repeat": spec.repeat,
+    });
+    if spec.arm.delivery != tbb::harness::Delivery::Native {
+        input["delivery"] = json!(spec.arm.delivery);
+    }
+    if spec.arm.actor != tbb::harness::Actor::Model {
+        input["actor"] = json!(spec.arm.actor);
+    }
+    blake3::hash(input.to_string().as_bytes())
+        .to_hex()
+        .to_string()
+}
+
+#[test]
+fn the_episode_key_hashes_the_same_bytes_as_its_json_value() {
+    let v = variant(HARBOR, Cell::new(8, Workflow::Low, Encoding::Raw));
+    let p = prompts();
+    let plain = config("");
+    let timed = config(
+        "speed = { first_token_ms = 5.0, prefill_tokens_per_second = 100.0, output_tokens_per_second = 10.0 }",
+    );
+    let arms = [
+        ArmForm::baseline(),
+        ArmForm {
+            menu: Menu::Retrieval { k: 16 },
+            prompt: tbb::harness::PromptVariant::Workflow,
+            ..ArmForm::baseline()
+        },
+        ArmForm {
+            delivery: tbb::harness::Delivery::Canonical,
+            actor: tbb::harness::Actor::Controller,
+            ..ArmForm::baseline()
+        },
+    ];
+    let mut keys = std::collections::BTreeSet::new();
+    // Alternating configurations, so that the per-thread memo misses and hits.
+    for cfg in [&plain, &timed, &plain] {
+        for arm in arms {
+            for repeat in [0, 7] {
+                let spec = EpisodeSpec {
+                    arm,
+                    repeat,
+                    completion_cap: 256,
+                    ..EpisodeSpec::frozen(&v, cfg)
+                };
+                let key = tbb::harness::episode_key(&spec, &p);
+                assert_eq!(
+                    key,
+                    episode_key_by_value(&spec, &p),
+                    "{arm:?} repeat {repeat}"
+                );
+                keys.insert(key);
+            }
+        }
+    }
+    // The speed stays out of the key; everything else varied gives a new key.
+    assert_eq!(keys.len(), arms.len() * 2);
+}
+
 #[tokio::test]
 async fn rows_record_the_sampling_fields_each_episode_sent() {
     let v = variant(HARBOR, Cell::new(8, Workflow::High, Encoding::Raw));

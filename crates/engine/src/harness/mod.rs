@@ -55,7 +55,9 @@ pub mod prompts;
 pub mod transcript;
 
 use serde::{Deserialize, Serialize};
-use serde_json::json;
+use serde_json::value::RawValue;
+use serde_json::Value as Json;
+use std::sync::Arc;
 
 pub use arm::{Actor, Arm, ArmForm, Delivery, Menu};
 pub use episode::run_episode;
@@ -245,36 +247,128 @@ impl Episode {
 /// block and schedule are not in it: they say where an episode sits in the design,
 /// not what it is.
 pub fn episode_key(spec: &EpisodeSpec<'_>, prompts: &Prompts) -> String {
-    // A simulated agent's speed models its wall time only, never what it does: it stays
-    // out of the episode's seed (a new speed gives the same episodes, retimed), while
-    // the execute node's key holds the whole configuration, so a new speed reruns.
-    let config = tbb_provider::Configuration {
-        speed: None,
-        ..spec.config.identity()
-    };
+    /// The key's input, serialised exactly as the JSON object it has always been
+    /// (`serde_json::Value` writes an object's members in key order): the fields are
+    /// declared in that order, and `config` is the text of a `Value`, so its own
+    /// members are too. The configuration and the prompts are the bulk of it and the
+    /// same for a whole study's episodes, so their JSON text is kept ([`KeyParts`]).
+    #[derive(Serialize)]
+    struct KeyInput<'a> {
+        #[serde(skip_serializing_if = "Option::is_none")]
+        actor: Option<arm::Actor>,
+        completion_cap: u32,
+        config: &'a RawValue,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        delivery: Option<arm::Delivery>,
+        episode_budget: u64,
+        kind: &'static str,
+        lane: arm::Menu,
+        nudge: &'a RawValue,
+        prompt: &'a RawValue,
+        repeat: u32,
+        variant: &'a str,
+    }
+    let prompt = Arm::system_prompt(&spec.arm, prompts);
+    let parts = KeyParts::of(spec.config, &prompt, &prompts.nudge);
     // The menu keeps its old key name, `lane`, and components at their only variant
     // add nothing, so the baseline arms keep the seeds (and results) they had before
     // arms existed; a component's later variants enter the key by name.
-    let mut input = json!({
-        "kind": "episode/1",
-        "variant": spec.variant.variant_hash,
-        "config": config,
-        "lane": spec.arm.menu,
-        "prompt": Arm::system_prompt(&spec.arm, prompts),
-        "nudge": prompts.nudge,
-        "completion_cap": spec.completion_cap,
-        "episode_budget": spec.episode_budget,
-        "repeat": spec.repeat,
-    });
-    if spec.arm.delivery != arm::Delivery::Native {
-        input["delivery"] = json!(spec.arm.delivery);
+    let input = KeyInput {
+        actor: (spec.arm.actor != arm::Actor::Model).then_some(spec.arm.actor),
+        completion_cap: spec.completion_cap,
+        config: &parts.config,
+        delivery: (spec.arm.delivery != arm::Delivery::Native).then_some(spec.arm.delivery),
+        episode_budget: spec.episode_budget,
+        kind: "episode/1",
+        lane: spec.arm.menu,
+        nudge: &parts.nudge,
+        prompt: &parts.prompt,
+        repeat: spec.repeat,
+        variant: &spec.variant.variant_hash,
+    };
+    // Serialising plain fields and JSON text cannot fail; one buffer is hashed at once
+    // (blake3 is fastest on long inputs).
+    let bytes = serde_json::to_vec(&input).unwrap_or_default();
+    blake3::hash(&bytes).to_hex().to_string()
+}
+
+/// The JSON text of an episode key's large members, kept per thread for the last
+/// configuration and prompts seen: a study's episodes come a configuration and an arm
+/// at a time, and writing these was most of an episode key. Each is found by equality
+/// with what it was made from, so a hit is exactly the text asked for.
+struct KeyParts {
+    source: Configuration,
+    /// The configuration's identity, speed aside: a simulated agent's speed models its
+    /// wall time only, never what it does, so it stays out of the episode's seed (a
+    /// new speed gives the same episodes, retimed), while the execute node's key holds
+    /// the whole configuration, so a new speed reruns.
+    config: Arc<RawValue>,
+    prompt: (String, Arc<RawValue>),
+    nudge: (String, Arc<RawValue>),
+}
+
+/// The text of an episode key's configuration, prompt and nudge.
+struct KeyTexts {
+    config: Arc<RawValue>,
+    prompt: Arc<RawValue>,
+    nudge: Arc<RawValue>,
+}
+
+impl KeyParts {
+    fn of(config: &Configuration, prompt: &str, nudge: &str) -> KeyTexts {
+        thread_local! {
+            static LAST: std::cell::RefCell<Option<KeyParts>> =
+                const { std::cell::RefCell::new(None) };
+        }
+        let text = |s: &str| {
+            (
+                s.to_string(),
+                raw(serde_json::to_string(s).unwrap_or_default()),
+            )
+        };
+        LAST.with(|last| {
+            let mut last = last.borrow_mut();
+            let parts = last.get_or_insert_with(|| KeyParts {
+                source: config.clone(),
+                config: config_text(config),
+                prompt: text(prompt),
+                nudge: text(nudge),
+            });
+            if parts.source != *config {
+                parts.config = config_text(config);
+                parts.source = config.clone();
+            }
+            if parts.prompt.0 != prompt {
+                parts.prompt = text(prompt);
+            }
+            if parts.nudge.0 != nudge {
+                parts.nudge = text(nudge);
+            }
+            KeyTexts {
+                config: parts.config.clone(),
+                prompt: parts.prompt.1.clone(),
+                nudge: parts.nudge.1.clone(),
+            }
+        })
     }
-    if spec.arm.actor != arm::Actor::Model {
-        input["actor"] = json!(spec.arm.actor);
-    }
-    blake3::hash(input.to_string().as_bytes())
-        .to_hex()
-        .to_string()
+}
+
+/// The text of a configuration's identity (speed aside) as a `serde_json::Value`
+/// writes it: members in key order, at every depth.
+fn config_text(config: &Configuration) -> Arc<RawValue> {
+    let identity = Configuration {
+        speed: None,
+        ..config.identity()
+    };
+    raw(serde_json::to_value(&identity)
+        .unwrap_or(Json::Null)
+        .to_string())
+}
+
+/// JSON text written by `serde_json` as a raw value (`null`, the default, should it
+/// not parse, which its own output cannot fail to).
+fn raw(json: String) -> Arc<RawValue> {
+    Arc::from(RawValue::from_string(json).unwrap_or_default())
 }
 
 fn finish_reason(f: Finish) -> FinishReason {

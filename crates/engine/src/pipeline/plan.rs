@@ -177,10 +177,18 @@ pub fn plan(dag: &Dag, cache: &Cache, outputs: &Path) -> Result<Plan, CacheError
             {
                 Some(old) => (Action::Update, diff(&old, &node.input.full(), &objects)),
                 None => {
-                    let pair = (0..node.fields.len())
-                        .filter_map(|w| wildcard.get(&wildcarded(node.kind, &node.fields, w)))
-                        .copied()
-                        .find(|&i| !paired[i]);
+                    // With no orphans there is nothing to pair with (and building a
+                    // node's wildcarded identities was most of planning a fresh study).
+                    let pair = (!wildcard.is_empty())
+                        .then(|| {
+                            (0..node.fields.len())
+                                .filter_map(|w| {
+                                    wildcard.get(&wildcarded(node.kind, &node.fields, w))
+                                })
+                                .copied()
+                                .find(|&i| !paired[i])
+                        })
+                        .flatten();
                     let old = match pair {
                         Some(i) => cache.key_input(orphans[i])?.map(|old| (i, old)),
                         None => None,
@@ -299,13 +307,14 @@ pub fn parse_identity(id: &str) -> Option<(NodeKind, Vec<(String, String)>)> {
 }
 
 fn wildcarded<K: AsRef<str>>(kind: NodeKind, fields: &[(K, String)], skip: usize) -> String {
-    let mut s = format!("{}[", kind.name());
+    let mut s = String::with_capacity(64);
+    s.push_str(kind.name());
+    s.push('[');
     for (i, (k, v)) in fields.iter().enumerate() {
-        if i == skip {
-            let _ = write!(s, "{}=*;", k.as_ref());
-        } else {
-            let _ = write!(s, "{}={v};", k.as_ref());
-        }
+        s.push_str(k.as_ref());
+        s.push('=');
+        s.push_str(if i == skip { "*" } else { v });
+        s.push(';');
     }
     s
 }
