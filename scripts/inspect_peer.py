@@ -8,7 +8,8 @@ first listed tool, then (after a tool result) with a final answer — so each sa
 two requests, like each of tbb's episodes. The bench measures this process's CPU time
 and divides it by the requests its server answered.
 
-Not in CI: it needs `pip install inspect_ai openai` (see BENCHMARKS.md). Never reaches
+Not in CI: it needs `pip install inspect_ai==0.3.285 openai==3.60.0` in a venv (the
+versions measured in BENCHMARKS.md). Never reaches
 outside the machine: the model's base URL is the loopback server and its key a dummy.
 """
 
