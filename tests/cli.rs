@@ -6,6 +6,8 @@
 //! nothing touches the network beyond loopback servers on 127.0.0.1 that the tests
 //! start themselves.
 
+mod common;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -1259,30 +1261,18 @@ fn loopback(
 ) -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
     use std::sync::atomic::{AtomicUsize, Ordering};
     let hits = std::sync::Arc::new(AtomicUsize::new(0));
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    let origin = format!("http://{}", listener.local_addr().expect("address"));
-    listener.set_nonblocking(true).expect("nonblocking");
     let counter = hits.clone();
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("runtime");
-        rt.block_on(async move {
-            let app = axum::Router::new().fallback(move || {
-                counter.fetch_add(1, Ordering::SeqCst);
-                async move {
-                    axum::http::Response::builder()
-                        .status(status)
-                        .header("content-type", "application/json")
-                        .body(axum::body::Body::from(body))
-                        .expect("response")
-                }
-            });
-            let listener = tokio::net::TcpListener::from_std(listener).expect("listener");
-            let _ = axum::serve(listener, app).await;
-        });
+    let app = axum::Router::new().fallback(move || {
+        counter.fetch_add(1, Ordering::SeqCst);
+        async move {
+            axum::http::Response::builder()
+                .status(status)
+                .header("content-type", "application/json")
+                .body(axum::body::Body::from(body))
+                .expect("response")
+        }
     });
+    let origin = common::serve_on_loopback(app);
     (origin, hits)
 }
 

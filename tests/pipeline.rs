@@ -882,45 +882,28 @@ fn slow_answering_server(
     std::sync::Arc<std::sync::Mutex<Vec<(u64, Instant, Instant)>>>,
 ) {
     let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap_or_else(|e| panic!("{e}"));
-    let origin = format!(
-        "http://{}",
-        listener.local_addr().unwrap_or_else(|e| panic!("{e}"))
-    );
-    listener
-        .set_nonblocking(true)
-        .unwrap_or_else(|e| panic!("{e}"));
     let log = seen.clone();
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .unwrap_or_else(|e| panic!("{e}"));
-        rt.block_on(async move {
-            let app = axum::Router::new().fallback(move |body: axum::body::Bytes| {
-                let log = log.clone();
-                async move {
-                    let arrived = Instant::now();
-                    let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-                    tokio::time::sleep(delay).await;
-                    let seed = request["seed"].as_u64().unwrap_or(u64::MAX);
-                    if let Ok(mut l) = log.lock() {
-                        l.push((seed, arrived, Instant::now()));
-                    }
-                    axum::Json(serde_json::json!({
-                        "id": "x",
-                        "choices": [{"index": 0, "finish_reason": "stop",
-                            "message": {"role": "assistant", "content": "{}"}}],
-                        "usage": {"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12}
-                    }))
-                }
-            });
-            let listener =
-                tokio::net::TcpListener::from_std(listener).unwrap_or_else(|e| panic!("{e}"));
-            let _ = axum::serve(listener, app).await;
-        });
+    // The handler sleeps asynchronously, so one runtime thread still answers the
+    // concurrent requests concurrently.
+    let app = axum::Router::new().fallback(move |body: axum::body::Bytes| {
+        let log = log.clone();
+        async move {
+            let arrived = Instant::now();
+            let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+            tokio::time::sleep(delay).await;
+            let seed = request["seed"].as_u64().unwrap_or(u64::MAX);
+            if let Ok(mut l) = log.lock() {
+                l.push((seed, arrived, Instant::now()));
+            }
+            axum::Json(serde_json::json!({
+                "id": "x",
+                "choices": [{"index": 0, "finish_reason": "stop",
+                    "message": {"role": "assistant", "content": "{}"}}],
+                "usage": {"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12}
+            }))
+        }
     });
+    let origin = common::serve_on_loopback(app);
     (origin, seen)
 }
 
