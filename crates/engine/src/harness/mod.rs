@@ -54,10 +54,11 @@ pub mod episode;
 pub mod prompts;
 pub mod transcript;
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::Value as Json;
-use std::sync::Arc;
 
 pub use arm::{Actor, Arm, ArmForm, Delivery, Menu};
 pub use episode::run_episode;

@@ -484,6 +484,31 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_tool_list_is_counted_only_where_its_blob_is() {
+        let tools: Vec<ToolSchema> = ["a_one", "a_two", "a_three"]
+            .into_iter()
+            .map(|name| ToolSchema {
+                name: name.into(),
+                description: format!("The count test's {name}."),
+                parameters: serde_json::json!({"type": "object"}).into(),
+            })
+            .collect();
+        let mut blobs = BlobStore::default();
+        let r = put_tools(&tools, &mut blobs);
+        assert_eq!(schema_count(&r, &blobs), 3);
+        // Known to the process, but not in this store: a transcript without its blob
+        // shows no schemas, as it did before the count was remembered.
+        assert_eq!(schema_count(&r, &BlobStore::default()), 0);
+        // Read from a store, never stored here: parsed, then remembered.
+        let mut other = BlobStore::default();
+        let read = other.put("[{\"name\":\"x\"},{\"name\":\"y\"}]");
+        assert_eq!(schema_count(&read, &other), 2);
+        assert_eq!(schema_count(&read, &other), 2);
+        let broken = other.put("not json");
+        assert_eq!(schema_count(&broken, &other), 0);
+    }
+
+    #[test]
     fn a_menu_is_stored_as_serialising_it_gives_whether_or_not_seen_before() {
         let menu = |d: &str| {
             vec![ToolSchema {

@@ -232,8 +232,8 @@ enum Layout {
     /// repeat (configurations, cells, verdicts) and which users download and keep.
     Published,
     /// No dictionary, zstd level 1: the cache's key and payload columns, where every
-    /// value differs, so a dictionary is built only to be abandoned. It was a seventh
-    /// of a live study's CPU, for files no one but tbb reads.
+    /// value differs, so a dictionary is built only to be abandoned (writing the cache
+    /// this way takes ~30% fewer instructions, for files no one but tbb reads).
     Distinct,
 }
 
