@@ -24,9 +24,8 @@ pub struct Tool {
     pub name: String,
     /// Public description, ending with the connector's coordinates.
     pub description: String,
-    /// JSON Schema of the arguments, shared with the family's definition (a menu of
-    /// 128 tools is drawn from thousands of candidates; copying each tree was most of
-    /// a compile).
+    /// JSON Schema of the arguments, shared with the family's definition rather than
+    /// copied into every menu that shows the tool.
     pub parameters: Arc<Json>,
     /// What it does.
     pub op: Operation,
@@ -83,10 +82,11 @@ fn connector_tool(conn: &Connector, index: usize, operational: &[String]) -> Too
     }
 }
 
-/// The distractor draw order for a family at a routing level: every tool of every
-/// candidate connector (the route's own non-operational tools first among the far
-/// ones), shuffled with ChaCha seeded from the family's content hash.
-pub fn distractor_order(family: &Family, r: Routing) -> Vec<Tool> {
+/// The distractor draw order for a family at a routing level, every candidate built:
+/// what [`menu`] takes its distractors from, whole (for the test that holds the two
+/// orders equal).
+#[cfg(test)]
+fn distractor_order(family: &Family, r: Routing) -> Vec<Tool> {
     let order = Distractors::new(family, r);
     let n = order.order.len();
     order.take(n)

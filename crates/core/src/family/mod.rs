@@ -117,8 +117,8 @@ pub struct Family {
     /// Its definition as written, kept for [`Family::content_hash`].
     pub(crate) def: schema::FamilyDef,
     /// blake3 of everything that determines this family's variants, computed on first
-    /// use: a study uses a few of the 64 families, and hashing one (its pools' full
-    /// collection definitions) was a third of loading them.
+    /// use: a study uses a few of the families, and hashing one serialises its pools'
+    /// full collection definitions.
     pub(crate) content_hash: std::sync::OnceLock<[u8; 32]>,
 }
 

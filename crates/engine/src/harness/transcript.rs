@@ -125,7 +125,7 @@ fn stored_menu(tools: &[ToolSchema]) -> StoredMenu {
     }
     let text = serde_json::to_string(tools).unwrap_or_default();
     let stored = Arc::new((tools.to_vec(), blob_ref(&text), text));
-    remember_count(&stored.1, tools.len());
+    remember_count(&stored.1, stored.2.len(), tools.len());
     let mut menus = MENUS.lock().unwrap_or_else(|e| e.into_inner());
     if menus.len() >= STORED_MENUS {
         menus.pop_front();
@@ -134,22 +134,25 @@ fn stored_menu(tools: &[ToolSchema]) -> StoredMenu {
     stored
 }
 
-/// Schema counts by tool-list reference, for every list this process stored or read.
-/// A reference is its text's hash, so its count never changes: one map serves every
-/// episode, and a 128-schema list (~60 KiB) is parsed at most once per process rather
-/// than once per episode that shows it.
-static SCHEMA_COUNTS: Mutex<Option<HashMap<String, u32>>> = Mutex::new(None);
+/// Schema counts by tool-list reference, with the length of the text counted, for
+/// every list this process stored or read. A reference is its text's hash, so its count
+/// never changes: one map serves every episode, and a 128-schema list (~60 KiB) is
+/// parsed at most once per process rather than once per episode that shows it.
+static SCHEMA_COUNTS: Mutex<Option<HashMap<String, (usize, u32)>>> = Mutex::new(None);
 
-fn remember_count(tools_ref: &str, n: usize) {
+fn remember_count(tools_ref: &str, text_len: usize, n: usize) {
     let mut counts = SCHEMA_COUNTS.lock().unwrap_or_else(|e| e.into_inner());
-    counts
-        .get_or_insert_with(HashMap::new)
-        .insert(tools_ref.to_string(), u32::try_from(n).unwrap_or(u32::MAX));
+    counts.get_or_insert_with(HashMap::new).insert(
+        tools_ref.to_string(),
+        (text_len, u32::try_from(n).unwrap_or(u32::MAX)),
+    );
 }
 
 /// The number of schemas in the stored tool list `tools_ref`: 0 when `blobs` lacks it
 /// or it is not a JSON array (a corrupt cache entry shows no schemas rather than
-/// stopping a publish; `tbb certify` is what fails such a transcript).
+/// stopping a publish; `tbb certify` is what fails such a transcript). A blob whose
+/// text is not the one its reference names (a corrupt cache) is counted again unless
+/// it has the same length as that text.
 pub fn schema_count(tools_ref: &str, blobs: &BlobStore) -> u32 {
     let Some(text) = blobs.get(tools_ref) else {
         return 0;
@@ -157,12 +160,14 @@ pub fn schema_count(tools_ref: &str, blobs: &BlobStore) -> u32 {
     {
         // A poisoned lock only means a panic elsewhere mid-insert; entries are facts.
         let counts = SCHEMA_COUNTS.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(&n) = counts.as_ref().and_then(|c| c.get(tools_ref)) {
-            return n;
+        if let Some(&(len, n)) = counts.as_ref().and_then(|c| c.get(tools_ref)) {
+            if len == text.len() {
+                return n;
+            }
         }
     }
     let n = serde_json::from_str::<Vec<serde::de::IgnoredAny>>(text).map_or(0, |t| t.len());
-    remember_count(tools_ref, n);
+    remember_count(tools_ref, text.len(), n);
     u32::try_from(n).unwrap_or(u32::MAX)
 }
 
@@ -506,6 +511,10 @@ mod tests {
         assert_eq!(schema_count(&read, &other), 2);
         let broken = other.put("not json");
         assert_eq!(schema_count(&broken, &other), 0);
+        // A corrupt store: a known reference whose text is not the one it names.
+        let mut corrupt = BlobStore::default();
+        corrupt.blobs.insert(r.clone(), "[]".to_string());
+        assert_eq!(schema_count(&r, &corrupt), 0);
     }
 
     #[test]

@@ -10,7 +10,7 @@
 //!
 //! Invariants: no external resource and no JavaScript (the report's rule); every text
 //! from a model, a tool, a prompt or a manifest is escaped with the report's
-//! [`escape`]; the page is a pure function of the view.
+//! `escape`; the page is a pure function of the view.
 //!
 //! Never: decides anything; every word is a field of the view.
 

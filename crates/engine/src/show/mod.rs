@@ -1,6 +1,6 @@
 //! `tbb show`: one stored episode, read like a person reads it.
 //!
-//! Owns: finding an episode of a study ([`locate`]: a prefix of its key, or selectors on
+//! Owns: finding an episode of a study ([`locate()`]: a prefix of its key, or selectors on
 //! its identity), the view model of one episode ([`EpisodeView`]: the system prompt by
 //! name, the user request, every request with its visible tool count, every response
 //! with its reasoning tokens, text, tool calls, finish reason and usage, every
@@ -13,7 +13,7 @@
 //! prefix of its grade node's key (`node_key`) finds it too.
 //!
 //! The view is rebuilt the way `apply`'s regrade and `tbb certify` read an episode:
-//! the stored [`ExecutePayload`] from the cache, its variant compiled again from the
+//! the stored [`ExecutePayload`](crate::pipeline::ExecutePayload) from the cache, its variant compiled again from the
 //! families, the trace rebuilt from the transcript and its blobs
 //! ([`crate::harness::transcript::Transcript::trace`]), and the verdict graded again
 //! ([`tbb_core::grade::grade_with_budget`]) — no stored verdict is trusted.

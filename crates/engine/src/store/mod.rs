@@ -231,9 +231,10 @@ enum Layout {
     /// Dictionary pages where they pay, zstd level 3: published tables, whose columns
     /// repeat (configurations, cells, verdicts) and which users download and keep.
     Published,
-    /// No dictionary, zstd level 1: the cache's key and payload columns, where every
-    /// value differs, so a dictionary is built only to be abandoned (writing the cache
-    /// this way takes ~30% fewer instructions, for files no one but tbb reads).
+    /// No dictionary, zstd level 1: the cache's tables, whose large columns (keys,
+    /// payloads) hold values that all differ, so a dictionary is built only to be
+    /// abandoned; for files no one but tbb reads (BENCHMARKS.md, issue 15's second
+    /// pass, has what it saved).
     Distinct,
 }
 
@@ -261,15 +262,6 @@ impl Drop for TableWriter {
 }
 
 impl TableWriter {
-    /// Opens the temporary file for a published table of `schema`.
-    pub fn create(
-        path: &Path,
-        schema: arrow_schema::SchemaRef,
-        provenance: &Provenance,
-    ) -> Result<TableWriter, StoreError> {
-        TableWriter::open(path, schema, provenance, Layout::Published)
-    }
-
     /// Opens the temporary file for one of the cache's own tables ([`write_cache_table`]).
     pub fn create_cache(
         path: &Path,
@@ -535,8 +527,13 @@ mod tests {
         assert!(write_table(&path, &batch, &Provenance::default()).is_err());
         assert_eq!(leftovers(dir.path()), Vec::<String>::new());
         let abandoned = dir.path().join("abandoned.parquet");
-        let writer = TableWriter::create(&abandoned, batch.schema(), &Provenance::default())
-            .unwrap_or_else(|e| panic!("{e}"));
+        let writer = TableWriter::open(
+            &abandoned,
+            batch.schema(),
+            &Provenance::default(),
+            Layout::Published,
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(leftovers(dir.path()).len(), 1, "written while open");
         drop(writer);
         assert_eq!(leftovers(dir.path()), Vec::<String>::new());
