@@ -134,8 +134,7 @@ impl Provider for Gemini {
             // The body but its tool array, which is rendered once per menu (the schema
             // reduction included) and spliced in.
             let body = body_but_tools(request);
-            let tools = (!request.tools.is_empty()).then(|| self.menus.get(&request.tools, tools));
-            let bytes = http::with_tools(&body, "tools", tools.as_ref().map(|t| t.1.as_str()))?;
+            let bytes = self.menus.body(&body, &request.tools, tools)?;
             let method = format!("{}:generateContent", model_segment(&request.model));
             let (raw, status) = self
                 .client

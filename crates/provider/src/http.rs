@@ -15,9 +15,7 @@
 //!
 //! Never: retries (that is [`super::retry`]), logs, or reads the environment.
 
-use std::collections::VecDeque;
 use std::fmt;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
@@ -26,6 +24,7 @@ use serde_json::{Map, Value as Json};
 
 use super::chat::{ToolSchema, Usage};
 use super::config::Configuration;
+use super::menu_memo::{Memoised, MenuMemo};
 use super::ProviderError;
 
 /// Characters of a response body kept in an error.
@@ -273,24 +272,13 @@ pub(crate) fn interpret(
     Ok(json)
 }
 
-/// Menus the client has rendered, most recent last.
-const RENDERED_MENUS: usize = 64;
-
 /// Each menu's tool array as one wire format renders it, so that a menu shown in many
 /// requests (every request of every episode of a variant) is rendered once: at 128
 /// schemas the tool array is most of a request's bytes, and building it as a JSON value
-/// for every request was most of the client's time.
-///
-/// A menu is found by content (`==` on the schemas, which allocates nothing and stops
-/// at the first differing name), never by address or hash, so a hit is exactly the
-/// menu asked for. At most [`RENDERED_MENUS`] are kept.
+/// for every request was most of the client's time. Menus are found by content
+/// ([`MenuMemo`]).
 #[derive(Debug, Default)]
-pub(crate) struct RenderedMenus {
-    menus: Mutex<VecDeque<Rendered>>,
-}
-
-/// A menu and its tool array as one wire format renders it.
-pub(crate) type Rendered = Arc<(Vec<ToolSchema>, String)>;
+pub(crate) struct RenderedMenus(MenuMemo<String>);
 
 impl RenderedMenus {
     /// The rendering of `tools` (`render` is called on a miss only).
@@ -298,23 +286,20 @@ impl RenderedMenus {
         &self,
         tools: &[ToolSchema],
         render: impl FnOnce(&[ToolSchema]) -> Json,
-    ) -> Rendered {
-        // A poisoned lock only means another request panicked mid-lookup; the entries
-        // are immutable, so they are still right.
-        let found = {
-            let menus = self.menus.lock().unwrap_or_else(|e| e.into_inner());
-            menus.iter().rev().find(|m| m.0 == tools).cloned()
-        };
-        if let Some(m) = found {
-            return m;
-        }
-        let rendered = Arc::new((tools.to_vec(), render(tools).to_string()));
-        let mut menus = self.menus.lock().unwrap_or_else(|e| e.into_inner());
-        if menus.len() >= RENDERED_MENUS {
-            menus.pop_front();
-        }
-        menus.push_back(rendered.clone());
-        rendered
+    ) -> Memoised<String> {
+        self.0.get(tools, |t| render(t).to_string())
+    }
+
+    /// The bytes of `body` with `tools`, rendered once per menu, spliced in as its
+    /// `tools` member; without one when the menu is empty.
+    pub(crate) fn body(
+        &self,
+        body: &Map<String, Json>,
+        tools: &[ToolSchema],
+        render: impl FnOnce(&[ToolSchema]) -> Json,
+    ) -> Result<Vec<u8>, ProviderError> {
+        let rendered = (!tools.is_empty()).then(|| self.get(tools, render));
+        with_tools(body, "tools", rendered.as_ref().map(|r| r.1.as_str()))
     }
 }
 
@@ -600,10 +585,10 @@ pub(crate) mod splice_check {
             );
             if let Some(r) = rendered {
                 let again = menus.get(&request.tools, |_| panic!("rendered twice"));
-                assert!(Arc::ptr_eq(&r, &again));
+                assert!(std::sync::Arc::ptr_eq(&r, &again));
             }
         }
-        assert_eq!(menus.menus.lock().map(|m| m.len()).unwrap_or(0), 2);
+        assert_eq!(menus.0.len(), 2);
     }
 }
 
@@ -624,27 +609,6 @@ mod tests {
             with_tools(&body, "tools", Some("[]")).ok(),
             Some(b"{\"model\":\"m\",\"tools\":[]}".to_vec())
         );
-    }
-
-    #[test]
-    fn rendered_menus_keep_the_most_recent() {
-        let menus = RenderedMenus::default();
-        let menu = |i: usize| {
-            vec![ToolSchema {
-                name: format!("t{i}"),
-                description: String::new(),
-                parameters: Json::Null.into(),
-            }]
-        };
-        for i in 0..RENDERED_MENUS + 1 {
-            menus.get(&menu(i), |t| Json::from(t[0].name.clone()));
-        }
-        assert_eq!(
-            menus.get(&menu(RENDERED_MENUS), |_| Json::Null).1,
-            "\"t64\""
-        );
-        // The oldest was dropped and is rendered again.
-        assert_eq!(menus.get(&menu(0), |_| Json::Null).1, "null");
     }
 
     const KEY: &str = "sk-test-DO-NOT-LEAK-0123456789";

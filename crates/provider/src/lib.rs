@@ -17,6 +17,7 @@ pub mod anthropic;
 pub mod config;
 pub mod gemini;
 mod http;
+pub mod menu_memo;
 pub mod openai;
 pub mod replay;
 pub mod retry;

@@ -87,8 +87,7 @@ impl Provider for OpenAi {
         Box::pin(async move {
             // The body but its tool array, which is rendered once per menu and spliced in.
             let body = body_but_tools(request, self.max_tokens_field);
-            let tools = (!request.tools.is_empty()).then(|| self.menus.get(&request.tools, tools));
-            let bytes = http::with_tools(&body, "tools", tools.as_ref().map(|t| t.1.as_str()))?;
+            let bytes = self.menus.body(&body, &request.tools, tools)?;
             let (raw, status) = self
                 .client
                 .post_json(http::endpoint(&self.base, &["chat", "completions"]), bytes)

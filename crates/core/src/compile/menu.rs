@@ -92,6 +92,15 @@ fn distractor_order(family: &Family, r: Routing) -> Vec<Tool> {
     order.take(n)
 }
 
+/// The seed of one of a family's distractor shuffles (`tag`: "far" or "near").
+fn draw_seed(family: &Family, tag: &str) -> [u8; 32] {
+    let mut h = blake3::Hasher::new();
+    h.update(b"tbb menu draw/1\0");
+    h.update(family.content_hash());
+    h.update(tag.as_bytes());
+    *h.finalize().as_bytes()
+}
+
 /// The distractor order as references (connector, tool), so that a menu materialises
 /// only the tools it takes: a family has thousands of candidates and a menu of 128
 /// takes at most 128 (building every one was most of a compile). The shuffles see
@@ -107,13 +116,6 @@ struct Distractors {
 impl Distractors {
     fn new(family: &Family, r: Routing) -> Distractors {
         let operational = family.operational_tools();
-        let seed = |tag: &str| {
-            let mut h = blake3::Hasher::new();
-            h.update(b"tbb menu draw/1\0");
-            h.update(family.content_hash());
-            h.update(tag.as_bytes());
-            *h.finalize().as_bytes()
-        };
         let mut connectors = vec![family.route.clone()];
         let route = &connectors[0];
         let mut far: Vec<(usize, usize)> = route
@@ -134,12 +136,12 @@ impl Distractors {
             }
             connectors.push(conn);
         }
-        let mut far_rng = ChaCha8Rng::from_seed(seed("far"));
+        let mut far_rng = ChaCha8Rng::from_seed(draw_seed(family, "far"));
         far.shuffle(&mut far_rng);
         let order = match r {
             Routing::Low => far,
             Routing::High => {
-                let mut near_rng = ChaCha8Rng::from_seed(seed("near"));
+                let mut near_rng = ChaCha8Rng::from_seed(draw_seed(family, "near"));
                 near.shuffle(&mut near_rng);
                 near.extend(far);
                 near
@@ -218,13 +220,6 @@ mod tests {
     /// The order as it was first written: every candidate tool built, then shuffled.
     fn distractor_order_by_whole_tools(family: &Family, r: Routing) -> Vec<Tool> {
         let operational = family.operational_tools();
-        let seed = |tag: &str| {
-            let mut h = blake3::Hasher::new();
-            h.update(b"tbb menu draw/1\0");
-            h.update(family.content_hash());
-            h.update(tag.as_bytes());
-            *h.finalize().as_bytes()
-        };
         let mut far: Vec<Tool> = connector_tools(&family.route, &operational)
             .into_iter()
             .filter(|t| !t.operational)
@@ -236,11 +231,11 @@ mod tests {
                 _ => far.extend(connector_tools(&conn, &operational)),
             }
         }
-        far.shuffle(&mut ChaCha8Rng::from_seed(seed("far")));
+        far.shuffle(&mut ChaCha8Rng::from_seed(draw_seed(family, "far")));
         match r {
             Routing::Low => far,
             Routing::High => {
-                near.shuffle(&mut ChaCha8Rng::from_seed(seed("near")));
+                near.shuffle(&mut ChaCha8Rng::from_seed(draw_seed(family, "near")));
                 near.extend(far);
                 near
             }

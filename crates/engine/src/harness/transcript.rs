@@ -8,8 +8,8 @@
 //! included. [`Transcript::rebuild`] gives back the exact request, byte for byte in its
 //! canonical JSON, from which each wire client's body is a pure function.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::sync::{Arc, Mutex};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
 
@@ -20,6 +20,7 @@ use tbb_core::grade::trace::{
 };
 use tbb_core::sandbox::Sandbox;
 use tbb_provider::chat::Sampling;
+use tbb_provider::menu_memo::{Memoised, MenuMemo};
 use tbb_provider::{ChatRequest, ChatResponse, Message, ToolSchema};
 
 /// The format tag of stored transcripts.
@@ -96,42 +97,24 @@ pub enum StoredOutcome {
 /// Puts a tool list into the blob store and returns its reference.
 pub fn put_tools(tools: &[ToolSchema], blobs: &mut BlobStore) -> String {
     let stored = stored_menu(tools);
-    let (_, r, text) = &*stored;
+    let (r, text) = &stored.1;
     blobs.blobs.entry(r.clone()).or_insert_with(|| text.clone());
     r.clone()
 }
 
-/// Menus stored lately, most recent last.
-const STORED_MENUS: usize = 64;
-
-/// A tool list, its blob reference and its blob text.
-type StoredMenu = Arc<(Vec<ToolSchema>, String, String)>;
-
-/// The blob of a tool list, serialised and hashed once per process for the menus in
-/// use: every episode of a variant shows the same menu, and serialising and hashing
-/// 128 schemas again for each was a tenth of a live request's CPU. A menu is found by
-/// content (`==` on the schemas, no allocation, stops at the first differing name), so
-/// the blob is exactly the one serialising `tools` gives.
-fn stored_menu(tools: &[ToolSchema]) -> StoredMenu {
-    static MENUS: Mutex<VecDeque<StoredMenu>> = Mutex::new(VecDeque::new());
-    // A poisoned lock only means a panic elsewhere mid-lookup; the entries are
-    // immutable, so they are still right.
-    let found = {
-        let menus = MENUS.lock().unwrap_or_else(|e| e.into_inner());
-        menus.iter().rev().find(|m| m.0 == tools).cloned()
-    };
-    if let Some(m) = found {
-        return m;
-    }
-    let text = serde_json::to_string(tools).unwrap_or_default();
-    let stored = Arc::new((tools.to_vec(), blob_ref(&text), text));
-    remember_count(&stored.1, stored.2.len(), tools.len());
-    let mut menus = MENUS.lock().unwrap_or_else(|e| e.into_inner());
-    if menus.len() >= STORED_MENUS {
-        menus.pop_front();
-    }
-    menus.push_back(stored.clone());
-    stored
+/// The blob of a tool list (its reference and text), serialised and hashed once per
+/// process for the menus in use: every episode of a variant shows the same menu, and
+/// serialising and hashing 128 schemas again for each was a tenth of a live request's
+/// CPU. Menus are found by content ([`MenuMemo`]), so the blob is exactly the one
+/// serialising `tools` gives.
+fn stored_menu(tools: &[ToolSchema]) -> Memoised<(String, String)> {
+    static MENUS: MenuMemo<(String, String)> = MenuMemo::new();
+    MENUS.get(tools, |tools| {
+        let text = serde_json::to_string(tools).unwrap_or_default();
+        let r = blob_ref(&text);
+        remember_count(&r, text.len(), tools.len());
+        (r, text)
+    })
 }
 
 /// Schema counts by tool-list reference, with the length of the text counted, for
