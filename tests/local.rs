@@ -5,7 +5,8 @@
 //! calls the first listed tool, then answers.
 //!
 //! Covered: the plan's context-window warning (and the refusals it predicts, recorded
-//! as `context_exceeded`), the local default timeout, `--configs` with a manifest, and
+//! as `context_exceeded`), apply's warning when the server counted a prompt without its
+//! tools, the local default timeout, `--configs` with a manifest, and
 //! `tbb providers check` on a path-listed model.
 
 mod common;
@@ -41,13 +42,22 @@ enum Overflow {
     RefusePromptAlone,
 }
 
+/// Whether the server's chat template shows the model the request's tools.
+#[derive(Clone, Copy, PartialEq)]
+enum Tools {
+    Shown,
+    /// Left out, as llama.cpp does when the model's template has no place for them: the
+    /// prompt is the messages alone, and the model, offered no tools, answers in text.
+    Dropped,
+}
+
 fn llama_like_server() -> String {
-    server(N_CTX, Overflow::RefuseWholeRequest, false)
+    server(N_CTX, Overflow::RefuseWholeRequest, false, Tools::Shown)
 }
 
 /// A server with `n_ctx` tokens of context that handles an overflow as `overflow` says;
 /// when `flaky`, every other request (the first, the third, ...) gets an HTTP 503.
-fn server(n_ctx: u64, overflow: Overflow, flaky: bool) -> String {
+fn server(n_ctx: u64, overflow: Overflow, flaky: bool, tools: Tools) -> String {
     let requests = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
     let models = || async {
         axum::Json(json!({"object": "list",
@@ -65,7 +75,21 @@ fn server(n_ctx: u64, overflow: Overflow, flaky: bool) -> String {
                 );
             }
             let request: Value = serde_json::from_slice(&body).unwrap_or_default();
-            let prompt = server_tokens(&body, overflow);
+            let prompt = if tools == Tools::Dropped {
+                // The messages rendered as ChatML turns, a token per four bytes of text.
+                let rendered: String = request["messages"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|m| {
+                        let text = m["content"].as_str().unwrap_or_default();
+                        format!("<|im_start|>{}\n{text}<|im_end|>\n", m["role"])
+                    })
+                    .collect();
+                rendered.len() as u64 / 4
+            } else {
+                server_tokens(&body, overflow)
+            };
             let cap = request["max_tokens"].as_u64().unwrap_or(0);
             let refused = match overflow {
                 Overflow::RefuseWholeRequest => prompt + cap > n_ctx,
@@ -91,9 +115,10 @@ fn server(n_ctx: u64, overflow: Overflow, flaky: bool) -> String {
                                   "total_tokens": n_ctx}})),
                 );
             }
-            let answered = request["messages"]
-                .as_array()
-                .is_some_and(|m| m.iter().any(|m| m["role"] == "tool"));
+            let answered = tools == Tools::Dropped
+                || request["messages"]
+                    .as_array()
+                    .is_some_and(|m| m.iter().any(|m| m["role"] == "tool"));
             let message = if answered {
                 json!({"role": "assistant", "content": "{\"status\": \"done\"}"})
             } else {
@@ -210,7 +235,7 @@ fn the_plan_warns_of_the_cells_a_local_context_cannot_hold_and_the_server_refuse
     // llama.cpp serves a prompt that fits with less room than the cap until its context
     // is full: those completions, cut short of the cap, are the same failure, not the
     // model's truncation.
-    let origin = server(4500, Overflow::RefusePromptAlone, false);
+    let origin = server(4500, Overflow::RefusePromptAlone, false, Tools::Shown);
     local_catalogue(dir.path(), &origin, 4500);
     let plan = stdout(tbb_in(dir.path()).args([
         "plan",
@@ -253,10 +278,53 @@ fn the_plan_warns_of_the_cells_a_local_context_cannot_hold_and_the_server_refuse
 }
 
 #[test]
+fn apply_warns_when_the_server_counted_the_first_requests_without_their_tools() {
+    let origin = server(16_384, Overflow::RefuseWholeRequest, false, Tools::Dropped);
+    let dir = scratch();
+    local_catalogue(dir.path(), &origin, 16_384);
+    let out = tbb_in(dir.path())
+        .args(["apply", "manifests/local.toml"])
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let warning = stderr
+        .lines()
+        .find(|l| l.contains("the server counted"))
+        .unwrap_or_else(|| panic!("no warning: {stderr}"));
+    assert!(
+        warning.starts_with("  ! local-qwen2.5-coder-0.5b: the server counted"),
+        "{warning}"
+    );
+    assert!(
+        warning.contains("for the first request of 16 of 16 episodes"),
+        "{warning}"
+    );
+    assert!(warning.contains("up to 32 tools"), "{warning}");
+    assert!(warning.contains("serve the model with a template that has tools"));
+
+    // The same study against a server that shows the tools: nothing to say.
+    let origin = server(16_384, Overflow::RefuseWholeRequest, false, Tools::Shown);
+    local_catalogue(dir.path(), &origin, 16_384);
+    let out = tbb_in(dir.path())
+        .args([
+            "apply",
+            "manifests/local.toml",
+            "--set",
+            "study.name=\"shown\"",
+        ])
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(!stderr.contains("the server counted"), "{stderr}");
+}
+
+#[test]
 fn a_completion_cut_short_after_a_retry_is_certified_with_its_attempts() {
     // Every first attempt gets a 503 and its retry is served: the cut-short V = 32
     // episodes record their failure after 2 attempts, and certify must replay the same.
-    let origin = server(4500, Overflow::RefusePromptAlone, true);
+    let origin = server(4500, Overflow::RefusePromptAlone, true, Tools::Shown);
     let dir = scratch();
     local_catalogue(dir.path(), &origin, 4500);
     let path = dir.path().join("manifests/configurations.toml");

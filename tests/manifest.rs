@@ -1015,7 +1015,7 @@ fn render_any(e: &dyn miette::Diagnostic) -> String {
 #[test]
 fn the_shipped_catalogue_loads_and_survives_a_round_trip() {
     let (_dir, loaded) = load_catalogue(&shipped_catalogue());
-    assert_eq!(loaded.map(|c| c.configurations.len()).ok(), Some(26));
+    assert_eq!(loaded.map(|c| c.configurations.len()).ok(), Some(27));
 }
 
 proptest::proptest! {

@@ -132,6 +132,9 @@ pub fn exec(cli: &Cli, args: &ApplyArgs) -> Result<()> {
         eprintln!("failed: {id}: {why}");
     }
     say!("\n{}", summary.line(started.elapsed().as_secs_f64()));
+    for short in &summary.short_prompts {
+        eprintln!("  ! {short}");
+    }
     if let Some((id, why)) = summary.failures.first() {
         return Err(PipelineError::Failed {
             count: summary.failures.len(),

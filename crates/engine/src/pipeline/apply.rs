@@ -27,6 +27,7 @@ use super::dag::{Node, Publish, Work};
 use super::key::NodeKind;
 use super::plan::{Estimate, Plan};
 use super::publish::{publish, FreshRequests, Outcomes, RequestRows};
+use super::served_prompts;
 use super::{CompilePayload, ExecutePayload, PipelineError, Study, TablePayload};
 use crate::analysis::Input;
 use crate::harness::transcript::BlobStore;
@@ -62,6 +63,9 @@ pub struct Summary {
     pub infra_failures: usize,
     /// Failures, `(identity, why)`, in DAG order.
     pub failures: Vec<(String, String)>,
+    /// Configurations on this machine whose servers counted this apply's first
+    /// requests far shorter than they are (`served_prompts`).
+    pub short_prompts: Vec<super::served_prompts::ShortPrompts>,
 }
 
 impl Summary {
@@ -336,6 +340,7 @@ pub async fn run(
     // The requests of the episodes graded live, for the requests table (the others are
     // read back from their transcripts when it is published).
     let mut fresh_requests: FreshRequests = HashMap::new();
+    let mut firsts: Vec<served_prompts::Reported> = Vec::new();
     let prompts = Arc::new(study.prompts.clone());
     let configs: Vec<Arc<Configuration>> = study
         .manifest
@@ -456,6 +461,25 @@ pub async fn run(
                     .push(entry(&dag.graph[done.execute], &payload));
                 pending.nodes.push(entry(&dag.graph[done.grade], &row));
                 rows.insert(done.grade, row);
+                if let (
+                    Work::Execute {
+                        config,
+                        compile,
+                        arm,
+                        ..
+                    },
+                    Some(prompt_tokens),
+                ) = (
+                    &dag.graph[done.execute].work,
+                    read.requests.first().and_then(|r| r.prompt_tokens),
+                ) {
+                    firsts.push(served_prompts::Reported {
+                        config: *config,
+                        compile: *compile,
+                        arm: *arm,
+                        prompt_tokens,
+                    });
+                }
                 fresh_requests.insert(done.grade, read);
                 summary.run += 2;
             }
@@ -518,6 +542,7 @@ pub async fn run(
     }
     episode_bar.finish();
     request_bar.finish();
+    summary.short_prompts = served_prompts::check(study, &variants, &firsts);
 
     // Every grade node's row, in DAG order.
     let grades: Vec<NodeIndex> = dag

@@ -118,20 +118,52 @@ fn served(o200k: u64) -> u64 {
     (o200k as f64 * TEMPLATE_FACTOR).ceil() as u64
 }
 
-/// `(first, longest)` estimated served prompt tokens of one variant under one arm.
-pub fn prompt_tokens(study: &Study, variant: &Variant, arm: usize) -> (u64, u64) {
-    let form = study.manifest.arms[arm].form;
-    let mut menu = form.menu.start(variant);
-    let messages = [
+/// The first request of one variant under one arm, in o200k_base tokens (not scaled):
+/// what a served prompt of it must at least hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FirstRequest {
+    /// The system prompt and the user request.
+    pub conversation: u64,
+    /// The opening menu's tool schemas.
+    pub menu: u64,
+    /// How many tools the opening menu shows.
+    pub tools: usize,
+}
+
+/// The opening messages of an episode of `variant` under `arm`.
+fn opening(study: &Study, variant: &Variant, arm: usize) -> [Message; 2] {
+    [
         Message::System {
-            content: Arm::system_prompt(&form, &study.prompts),
+            content: Arm::system_prompt(&study.manifest.arms[arm].form, &study.prompts),
         },
         Message::User {
             content: variant.user_request.clone(),
         },
-    ];
+    ]
+}
+
+fn menu_tokens(tools: &[ToolSchema]) -> u64 {
+    tools.iter().map(tokens::tool).sum()
+}
+
+/// The first request's parts, counted offline.
+pub fn first_request(study: &Study, variant: &Variant, arm: usize) -> FirstRequest {
+    let menu = study.manifest.arms[arm].form.menu.start(variant);
+    FirstRequest {
+        conversation: opening(study, variant, arm)
+            .iter()
+            .map(tokens::message)
+            .sum(),
+        menu: menu_tokens(menu.visible()),
+        tools: menu.visible().len(),
+    }
+}
+
+/// `(first, longest)` estimated served prompt tokens of one variant under one arm.
+pub fn prompt_tokens(study: &Study, variant: &Variant, arm: usize) -> (u64, u64) {
+    let mut menu = study.manifest.arms[arm].form.menu.start(variant);
+    let messages = opening(study, variant, arm);
     let conversation = |m: &[Message]| m.iter().map(tokens::message).sum::<u64>();
-    let menu_tokens = |tools: &[ToolSchema]| tools.iter().map(tokens::tool).sum::<u64>();
     let mut visible = menu_tokens(menu.visible());
     let first = conversation(&messages) + visible;
     let mut longest = first;

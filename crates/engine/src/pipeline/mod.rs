@@ -26,6 +26,7 @@ pub mod lockfile;
 pub mod plan;
 pub mod publish;
 pub mod reproduce;
+pub mod served_prompts;
 pub mod upstream;
 
 use std::path::{Path, PathBuf};
