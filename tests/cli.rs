@@ -1435,9 +1435,8 @@ fn manifest_check_reports_nan_at_its_value_and_bounds_long_reports() {
         smoke.replace("[cells]\npreset = \"capacity\"\n", &entries),
     )
     .unwrap_or_else(|e| panic!("{e}"));
-    let started = std::time::Instant::now();
+    // The report's size, not its speed, is checked: a timed test fails on a loaded machine.
     let stderr = failure_of(tbb().args(["plan"]).arg(&dup));
-    assert!(started.elapsed() < std::time::Duration::from_secs(10));
     assert!(stderr.contains("999 problem(s)"), "{stderr}");
     assert!(stderr.contains("… and 949 more"), "{stderr}");
     assert!(stderr.len() < 100_000, "{} bytes of stderr", stderr.len());

@@ -917,7 +917,9 @@ fn a_cell_list_without_a_cells_table_line_loads() {
     assert!(text.contains("v = 127"), "{text}");
 }
 
-/// Regression: 1,000 duplicate cells took 20 s and printed 12 MB.
+/// Regression: 1,000 duplicate cells took 20 s and printed 12 MB. The report's size is
+/// checked here; its speed is not (a timed test fails on a loaded machine, and the
+/// quadratic work went with the unbounded report).
 #[test]
 fn a_thousand_duplicate_cells_give_a_bounded_report() {
     let entries: String = (0..1000)
@@ -926,9 +928,7 @@ fn a_thousand_duplicate_cells_give_a_bounded_report() {
     let m = edited("smoke.toml", |t| {
         replace(t, "[cells]\npreset = \"capacity\"\n", &entries)
     });
-    let started = std::time::Instant::now();
     let (e, text) = failure(&m, &[]);
-    let took = started.elapsed();
     assert_eq!(e.problem_count(), 999, "{text}");
     assert_eq!(e.problems().len(), tbb::manifest::MAX_SHOWN);
     assert!(text.contains("999 problem(s)"), "{text}");
@@ -938,7 +938,6 @@ fn a_thousand_duplicate_cells_give_a_bounded_report() {
         tbb::manifest::MAX_SHOWN
     );
     assert!(text.len() < 100_000, "{} bytes", text.len());
-    assert!(took < std::time::Duration::from_secs(5), "{took:?}");
 }
 
 // ---------------------------------------------------------------------------------
