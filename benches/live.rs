@@ -90,33 +90,36 @@ fn read_request(protocol: usize, body: &Json) -> (String, bool) {
     }
 }
 
-/// The reply: a call to `tool`, or (after a tool result) the final answer.
-fn reply(protocol: usize, tool: &str, answered: bool) -> Json {
+/// The reply: a call to `tool`, or (after a tool result) the final answer. `prompt` is
+/// the prompt's token count as a server would report it: a token per three bytes of the
+/// request (tbb checks that a local server saw the whole prompt, and a fixed count
+/// would look like one that did not).
+fn reply(protocol: usize, tool: &str, answered: bool, prompt: u64) -> Json {
     match (protocol, answered) {
         (0, false) => json!({"id": "c", "object": "chat.completion", "model": "m",
             "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant",
                 "content": null, "tool_calls": [{"id": "call_1", "type": "function",
                 "function": {"name": tool, "arguments": "{}"}}]}}],
-            "usage": {"prompt_tokens": 900, "completion_tokens": 20, "total_tokens": 920}}),
+            "usage": {"prompt_tokens": prompt, "completion_tokens": 20, "total_tokens": prompt + 20}}),
         (0, true) => json!({"id": "c", "object": "chat.completion", "model": "m",
             "choices": [{"index": 0, "finish_reason": "stop",
                 "message": {"role": "assistant", "content": "{}"}}],
-            "usage": {"prompt_tokens": 950, "completion_tokens": 5, "total_tokens": 955}}),
+            "usage": {"prompt_tokens": prompt, "completion_tokens": 5, "total_tokens": prompt + 5}}),
         (1, false) => json!({"id": "msg", "type": "message", "role": "assistant", "model": "m",
             "content": [{"type": "tool_use", "id": "toolu_1", "name": tool, "input": {}}],
             "stop_reason": "tool_use", "stop_sequence": null,
-            "usage": {"input_tokens": 900, "output_tokens": 20}}),
+            "usage": {"input_tokens": prompt, "output_tokens": 20}}),
         (1, true) => json!({"id": "msg", "type": "message", "role": "assistant", "model": "m",
             "content": [{"type": "text", "text": "{}"}],
             "stop_reason": "end_turn", "stop_sequence": null,
-            "usage": {"input_tokens": 950, "output_tokens": 5}}),
+            "usage": {"input_tokens": prompt, "output_tokens": 5}}),
         (_, false) => json!({"candidates": [{"index": 0, "finishReason": "STOP",
                 "content": {"role": "model", "parts": [{"functionCall": {"name": tool, "args": {}}}]}}],
-            "usageMetadata": {"promptTokenCount": 900, "candidatesTokenCount": 20, "totalTokenCount": 920},
+            "usageMetadata": {"promptTokenCount": prompt, "candidatesTokenCount": 20, "totalTokenCount": prompt + 20},
             "modelVersion": "m"}),
         (_, true) => json!({"candidates": [{"index": 0, "finishReason": "STOP",
                 "content": {"role": "model", "parts": [{"text": "{}"}]}}],
-            "usageMetadata": {"promptTokenCount": 950, "candidatesTokenCount": 5, "totalTokenCount": 955},
+            "usageMetadata": {"promptTokenCount": prompt, "candidatesTokenCount": 5, "totalTokenCount": prompt + 5},
             "modelVersion": "m"}),
     }
 }
@@ -141,7 +144,7 @@ async fn answer(State(counters): State<Arc<Counters>>, uri: Uri, body: Bytes) ->
         first.entry(tools).or_insert_with(|| body.clone());
     }
     let (tool, answered) = read_request(protocol, &request);
-    axum::Json(reply(protocol, &tool, answered))
+    axum::Json(reply(protocol, &tool, answered, body.len() as u64 / 3))
 }
 
 /// Starts the server on its own thread; returns its origin.

@@ -159,6 +159,34 @@ pub fn first_request(study: &Study, variant: &Variant, arm: usize) -> FirstReque
     }
 }
 
+/// The bytes of the first request's text: the system prompt, the user request and each
+/// opening tool as offered (its name, description and parameters as one JSON object).
+/// Cheap where [`first_request`] is not: counting tokens builds the tokenizer first.
+pub fn first_request_bytes(study: &Study, variant: &Variant, arm: usize) -> u64 {
+    let menu = study.manifest.arms[arm].form.menu.start(variant);
+    let text: usize = opening(study, variant, arm)
+        .iter()
+        .map(|m| match m {
+            Message::System { content } | Message::User { content } => content.len(),
+            _ => 0,
+        })
+        .sum();
+    let tools: usize = menu
+        .visible()
+        .iter()
+        .map(|t| {
+            serde_json::json!({
+                "name": t.name,
+                "description": t.description,
+                "parameters": t.parameters,
+            })
+            .to_string()
+            .len()
+        })
+        .sum();
+    (text + tools) as u64
+}
+
 /// `(first, longest)` estimated served prompt tokens of one variant under one arm.
 pub fn prompt_tokens(study: &Study, variant: &Variant, arm: usize) -> (u64, u64) {
     let mut menu = study.manifest.arms[arm].form.menu.start(variant);

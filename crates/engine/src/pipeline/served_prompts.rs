@@ -8,7 +8,8 @@
 //! what that request holds, and names the configurations whose servers counted far
 //! less.
 //!
-//! Owns: [`ShortPrompts`], [`check`] and the threshold [`SHORT_FACTOR`].
+//! Owns: [`ShortPrompts`], [`check`] and its thresholds [`SHORT_FACTOR`] and
+//! [`BYTES_PER_TOKEN_SUSPECT`].
 //!
 //! Never: changes a result or a key, or fails an apply: it only warns. Never looks at a
 //! remote API (their counts are their own business and some leave cached tokens out) or
@@ -21,7 +22,7 @@ use std::sync::Arc;
 use petgraph::graph::NodeIndex;
 use serde::Serialize;
 
-use super::context::{first_request, FirstRequest};
+use super::context::{first_request, first_request_bytes, FirstRequest};
 use super::Study;
 use crate::report::format::count;
 use tbb_core::compile::Variant;
@@ -32,6 +33,14 @@ use tbb_core::compile::Variant;
 /// count under 0.6 times it means that the server left out more than half of the
 /// request: at V = 8 the tools alone are about two thirds of it.
 pub const SHORT_FACTOR: f64 = 0.6;
+
+/// A first request is counted exactly (in o200k_base tokens) only when the server
+/// reported fewer than one token per this many bytes of its text. English and JSON run
+/// at 3–4 bytes an o200k_base token, and a served template adds a quarter to a third
+/// more tokens, so a server that saw the whole request counts well over one token per
+/// four bytes and never needs the exact count; one that dropped the tools, which are
+/// most of the bytes, counts far fewer.
+pub const BYTES_PER_TOKEN_SUSPECT: u64 = 4;
 
 /// One configuration whose server counted short first requests.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -100,6 +109,7 @@ pub fn check(
     firsts: &[Reported],
 ) -> Vec<ShortPrompts> {
     let configs = &study.manifest.configurations;
+    let mut bytes: HashMap<(NodeIndex, usize), u64> = HashMap::new();
     let mut counted: HashMap<(NodeIndex, usize), FirstRequest> = HashMap::new();
     let mut by_config: BTreeMap<usize, (usize, Vec<(u64, FirstRequest)>)> = BTreeMap::new();
     for r in firsts {
@@ -109,11 +119,20 @@ pub fn check(
         let Some(variant) = variants.get(&r.compile) else {
             continue;
         };
+        let entry = by_config.entry(r.config).or_default();
+        entry.0 += 1;
+        // Counting tokens first builds the tokenizer (tenths of a second of CPU, more
+        // than a whole live study's other work); a byte count clears every healthy
+        // request without it.
+        let request_bytes = *bytes
+            .entry((r.compile, r.arm))
+            .or_insert_with(|| first_request_bytes(study, variant, r.arm));
+        if r.prompt_tokens.saturating_mul(BYTES_PER_TOKEN_SUSPECT) >= request_bytes {
+            continue;
+        }
         let first = *counted
             .entry((r.compile, r.arm))
             .or_insert_with(|| first_request(study, variant, r.arm));
-        let entry = by_config.entry(r.config).or_default();
-        entry.0 += 1;
         let whole = first.conversation + first.menu;
         if (r.prompt_tokens as f64) < SHORT_FACTOR * whole as f64 {
             entry.1.push((r.prompt_tokens, first));
