@@ -63,15 +63,20 @@ pub fn message(m: &Message) -> u64 {
     }
 }
 
-/// Tokens of one tool as offered: its name, description and parameters as one JSON
-/// object.
-pub fn tool(schema: &ToolSchema) -> u64 {
-    let wire = serde_json::json!({
+/// One tool as offered, the text [`tool`] counts: its name, description and parameters
+/// as one JSON object.
+pub fn tool_text(schema: &ToolSchema) -> String {
+    serde_json::json!({
         "name": schema.name,
         "description": schema.description,
         "parameters": schema.parameters,
-    });
-    count(&wire.to_string())
+    })
+    .to_string()
+}
+
+/// Tokens of one tool as offered ([`tool_text`]).
+pub fn tool(schema: &ToolSchema) -> u64 {
+    count(&tool_text(schema))
 }
 
 #[cfg(test)]

@@ -17,7 +17,8 @@
 //!   correct episode needs (observations are counted as the family encodes them, also
 //!   under canonical delivery).
 //!
-//! Owns: [`ContextWarning`] and [`warnings`].
+//! Owns: [`ContextWarning`] and [`warnings`]; [`first_request`] and
+//! [`first_request_bytes`], which the served-prompt check after an apply shares.
 //!
 //! Never: sends a request, reads a key, or changes what runs: it only warns. Nothing of
 //! it enters a node's key (the window is not part of a configuration's identity).
@@ -160,7 +161,7 @@ pub fn first_request(study: &Study, variant: &Variant, arm: usize) -> FirstReque
 }
 
 /// The bytes of the first request's text: the system prompt, the user request and each
-/// opening tool as offered (its name, description and parameters as one JSON object).
+/// opening tool as offered ([`tokens::tool_text`]).
 /// Cheap where [`first_request`] is not: counting tokens builds the tokenizer first.
 pub fn first_request_bytes(study: &Study, variant: &Variant, arm: usize) -> u64 {
     let menu = study.manifest.arms[arm].form.menu.start(variant);
@@ -174,15 +175,7 @@ pub fn first_request_bytes(study: &Study, variant: &Variant, arm: usize) -> u64 
     let tools: usize = menu
         .visible()
         .iter()
-        .map(|t| {
-            serde_json::json!({
-                "name": t.name,
-                "description": t.description,
-                "parameters": t.parameters,
-            })
-            .to_string()
-            .len()
-        })
+        .map(|t| tokens::tool_text(t).len())
         .sum();
     (text + tools) as u64
 }
