@@ -174,6 +174,14 @@ fn local_catalogue(dir: &Path, origin: &str, window: u64) {
     .unwrap_or_else(|e| panic!("{e}"));
 }
 
+/// Runs `cmd`, which must succeed, and returns its stderr.
+fn stderr_of_success(cmd: &mut assert_cmd::Command) -> String {
+    let out = cmd.output().unwrap_or_else(|e| panic!("{e}"));
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{stderr}");
+    stderr
+}
+
 fn stdout(cmd: &mut assert_cmd::Command) -> String {
     let out = cmd.output().unwrap_or_else(|e| panic!("{e}"));
     assert!(
@@ -282,12 +290,7 @@ fn apply_warns_when_the_server_counted_the_first_requests_without_their_tools() 
     let origin = server(16_384, Overflow::RefuseWholeRequest, false, Tools::Dropped);
     let dir = scratch();
     local_catalogue(dir.path(), &origin, 16_384);
-    let out = tbb_in(dir.path())
-        .args(["apply", "manifests/local.toml"])
-        .output()
-        .unwrap_or_else(|e| panic!("{e}"));
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
+    let stderr = stderr_of_success(tbb_in(dir.path()).args(["apply", "manifests/local.toml"]));
     let warning = stderr
         .lines()
         .find(|l| l.contains("the server counted"))
@@ -306,17 +309,12 @@ fn apply_warns_when_the_server_counted_the_first_requests_without_their_tools() 
     // The same study against a server that shows the tools: nothing to say.
     let origin = server(16_384, Overflow::RefuseWholeRequest, false, Tools::Shown);
     local_catalogue(dir.path(), &origin, 16_384);
-    let out = tbb_in(dir.path())
-        .args([
-            "apply",
-            "manifests/local.toml",
-            "--set",
-            "study.name=\"shown\"",
-        ])
-        .output()
-        .unwrap_or_else(|e| panic!("{e}"));
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
+    let stderr = stderr_of_success(tbb_in(dir.path()).args([
+        "apply",
+        "manifests/local.toml",
+        "--set",
+        "study.name=\"shown\"",
+    ]));
     assert!(!stderr.contains("the server counted"), "{stderr}");
 }
 
