@@ -7,7 +7,7 @@ use std::sync::{Mutex, OnceLock};
 
 use tbb::family::FamilySet;
 use tbb::harness::Menu;
-use tbb::manifest::{Loaded, Manifest, ManifestError, Schedule};
+use tbb::manifest::{Manifest, ManifestError, Schedule};
 
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -35,11 +35,11 @@ fn load_at(
     path: &Path,
     overrides: &[(&str, &str)],
     env: &[(&str, &str)],
-) -> Result<Loaded, ManifestError> {
+) -> Result<Manifest, ManifestError> {
     Manifest::load_with_env(path, families(), &sets(overrides), &sets(env))
 }
 
-fn load(path: &Path) -> Loaded {
+fn load(path: &Path) -> Manifest {
     match load_at(path, &[], &[]) {
         Ok(l) => l,
         Err(e) => panic!("{}", render(&e)),
@@ -95,11 +95,7 @@ fn failure(m: &Edited, overrides: &[(&str, &str)]) -> (ManifestError, String) {
 
 #[test]
 fn the_capacity_manifest_is_the_capacity_factorial() {
-    let Loaded {
-        manifest: m,
-        warnings,
-    } = load(&shipped("capacity.toml"));
-    assert!(warnings.is_empty(), "{warnings:?}");
+    let m = load(&shipped("capacity.toml"));
     assert_eq!(m.study, "capacity");
     assert_eq!(m.families.len(), 36);
     assert_eq!(m.cells, tbb::compile::cell::Cell::capacity());
@@ -137,11 +133,7 @@ fn the_capacity_manifest_is_the_capacity_factorial() {
 /// frozen contract, the whole simulated panel, the baseline arm only.
 #[test]
 fn the_frontier_manifest_runs_the_four_depths_under_the_frozen_contract() {
-    let Loaded {
-        manifest: m,
-        warnings,
-    } = load(&shipped("frontier.toml"));
-    assert!(warnings.is_empty(), "{warnings:?}");
+    let m = load(&shipped("frontier.toml"));
     assert_eq!(m.study, "frontier");
     assert_eq!(m.families.len(), 4);
     let depths: Vec<Option<u8>> = m.cells.iter().map(|c| c.depth).collect();
@@ -160,11 +152,7 @@ fn the_frontier_manifest_runs_the_four_depths_under_the_frozen_contract() {
 
 #[test]
 fn the_pilot_manifest_runs_a_probe_seven_restarts_and_a_retry_as_its_own_repeat() {
-    let Loaded {
-        manifest: m,
-        warnings,
-    } = load(&shipped("pilot.toml"));
-    assert!(warnings.is_empty(), "{warnings:?}");
+    let m = load(&shipped("pilot.toml"));
     assert_eq!(m.families.len(), 24);
     let blocks: Vec<(&str, u32, u32, usize)> = m
         .blocks
@@ -201,15 +189,145 @@ fn the_pilot_manifest_runs_a_probe_seven_restarts_and_a_retry_as_its_own_repeat(
     });
     let (_, text) = failure(&negative, &[]);
     assert!(text.contains("must be a non-negative integer"), "{text}");
-    // A switch the study does not run is named.
-    let nowhere = edited("pilot.toml", |t| {
-        replace(t, "switch = \"sim-dunlin-max\"", "switch = \"sim-nowhere\"")
+    // A switch the catalogue has but the study does not run skips the analysis.
+    let unrun = edited("pilot.toml", |t| {
+        replace(
+            t,
+            "switch = \"sim-dunlin-max\"",
+            "switch = \"sim-gale-large\"",
+        )
     });
-    let m = load(&nowhere.path).manifest;
+    let m = load(&unrun.path);
     let skipped = tbb::analysis::skipped(&m);
     assert!(
-        skipped.iter().any(|(_, why)| why.contains("`sim-nowhere`")),
+        skipped
+            .iter()
+            .any(|(_, why)| why.contains("`sim-gale-large`")),
         "{skipped:?}"
+    );
+}
+
+/// Every name an analysis takes is resolved when the manifest loads, at its span, with
+/// "did you mean": found after the episodes ran, it would cost the whole study.
+#[test]
+fn an_analysis_naming_an_arm_or_configuration_the_study_lacks_is_refused_at_check_time() {
+    for (baseline, needle) in [
+        ("", "unknown arm ``"),
+        ("bogus", "unknown arm `bogus`"),
+        ("fixd", "did you mean `fixed`?"),
+    ] {
+        let m = edited("repairs.toml", |t| {
+            replace(
+                t,
+                "{ arm = \"workflow\", baseline = \"fixed\"",
+                &format!("{{ arm = \"workflow\", baseline = \"{baseline}\""),
+            )
+        });
+        let (e, text) = failure(&m, &[]);
+        assert_eq!(e.problems().len(), 1, "{text}");
+        assert!(text.contains(needle), "{needle} missing in\n{text}");
+        // The report points into the switches table's line.
+        assert!(text.contains("arm = \"workflow\", baseline"), "{text}");
+    }
+    for (edit, needle) in [
+        (
+            ("actions = [\"cap4096\"", "actions = [\"\""),
+            "unknown arm ``",
+        ),
+        (
+            ("actions = [\"cap4096\"", "actions = [\"\u{feff}cap4096\""),
+            "unknown arm `\\u{feff}cap4096`",
+        ),
+        (
+            ("probe = \"probe\"", "probe = \"prob\""),
+            "did you mean `probe`?",
+        ),
+        (
+            (
+                "switch = \"sim-dunlin-max\"",
+                "switch = \"sim-dunlin-maxx\"",
+            ),
+            "did you mean `sim-dunlin-max`?",
+        ),
+    ] {
+        let m = edited("pilot.toml", |t| replace(t, edit.0, edit.1));
+        let (e, text) = failure(&m, &[]);
+        assert_eq!(e.problems().len(), 1, "{text}");
+        assert!(text.contains(needle), "{needle} missing in\n{text}");
+    }
+    let m = edited("holdout.toml", |t| {
+        replace(t, "\"sim-gale-large\"", "\"sim-gale-larg\"")
+    });
+    let (_, text) = failure(&m, &[]);
+    assert!(text.contains("did you mean `sim-gale-large`?"), "{text}");
+}
+
+/// The decoders read one completion cap: the study's own when it runs one, any other
+/// cap a study runs when named; a study of several caps must name one.
+#[test]
+fn the_decoders_take_the_study_s_cap_or_are_refused_at_check_time() {
+    let capacity = edited("capacity.toml", |t| t);
+    if let Err(e) = load_at(
+        &capacity.path,
+        &[("budgets.completion_caps", "[2048]")],
+        &[],
+    ) {
+        panic!("{}", render(&e));
+    }
+    let (e, text) = failure(&capacity, &[("budgets.completion_caps", "[1024, 2048]")]);
+    assert_eq!(e.problems().len(), 1, "{text}");
+    assert!(text.contains("runs 2 completion caps"), "{text}");
+    assert!(
+        text.contains("set `completion_cap` to one of 1024, 2048"),
+        "{text}"
+    );
+    let named = edited("capacity.toml", |t| {
+        replace(
+            t,
+            "kind = \"decoders\"\n",
+            "kind = \"decoders\"\ncompletion_cap = 4096\nlane = \"fixd\"\n",
+        )
+    });
+    let (e, text) = failure(&named, &[]);
+    assert_eq!(e.problems().len(), 2, "{text}");
+    assert!(
+        text.contains("runs no episode at completion cap 4096"),
+        "{text}"
+    );
+    assert!(text.contains("did you mean `fixed`?"), "{text}");
+}
+
+/// `tbb plan` shows which units each switch comparison uses; the routed menu's stressed
+/// cells are the endpoint cells at V = 128 (R low), not the router's R-high block.
+#[test]
+fn the_switch_comparisons_use_the_units_their_filters_name() {
+    let m = load(&shipped("repairs.toml"));
+    let Some(switches) = m.analyses.iter().find(|a| a.kind.name() == "switches") else {
+        panic!("repairs runs switches")
+    };
+    let design = tbb::analysis::Design::of(&m);
+    let units = switches.kind.kind().units(&switches.params, &design);
+    assert_eq!(units.len(), 4, "{units:?}");
+    assert!(
+        units[0].starts_with("repair `routed` against switches from `fixed`: 144 conditions per configuration pair (4 stressed cells { v = 128, r = \"low\" })"),
+        "{units:?}"
+    );
+    let wide = edited("repairs.toml", |t| {
+        replace(
+            t,
+            "stressed = { v = 128, r = \"low\" }",
+            "stressed = { v = 128 }",
+        )
+    });
+    let m = load(&wide.path);
+    let design = tbb::analysis::Design::of(&m);
+    let Some(switches) = m.analyses.iter().find(|a| a.kind.name() == "switches") else {
+        panic!("repairs runs switches")
+    };
+    let units = switches.kind.kind().units(&switches.params, &design);
+    assert!(
+        units[0].contains(": 180 conditions per configuration pair (5 stressed cells"),
+        "{units:?}"
     );
 }
 
@@ -238,11 +356,7 @@ fn conditions_of(m: &Manifest, arm: &str) -> BTreeSet<(String, String, String)> 
 #[test]
 fn the_repairs_manifest_runs_every_wrong_layer_control_on_its_repairs_cells() {
     use tbb::harness::{ArmForm, PromptVariant};
-    let Loaded {
-        manifest: m,
-        warnings,
-    } = load(&shipped("repairs.toml"));
-    assert!(warnings.is_empty(), "{warnings:?}");
+    let m = load(&shipped("repairs.toml"));
     let forms: Vec<(&str, ArmForm)> = m.arms.iter().map(|a| (a.name.as_str(), a.form)).collect();
     let fixed = ArmForm {
         menu: Menu::Fixed,
@@ -316,11 +430,7 @@ fn the_repairs_manifest_runs_every_wrong_layer_control_on_its_repairs_cells() {
 /// configuration of the panel.
 #[test]
 fn the_sentinel_manifest_runs_three_pairs_three_times() {
-    let Loaded {
-        manifest: m,
-        warnings,
-    } = load(&shipped("sentinel.toml"));
-    assert!(warnings.is_empty(), "{warnings:?}");
+    let m = load(&shipped("sentinel.toml"));
     assert_eq!(m.families.len(), 4);
     assert_eq!(m.configurations.len(), 21);
     let blocks: Vec<(&str, Vec<&str>, String, u32)> = m
@@ -377,11 +487,7 @@ fn the_cap_study_manifests_are_the_papers_designs() {
             "crossover_strata",
         ),
     ] {
-        let Loaded {
-            manifest: m,
-            warnings,
-        } = load(&shipped(file));
-        assert!(warnings.is_empty(), "{file}: {warnings:?}");
+        let m = load(&shipped(file));
         assert_eq!(m.menus(), vec![Menu::Routed], "{file}");
         assert_eq!(m.blocks[0].completion_caps, caps.to_vec(), "{file}");
         assert_eq!(m.blocks[0].repeats, 2, "{file}");
@@ -410,11 +516,7 @@ fn the_cap_study_manifests_are_the_papers_designs() {
 
 #[test]
 fn the_smoke_manifest_is_small_but_covers_four_intents() {
-    let Loaded {
-        manifest: m,
-        warnings,
-    } = load(&shipped("smoke.toml"));
-    assert!(warnings.is_empty(), "{warnings:?}");
+    let m = load(&shipped("smoke.toml"));
     assert_eq!(m.families.len(), 6);
     let intents: BTreeSet<&str> = m
         .families
@@ -433,18 +535,18 @@ fn the_smoke_manifest_is_small_but_covers_four_intents() {
 
 #[test]
 fn the_content_hash_ignores_comments_and_layout_but_not_parameters() {
-    let original = load(&shipped("capacity.toml")).manifest.content_hash;
+    let original = load(&shipped("capacity.toml")).content_hash;
     let reformatted = edited("capacity.toml", |t| {
         t.lines()
             .filter(|l| !l.trim_start().starts_with('#'))
             .map(|l| format!("{}\n\n", l.replace(" = ", "=")))
             .collect()
     });
-    assert_eq!(load(&reformatted.path).manifest.content_hash, original);
+    assert_eq!(load(&reformatted.path).content_hash, original);
     let changed = edited("capacity.toml", |t| {
         replace(t, "completion_caps = [1024]", "completion_caps = [4096]")
     });
-    let by_file = load(&changed.path).manifest.content_hash;
+    let by_file = load(&changed.path).content_hash;
     assert_ne!(by_file, original);
     let by_set = load_at(
         &shipped("capacity.toml"),
@@ -452,7 +554,6 @@ fn the_content_hash_ignores_comments_and_layout_but_not_parameters() {
         &[],
     )
     .unwrap()
-    .manifest
     .content_hash;
     assert_eq!(by_set, by_file, "the hash is of the resolved manifest");
 }
@@ -460,8 +561,7 @@ fn the_content_hash_ignores_comments_and_layout_but_not_parameters() {
 #[test]
 fn overrides_take_precedence_file_then_env_then_set() {
     let path = shipped("smoke.toml");
-    let m =
-        |sets: &[(&str, &str)], env: &[(&str, &str)]| load_at(&path, sets, env).unwrap().manifest;
+    let m = |sets: &[(&str, &str)], env: &[(&str, &str)]| load_at(&path, sets, env).unwrap();
     assert_eq!(m(&[], &[]).blocks[0].repeats, 1);
     assert_eq!(m(&[], &[("TBB_REPEATS", "2")]).blocks[0].repeats, 2);
     assert_eq!(
@@ -496,8 +596,8 @@ fn load_reads_tbb_variables_from_the_process_environment() {
         &sets(&[("repeats", "4")]),
     );
     std::env::remove_var("TBB_REPEATS");
-    assert_eq!(with_env.unwrap().manifest.blocks[0].repeats, 2);
-    assert_eq!(with_set.unwrap().manifest.blocks[0].repeats, 4);
+    assert_eq!(with_env.unwrap().blocks[0].repeats, 2);
+    assert_eq!(with_set.unwrap().blocks[0].repeats, 4);
 }
 
 #[test]
@@ -654,27 +754,72 @@ fn every_problem_is_reported_at_once() {
 }
 
 #[test]
-fn an_unknown_key_is_a_warning_not_an_error() {
+fn an_unknown_key_is_an_error_at_its_span_with_did_you_mean() {
     let m = edited("smoke.toml", |t| {
+        let t = replace(t, "repeats = 1", "repeets = 1");
         replace(
             t,
             "episode_budget = 128000",
             "episode_budget = 128000\nepisode_budgt = 5",
         )
     });
-    let loaded = load(&m.path);
-    assert_eq!(loaded.warnings.len(), 1, "{:?}", loaded.warnings);
+    let (e, text) = failure(&m, &[]);
+    assert_eq!(e.problems().len(), 2, "{text}");
+    for needle in [
+        "unknown key `repeets`",
+        "did you mean `repeats`?",
+        "unknown key `episode_budgt`",
+        "did you mean `episode_budget`?",
+    ] {
+        assert!(text.contains(needle), "{needle} missing in\n{text}");
+    }
+    // At the span: the report quotes the offending line.
+    assert!(text.contains("episode_budgt = 5"), "{text}");
+    let (_, set) = failure(&edited("smoke.toml", |t| t), &[("budgets.extra", "1")]);
     assert!(
-        loaded.warnings[0].contains("budgets.episode_budgt"),
-        "{:?}",
-        loaded.warnings
+        set.contains("--set budgets.extra: unknown key `extra`"),
+        "{set}"
     );
-    let set = load_at(&shipped("smoke.toml"), &[("budgets.extra", "1")], &[]).unwrap();
+}
+
+#[test]
+fn an_unknown_tbb_variable_is_an_error_naming_the_known_ones() {
+    let path = shipped("smoke.toml");
+    let e = load_at(&path, &[], &[("TBB_REPEETS", "2")]).unwrap_err();
+    let text = render(&e);
     assert!(
-        set.warnings[0].contains("--set budgets.extra"),
-        "{:?}",
-        set.warnings
+        text.contains("environment variable TBB_REPEETS is not one tbb reads"),
+        "{text}"
     );
+    assert!(text.contains("did you mean TBB_REPEATS?"), "{text}");
+    let e = load_at(&path, &[], &[("TBB_FROBNICATE", "1")]).unwrap_err();
+    let text = render(&e);
+    assert!(
+        text.contains("tbb reads TBB_FAMILIES, TBB_CONFIGS"),
+        "{text}"
+    );
+    // A table is set key by key; the command line's, the scripts' and the catalogue's
+    // key variables are read.
+    let e = load_at(&path, &[], &[("TBB_CELLS", "x")]).unwrap_err();
+    assert!(render(&e).contains("TBB_CELLS__<KEY>"), "{}", render(&e));
+    let e = load_at(&path, &[], &[("TBB_BUDGETS__EPISODE_BUDGT", "5")]).unwrap_err();
+    assert!(
+        render(&e).contains(
+            "environment variable TBB_BUDGETS__EPISODE_BUDGT: unknown key `episode_budgt`"
+        ),
+        "{}",
+        render(&e)
+    );
+    let read = [
+        ("TBB_FAMILIES", "families"),
+        ("TBB_OUTPUTS", "out"),
+        ("TBB_LOCAL_MODEL", "m.gguf"),
+        ("TBB_LIVE_BIN", "tbb"),
+        ("TBB_REPEATS", "1"),
+    ];
+    if let Err(e) = load_at(&path, &[], &read) {
+        panic!("{}", render(&e));
+    }
 }
 
 #[test]
@@ -717,7 +862,7 @@ fn families_select_by_intent_domain_and_split() {
             &t[names_end..]
         )
     });
-    let manifest = load(&m.path).manifest;
+    let manifest = load(&m.path);
     assert!(!manifest.families.is_empty());
     assert!(manifest
         .families
@@ -798,7 +943,7 @@ const NUMERIC_LINES: [(&str, &str); 9] = [
 #[test]
 fn the_manifest_with_every_number_loads() {
     let m = edited("smoke.toml", every_number);
-    let manifest = load(&m.path).manifest;
+    let manifest = load(&m.path);
     assert_eq!(manifest.cells.len(), 1);
     assert_eq!(manifest.blocks[0].caps_for("sim-dunlin-max"), [2048]);
 }
@@ -851,7 +996,7 @@ proptest::proptest! {
         };
         let (loaded, name) = result;
         match loaded {
-            Ok(l) => proptest::prop_assert!(false, "{key}={value} loaded: repeats {}", l.manifest.blocks[0].repeats),
+            Ok(l) => proptest::prop_assert!(false, "{key}={value} loaded: repeats {}", l.blocks[0].repeats),
             Err(e) => {
                 let text = render(&e);
                 proptest::prop_assert!(text.contains(&format!("{name}: ")), "{}", text);
@@ -902,9 +1047,9 @@ fn a_cell_list_without_a_cells_table_line_loads() {
             &format!("[cells]\n{list}"),
         )
     });
-    let a = load(&without.path).manifest;
+    let a = load(&without.path);
     assert_eq!(a.cells.len(), 2);
-    assert_eq!(a.content_hash, load(&with.path).manifest.content_hash);
+    assert_eq!(a.content_hash, load(&with.path).content_hash);
     // Spans still point into such a list.
     let bad = edited("smoke.toml", |t| {
         replace(
@@ -1196,9 +1341,9 @@ fn two_arms_that_are_the_same_episode_are_refused() {
         )
     });
     let l = load(&m.path);
-    let caps: Vec<Option<u32>> = l.manifest.arms.iter().map(|a| a.completion_cap).collect();
+    let caps: Vec<Option<u32>> = l.arms.iter().map(|a| a.completion_cap).collect();
     assert_eq!(caps, [None, Some(4096)]);
-    assert_eq!(l.manifest.episode_count(), 288);
+    assert_eq!(l.episode_count(), 288);
 }
 
 #[test]
@@ -1222,7 +1367,7 @@ list = [{ v = 8, w = "low", d = "raw" }, { v = 128, w = "low", d = "raw" }]
 completion_caps = [1024, 4096]
 "#,
     );
-    let m = load(&m.path).manifest;
+    let m = load(&m.path);
     let names: Vec<&str> = m.blocks.iter().map(|b| b.name.as_str()).collect();
     assert_eq!(names, ["first", "second"]);
     let (first, second) = (&m.blocks[0], &m.blocks[1]);
@@ -1316,11 +1461,7 @@ names = ["retention-purge-aurora"]
 /// fixed baseline, two retrieval sizes, the router), the whole panel.
 #[test]
 fn the_discovery_manifest_runs_both_routing_levels_under_four_menus() {
-    let Loaded {
-        manifest: m,
-        warnings,
-    } = load(&shipped("discovery.toml"));
-    assert!(warnings.is_empty(), "{warnings:?}");
+    let m = load(&shipped("discovery.toml"));
     assert_eq!(
         m.menus(),
         vec![
@@ -1376,7 +1517,7 @@ fn the_discovery_analysis_is_skipped_without_matched_routing_levels() {
             "d = \"linked\"\nr = \"high\"",
         )
     });
-    let Loaded { manifest, .. } = load(&m.path);
+    let manifest = load(&m.path);
     let skipped = tbb::analysis::skipped(&manifest);
     assert_eq!(skipped.len(), 1, "{skipped:?}");
     assert!(

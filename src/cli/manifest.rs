@@ -41,11 +41,8 @@ pub(super) fn parse_set(s: &str) -> Result<(String, String), String> {
 pub fn exec(cli: &Cli, command: &ManifestCommand) -> Result<()> {
     let ManifestCommand::Check(args) = command;
     let families = load(&cli.families)?;
-    let loaded = Manifest::load(&args.manifest, &families, &args.set)?;
-    for w in &loaded.warnings {
-        eprintln!("warning: {w}");
-    }
-    let m = &loaded.manifest;
+    let manifest = Manifest::load(&args.manifest, &families, &args.set)?;
+    let m = &manifest;
     super::check_catalogue(cli, m)?;
     // Plan and apply load the system prompts with the study; a missing or malformed
     // prompt file fails check as it would fail them.
@@ -82,7 +79,6 @@ pub fn exec(cli: &Cli, command: &ManifestCommand) -> Result<()> {
             "arms": m.arms,
             "blocks": m.blocks,
             "episodes": m.episode_count(),
-            "warnings": loaded.warnings,
             "skipped_analyses": crate::analysis::skipped(m)
                 .into_iter()
                 .map(|(kind, why)| json!({"analysis": kind.name(), "reason": why}))

@@ -298,9 +298,6 @@ fn study(
 ) -> Result<crate::pipeline::Study> {
     let study = crate::pipeline::Study::load(manifest, overrides, &paths(cli))?;
     check_catalogue(cli, &study.manifest)?;
-    for w in &study.warnings {
-        eprintln!("warning: {w}");
-    }
     Ok(study)
 }
 
@@ -313,9 +310,6 @@ fn study_and_cache(
 ) -> Result<(crate::pipeline::Study, crate::pipeline::cache::Cache)> {
     let (study, cache) = crate::pipeline::Study::load_with_cache(manifest, overrides, &paths(cli))?;
     check_catalogue(cli, &study.manifest)?;
-    for w in &study.warnings {
-        eprintln!("warning: {w}");
-    }
     Ok((study, cache))
 }
 
@@ -423,4 +417,23 @@ fn print_json<T: serde::Serialize>(value: &T) {
         "{}",
         serde_json::to_string_pretty(value).unwrap_or_default()
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Cli;
+    use clap::CommandFactory;
+
+    /// The manifest loader refuses every `TBB_*` variable nothing reads, so its list of
+    /// the command line's variables must be exactly the ones clap reads.
+    #[test]
+    fn the_manifest_knows_every_variable_the_command_line_reads() {
+        let command = Cli::command();
+        let read: Vec<String> = command
+            .get_arguments()
+            .filter_map(|a| a.get_env())
+            .map(|e| e.to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(read, tbb_engine::manifest::layers::COMMAND_LINE_VARIABLES);
+    }
 }

@@ -49,7 +49,7 @@ use arrow_array::RecordBatch;
 use serde::{Deserialize, Serialize};
 
 use super::stats::{self, check_draws, IndexStream, DEFAULT_DRAWS, DEFAULT_SEED};
-use super::{AnalysisError, Context, Design, Output, ParamProblem, Produced, Typed};
+use super::{AnalysisError, Context, Design, Names, Output, ParamProblem, Produced, Typed};
 use crate::store::tables::EpisodeRow;
 use crate::store::TableBuilder;
 
@@ -135,6 +135,22 @@ fn termination_aware(r: &EpisodeRow) -> String {
 /// The `decoders` analysis kind.
 pub struct Decoders;
 
+/// The one completion cap of the episodes (the manifest refuses a study of several
+/// caps whose decoders name none, so several here means rows of another design).
+fn single_cap(episodes: &[EpisodeRow]) -> Result<u32, AnalysisError> {
+    let caps: BTreeSet<u32> = episodes.iter().map(|r| r.completion_cap).collect();
+    match caps.iter().collect::<Vec<_>>().as_slice() {
+        [cap] => Ok(**cap),
+        _ => Err(AnalysisError::MissingData {
+            analysis: KIND,
+            detail: format!(
+                "the episodes hold {} completion caps and `completion_cap` names none",
+                caps.len()
+            ),
+        }),
+    }
+}
+
 /// Its parameters.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -142,7 +158,8 @@ pub struct Params {
     /// The menu lane the packets come from (default `routed`).
     #[serde(default)]
     pub lane: Option<String>,
-    /// The completion cap (default 1,024).
+    /// The completion cap (default: the study's, when it runs one; a study of several
+    /// caps must name one, which the manifest checks).
     #[serde(default)]
     pub completion_cap: Option<u32>,
     /// Bootstrap draws (default 10,000).
@@ -191,9 +208,34 @@ impl Typed for Decoders {
         })
     }
 
+    fn check_names(params: &Params, names: &Names<'_>) -> Vec<ParamProblem> {
+        let mut out = Vec::new();
+        if let Some(lane) = &params.lane {
+            if !["routed", "fixed"].contains(&lane.as_str()) {
+                let near = tbb_core::family::closest(lane, ["routed", "fixed"].into_iter());
+                out.push(ParamProblem {
+                    path: "lane".into(),
+                    message: format!("unknown lane `{}`", lane.escape_debug()),
+                    help: Some(match near {
+                        Some(n) => format!("did you mean `{n}`?"),
+                        None => "the lanes are `routed` and `fixed`".into(),
+                    }),
+                });
+            }
+        }
+        match params.completion_cap {
+            Some(cap) => out.extend(names.completion_cap("completion_cap", cap)),
+            None => out.extend(names.single_cap("completion_cap").err()),
+        }
+        out
+    }
+
     fn run(params: &Params, input: &Context<'_>) -> Result<Produced, AnalysisError> {
         let lane = params.lane.as_deref().unwrap_or("routed");
-        let cap = params.completion_cap.unwrap_or(1024);
+        let cap = match params.completion_cap {
+            Some(cap) => cap,
+            None => single_cap(input.episodes)?,
+        };
         let draws = params.draws.unwrap_or(DEFAULT_DRAWS);
         let seed = params.seed.unwrap_or(DEFAULT_SEED);
         let packets = packets(input.episodes, lane, cap);

@@ -26,7 +26,7 @@ use serde::{Deserialize, Serialize};
 
 use super::repairs::{self, arm_in, RepairRow, HOLDOUT_LAYERS};
 use super::stats::{check_draws, DEFAULT_DRAWS, DEFAULT_SEED};
-use super::{AnalysisError, Context, Design, Output, ParamProblem, Produced, Typed};
+use super::{AnalysisError, Context, Design, Names, Output, ParamProblem, Produced, Typed};
 use crate::harness::{Actor, Menu};
 use crate::store::tables::EpisodeRow;
 use crate::store::TableBuilder;
@@ -93,6 +93,15 @@ impl Typed for Holdout {
             return Some("it needs cells at depth 2 and depth 30".into());
         }
         None
+    }
+
+    fn check_names(params: &Params, names: &Names<'_>) -> Vec<ParamProblem> {
+        params
+            .confirmatory
+            .iter()
+            .enumerate()
+            .filter_map(|(j, c)| names.configuration(&format!("confirmatory.{j}"), c))
+            .collect()
     }
 
     fn needs_with(params: &Params, design: &Design) -> Option<String> {

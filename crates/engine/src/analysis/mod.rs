@@ -60,7 +60,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-pub use needs::Design;
+pub use needs::{BlockShape, Design, Names};
 pub use stats::{Bootstrap, ClusterUnit};
 
 use crate::store::tables::{EpisodeRow, RequestRow};
@@ -180,6 +180,11 @@ pub trait Kind: Sync {
     /// Why it cannot run on `design` with these (parsed) parameters, or `None` when it
     /// can.
     fn needs(&self, params: &Map<String, Value>, design: &Design) -> Option<String>;
+    /// The names in these (parsed) parameters that the study cannot resolve
+    /// ([`Typed::check_names`]).
+    fn check_names(&self, params: &Map<String, Value>, names: &Names<'_>) -> Vec<ParamProblem>;
+    /// The units each of its comparisons uses on `design` ([`Typed::units`]).
+    fn units(&self, params: &Map<String, Value>, design: &Design) -> Vec<String>;
     /// Why it would fail on the other studies' tables it reads (all of them given, by
     /// table name) with this study's `configurations`, before anything runs; `None`
     /// when it would not (or cannot tell).
@@ -218,10 +223,22 @@ pub trait Typed: Sync + 'static {
     fn needs(_design: &Design) -> Option<String> {
         None
     }
-    /// Why its parameters do not fit `design` (a configuration it names that the study
-    /// does not run, say), or `None`.
+    /// Why its parameters do not fit `design` (a configuration of the catalogue that
+    /// the study does not run, say), or `None`: the analysis is then skipped.
     fn needs_with(_params: &Self::Params, _design: &Design) -> Option<String> {
         None
+    }
+    /// The names its parameters give (arms, configurations, cells, lanes, caps) that
+    /// cannot be what the user meant, each at its parameter's path with "did you mean":
+    /// errors of the manifest, found when it loads, before any episode runs.
+    fn check_names(_params: &Self::Params, _names: &Names<'_>) -> Vec<ParamProblem> {
+        Vec::new()
+    }
+    /// One line per comparison it makes, saying which units it uses (`tbb plan`
+    /// prints them, so a filter that matches more cells than meant shows before the
+    /// run).
+    fn units(_params: &Self::Params, _design: &Design) -> Vec<String> {
+        Vec::new()
     }
     /// Why it would fail on the other studies' tables it reads, given this study's
     /// configurations: `plan` shows it and `apply` refuses before running anything.
@@ -244,7 +261,7 @@ impl<T: Typed> Kind for T {
         T::VERSION
     }
     fn parameters(&self) -> &'static [&'static str] {
-        field_names::<T::Params>()
+        tbb_diag::fields::field_names::<T::Params>()
     }
     fn parse(&self, given: &Map<String, Value>) -> Result<Map<String, Value>, Vec<ParamProblem>> {
         let value = Value::Object(given.clone());
@@ -277,6 +294,16 @@ impl<T: Typed> Kind for T {
             let params: T::Params = serde_json::from_value(Value::Object(params.clone())).ok()?;
             T::needs_with(&params, design)
         })
+    }
+    fn check_names(&self, params: &Map<String, Value>, names: &Names<'_>) -> Vec<ParamProblem> {
+        serde_json::from_value::<T::Params>(Value::Object(params.clone()))
+            .map(|p| T::check_names(&p, names))
+            .unwrap_or_default()
+    }
+    fn units(&self, params: &Map<String, Value>, design: &Design) -> Vec<String> {
+        serde_json::from_value::<T::Params>(Value::Object(params.clone()))
+            .map(|p| T::units(&p, design))
+            .unwrap_or_default()
     }
     fn preflight(
         &self,
@@ -331,38 +358,6 @@ fn normalise<P: Serialize>(params: &P) -> Map<String, Value> {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct NoParams {}
-
-/// The field names of a serde struct, read from its `Deserialize` impl (which hands
-/// them to `deserialize_struct`).
-fn field_names<'de, T: serde::Deserialize<'de>>() -> &'static [&'static str] {
-    use serde::de::{self, Visitor};
-    use serde::forward_to_deserialize_any;
-
-    struct Probe(Option<&'static [&'static str]>);
-    impl<'de> de::Deserializer<'de> for &mut Probe {
-        type Error = de::value::Error;
-        fn deserialize_any<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Self::Error> {
-            Err(de::Error::custom("probe"))
-        }
-        fn deserialize_struct<V: Visitor<'de>>(
-            self,
-            _: &'static str,
-            fields: &'static [&'static str],
-            _: V,
-        ) -> Result<V::Value, Self::Error> {
-            self.0 = Some(fields);
-            Err(de::Error::custom("probe"))
-        }
-        forward_to_deserialize_any! {
-            bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
-            bytes byte_buf option unit unit_struct newtype_struct seq tuple
-            tuple_struct map enum identifier ignored_any
-        }
-    }
-    let mut probe = Probe(None);
-    let _ = T::deserialize(&mut probe);
-    probe.0.unwrap_or(&[])
-}
 
 /// A registered kind: a copyable handle on its [`Kind`], compared and ordered by name.
 #[derive(Clone, Copy)]

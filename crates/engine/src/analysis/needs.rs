@@ -10,10 +10,24 @@
 
 use std::collections::BTreeSet;
 
-use super::design;
-use crate::harness::{Actor, Delivery, Menu, PromptVariant};
-use crate::manifest::Manifest;
+use super::{design, ParamProblem};
+use crate::harness::{Actor, Arm, Delivery, Menu, PromptVariant};
+use crate::manifest::{Block, Manifest};
 use tbb_core::compile::cell::{level_name, Cell};
+use tbb_core::family::closest;
+
+/// One block of the design, as the analyses count units in it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BlockShape {
+    /// Its cells.
+    pub cells: Vec<Cell>,
+    /// How many families it runs.
+    pub families: usize,
+    /// Repeats of every condition.
+    pub repeats: u32,
+    /// The names of the arms it runs.
+    pub arms: Vec<String>,
+}
 
 /// What the analyses' needs are checked against: the conditions a manifest runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,6 +44,10 @@ pub struct Design {
     pub actors: Vec<Actor>,
     /// Configuration names.
     pub configurations: Vec<String>,
+    /// Names of the arms some block runs, in the order declared.
+    pub arms: Vec<String>,
+    /// Each block's shape: which conditions an analysis's comparison draws on.
+    pub blocks: Vec<BlockShape>,
     /// Every completion cap some block runs at, ascending.
     pub completion_caps: Vec<u32>,
 }
@@ -38,8 +56,28 @@ impl Design {
     /// The design of a manifest: the one place that reads the manifest's factors for
     /// the analyses.
     pub fn of(manifest: &Manifest) -> Design {
-        let caps: BTreeSet<u32> = manifest
-            .blocks
+        let configurations: Vec<String> = manifest
+            .configurations
+            .iter()
+            .map(|c| c.name.clone())
+            .collect();
+        Design::of_parts(
+            &manifest.blocks,
+            &manifest.arms,
+            &manifest.cells,
+            &configurations,
+        )
+    }
+
+    /// The design of a manifest's resolved parts, before the manifest is assembled
+    /// (its analyses' names are checked against it while it loads).
+    pub fn of_parts(
+        blocks: &[Block],
+        arms: &[Arm],
+        cells: &[Cell],
+        configurations: &[String],
+    ) -> Design {
+        let caps: BTreeSet<u32> = blocks
             .iter()
             .flat_map(|b| {
                 b.completion_caps
@@ -47,12 +85,17 @@ impl Design {
                     .chain(b.configuration_caps.values().flatten())
                     .copied()
             })
-            .chain(manifest.arms.iter().filter_map(|a| a.completion_cap))
+            .chain(arms.iter().filter_map(|a| a.completion_cap))
             .collect();
+        let run: BTreeSet<usize> = blocks.iter().flat_map(|b| b.arms.iter().copied()).collect();
         let mut prompts: Vec<PromptVariant> = Vec::new();
         let mut deliveries: Vec<Delivery> = Vec::new();
         let mut actors: Vec<Actor> = Vec::new();
-        for form in manifest.forms() {
+        let mut menus: Vec<Menu> = Vec::new();
+        for form in arms.iter().map(|a| a.form) {
+            if !menus.contains(&form.menu) {
+                menus.push(form.menu);
+            }
             if !prompts.contains(&form.prompt) {
                 prompts.push(form.prompt);
             }
@@ -64,15 +107,30 @@ impl Design {
             }
         }
         Design {
-            cells: manifest.cells.clone(),
-            menus: manifest.menus(),
+            cells: cells.to_vec(),
+            menus,
             prompts,
             deliveries,
             actors,
-            configurations: manifest
-                .configurations
+            configurations: configurations.to_vec(),
+            arms: arms
                 .iter()
-                .map(|c| c.name.clone())
+                .enumerate()
+                .filter(|(i, _)| run.contains(i))
+                .map(|(_, a)| a.name.clone())
+                .collect(),
+            blocks: blocks
+                .iter()
+                .map(|b| BlockShape {
+                    cells: b.cells.clone(),
+                    families: b.families.len(),
+                    repeats: b.repeats,
+                    arms: b
+                        .arms
+                        .iter()
+                        .filter_map(|&i| arms.get(i).map(|a| a.name.clone()))
+                        .collect(),
+                })
                 .collect(),
             completion_caps: caps.into_iter().collect(),
         }
@@ -147,6 +205,97 @@ impl Design {
     }
 }
 
+/// What an analysis's parameters may name, checked when the manifest loads
+/// ([`super::Typed::check_names`]): the design, and every configuration of the
+/// catalogue (a configuration the catalogue has but the study does not run is a need
+/// the design does not meet, and the analysis is skipped; one the catalogue lacks is a
+/// mistake).
+#[derive(Debug, Clone, Copy)]
+pub struct Names<'a> {
+    /// The study's design.
+    pub design: &'a Design,
+    /// Every configuration name of the catalogue.
+    pub catalogue: &'a [String],
+}
+
+impl Names<'_> {
+    /// A problem when `name`, given at `path`, is not an arm the study runs.
+    pub fn arm(&self, path: &str, name: &str) -> Option<ParamProblem> {
+        let arms = self.design.arms.iter().map(String::as_str);
+        unknown(path, "arm", name, arms, "the `[[arms]]` a block runs")
+    }
+
+    /// A problem when `name`, given at `path`, is no configuration of the catalogue.
+    pub fn configuration(&self, path: &str, name: &str) -> Option<ParamProblem> {
+        let names = self.catalogue.iter().map(String::as_str);
+        unknown(
+            path,
+            "configuration",
+            name,
+            names,
+            "the catalogue's configurations",
+        )
+    }
+
+    /// A problem when `cap`, given at `path`, is no completion cap of the study.
+    pub fn completion_cap(&self, path: &str, cap: u32) -> Option<ParamProblem> {
+        let caps = &self.design.completion_caps;
+        (!caps.contains(&cap)).then(|| ParamProblem {
+            path: path.to_string(),
+            message: format!("the study runs no episode at completion cap {cap}"),
+            help: Some(format!("its caps are {}", list(caps))),
+        })
+    }
+
+    /// The study's one completion cap, or a problem at `path` asking for one of its
+    /// caps when it runs several (an analysis that reads one cap takes it from the
+    /// study when the study pins it).
+    pub fn single_cap(&self, path: &str) -> Result<u32, ParamProblem> {
+        match self.design.completion_caps.as_slice() {
+            [cap] => Ok(*cap),
+            caps => Err(ParamProblem {
+                path: path.to_string(),
+                message: format!(
+                    "the study runs {} completion caps, so the analysis must be told which one it reads",
+                    caps.len()
+                ),
+                help: Some(format!("set `{path}` to one of {}", list(caps))),
+            }),
+        }
+    }
+}
+
+fn list(caps: &[u32]) -> String {
+    caps.iter()
+        .map(u32::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// A problem when `name` is not among `options`, with "did you mean".
+fn unknown<'o>(
+    path: &str,
+    what: &str,
+    name: &str,
+    options: impl Iterator<Item = &'o str> + Clone,
+    which: &str,
+) -> Option<ParamProblem> {
+    if options.clone().any(|o| o == name) {
+        return None;
+    }
+    let listed: Vec<&str> = options.clone().collect();
+    let help = match closest(name, options) {
+        Some(near) => format!("did you mean `{near}`?"),
+        None if listed.is_empty() => format!("the study has none of {which}"),
+        None => format!("{which}: {}", listed.join(", ")),
+    };
+    Some(ParamProblem {
+        path: path.to_string(),
+        message: format!("unknown {what} `{}`", name.escape_debug()),
+        help: Some(help),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -170,6 +319,8 @@ mod tests {
             deliveries: vec![Delivery::Native],
             actors: vec![Actor::Model],
             configurations: vec!["sim-x".into()],
+            arms: vec!["baseline".into()],
+            blocks: vec![],
             completion_caps: vec![1024],
         }
     }

@@ -37,7 +37,7 @@ use arrow_array::RecordBatch;
 use serde::{Deserialize, Serialize};
 
 use super::stats::{self, check_draws, IndexStream, DEFAULT_DRAWS, DEFAULT_SEED};
-use super::{AnalysisError, Context, Design, Output, ParamProblem, Produced, Typed};
+use super::{AnalysisError, Context, Design, Names, Output, ParamProblem, Produced, Typed};
 use crate::store::tables::EpisodeRow;
 use crate::store::TableBuilder;
 
@@ -102,6 +102,15 @@ impl Typed for Pilot {
                 help: Some("the unchanged retry is the probe's arm at `retry_repeat`".into()),
             });
         }
+        out
+    }
+
+    fn check_names(params: &Params, names: &Names<'_>) -> Vec<ParamProblem> {
+        let mut out: Vec<ParamProblem> = names.arm("probe", &params.probe).into_iter().collect();
+        for (j, action) in params.actions.iter().enumerate() {
+            out.extend(names.arm(&format!("actions.{j}"), action));
+        }
+        out.extend(names.configuration("switch", &params.switch));
         out
     }
 

@@ -122,8 +122,9 @@ impl Bootstrap {
     /// Range checks: at least one draw, each cluster unit once.
     pub fn check(&self) -> Vec<ParamProblem> {
         let mut problems: Vec<ParamProblem> = check_draws(self.draws).into_iter().collect();
+        let mut seen = std::collections::BTreeSet::new();
         for (j, u) in self.cluster_units.iter().enumerate() {
-            if self.cluster_units[..j].contains(u) {
+            if !seen.insert(u.name()) {
                 problems.push(ParamProblem {
                     path: format!("cluster_units.{j}"),
                     message: format!("cluster unit `{}` is listed twice", u.name()),

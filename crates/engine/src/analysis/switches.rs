@@ -38,15 +38,18 @@ use serde::{Deserialize, Serialize};
 
 use super::design;
 use super::stats::{self, ClusterTotals, Interval};
-use super::{AnalysisError, Context, Output, ParamProblem, Produced, Typed};
+use super::{
+    AnalysisError, BlockShape, Context, Design, Names, Output, ParamProblem, Produced, Typed,
+};
 use crate::store::tables::EpisodeRow;
 use crate::store::TableBuilder;
+use tbb_core::compile::cell::{level_name, Cell};
 
 const KIND: &str = "switches";
-/// Default bootstrap draws: 84 repair × incumbent pairs × 20 switches × 2 statistics
-/// make this the widest bootstrap of a study, and 2,000 draws fix a 95% percentile
-/// interval's ends to well under a tenth of a point here.
-pub const DEFAULT_DRAWS: u32 = 2_000;
+/// Default bootstrap draws, as for every other interval of the studies: with 2,000, four
+/// router incumbents sat on the border of the switch comparison, where the Monte Carlo
+/// error of an interval's end decides the verdict.
+pub const DEFAULT_DRAWS: u32 = stats::DEFAULT_DRAWS;
 
 /// The `switches` analysis kind.
 pub struct Switches;
@@ -98,10 +101,38 @@ pub struct Cells {
 
 impl Cells {
     fn matches(&self, row: &EpisodeRow) -> bool {
-        self.v.is_none_or(|v| v == row.v)
-            && self.w.as_ref().is_none_or(|w| *w == row.w)
-            && self.d.as_ref().is_none_or(|d| *d == row.d)
-            && self.r.as_ref().is_none_or(|r| *r == row.r)
+        self.matches_levels(row.v, &row.w, &row.d, &row.r)
+    }
+
+    /// Whether a cell of the design is stressed.
+    pub fn matches_cell(&self, cell: &Cell) -> bool {
+        self.matches_levels(
+            u32::from(cell.v),
+            &level_name(&cell.w),
+            &level_name(&cell.d),
+            &level_name(&cell.r),
+        )
+    }
+
+    /// The filter as the manifest writes it (`{ v = 128, r = "low" }`).
+    fn label(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(v) = self.v {
+            parts.push(format!("v = {v}"));
+        }
+        for (axis, level) in [("w", &self.w), ("d", &self.d), ("r", &self.r)] {
+            if let Some(level) = level {
+                parts.push(format!("{axis} = \"{level}\""));
+            }
+        }
+        format!("{{ {} }}", parts.join(", "))
+    }
+
+    fn matches_levels(&self, v: u32, w: &str, d: &str, r: &str) -> bool {
+        self.v.is_none_or(|x| x == v)
+            && self.w.as_ref().is_none_or(|x| x == w)
+            && self.d.as_ref().is_none_or(|x| x == d)
+            && self.r.as_ref().is_none_or(|x| x == r)
     }
 
     fn problems(&self, at: &str) -> Vec<ParamProblem> {
@@ -133,7 +164,7 @@ impl Cells {
 impl Typed for Switches {
     type Params = Params;
     const NAME: &'static str = KIND;
-    const VERSION: &'static str = "switches/2";
+    const VERSION: &'static str = "switches/3";
     const OUTPUTS: &'static [&'static str] = &["switches", "switch_incumbents", "switch_summary"];
 
     fn check(params: &Params) -> Vec<ParamProblem> {
@@ -166,6 +197,57 @@ impl Typed for Switches {
             out.extend(r.stressed.problems(&format!("repairs.{i}.stressed")));
         }
         out
+    }
+
+    fn check_names(params: &Params, names: &Names<'_>) -> Vec<ParamProblem> {
+        let mut out = Vec::new();
+        for (i, r) in params.repairs.iter().enumerate() {
+            out.extend(names.arm(&format!("repairs.{i}.arm"), &r.arm));
+            out.extend(names.arm(&format!("repairs.{i}.baseline"), &r.baseline));
+        }
+        out
+    }
+
+    fn needs_with(params: &Params, design: &Design) -> Option<String> {
+        params
+            .repairs
+            .iter()
+            .find(|r| !design.cells.iter().any(|c| r.stressed.matches_cell(c)))
+            .map(|r| {
+                format!(
+                    "the stressed cells {} of repair `{}` match no cell of the study",
+                    r.stressed.label(),
+                    r.arm
+                )
+            })
+    }
+
+    fn units(params: &Params, design: &Design) -> Vec<String> {
+        params
+            .repairs
+            .iter()
+            .map(|r| {
+                let (mut cells, mut conditions) = (0usize, 0u64);
+                let both =
+                    |b: &&BlockShape| b.arms.contains(&r.arm) && b.arms.contains(&r.baseline);
+                for b in design.blocks.iter().filter(both) {
+                    let stressed = b
+                        .cells
+                        .iter()
+                        .filter(|c| r.stressed.matches_cell(c))
+                        .count();
+                    cells += stressed;
+                    conditions += (stressed * b.families) as u64 * u64::from(b.repeats);
+                }
+                format!(
+                    "repair `{}` against switches from `{}`: {conditions} conditions per \
+                     configuration pair ({cells} stressed cells {})",
+                    r.arm,
+                    r.baseline,
+                    r.stressed.label()
+                )
+            })
+            .collect()
     }
 
     fn run(params: &Params, input: &Context<'_>) -> Result<Produced, AnalysisError> {

@@ -7,8 +7,11 @@
 //! figment does not carry byte spans, which is why the file is also indexed with `toml`.
 //!
 //! Environment variables are read only for the manifest's own keys, and tables only
-//! key by key (`TBB_REPEATS`, `TBB_BUDGETS__EPISODE_BUDGET`, `TBB_STUDY__NAME`): other
-//! `TBB_*` variables belong to the command line (`TBB_FAMILIES`, `TBB_CONFIGS`).
+//! key by key (`TBB_REPEATS`, `TBB_BUDGETS__EPISODE_BUDGET`, `TBB_STUDY__NAME`); the
+//! command line reads its own ([`COMMAND_LINE_VARIABLES`]), the catalogue names its key
+//! variables, and the repository's scripts and benches keep theirs
+//! ([`SCRIPT_VARIABLES`]). Any other `TBB_*` variable is a mistake that would
+//! otherwise be ignored in silence, so [`unread_variables`] names it as a problem.
 
 use std::ops::Range;
 
@@ -37,6 +40,89 @@ pub const TOP_LEVEL_KEYS: [&str; 12] = [
     "lanes",
     "repairs",
 ];
+
+/// The `TBB_*` variables the command line's global options read.
+pub const COMMAND_LINE_VARIABLES: [&str; 5] = [
+    "TBB_FAMILIES",
+    "TBB_CONFIGS",
+    "TBB_PROMPTS",
+    "TBB_OUTPUTS",
+    "TBB_LOCKFILES",
+];
+
+/// The variables of the repository's own scripts and benches (`scripts/`, `benches/`,
+/// the notebook), which run tbb with them still set: tbb reads none of them. A name
+/// ending in `_` is a prefix.
+pub const SCRIPT_VARIABLES: [&str; 8] = [
+    "TBB_LOCAL_",
+    "TBB_LIVE_",
+    "TBB_BIN",
+    "TBB_COMMON",
+    "TBB_TIMEOUT",
+    "TBB_STUDY_DIR",
+    "TBB_NOTEBOOK_VENV",
+    "TBB_REPORT_DIR",
+];
+
+/// A `TBB_*` variable of `env` that nothing reads: what is wrong, and how to fix it.
+pub struct UnreadVariable {
+    /// What is wrong, naming the variable.
+    pub message: String,
+    /// The nearest variable tbb reads, and the list.
+    pub help: String,
+}
+
+/// The `TBB_*` variables of `env` that neither the manifest, the command line, the
+/// catalogue's key variables (`key_variables`) nor the repository's scripts read.
+pub fn unread_variables(env: &[(String, String)], key_variables: &[&str]) -> Vec<UnreadVariable> {
+    let manifest_keys: Vec<String> = TOP_LEVEL_KEYS
+        .iter()
+        .filter(|k| !matches!(**k, "lanes" | "repairs"))
+        .map(|k| format!("TBB_{}", k.to_ascii_uppercase()))
+        .collect();
+    let mut out = Vec::new();
+    for (var, _) in env {
+        let Some(rest) = var.strip_prefix("TBB_") else {
+            continue;
+        };
+        let key = rest.to_ascii_lowercase().replace("__", ".");
+        let top = key.split('.').next().unwrap_or_default();
+        let whole_table = !key.contains('.') && !TOP_LEVEL_VALUES.contains(&top);
+        let read = (TOP_LEVEL_KEYS.contains(&top) && !whole_table)
+            || COMMAND_LINE_VARIABLES.contains(&var.as_str())
+            || key_variables.contains(&var.as_str())
+            || SCRIPT_VARIABLES
+                .iter()
+                .any(|s| var == s || (s.ends_with('_') && var.starts_with(s)));
+        if read {
+            continue;
+        }
+        // Compared without the shared `TBB_`, which would make any two names look
+        // alike.
+        let known = COMMAND_LINE_VARIABLES
+            .iter()
+            .copied()
+            .chain(manifest_keys.iter().map(String::as_str))
+            .filter_map(|k| k.strip_prefix("TBB_"));
+        let reads = format!(
+            "tbb reads {}, and TBB_<KEY> for a manifest key (`TBB_REPEATS`, `TBB_BUDGETS__EPISODE_BUDGET`)",
+            COMMAND_LINE_VARIABLES.join(", ")
+        );
+        let nearest = tbb_core::family::closest(rest, known);
+        let help = match (nearest, whole_table && TOP_LEVEL_KEYS.contains(&top)) {
+            (_, true) => format!(
+                "a `TBB_*` variable sets one key of a table, e.g. `{var}__<KEY>` (`TBB_BUDGETS__EPISODE_BUDGET`); unset {var}"
+            ),
+            (Some(n), _) => format!("did you mean TBB_{n}? {reads}; unset {var}"),
+            (None, _) => format!("{reads}; unset {var}"),
+        };
+        out.push(UnreadVariable {
+            message: format!("environment variable {var} is not one tbb reads"),
+            help,
+        });
+    }
+    out
+}
 
 /// The top-level keys that are values, not tables.
 const TOP_LEVEL_VALUES: [&str; 4] = ["repeats", "schedule", "lanes", "repairs"];
@@ -71,6 +157,10 @@ impl Provider for Layer {
 /// The layered settings and the file's spans.
 pub struct Layers {
     figment: Figment,
+    /// The merged value with its tags, merged once: figment's own `find_metadata`
+    /// re-merges every layer on each call, which made locating 5,000 problems take
+    /// seconds per thousand.
+    merged: Option<Value>,
     spans: SpanIndex,
 }
 
@@ -111,7 +201,12 @@ impl Layers {
             let key = key.trim();
             figment = figment.merge(layer(format!("--set {key}"), key, value)?);
         }
-        Ok(Layers { figment, spans })
+        let merged = figment.find_value("").ok();
+        Ok(Layers {
+            figment,
+            merged,
+            spans,
+        })
     }
 
     /// The merged settings as JSON.
@@ -149,7 +244,12 @@ impl Layers {
     pub fn origin(&self, path: &str) -> Origin {
         let mut p = path;
         loop {
-            if let Some(meta) = self.figment.find_metadata(p) {
+            let tag = self
+                .merged
+                .as_ref()
+                .and_then(|v| v.find_ref(p))
+                .map(Value::tag);
+            if let Some(meta) = tag.and_then(|t| self.figment.get_metadata(t)) {
                 if meta.name == FILE_LAYER {
                     return self.spans.find(path).map_or(Origin::Default, Origin::File);
                 }

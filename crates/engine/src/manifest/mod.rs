@@ -11,8 +11,9 @@
 //!
 //! Invariants: loading is all-or-nothing — every problem is collected and reported at
 //! once ([`ManifestError::Invalid`]), each at the span of the value in the file, or
-//! naming the override it came from. Unknown keys are warnings, never errors;
-//! misspelled names are errors with "did you mean". The content hash covers the
+//! naming the override it came from. Unknown keys and misspelled names are errors with
+//! "did you mean", and so is a `TBB_*` environment variable tbb does not read (a typo in
+//! one would otherwise be a silently ignored override). The content hash covers the
 //! resolved manifest as canonical JSON (not the file's bytes, comments or layout, and
 //! not its path).
 //!
@@ -214,15 +215,6 @@ impl Block {
     }
 }
 
-/// A loaded manifest and the warnings about it (unknown keys).
-#[derive(Debug, Clone)]
-pub struct Loaded {
-    /// The manifest.
-    pub manifest: Manifest,
-    /// One line per unknown key, with its path and origin.
-    pub warnings: Vec<String>,
-}
-
 impl Manifest {
     /// Loads `path`, layering the process's `TBB_*` environment variables and the
     /// `--set` pairs over it, and resolves it against `families` and the configuration
@@ -231,21 +223,28 @@ impl Manifest {
         path: &Path,
         families: &FamilySet,
         overrides: &[(String, String)],
-    ) -> Result<Loaded, ManifestError> {
-        let env: Vec<(String, String)> = std::env::vars()
-            .filter(|(k, _)| k.starts_with("TBB_"))
+    ) -> Result<Manifest, ManifestError> {
+        // `vars_os`: a variable whose value is not Unicode must not panic; only the
+        // names of tbb's own variables matter, and their values are read as text.
+        let env: Vec<(String, String)> = std::env::vars_os()
+            .filter_map(|(k, v)| {
+                let k = k.into_string().ok()?;
+                k.starts_with("TBB_")
+                    .then(|| (k, v.to_string_lossy().into_owned()))
+            })
             .collect();
         Manifest::load_with_env(path, families, overrides, &env)
     }
 
     /// [`Manifest::load`] with an explicit environment (`(name, value)` pairs; only
-    /// `TBB_*` names for the manifest's keys are read).
+    /// `TBB_*` names for the manifest's keys are read; any other `TBB_*` name that tbb
+    /// does not read is a problem).
     pub fn load_with_env(
         path: &Path,
         families: &FamilySet,
         overrides: &[(String, String)],
         env: &[(String, String)],
-    ) -> Result<Loaded, ManifestError> {
+    ) -> Result<Manifest, ManifestError> {
         let text = std::fs::read_to_string(path).map_err(|source| {
             if source.kind() == std::io::ErrorKind::NotFound {
                 ManifestError::Missing {
@@ -315,8 +314,8 @@ impl Manifest {
             );
         }
 
-        // Stage 1: the schema, warning on unknown keys; a value of the wrong type is an
-        // error at that value (its span, or the override that set it).
+        // Stage 1: the schema; an unknown key, or a value of the wrong type, is an error
+        // at that value (its span, or the override that set it).
         let mut unknown = Vec::new();
         let mut note = |p: serde_ignored::Path<'_>| unknown.push(p.to_string());
         let parsed: Result<raw::RawManifest, _> =
@@ -349,16 +348,24 @@ impl Manifest {
         if !non_finite.is_empty() {
             return Err(invalid(sink.problems));
         }
-        let warnings = unknown
-            .iter()
-            .map(|p| {
-                let from = match layers.origin(p) {
-                    layers::Origin::Override(name) => format!(" (from {name})"),
-                    _ => String::new(),
-                };
-                format!("{}: unknown key `{p}`{from} is ignored", path.display())
-            })
-            .collect();
+        for p in &unknown {
+            let (table, key) = p.rsplit_once('.').unwrap_or(("", p));
+            let keys = raw::known_keys(table);
+            let listed = if keys.is_empty() {
+                SCHEMA_HELP.to_string()
+            } else {
+                format!(
+                    "`{}` holds: {}",
+                    if table.is_empty() {
+                        "the manifest"
+                    } else {
+                        table
+                    },
+                    keys.join(", ")
+                )
+            };
+            sink.unknown(p, "key", key, keys.iter().copied(), &listed);
+        }
 
         // Stage 2: names, levels and rules.
         let catalogue_path = resolve::catalogue_path(&raw, path);
@@ -372,6 +379,20 @@ impl Manifest {
             );
             None
         };
+        let key_variables: Vec<&str> = catalogue
+            .iter()
+            .flat_map(|c| &c.configurations)
+            .filter_map(|c| c.api_key_env.as_deref())
+            .collect();
+        for unread in layers::unread_variables(env, &key_variables) {
+            sink.problems.push(Problem {
+                message: unread.message,
+                src: src.clone(),
+                span: None,
+                label: "here".into(),
+                help: Some(unread.help),
+            });
+        }
         let resolved = resolve::resolve(&raw, &mut sink, families, catalogue.as_ref());
         let problems = sink.problems;
         let Some(r) = resolved.filter(|_| problems.is_empty()) else {
@@ -391,7 +412,7 @@ impl Manifest {
             analyses: r.analyses,
         };
         manifest.content_hash = manifest.compute_hash();
-        Ok(Loaded { manifest, warnings })
+        Ok(manifest)
     }
 
     /// The canonical JSON the content hash is taken over (every field but the path).

@@ -4,12 +4,37 @@
 //! Values are kept loose here (names as strings, numbers as `i64`) so that stage 2
 //! can say *which* name is unknown and *what* the allowed values are, at the value's
 //! span, instead of stopping at serde's first type error. A value of the wrong type is
-//! still an error (at its span, via its path), never a silent default. Unknown keys are not errors:
-//! [`super::layers`] collects them with `serde_ignored` as warnings.
+//! still an error (at its span, via its path), never a silent default. Unknown keys are
+//! errors too: `serde_ignored` collects them, and [`known_keys`] gives the keys the
+//! table at fault may hold, for "did you mean".
 
 use serde::Deserialize;
 
+use tbb_diag::fields::field_names;
 pub use tbb_diag::spans::SpanIndex;
+
+/// The keys the manifest's table at `table` (a dotted path; list indices and map keys
+/// such as an input's table name are skipped) may hold: the fields of the struct that
+/// reads it. Empty for a path that is not a table of the schema.
+pub fn known_keys(table: &str) -> &'static [&'static str] {
+    let parts: Vec<&str> = table
+        .split('.')
+        .filter(|p| !p.is_empty() && p.parse::<usize>().is_err())
+        .collect();
+    match parts.as_slice() {
+        [] => field_names::<RawManifest>(),
+        ["study"] => field_names::<RawStudy>(),
+        ["families"] | ["blocks", "families"] => field_names::<RawFamilies>(),
+        ["cells"] | ["blocks", "cells"] => field_names::<RawCells>(),
+        ["cells", "list"] | ["blocks", "cells", "list"] => field_names::<RawCell>(),
+        ["configurations"] | ["blocks", "configurations"] => field_names::<RawConfigurations>(),
+        ["budgets"] | ["blocks", "budgets"] => field_names::<RawBudgets>(),
+        ["arms"] => field_names::<RawArm>(),
+        ["blocks"] => field_names::<RawBlock>(),
+        ["analyses", "inputs", _] => field_names::<RawInput>(),
+        _ => &[],
+    }
+}
 
 /// The whole manifest. Its families, cells, configurations, caps, repeats and
 /// schedule are the design of the one implicit block when `[[blocks]]` is absent, and
@@ -221,4 +246,20 @@ pub struct RawAnalysis {
 pub struct RawInput {
     /// The study whose table it reads (its `[study] name`).
     pub from: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::known_keys;
+
+    #[test]
+    fn every_table_of_the_schema_knows_its_keys() {
+        assert!(known_keys("").contains(&"repeats"));
+        assert!(known_keys("budgets").contains(&"episode_budget"));
+        assert!(known_keys("blocks.2.budgets").contains(&"completion_caps"));
+        assert!(known_keys("cells.list.0").contains(&"depth"));
+        assert!(known_keys("analyses.0.inputs.truncation").contains(&"from"));
+        assert!(known_keys("arms.3").contains(&"menu"));
+        assert!(known_keys("budgets.episode_budget").is_empty());
+    }
 }

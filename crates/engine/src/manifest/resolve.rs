@@ -5,6 +5,7 @@
 //! [`Problem`] at the span of the value at fault (or naming the override it came from),
 //! with "did you mean" for misspelled names.
 
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
 use miette::NamedSource;
@@ -47,7 +48,7 @@ impl Sink<'_> {
     }
 
     /// An unknown name at `path`, with "did you mean" (or the list when it is short).
-    fn unknown<'o>(
+    pub(super) fn unknown<'o>(
         &mut self,
         path: &str,
         what: &str,
@@ -105,8 +106,9 @@ pub(super) fn resolve(
         .map(|f| f.name.clone())
         .collect();
     let mut cells: Vec<Cell> = Vec::new();
+    let mut seen = HashSet::new();
     for c in blocks.iter().flat_map(|b| &b.cells) {
-        if !cells.contains(c) {
+        if seen.insert(*c) {
             cells.push(*c);
         }
     }
@@ -119,6 +121,17 @@ pub(super) fn resolve(
                 .collect()
         })
         .unwrap_or_default();
+    let analyses = resolve_analyses(raw, sink);
+    // Names are checked against a design only when it resolved whole: a block that
+    // failed would make every name it holds look unknown.
+    if sink.problems.len() == before {
+        let names: Vec<String> = configurations.iter().map(|c| c.name.clone()).collect();
+        let design = crate::analysis::Design::of_parts(&blocks, &arms, &cells, &names);
+        let catalogue: Vec<String> = catalogue
+            .map(|c| c.configurations.iter().map(|c| c.name.clone()).collect())
+            .unwrap_or_default();
+        check_analysis_names(sink, &analyses, &design, &catalogue);
+    }
     let resolved = Resolved {
         families: family_names,
         cells,
@@ -126,7 +139,7 @@ pub(super) fn resolve(
         arms,
         blocks,
         budgets,
-        analyses: resolve_analyses(raw, sink),
+        analyses,
     };
     (sink.problems.len() == before).then_some(resolved)
 }
@@ -205,10 +218,12 @@ fn resolve_arms(raw: &RawManifest, sink: &mut Sink<'_>) -> Vec<Arm> {
         ("interface_guide", PromptVariant::InterfaceGuide),
     ];
     let mut out: Vec<Arm> = Vec::new();
+    // Sets, not scans of `out`: every duplicate check is linear in the manifest.
+    let mut declared = HashSet::new();
     for (i, a) in list.iter().enumerate() {
         let at = format!("arms.{i}");
         let mut ok = check_identifier(sink, &format!("{at}.name"), "arm", &a.name);
-        if out.iter().any(|x| x.name == a.name) {
+        if !declared.insert(a.name.as_str()) {
             ok = false;
             sink.at(
                 &format!("{at}.name"),
@@ -380,10 +395,11 @@ fn resolve_blocks(
         );
     }
     let mut out: Vec<Block> = Vec::new();
+    let mut declared = HashSet::new();
     for (i, b) in list.iter().enumerate() {
         let at = format!("blocks.{i}");
         check_identifier(sink, &format!("{at}.name"), "block", &b.name);
-        if out.iter().any(|x| x.name == b.name) {
+        if !declared.insert(b.name.as_str()) {
             sink.at(
                 &format!("{at}.name"),
                 format!("block `{}` is declared twice", b.name),
@@ -431,9 +447,15 @@ fn resolve_blocks(
                     sink.at(&format!("{at}.arms"), "the block names no arm", None);
                 }
                 let mut chosen = Vec::new();
+                let mut listed = HashSet::new();
+                let by_name: HashMap<&str, usize> = arms
+                    .iter()
+                    .enumerate()
+                    .map(|(k, a)| (a.name.as_str(), k))
+                    .collect();
                 for (j, name) in names.iter().enumerate() {
-                    match arms.iter().position(|a| &a.name == name) {
-                        Some(k) if chosen.contains(&k) => sink.at(
+                    match by_name.get(name.as_str()).copied() {
+                        Some(k) if !listed.insert(k) => sink.at(
                             &format!("{at}.arms.{j}"),
                             format!("arm `{name}` is listed twice"),
                             None,
@@ -513,12 +535,18 @@ fn check_conditions_once(sink: &mut Sink<'_>, blocks: &[Block], arms: &[Arm]) {
         };
         for c in &b.configurations {
             let units = b.units(arms, c);
-            let same = units.iter().enumerate().find_map(|(k, u)| {
-                units[..k]
-                    .iter()
-                    .find(|x| arms[x.arm].form == arms[u.arm].form && x.cap == u.cap)
-                    .map(|x| (x.arm, u.arm, u.cap))
-            });
+            let mut first: HashMap<(ArmForm, u32), usize> = HashMap::new();
+            let same = units
+                .iter()
+                .find_map(|u| match first.entry((arms[u.arm].form, u.cap)) {
+                    std::collections::hash_map::Entry::Occupied(x) => {
+                        Some((*x.get(), u.arm, u.cap))
+                    }
+                    std::collections::hash_map::Entry::Vacant(slot) => {
+                        slot.insert(u.arm);
+                        None
+                    }
+                });
             if let Some((a, b2, cap)) = same {
                 sink.at(
                     &at,
@@ -997,6 +1025,7 @@ fn resolve_caps_of(
 /// A list of completion caps at `path`: positive, each once.
 fn resolve_caps(sink: &mut Sink<'_>, path: &str, list: &[i64]) -> Vec<u32> {
     let mut caps = Vec::new();
+    let mut seen = HashSet::new();
     if list.is_empty() {
         sink.at(
             path,
@@ -1007,7 +1036,7 @@ fn resolve_caps(sink: &mut Sink<'_>, path: &str, list: &[i64]) -> Vec<u32> {
     for (i, cap) in list.iter().enumerate() {
         let at = format!("{path}.{i}");
         match u32::try_from(*cap) {
-            Ok(c) if c > 0 && !caps.contains(&c) => caps.push(c),
+            Ok(c) if c > 0 && seen.insert(c) => caps.push(c),
             Ok(c) if c > 0 => sink.at(&at, format!("completion cap {c} is listed twice"), None),
             _ => sink.at(
                 &at,
@@ -1038,6 +1067,7 @@ fn positive(sink: &mut Sink<'_>, path: &str, value: Option<i64>, default: u32) -
 
 fn resolve_analyses(raw: &RawManifest, sink: &mut Sink<'_>) -> Vec<Analysis> {
     let mut out: Vec<Analysis> = Vec::new();
+    let mut listed = HashSet::new();
     for (i, a) in raw.analyses.iter().enumerate() {
         let at = format!("analyses.{i}");
         let Some(kind) = AnalysisKind::get(&a.kind) else {
@@ -1050,7 +1080,7 @@ fn resolve_analyses(raw: &RawManifest, sink: &mut Sink<'_>) -> Vec<Analysis> {
             );
             continue;
         };
-        if out.iter().any(|x| x.kind == kind) {
+        if !listed.insert(kind.name()) {
             sink.at(
                 &format!("{at}.kind"),
                 format!("analysis `{}` is listed twice", kind.name()),
@@ -1135,6 +1165,23 @@ fn resolve_analyses(raw: &RawManifest, sink: &mut Sink<'_>) -> Vec<Analysis> {
         });
     }
     out
+}
+
+/// Every name an analysis takes (arms, configurations, cells, lanes, caps) resolved
+/// against the design, each problem at its parameter's span: a misspelt arm found
+/// after 1,368 paid episodes is a manifest error found too late.
+fn check_analysis_names(
+    sink: &mut Sink<'_>,
+    analyses: &[Analysis],
+    design: &crate::analysis::Design,
+    catalogue: &[String],
+) {
+    let names = crate::analysis::Names { design, catalogue };
+    for (i, a) in analyses.iter().enumerate() {
+        for p in a.kind.kind().check_names(&a.params, &names) {
+            sink.at(&format!("analyses.{i}.{}", p.path), p.message, p.help);
+        }
+    }
 }
 
 /// The catalogue path the manifest names, resolved against the manifest's directory.

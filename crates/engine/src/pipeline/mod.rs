@@ -240,8 +240,6 @@ pub struct TablePayload {
 pub struct Study {
     /// The manifest.
     pub manifest: Manifest,
-    /// Unknown-key warnings.
-    pub warnings: Vec<String>,
     /// `--set` overrides it was loaded with.
     pub overrides: Vec<(String, String)>,
     /// Every family.
@@ -301,8 +299,7 @@ impl Study {
         with_cache: bool,
     ) -> Result<(Study, Option<Cache>), PipelineError> {
         let families = FamilySet::load(&paths.families)?;
-        let loaded = Manifest::load(manifest, &families, overrides)?;
-        let manifest = loaded.manifest;
+        let manifest = Manifest::load(manifest, &families, overrides)?;
         let cache_dir = paths.outputs.join(&manifest.study).join("cache");
         std::thread::scope(|scope| {
             let cache = with_cache.then(|| scope.spawn(|| Cache::open(&cache_dir)));
@@ -338,7 +335,6 @@ impl Study {
             Ok((
                 Study {
                     manifest,
-                    warnings: loaded.warnings,
                     overrides: overrides.to_vec(),
                     families,
                     prompts,
@@ -413,6 +409,18 @@ impl Study {
         p.skipped_analyses = crate::analysis::skipped(&self.manifest)
             .into_iter()
             .map(|(kind, why)| (kind.name().to_string(), why))
+            .collect();
+        let design = crate::analysis::Design::of(&self.manifest);
+        p.units = self
+            .manifest
+            .analyses
+            .iter()
+            .flat_map(|a| {
+                let units = a.kind.kind().units(&a.params, &design);
+                units
+                    .into_iter()
+                    .map(move |u| (a.kind.name().to_string(), u))
+            })
             .collect();
         p.estimate = apply::estimate(self, cache, &p);
         p.catalogue = self.manifest.catalogue.display().to_string();

@@ -116,6 +116,9 @@ pub struct Plan {
     /// planned for them), each as `(analysis, why)`.
     #[serde(default)]
     pub skipped_analyses: Vec<(String, String)>,
+    /// `(analysis, comparison)`: the units each comparison of an analysis uses.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub units: Vec<(String, String)>,
     /// `(analysis, problem)` of the analyses that would fail on the other studies'
     /// tables they read (apply refuses).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -254,6 +257,7 @@ pub fn plan(dag: &Dag, cache: &Cache, outputs: &Path) -> Result<Plan, CacheError
         estimate: Estimate::default(),
         fingerprint: String::new(),
         skipped_analyses: Vec::new(),
+        units: Vec::new(),
         preflight: Vec::new(),
         upstream: Vec::new(),
         catalogue: String::new(),
@@ -430,6 +434,12 @@ impl Plan {
             let _ = writeln!(out, "  {}", status.line());
         }
         if !self.upstream.is_empty() {
+            out.push('\n');
+        }
+        for (analysis, comparison) in &self.units {
+            let _ = writeln!(out, "  = analysis {analysis}: {comparison}");
+        }
+        if !self.units.is_empty() {
             out.push('\n');
         }
         for (analysis, why) in &self.skipped_analyses {

@@ -321,7 +321,7 @@ pub fn batch_of(path: &Path, bytes: Vec<u8>) -> Result<arrow_array::RecordBatch,
 /// Why the table at `file` is not what the manifest at `upstream` would produce now.
 fn stale(cx: &Context<'_>, upstream: &Path, file: &Path) -> Option<String> {
     let loaded = match Manifest::load(upstream, cx.families, &[]) {
-        Ok(l) => l.manifest,
+        Ok(l) => l,
         Err(e) => {
             return Some(format!(
                 "its manifest {} does not load: {e}",

@@ -217,3 +217,21 @@ fn every_feature_set_leaves_out_configuration_family_and_pressure() {
         }
     }
 }
+
+/// A study run at one cap other than the frozen one reads its packets at that cap; one
+/// of several caps must be named (the manifest refuses the omission at check time).
+#[test]
+fn the_cap_defaults_to_the_study_s_one_cap() {
+    let mut rows = packet("c", "f1", "i1", [true, false, true, true]);
+    for r in &mut rows {
+        r.completion_cap = 2048;
+    }
+    assert_eq!(single_cap(&rows).ok(), Some(2048));
+    let mut other = rows.clone();
+    other[0].completion_cap = 4096;
+    rows.extend(other);
+    let Err(AnalysisError::MissingData { detail, .. }) = single_cap(&rows) else {
+        panic!("two caps and none named")
+    };
+    assert!(detail.contains("2 completion caps"), "{detail}");
+}

@@ -168,6 +168,8 @@ fn a_confirmatory_configuration_the_study_lacks_is_named() {
         deliveries: vec![],
         actors: vec![Actor::Controller],
         configurations: vec!["sim-a".into()],
+        arms: vec![],
+        blocks: vec![],
         completion_caps: vec![1024],
     };
     let why = Holdout::needs_with(&params, &design).unwrap_or_default();
