@@ -927,7 +927,12 @@ fn regrade(
         attempts: payload.attempts,
         wall_ms: payload.wall_ms,
     };
-    Ok(episode.row(&study.manifest.study, &spec, &execute.key, grade_key))
+    let mut row = episode.row(&study.manifest.study, &spec, &execute.key, grade_key);
+    // The episode holds no blobs (the cache's are shared by every regrade, not copied
+    // into each): its schemas are counted against the cache's, as the live episode
+    // counted them against its own.
+    row.schema_exposures = crate::harness::schema_exposures(&episode.transcript, blobs);
+    Ok(row)
 }
 
 /// Episodes in flight: the sum of every route's concurrency (each route's own limit is
