@@ -7,6 +7,7 @@ mod common;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Output, Stdio};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use assert_cmd::Command;
@@ -699,31 +700,336 @@ enabled = true
 }
 
 #[test]
-fn apply_publishes_the_report_and_tbb_report_rerenders_it() {
+fn tbb_report_writes_exactly_what_apply_published_under_the_same_lock() {
     let s = Study::new(TINY);
     s.apply();
     let html = std::fs::read_to_string(s.outputs().join("report.html")).unwrap_or_default();
     assert!(html.contains("<svg"), "the report has inline figures");
-    assert!(s.outputs().join("report.md").is_file());
-    // A hand-rendered report is not the one apply recorded: the plan republishes it.
-    let out = s
-        .tbb()
-        .args(["report", &s.manifest()])
-        .output()
-        .unwrap_or_else(|e| panic!("{e}"));
+    let published = report_files(&s.outputs());
+    let names: Vec<&str> = published.iter().map(|(n, _)| n.as_str()).collect();
     assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        names.contains(&"report.md") && names.contains(&"report.html"),
+        "{names:?}"
     );
-    // The study's input and certificate tables are not analysis results to show.
-    let md = std::fs::read_to_string(s.outputs().join("report.md")).unwrap_or_default();
-    assert!(!md.contains("`requests`"), "{md}");
-    assert!(!md.contains("`episodes`"), "{md}");
+    assert!(
+        names.iter().any(|n| n.starts_with("episodes/")),
+        "apply publishes the linked episode pages: {names:?}"
+    );
+    let report = |s: &Study| {
+        s.tbb()
+            .args(["report", &s.manifest()])
+            .output()
+            .unwrap_or_else(|e| panic!("{e}"))
+    };
+    // Right after apply, and after the report was deleted and overwritten: the same
+    // bytes as apply's (failing episodes, node-key comments and all), nothing to plan.
+    for damage in [false, true] {
+        if damage {
+            std::fs::remove_file(s.outputs().join("report.html")).unwrap_or_else(|e| panic!("{e}"));
+            std::fs::write(s.outputs().join("report.md"), "edited\n")
+                .unwrap_or_else(|e| panic!("{e}"));
+        }
+        let out = report(&s);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            report_files(&s.outputs()) == published,
+            "tbb report wrote another report than apply"
+        );
+        assert!(runs(&s.plan()).is_empty(), "{:?}", runs(&s.plan()));
+    }
+    // Under the lock apply takes: refused with the message a second apply gets.
+    let held = OutputsLock::acquire(
+        &s.outputs(),
+        "tbb apply (held by the test)",
+        None,
+        &mut |_| {},
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let refusal = |command: &str| {
+        let out = s
+            .tbb()
+            .args([command, &s.manifest(), "--lock-timeout", "0"])
+            .output()
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(out.status.code(), Some(2), "{command}");
+        let err = String::from_utf8_lossy(&out.stderr).to_string();
+        err.lines()
+            .find(|l| l.contains("are locked by"))
+            .unwrap_or_else(|| panic!("{command}: {err}"))
+            .to_string()
+    };
+    let by_report = refusal("report");
+    assert!(
+        by_report.contains(&format!(
+            "pid {}, tbb apply (held by the test)",
+            std::process::id()
+        )),
+        "{by_report}"
+    );
+    assert_eq!(by_report, refusal("apply"));
+    drop(held);
+    // What the report reads must run first: refused, and the report is left alone.
+    s.write_manifest(&TINY.replace("draws = 200", "draws = 300"));
+    let out = report(&s);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("is not up to date") && err.contains("analysis[contrasts]"),
+        "{err}"
+    );
+    assert!(report_files(&s.outputs()) == published);
+}
+
+/// The report files a study published (every file but the tables, the cache and the
+/// lock), by path relative to its outputs, as bytes.
+fn report_files(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .flatten()
+        {
+            let path = entry.path();
+            let rel = path
+                .strip_prefix(dir)
+                .map(|p| p.to_string_lossy().to_string())
+                .unwrap_or_default();
+            if rel == "cache" || rel == ".lock" || rel.ends_with(".parquet") {
+                continue;
+            }
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                out.push((rel, std::fs::read(&path).unwrap_or_else(|e| panic!("{e}"))));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Every file a study published (tables and report), by relative path, as bytes.
+fn published(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut all = report_files(dir);
+    all.extend(tables(dir));
+    all.sort();
+    all
+}
+
+/// Rewrites the first grade row of the study's cache with `field` dropped from its JSON
+/// (a row written before `field` existed, as after a layout change).
+fn drop_field_from_a_stored_grade_row(s: &Study, field: &str) -> String {
+    use arrow_array::{Array, RecordBatch, StringArray};
+    let cache = s.outputs().join("cache");
+    for entry in std::fs::read_dir(&cache)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .flatten()
+    {
+        let path = entry.path();
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().to_string())
+            .unwrap_or_default();
+        if !name.starts_with("nodes-") {
+            continue;
+        }
+        let (batches, _) = read_table(&path).unwrap_or_else(|e| panic!("{e}"));
+        let schema = batches[0].schema();
+        let batch = arrow_select::concat::concat_batches(&schema, &batches)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let text = |c: &str| {
+            batch
+                .column_by_name(c)
+                .and_then(|a| a.as_any().downcast_ref::<StringArray>())
+                .cloned()
+                .unwrap_or_else(|| panic!("no column {c}"))
+        };
+        let (kinds, ids, payloads) = (text("kind"), text("id"), text("payload"));
+        let Some(row) = (0..batch.num_rows()).find(|&r| kinds.value(r) == "grade") else {
+            continue;
+        };
+        let mut json: Value =
+            serde_json::from_str(payloads.value(row)).unwrap_or_else(|e| panic!("{e}"));
+        assert!(json.as_object_mut().and_then(|o| o.remove(field)).is_some());
+        let edited: Vec<String> = (0..batch.num_rows())
+            .map(|r| {
+                if r == row {
+                    json.to_string()
+                } else {
+                    payloads.value(r).to_string()
+                }
+            })
+            .collect();
+        let columns: Vec<Arc<dyn Array>> = schema
+            .fields()
+            .iter()
+            .map(|f| {
+                if f.name() == "payload" {
+                    Arc::new(StringArray::from(edited.clone())) as Arc<dyn Array>
+                } else {
+                    batch
+                        .column_by_name(f.name())
+                        .cloned()
+                        .unwrap_or_else(|| panic!())
+                }
+            })
+            .collect();
+        let batch = RecordBatch::try_new(schema.clone(), columns).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::remove_file(&path).unwrap_or_else(|e| panic!("{e}"));
+        tbb::store::write_cache_table(&path, &batch).unwrap_or_else(|e| panic!("{e}"));
+        return ids.value(row).to_string();
+    }
+    panic!("no grade row in {}", cache.display());
+}
+
+#[test]
+fn a_stored_row_that_no_longer_reads_is_a_planned_rerun_not_a_failure_of_its_dependants() {
+    let s = Study::new(TINY);
+    s.apply();
+    let before = published(&s.outputs());
+    let grade = drop_field_from_a_stored_grade_row(&s, "vts");
     let plan = runs(&s.plan());
     assert_eq!(plan.len(), 1, "{plan:?}");
-    assert_eq!(plan[0].1, "table[report]");
-    assert!(plan[0].2[0].contains("was overwritten"), "{:?}", plan[0].2);
+    assert_eq!(plan[0].1, grade);
+    assert_eq!(plan[0].2.len(), 1);
+    assert!(
+        plan[0].2[0].starts_with("stored row unreadable: missing field `vts`"),
+        "{:?}",
+        plan[0].2
+    );
+    assert!(s
+        .plan_text()
+        .contains("stored row unreadable: missing field `vts`"));
+    // With a table to republish from the rows too (what failed every later apply: the
+    // tables and analyses read the cached rows).
+    std::fs::remove_file(s.outputs().join("episodes.parquet")).unwrap_or_else(|e| panic!("{e}"));
+    let out = s.apply();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("Apply complete: 2 run (0 failed)"),
+        "{stdout}"
+    );
+    let after = published(&s.outputs());
+    let differ: Vec<&str> = before
+        .iter()
+        .zip(&after)
+        .filter(|(a, b)| a != b)
+        .map(|(a, _)| a.0.as_str())
+        .collect();
+    assert_eq!(before.len(), after.len());
+    assert!(
+        differ.is_empty(),
+        "differ from the first apply's: {differ:?}"
+    );
+    assert!(runs(&s.plan()).is_empty());
+}
+
+#[test]
+fn a_failed_analysis_exits_1_names_its_cause_in_json_and_leaves_no_stale_report() {
+    let s = Study::new(TINY);
+    s.apply();
+    assert!(s.outputs().join("report.md").is_file());
+    // A new contrasts analysis, whose table is published; the report analysis then
+    // cannot store its result (its cache directory is taken by a file: a damaged disk).
+    s.write_manifest(&TINY.replace("draws = 200", "draws = 300"));
+    let plan = s.plan();
+    let report_key = plan["nodes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|n| n["id"] == "analysis[report]")
+        .and_then(|n| n["key"].as_str())
+        .unwrap_or_else(|| panic!("no report analysis in {plan}"))
+        .to_string();
+    let blocker = s.outputs().join("cache/tables").join(&report_key);
+    std::fs::create_dir_all(s.outputs().join("cache/tables")).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(&blocker, "not a directory").unwrap_or_else(|e| panic!("{e}"));
+    let out = s
+        .tbb()
+        .args(["apply", &s.manifest(), "--json"])
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let summary: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not one JSON summary ({e}): {}",
+            String::from_utf8_lossy(&out.stdout)
+        )
+    });
+    assert_eq!(summary["format"], "tbb-apply-summary/1");
+    assert_eq!(summary["ok"], false);
+    assert_eq!(summary["exit_code"], 1);
+    let failures: Vec<(String, String, String)> = summary["failures"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|f| {
+            let field = |k: &str| f[k].as_str().unwrap_or_default().to_string();
+            (field("node"), field("cause"), field("root_cause"))
+        })
+        .collect();
+    assert_eq!(
+        failures,
+        [
+            (
+                "analysis[report]".to_string(),
+                "io".to_string(),
+                "io".to_string()
+            ),
+            (
+                "table[report]".to_string(),
+                "upstream_failed".to_string(),
+                "io".to_string()
+            ),
+        ],
+        "{summary}"
+    );
+    // The new contrasts table is published; no report from the old results beside it.
+    let contrasts = tbb::store::read_metadata(&s.outputs().join("contrasts.parquet"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(contrasts.iter().any(|(k, _)| k == "tbb.node_key"));
+    for stale in ["report.md", "report.html"] {
+        assert!(
+            !s.outputs().join(stale).exists(),
+            "{stale} was left beside the new tables"
+        );
+    }
+    assert!(
+        report_files(&s.outputs()).is_empty(),
+        "{:?}",
+        report_files(&s.outputs())
+            .iter()
+            .map(|f| &f.0)
+            .collect::<Vec<_>>()
+    );
+    let removed: Vec<&str> = summary["removed"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(
+        removed.contains(&"report.md") && removed.contains(&"report.html"),
+        "{removed:?}"
+    );
+    // Once the disk is repaired, the next apply publishes the report.
+    std::fs::remove_file(&blocker).unwrap_or_else(|e| panic!("{e}"));
+    let out = s
+        .tbb()
+        .args(["apply", &s.manifest(), "--json"])
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(out.status.code(), Some(0));
+    let summary: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(summary["ok"], true);
+    assert!(s.outputs().join("report.html").is_file());
+    assert!(runs(&s.plan()).is_empty());
 }
 
 /// Two blocks: a counterbalanced crossover of two caps, repeated twice, and a second

@@ -1,5 +1,6 @@
-//! `tbb apply MANIFEST | PLAN.json [--locked] [--lock-timeout SECONDS]`: re-plans, prints
-//! the plan, and runs it; one summary line at the end.
+//! `tbb apply MANIFEST | PLAN.json [--locked] [--lock-timeout SECONDS] [--json]`:
+//! re-plans, prints the plan, and runs it; one summary line at the end, or with `--json`
+//! a machine-readable summary on stdout (everything else then goes to stderr).
 //!
 //! Ctrl-C once drains the nodes in flight, commits them and exits (130); twice aborts
 //! at once (committed nodes are safe either way).
@@ -18,6 +19,20 @@ use crate::pipeline::plan::{Plan, PLAN_FORMAT};
 use crate::pipeline::{lockfile, PipelineError};
 
 #[derive(Debug, Args)]
+#[command(after_help = "\
+Exit status: 0 when every node ran or was reused; 1 when some nodes failed (the others
+were committed; the failures are listed, and rerun on the next apply); 2 on bad input or
+outputs locked by another command; 130 when interrupted.
+
+With --json, stdout holds one JSON object when the run ends (exit 0 or 1):
+  {\"format\": \"tbb-apply-summary/1\", \"study\", \"manifest\", \"ok\", \"exit_code\",
+   \"run\", \"failed\", \"cached\", \"files\", \"infra_failures\", \"seconds\",
+   \"failures\": [{\"node\", \"cause\", \"root_cause\", \"message\"}], \"removed\": [...]}
+A failure's cause is one of upstream_failed, stored_row_unreadable, compile,
+nondeterministic, analysis_refused, io, upstream_study_changed, internal; root_cause is
+the cause at the start of a chain of upstream failures. `removed` lists the report files
+deleted because the node publishing them failed (a report never disagrees with the
+tables beside it).")]
 pub struct ApplyArgs {
     /// The manifest file, or a plan saved by `tbb plan -o`.
     target: PathBuf,
@@ -33,6 +48,26 @@ pub struct ApplyArgs {
     /// List reused nodes in the printed plan too.
     #[arg(long)]
     show_cached: bool,
+    /// Print a machine-readable summary (JSON) on stdout at the end; the plan and the
+    /// summary line go to stderr.
+    #[arg(long)]
+    json: bool,
+}
+
+/// The format tag of `tbb apply --json`'s summary.
+const SUMMARY_FORMAT: &str = "tbb-apply-summary/1";
+
+/// `tbb apply --json`'s summary.
+#[derive(serde::Serialize)]
+struct JsonSummary<'a> {
+    format: &'static str,
+    study: &'a str,
+    manifest: String,
+    ok: bool,
+    exit_code: i32,
+    seconds: f64,
+    #[serde(flatten)]
+    summary: &'a apply::Summary,
 }
 
 fn read_plan(path: &Path) -> Result<Option<Plan>, PipelineError> {
@@ -102,13 +137,21 @@ pub fn exec(cli: &Cli, args: &ApplyArgs) -> Result<()> {
             .into());
         }
     }
-    say!(
+    // With --json, stdout is the summary's alone.
+    let text = |line: &str| {
+        if args.json {
+            eprintln!("{line}");
+        } else {
+            say!("{line}");
+        }
+    };
+    text(&format!(
         "Applying {} (study {}; configurations from {}):\n",
         manifest.display(),
         study.manifest.study,
         plan.catalogue
-    );
-    say!("{}", plan.render(args.show_cached).trim_end());
+    ));
+    text(plan.render(args.show_cached).trim_end());
     lockfile::write(&lock_path, &study.lockfile_text)?;
 
     let options = Options {
@@ -128,17 +171,45 @@ pub fn exec(cli: &Cli, args: &ApplyArgs) -> Result<()> {
         }
     });
     let summary = rt.block_on(apply::run(&study, &mut cache, &plan, &providers, &options))?;
-    for (id, why) in &summary.failures {
-        eprintln!("failed: {id}: {why}");
+    for failed in &summary.failures {
+        eprintln!("failed: {}: {}", failed.node, failed.message);
     }
-    say!("\n{}", summary.line(started.elapsed().as_secs_f64()));
+    if !summary.removed.is_empty() {
+        eprintln!(
+            "removed the report files of the failed nodes, which would disagree with the tables: {}",
+            summary.removed.join(", ")
+        );
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    text(&format!("\n{}", summary.line(seconds)));
     for short in &summary.short_prompts {
         eprintln!("  ! {short}");
     }
-    if let Some((id, why)) = summary.failures.first() {
+    if args.json {
+        let exit_code = if summary.failures.is_empty() {
+            super::exit_codes::OK
+        } else {
+            super::exit_codes::NODES_FAILED
+        };
+        let json = JsonSummary {
+            format: SUMMARY_FORMAT,
+            study: &study.manifest.study,
+            manifest: manifest.display().to_string(),
+            ok: summary.failures.is_empty(),
+            exit_code,
+            seconds,
+            summary: &summary,
+        };
+        // Plain data: serialising cannot fail.
+        say!(
+            "{}",
+            serde_json::to_string_pretty(&json).unwrap_or_default()
+        );
+    }
+    if let Some(failed) = summary.failures.first() {
         return Err(PipelineError::Failed {
             count: summary.failures.len(),
-            first: format!("{id}: {why}"),
+            first: format!("{}: {}", failed.node, failed.message),
         }
         .into());
     }

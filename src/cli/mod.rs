@@ -137,7 +137,7 @@ enum Command {
     Explain(explain::ExplainArgs),
     /// Print a study's DAG.
     Dag(dag::DagArgs),
-    /// Render report.md, report.html and the figures from a study's analysis tables.
+    /// Write report.md, report.html and the figures exactly as `apply` published them.
     Report(report::ReportArgs),
     /// Run the audits of the generator and the grader over the families.
     Audit(audit::AuditArgs),

@@ -134,6 +134,17 @@ pub struct Episode {
     pub wall_ms: u64,
 }
 
+/// Tool schemas sent over an episode, summed over the requests of its transcript, with
+/// the tool lists read from `blobs` (the rule of [`Episode::schema_exposures`]; a
+/// stored episode regraded from the cache counts with the cache's blobs).
+pub fn schema_exposures(transcript: &transcript::Transcript, blobs: &transcript::BlobStore) -> u64 {
+    transcript
+        .requests
+        .iter()
+        .map(|r| u64::from(transcript::schema_count(&r.tools_ref, blobs)))
+        .sum()
+}
+
 impl Episode {
     /// Tool schemas sent over the episode, summed over its requests.
     ///
@@ -144,11 +155,7 @@ impl Episode {
     /// list parsed at most once per process). A missing or malformed blob counts as no
     /// schemas.
     pub fn schema_exposures(&self) -> u64 {
-        self.transcript
-            .requests
-            .iter()
-            .map(|r| u64::from(transcript::schema_count(&r.tools_ref, &self.blobs)))
-            .sum()
+        schema_exposures(&self.transcript, &self.blobs)
     }
 
     /// The episode's row of `episodes.parquet`.

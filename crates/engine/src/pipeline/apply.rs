@@ -10,7 +10,10 @@
 //!
 //! Never: decides staleness (the plan does), prints (the caller gets progress through
 //! indicatif bars it asked for and a [`Summary`]), or lets one failed node stop the
-//! others: failures are collected, their dependents skipped, and reported at the end.
+//! others: failures are collected ([`NodeFailure`], each with its cause), their
+//! dependents failed as upstream failures naming them, and reported at the end. When a
+//! table node that publishes report files fails, the files it published before are
+//! removed: a report must never disagree with the tables beside it.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -24,6 +27,7 @@ use tokio::task::JoinSet;
 
 use super::cache::{Batch, Cache, NewEntry};
 use super::dag::{Node, Publish, Work};
+use super::failure::{Cause, NodeFailure};
 use super::key::NodeKind;
 use super::plan::{Estimate, Plan};
 use super::publish::{publish, FreshRequests, Outcomes, RequestRows};
@@ -61,11 +65,32 @@ pub struct Summary {
     pub files: usize,
     /// Episodes that ended as infrastructure failures (recorded as such).
     pub infra_failures: usize,
-    /// Failures, `(identity, why)`, in DAG order.
-    pub failures: Vec<(String, String)>,
+    /// Failures, in DAG order.
+    pub failures: Vec<Failed>,
+    /// Report files (report, figures, episode pages) removed because the node that
+    /// publishes them failed: they described results this apply replaced or could not
+    /// compute, and would have disagreed with the tables beside them.
+    pub removed: Vec<String>,
     /// Configurations on this machine whose servers counted this apply's first
     /// requests far shorter than they are (`served_prompts`).
     pub short_prompts: Vec<super::served_prompts::ShortPrompts>,
+}
+
+/// One failed node, as the summary and `tbb apply --json` give it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Failed {
+    /// Its identity.
+    pub node: String,
+    /// Its cause.
+    pub cause: Cause,
+    /// The cause at the root of its chain of upstream failures (its own cause when it
+    /// failed by itself).
+    pub root_cause: Cause,
+    /// The failure as the summary prints it.
+    pub message: String,
+    /// The failure.
+    #[serde(skip)]
+    pub failure: NodeFailure,
 }
 
 impl Summary {
@@ -190,18 +215,20 @@ pub fn estimate(study: &Study, cache: &Cache, plan: &Plan) -> Estimate {
     e
 }
 
-pub(super) fn compile_node(study: &Study, node: &Node) -> Result<Variant, String> {
+pub(super) fn compile_node(study: &Study, node: &Node) -> Result<Variant, NodeFailure> {
     let Work::Compile { family, cell } = &node.work else {
-        return Err("not a compile node".into());
+        return Err(NodeFailure::internal("not a compile node"));
     };
-    compile(&study.families.families[*family], cell).map_err(|e| e.to_string())
+    compile(&study.families.families[*family], cell).map_err(|e| NodeFailure::Compile {
+        detail: e.to_string(),
+    })
 }
 
 /// One finished episode, ready to commit.
 struct Finished {
     execute: NodeIndex,
     grade: NodeIndex,
-    result: Result<(ExecutePayload, BlobStore, EpisodeRow, EpisodeRequests), String>,
+    result: Result<(ExecutePayload, BlobStore, EpisodeRow, EpisodeRequests), NodeFailure>,
 }
 
 /// Runs the plan's nodes. `plan` must come from `study.plan(cache)` under the outputs
@@ -227,7 +254,7 @@ pub async fn run(
         cached: plan.count(super::Action::Cached),
         ..Summary::default()
     };
-    let mut failed: HashMap<NodeIndex, String> = HashMap::new();
+    let mut failed: HashMap<NodeIndex, NodeFailure> = HashMap::new();
     let bars = Bars::new(options.progress);
 
     // Objects the key inputs refer to go in first.
@@ -291,10 +318,13 @@ pub async fn run(
                     .and_then(|p| serde_json::from_str::<CompilePayload>(p).ok())
                 {
                     if old.variant_hash != payload.variant_hash {
-                        failed.insert(c, format!(
-                            "recompiling gave variant {} where the cache holds {}: the compiler is not deterministic, or its CODE_VERSION was not bumped",
-                            payload.variant_hash, old.variant_hash
-                        ));
+                        failed.insert(
+                            c,
+                            NodeFailure::Nondeterministic {
+                                old: old.variant_hash,
+                                new: payload.variant_hash,
+                            },
+                        );
                         continue;
                     }
                 }
@@ -396,7 +426,7 @@ pub async fn run(
                 .neighbors(e)
                 .find(|&g| dag.graph[g].kind == NodeKind::Grade);
             let (Some(grade), Some(variant)) = (grade, variants.get(&compile).cloned()) else {
-                failed.insert(e, upstream_failure(&failed, compile));
+                failed.insert(e, upstream_failure(dag, &failed, compile));
                 unfinished.remove(&e);
                 released.extend(waiting.remove(&e).unwrap_or_default());
                 continue;
@@ -436,7 +466,10 @@ pub async fn run(
             Err(e) => {
                 // A panicking episode is a bug of ours: its node fails, the others go on.
                 if let Some(&node) = task_nodes.get(&e.id()) {
-                    failed.insert(node, format!("the episode task failed: {e}"));
+                    failed.insert(
+                        node,
+                        NodeFailure::internal(format!("the episode task failed: {e}")),
+                    );
                     unfinished.remove(&node);
                     released.extend(waiting.remove(&node).unwrap_or_default());
                 }
@@ -518,14 +551,17 @@ pub async fn run(
             let Work::Grade { execute, compile } = dag.graph[g].work else {
                 continue;
             };
-            let result = regrade(
-                study,
-                &dag.graph[execute],
-                payloads.get(&*dag.graph[execute].key),
-                &blobs,
-                variants.get(&compile),
-                &dag.graph[g].key,
-            );
+            let result = match variants.get(&compile) {
+                None => Err(upstream_failure(dag, &failed, compile)),
+                Some(variant) => regrade(
+                    study,
+                    &dag.graph[execute],
+                    payloads.get(&*dag.graph[execute].key),
+                    &blobs,
+                    variant,
+                    &dag.graph[g].key,
+                ),
+            };
             match result {
                 Ok(row) => {
                     pending.nodes.push(entry(&dag.graph[g], &row));
@@ -557,24 +593,33 @@ pub async fn run(
         .collect();
     let stored = cache.payloads(&missing)?;
     let mut all_rows = Vec::with_capacity(grades.len());
-    let mut complete = true;
+    // Why the first grade without a row has none, and how many have none.
+    let mut rowless: Option<(NodeIndex, NodeFailure)> = None;
+    let mut rowless_count = 0;
     for &g in &grades {
-        let row = rows.remove(&g).or_else(|| {
-            stored
-                .get(&*dag.graph[g].key)
-                .and_then(|p| serde_json::from_str(p).ok())
-        });
+        let row = match rows.remove(&g) {
+            Some(row) => Ok(row),
+            None => missing_row(dag, &failed, &stored, g),
+        };
         match row {
-            Some(mut row) => {
+            Ok(mut row) => {
                 row.study = study.manifest.study.clone();
                 if let Work::Grade { execute, .. } = dag.graph[g].work {
                     place_in_design(&mut row, &study.manifest, &dag.graph[execute].work);
                 }
                 all_rows.push(row);
             }
-            None => complete = false,
+            Err(why) => {
+                rowless_count += 1;
+                rowless.get_or_insert((g, why));
+            }
         }
     }
+    let incomplete = rowless.map(|(g, why)| NodeFailure::EpisodesIncomplete {
+        count: rowless_count,
+        first: dag.graph[g].id.to_string(),
+        cause: Box::new(why),
+    });
 
     // Stage 3: analyses and tables.
     let mut outcomes = Outcomes::default();
@@ -598,10 +643,10 @@ pub async fn run(
                         Work::Analysis { .. } | Work::Table(Publish::Requests)
                     )
             });
-        let result: Result<(), String> = if !complete {
-            Err("some episodes failed, so the episodes are incomplete".into())
+        let result: Result<(), NodeFailure> = if let Some(why) = &incomplete {
+            Err(why.clone())
         } else if let Some(u) = upstream {
-            Err(upstream_failure(&failed, u))
+            Err(upstream_failure(dag, &failed, u))
         } else {
             match node.work {
                 Work::Analysis { .. } => outcomes
@@ -644,6 +689,7 @@ pub async fn run(
     }
     table_bar.finish();
     bars.clear();
+    summary.removed = remove_stale_reports(study, cache, &failed)?;
     if cache.node_files() > 32 {
         cache.compact()?;
     }
@@ -654,12 +700,18 @@ pub async fn run(
         .enumerate()
         .map(|(k, i)| (i, k))
         .collect();
-    let mut failures: Vec<(NodeIndex, String)> = failed.into_iter().collect();
+    let mut failures: Vec<(NodeIndex, NodeFailure)> = failed.into_iter().collect();
     failures.sort_by_key(|(i, _)| order.get(i).copied());
     summary.failed = failures.len();
     summary.failures = failures
         .into_iter()
-        .map(|(i, why)| (dag.graph[i].id.to_string(), why))
+        .map(|(i, failure)| Failed {
+            node: dag.graph[i].id.to_string(),
+            cause: failure.cause(),
+            root_cause: failure.root().cause(),
+            message: failure.to_string(),
+            failure,
+        })
         .collect();
     Ok(summary)
 }
@@ -689,11 +741,80 @@ pub fn place_in_design(row: &mut EpisodeRow, manifest: &crate::manifest::Manifes
     }
 }
 
-fn upstream_failure(failed: &HashMap<NodeIndex, String>, upstream: NodeIndex) -> String {
+fn upstream_failure(
+    dag: &super::Dag,
+    failed: &HashMap<NodeIndex, NodeFailure>,
+    upstream: NodeIndex,
+) -> NodeFailure {
+    let node = dag.graph[upstream].id.as_ref();
     match failed.get(&upstream) {
-        Some(why) => format!("upstream failed: {why}"),
-        None => "upstream failed".into(),
+        Some(why) => NodeFailure::upstream(node, why),
+        None => NodeFailure::internal(format!("{node} has no result, yet did not fail")),
     }
+}
+
+/// Why grade node `g`, which did not grade in this apply, has no row: its own failure,
+/// its episode's, or its stored row's.
+fn missing_row(
+    dag: &super::Dag,
+    failed: &HashMap<NodeIndex, NodeFailure>,
+    stored: &HashMap<String, String>,
+    g: NodeIndex,
+) -> Result<EpisodeRow, NodeFailure> {
+    let node = &dag.graph[g];
+    if let Some(why) = failed.get(&g) {
+        return Err(why.clone());
+    }
+    if let Work::Grade { execute, .. } = node.work {
+        if failed.contains_key(&execute) {
+            return Err(upstream_failure(dag, failed, execute));
+        }
+    }
+    match stored.get(&*node.key) {
+        Some(payload) => {
+            super::rows::read(payload).map_err(|detail| NodeFailure::StoredRowUnreadable {
+                node: node.id.to_string(),
+                detail,
+            })
+        }
+        None => Err(NodeFailure::internal(format!(
+            "{} is neither in the cache nor graded in this apply",
+            node.id
+        ))),
+    }
+}
+
+/// Removes the report files (text files: report, figures, episode pages) that each
+/// failed table node published last time (as its latest record in the cache lists
+/// them): they describe results this apply replaced or could not compute, and a report
+/// must never disagree with the tables beside it. Returns the files removed.
+fn remove_stale_reports(
+    study: &Study,
+    cache: &Cache,
+    failed: &HashMap<NodeIndex, NodeFailure>,
+) -> Result<Vec<String>, PipelineError> {
+    let dag = &study.dag;
+    let mut tables: Vec<NodeIndex> = failed
+        .keys()
+        .copied()
+        .filter(|&i| dag.graph[i].kind == NodeKind::Table)
+        .collect();
+    tables.sort();
+    let recorded: Vec<&str> = tables
+        .iter()
+        .filter_map(|&i| cache.latest(&dag.graph[i].id))
+        .map(|e| e.key.as_ref())
+        .collect();
+    let payloads = cache.payloads(&recorded)?;
+    let mut removed = Vec::new();
+    for payload in payloads.values() {
+        // An unreadable record names no file: there is nothing of its to remove.
+        if let Ok(TablePayload { files }) = super::rows::read::<TablePayload>(payload) {
+            removed.extend(super::publish::remove_text_files(&study.outputs(), &files));
+        }
+    }
+    removed.sort();
+    Ok(removed)
 }
 
 fn entry<T: Serialize>(node: &Node, payload: &T) -> NewEntry {
@@ -724,24 +845,26 @@ fn finish(
     study: &str,
     execute_key: &str,
     grade_key: &str,
-) -> Result<(ExecutePayload, BlobStore, EpisodeRow, EpisodeRequests), String> {
+) -> Result<(ExecutePayload, BlobStore, EpisodeRow, EpisodeRequests), NodeFailure> {
     let trace = &episode.trace;
     if cfg!(debug_assertions) {
         let rebuilt = episode
             .transcript
             .trace(&episode.blobs, spec.variant)
-            .ok_or("the stored transcript does not rebuild a trace")?;
+            .ok_or_else(|| {
+                NodeFailure::internal("the stored transcript does not rebuild a trace")
+            })?;
         if &rebuilt != trace
             || grade_with_budget(spec.variant, &rebuilt, spec.episode_budget) != episode.verdict
         {
-            return Err(
-                "the stored transcript does not rebuild the live trace: a transcript bug".into(),
-            );
+            return Err(NodeFailure::internal(
+                "the stored transcript does not rebuild the live trace",
+            ));
         }
     }
     let row = episode.row(study, spec, execute_key, grade_key);
-    let read =
-        requests::read(&episode.transcript, trace, &episode.blobs).map_err(|e| e.to_string())?;
+    let read = requests::read(&episode.transcript, trace, &episode.blobs)
+        .map_err(|e| NodeFailure::internal(e.to_string()))?;
     // The episode is moved, not cloned: its menu blob alone is ~60 KiB at V = 128.
     let payload = ExecutePayload {
         episode_key: episode.key,
@@ -759,9 +882,9 @@ fn regrade(
     execute: &Node,
     payload: Option<&String>,
     blobs: &BlobStore,
-    variant: Option<&Arc<Variant>>,
+    variant: &Arc<Variant>,
     grade_key: &str,
-) -> Result<EpisodeRow, String> {
+) -> Result<EpisodeRow, NodeFailure> {
     let Work::Execute {
         config,
         arm,
@@ -770,12 +893,16 @@ fn regrade(
         ..
     } = execute.work
     else {
-        return Err("not an execute node".into());
+        return Err(NodeFailure::internal("not an execute node"));
     };
-    let variant = variant.ok_or("its variant failed to compile")?;
     let payload: ExecutePayload = payload
-        .and_then(|p| serde_json::from_str(p).ok())
-        .ok_or("its cached transcript is unreadable")?;
+        .ok_or_else(|| NodeFailure::internal(format!("{} is not in the cache", execute.id)))
+        .and_then(|p| {
+            super::rows::read(p).map_err(|detail| NodeFailure::StoredRowUnreadable {
+                node: execute.id.to_string(),
+                detail,
+            })
+        })?;
     let config = &study.manifest.configurations[config];
     let spec = EpisodeSpec {
         variant,
@@ -788,7 +915,7 @@ fn regrade(
     let trace = payload
         .transcript
         .trace(blobs, variant)
-        .ok_or("the cached transcript does not rebuild a trace")?;
+        .ok_or_else(|| NodeFailure::internal("the cached transcript does not rebuild a trace"))?;
     let verdict = grade_with_budget(variant, &trace, spec.episode_budget);
     let episode = Episode {
         key: payload.episode_key,
@@ -800,7 +927,12 @@ fn regrade(
         attempts: payload.attempts,
         wall_ms: payload.wall_ms,
     };
-    Ok(episode.row(&study.manifest.study, &spec, &execute.key, grade_key))
+    let mut row = episode.row(&study.manifest.study, &spec, &execute.key, grade_key);
+    // The episode holds no blobs (the cache's are shared by every regrade, not copied
+    // into each): its schemas are counted against the cache's, as the live episode
+    // counted them against its own.
+    row.schema_exposures = crate::harness::schema_exposures(&episode.transcript, blobs);
+    Ok(row)
 }
 
 /// Episodes in flight: the sum of every route's concurrency (each route's own limit is

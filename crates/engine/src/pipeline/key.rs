@@ -75,6 +75,12 @@ pub struct KeyInput {
     pub kind: NodeKind,
     /// Version string of the code that computes the node.
     pub version: String,
+    /// The layout version of the row the node stores ([`super::rows`]). Version 1 is
+    /// left out of the canonical JSON, so the keys of nodes written before rows were
+    /// versioned are what they were; it precedes `inputs`, which must stay last
+    /// ([`KeyTemplate`]).
+    #[serde(default = "first_row", skip_serializing_if = "is_first_row")]
+    pub row: u32,
     /// The node's own parameters, by name (scalars).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub params: BTreeMap<String, Value>,
@@ -90,11 +96,13 @@ pub struct KeyInput {
 }
 
 impl KeyInput {
-    /// A key input with nothing but its kind and version.
+    /// A key input with nothing but its kind, its version and the layout version of
+    /// the row its kind stores.
     pub fn new(kind: NodeKind, version: &str) -> KeyInput {
         KeyInput {
             kind,
             version: version.to_string(),
+            row: super::rows::row_version(kind),
             params: BTreeMap::new(),
             files: BTreeMap::new(),
             objects: BTreeMap::new(),
@@ -136,6 +144,14 @@ impl KeyInput {
     pub fn key(&self) -> String {
         hash_hex(self.canonical().as_bytes())
     }
+}
+
+fn first_row() -> u32 {
+    1
+}
+
+fn is_first_row(row: &u32) -> bool {
+    *row == 1
 }
 
 /// A key input shared by the nodes of one condition: everything but the keys of the
@@ -303,9 +319,21 @@ pub enum Reason {
         /// New version.
         new: String,
     },
+    /// The layout of the row it stores changed ([`super::rows`]).
+    RowLayoutChanged {
+        /// Old version.
+        old: u32,
+        /// New version.
+        new: u32,
+    },
     /// Its result was recorded but is not all there.
     Incomplete {
         /// What is missing.
+        detail: String,
+    },
+    /// Its stored row does not deserialise as its kind's row type.
+    RowUnreadable {
+        /// serde's error.
         detail: String,
     },
     /// In the cache but no longer in the manifest (kept).
@@ -337,7 +365,11 @@ impl fmt::Display for Reason {
             }
             Reason::UpstreamChanged => write!(f, "upstream changed"),
             Reason::CodeVersionBumped { old, new } => write!(f, "code version {old} -> {new}"),
+            Reason::RowLayoutChanged { old, new } => {
+                write!(f, "stored row layout {old} -> {new}")
+            }
             Reason::Incomplete { detail } => write!(f, "incomplete: {detail}"),
+            Reason::RowUnreadable { detail } => write!(f, "stored row unreadable: {detail}"),
             Reason::Orphaned => write!(f, "no longer in the manifest (kept in the cache)"),
         }
     }
@@ -364,6 +396,12 @@ pub fn diff(
         reasons.push(Reason::CodeVersionBumped {
             old: old.version.clone(),
             new: new.version.clone(),
+        });
+    }
+    if old.row != new.row {
+        reasons.push(Reason::RowLayoutChanged {
+            old: old.row,
+            new: new.row,
         });
     }
     for path in union(&old.params, &new.params) {
@@ -524,6 +562,38 @@ mod tests {
             }
             assert_eq!(NodeInput::from(template.clone()).key(), template.key());
         }
+    }
+
+    /// Version 1 of a row layout hashes as keys did before rows were versioned (the
+    /// keys in today's caches, tables and lockfiles stay valid); any other version
+    /// changes the key and says so.
+    #[test]
+    fn the_first_row_version_keeps_the_key_and_a_bump_reruns_with_its_reason() {
+        let a = execute(1024, "p");
+        assert_eq!(a.row, 1);
+        assert!(!a.canonical().contains("\"row\""), "{}", a.canonical());
+        // A key input as stored before rows were versioned reads back as version 1.
+        let stored: KeyInput = serde_json::from_str(r#"{"kind":"grade","version":"grade/1"}"#)
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(stored.row, 1);
+        assert_eq!(
+            KeyInput::new(NodeKind::Grade, "grade/1").key(),
+            hash_hex(br#"{"kind":"grade","version":"grade/1"}"#)
+        );
+        let bumped = KeyInput {
+            row: 2,
+            ..a.clone()
+        };
+        assert_ne!(bumped.key(), a.key());
+        let text: Vec<String> = diff(&a, &bumped, &|_| None)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(text, ["stored row layout 1 -> 2"]);
+        // The shared-prefix key agrees with the full key at any row version.
+        let template = std::sync::Arc::new(KeyTemplate::new(bumped.clone()));
+        let node = NodeInput::of(&template, vec![("execute", "k".into())]);
+        assert_eq!(node.key(), node.full().key());
     }
 
     #[test]

@@ -20,12 +20,14 @@ pub mod cache;
 pub mod certify;
 pub mod context;
 pub mod dag;
+pub mod failure;
 pub mod key;
 pub mod lock;
 pub mod lockfile;
 pub mod plan;
 pub mod publish;
 pub mod reproduce;
+pub mod rows;
 pub mod served_prompts;
 pub mod upstream;
 
@@ -160,6 +162,37 @@ pub enum PipelineError {
         /// Why it would fail.
         problem: String,
     },
+    /// `tbb report`: the manifest has no report analysis.
+    #[error("the manifest {manifest} has no report analysis")]
+    #[diagnostic(
+        code(tbb::report::none),
+        help("add `[[analyses]] kind = \"report\"` after the analyses it should show, then `tbb apply {manifest}`")
+    )]
+    NoReport {
+        /// The manifest.
+        manifest: String,
+    },
+    /// `tbb report`: what the report shows is not up to date.
+    #[error("the report of {manifest} is not up to date: {pending} nodes it reads must run first (e.g. {first})")]
+    #[diagnostic(
+        code(tbb::report::stale),
+        help("run `tbb apply {manifest}`: it runs them and publishes the report; `tbb report` only rewrites the report apply recorded")
+    )]
+    ReportStale {
+        /// The manifest.
+        manifest: String,
+        /// Nodes the report reads, directly or not, that must run.
+        pending: usize,
+        /// The first of them.
+        first: String,
+    },
+    /// `tbb report`: the report could not be written.
+    #[error("cannot write the report: {failure}")]
+    #[diagnostic(code(tbb::report::failed))]
+    ReportFailed {
+        /// Why.
+        failure: failure::NodeFailure,
+    },
     /// Ctrl-C: in-flight nodes were drained and committed.
     #[error("interrupted: {committed} nodes committed before stopping")]
     #[diagnostic(
@@ -198,6 +231,12 @@ pub struct CompilePayload {
 }
 
 impl CompilePayload {
+    /// The layout of this row in the cache: bump it when a field is added, removed,
+    /// renamed or retyped, so that every compile node reruns ([`rows`]).
+    pub const ROW_VERSION: u32 = 1;
+}
+
+impl CompilePayload {
     /// Of a compiled variant.
     pub fn of(v: &Variant) -> CompilePayload {
         let menu: u64 = v
@@ -229,11 +268,23 @@ pub struct ExecutePayload {
     pub wall_ms: u64,
 }
 
+impl ExecutePayload {
+    /// The layout of this row in the cache: bump it when a field is added, removed,
+    /// renamed or retyped, so that every execute node reruns ([`rows`]).
+    pub const ROW_VERSION: u32 = 1;
+}
+
 /// What a table node records: the files it wrote, relative to `outputs/<study>/`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TablePayload {
     /// File names.
     pub files: Vec<String>,
+}
+
+impl TablePayload {
+    /// The layout of this row in the cache: bump it when a field is added, removed,
+    /// renamed or retyped, so that every table node reruns ([`rows`]).
+    pub const ROW_VERSION: u32 = 1;
 }
 
 /// A loaded study: the manifest, what it reads, and its DAG.

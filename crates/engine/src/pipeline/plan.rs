@@ -2,13 +2,14 @@
 //!
 //! Every node gets an [`Action`] with its reasons: `+` new, `~` changed (the diff of
 //! its cached and current key inputs), `!` incomplete (a recorded result whose output
-//! is missing), `=` cached, and `-` for cached identities the manifest no longer has
-//! (kept). A new node whose identity differs from an orphan's in exactly one field
+//! is missing, or whose stored row apply would read but cannot: "stored row
+//! unreadable: …", [`super::rows`]), `=` cached, and `-` for cached identities the
+//! manifest no longer has (kept). A new node whose identity differs from an orphan's in exactly one field
 //! (`cap=1024` -> `cap=4096`) is shown as that orphan changed, so a changed completion
 //! cap reads "completion_cap 1024 -> 4096" rather than as one node added and one gone.
 //!
-//! Never: writes anything. Planning reads the cache index and the footers of the
-//! published tables, and compiles only variants it has never compiled (for the
+//! Never: writes anything. Planning reads the cache index, the small stored rows (and
+//! the transcripts apply will read), the footers of the published tables, and compiles only variants it has never compiled (for the
 //! request estimate).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -21,8 +22,9 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use serde::{Deserialize, Serialize};
 
 use super::cache::{Cache, CacheError, Entry};
-use super::dag::Dag;
+use super::dag::{Dag, Publish, Work};
 use super::key::{diff, hash_hex, NodeKind, Reason};
+use super::rows;
 use crate::report::format::count;
 
 /// What happens to a node.
@@ -166,9 +168,13 @@ pub fn plan(dag: &Dag, cache: &Cache, outputs: &Path) -> Result<Plan, CacheError
     for (index, node) in dag.nodes() {
         let (action, reasons) = match cache.get(&node.key) {
             Some(_) if node.kind == NodeKind::Table => {
-                match super::publish::problem(outputs, &node.key, table_payloads.get(&*node.key)) {
-                    None => (Action::Cached, vec![]),
-                    Some(detail) => (Action::Incomplete, vec![Reason::Incomplete { detail }]),
+                let payload = table_payloads.get(&*node.key);
+                match payload.and_then(|p| rows::unreadable(NodeKind::Table, p)) {
+                    Some(detail) => (Action::Incomplete, vec![Reason::RowUnreadable { detail }]),
+                    None => match super::publish::problem(outputs, &node.key, payload) {
+                        None => (Action::Cached, vec![]),
+                        Some(detail) => (Action::Incomplete, vec![Reason::Incomplete { detail }]),
+                    },
                 }
             }
             Some(_) => (Action::Cached, vec![]),
@@ -234,6 +240,7 @@ pub fn plan(dag: &Dag, cache: &Cache, outputs: &Path) -> Result<Plan, CacheError
             node: Some(index),
         });
     }
+    rerun_unreadable_rows(dag, cache, &mut nodes)?;
     for (i, e) in orphans.into_iter().enumerate() {
         if !paired[i] {
             nodes.push(Planned {
@@ -263,6 +270,84 @@ pub fn plan(dag: &Dag, cache: &Cache, outputs: &Path) -> Result<Plan, CacheError
         catalogue: String::new(),
         context: Vec::new(),
     })
+}
+
+/// Plans a rerun of every cached node whose stored row apply will read but cannot be
+/// read as its kind's row type ([`rows`]), with serde's reason: a row that no longer
+/// deserialises is rerun, never handed to the nodes that read it as their failure.
+///
+/// Apply reads every grade row (the episodes), the compile and analysis rows the
+/// nodes that run read, and the transcripts (execute rows) of the episodes it regrades
+/// — of every episode when the request rows are read. The small rows are checked
+/// whatever runs; transcripts only when they will be read, since reading them all is
+/// most of an apply's reading.
+fn rerun_unreadable_rows(
+    dag: &Dag,
+    cache: &Cache,
+    nodes: &mut [Planned],
+) -> Result<(), CacheError> {
+    let small: Vec<usize> = (0..nodes.len())
+        .filter(|&p| {
+            nodes[p].action == Action::Cached
+                && matches!(
+                    nodes[p].kind,
+                    NodeKind::Compile | NodeKind::Grade | NodeKind::Analysis
+                )
+        })
+        .collect();
+    rerun_if_unreadable(cache, nodes, &small)?;
+    let runs: FxHashSet<NodeIndex> = nodes
+        .iter()
+        .filter(|n| n.action.runs())
+        .filter_map(|n| n.node)
+        .collect();
+    let is_requests = |i: NodeIndex| matches!(dag.graph[i].work, Work::Table(Publish::Requests));
+    let reads_requests = runs.iter().any(|&i| {
+        is_requests(i)
+            || dag
+                .graph
+                .neighbors_directed(i, petgraph::Direction::Incoming)
+                .any(is_requests)
+    });
+    let transcripts: Vec<usize> = (0..nodes.len())
+        .filter(|&p| nodes[p].action == Action::Cached && nodes[p].kind == NodeKind::Execute)
+        .filter(|&p| {
+            reads_requests
+                || nodes[p].node.is_some_and(|e| {
+                    dag.graph
+                        .neighbors(e)
+                        .any(|g| dag.graph[g].kind == NodeKind::Grade && runs.contains(&g))
+                })
+        })
+        .collect();
+    rerun_if_unreadable(cache, nodes, &transcripts)
+}
+
+/// Marks each node at `positions` whose stored row is unreadable as a rerun.
+fn rerun_if_unreadable(
+    cache: &Cache,
+    nodes: &mut [Planned],
+    positions: &[usize],
+) -> Result<(), CacheError> {
+    if positions.is_empty() {
+        return Ok(());
+    }
+    let keys: Vec<&str> = positions.iter().map(|&p| nodes[p].key.as_ref()).collect();
+    let payloads = cache.payloads(&keys)?;
+    let unreadable: Vec<(usize, String)> = positions
+        .iter()
+        .filter_map(|&p| {
+            let payload = payloads.get(&*nodes[p].key)?;
+            rows::unreadable(nodes[p].kind, payload).map(|detail| (p, detail))
+        })
+        .collect();
+    for (p, detail) in unreadable {
+        let reason = Reason::RowUnreadable { detail };
+        nodes[p].action = Action::Incomplete;
+        nodes[p].why = vec![reason.to_string()];
+        nodes[p].reasons = vec![reason];
+    }
+    Ok(())
 }
 
 /// blake3 over every node's identity, key and action.

@@ -9,7 +9,8 @@
 //! how a table node writes them — Parquet tables with provenance
 //! in their metadata, text files (`report.md`, `report.html`, figure SVGs) ending in a
 //! `tbb.node_key` comment — and how a plan tells a published file is still the one its
-//! node wrote.
+//! node wrote. `tbb report` writes the report through the same [`publish`]
+//! ([`republish_report`]), so there is one report, apply's.
 //!
 //! Never: runs episodes or decides staleness.
 
@@ -23,6 +24,7 @@ use serde::{Deserialize, Serialize};
 
 use super::cache::Cache;
 use super::dag::{Publish, Work};
+use super::failure::NodeFailure;
 use super::key::NodeKind;
 use super::{ExecutePayload, Study, TablePayload};
 use crate::analysis::{Context, Input};
@@ -48,12 +50,18 @@ pub struct Outcome {
 /// in the cache, [`Cache::put_tables`], so that a deleted table is republished without
 /// recomputing) and its text files.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-struct AnalysisPayload {
+pub struct AnalysisPayload {
     tables: Vec<String>,
     #[serde(default)]
     files: Vec<(String, String)>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     episodes: Vec<String>,
+}
+
+impl AnalysisPayload {
+    /// The layout of this row in the cache: bump it when a field is added, removed,
+    /// renamed or retyped, so that every analysis node reruns ([`super::rows`]).
+    pub const ROW_VERSION: u32 = 1;
 }
 
 /// Analysis outcomes of this apply (the cache holds the others).
@@ -75,11 +83,11 @@ impl Outcomes {
         node: NodeIndex,
         rows: &[EpisodeRow],
         variants: &HashMap<NodeIndex, Arc<Variant>>,
-        requests: &mut dyn FnMut() -> Result<Arc<Vec<RequestRow>>, String>,
-    ) -> Result<String, String> {
+        requests: &mut dyn FnMut() -> Result<Arc<Vec<RequestRow>>, NodeFailure>,
+    ) -> Result<String, NodeFailure> {
         let dag = &study.dag;
         let Work::Analysis { index } = dag.graph[node].work else {
-            return Err("not an analysis node".into());
+            return Err(NodeFailure::internal("not an analysis node"));
         };
         let analysis = &study.manifest.analyses[index];
         let mut tables: BTreeMap<String, RecordBatch> = BTreeMap::new();
@@ -131,11 +139,7 @@ impl Outcomes {
             tables: &tables,
             skipped: &skipped,
         };
-        let produced = analysis
-            .kind
-            .kind()
-            .run(&analysis.params, &context)
-            .map_err(|e| e.to_string())?;
+        let produced = analysis.kind.kind().run(&analysis.params, &context)?;
         let outcome = Outcome {
             tables: produced
                 .tables
@@ -145,43 +149,47 @@ impl Outcomes {
             files: produced.files,
             episodes: produced.episodes,
         };
-        cache
-            .put_tables(&dag.graph[node].key, &outcome.tables)
-            .map_err(|e| e.to_string())?;
+        cache.put_tables(&dag.graph[node].key, &outcome.tables)?;
         let payload = AnalysisPayload {
             tables: outcome.tables.iter().map(|(n, _)| n.clone()).collect(),
             files: outcome.files.clone(),
             episodes: outcome.episodes.clone(),
         };
         self.fresh.insert(node, outcome);
-        serde_json::to_string(&payload).map_err(|e| e.to_string())
+        serde_json::to_string(&payload).map_err(|e| NodeFailure::internal(e.to_string()))
     }
 
     /// The outcome of an analysis node: this apply's, or the cached one.
-    pub fn get(&self, study: &Study, cache: &Cache, node: NodeIndex) -> Result<Outcome, String> {
+    pub fn get(
+        &self,
+        study: &Study,
+        cache: &Cache,
+        node: NodeIndex,
+    ) -> Result<Outcome, NodeFailure> {
         if let Some(o) = self.fresh.get(&node) {
             return Ok(o.clone());
         }
         let key = &study.dag.graph[node].key;
-        let payloads = cache.payloads(&[key]).map_err(|e| e.to_string())?;
+        let id = &study.dag.graph[node].id;
+        let payloads = cache.payloads(&[key])?;
         let payload: AnalysisPayload = payloads
             .get(key.as_ref())
-            .and_then(|p| serde_json::from_str(p).ok())
-            .ok_or_else(|| {
-                format!(
-                    "the result of {} is not in the cache",
-                    study.dag.graph[node].id
-                )
+            .ok_or_else(|| NodeFailure::internal(format!("the result of {id} is not in the cache")))
+            .and_then(|p| {
+                super::rows::read(p).map_err(|detail| NodeFailure::StoredRowUnreadable {
+                    node: id.to_string(),
+                    detail,
+                })
             })?;
         Ok(Outcome {
             tables: payload
                 .tables
                 .into_iter()
                 .map(|name| {
-                    let batch = cache.table(key, &name).map_err(|e| e.to_string())?;
+                    let batch = cache.table(key, &name)?;
                     Ok((name, batch))
                 })
-                .collect::<Result<_, String>>()?,
+                .collect::<Result<_, NodeFailure>>()?,
             files: payload.files,
             episodes: payload.episodes,
         })
@@ -192,37 +200,41 @@ impl Outcomes {
 fn variants_table(
     study: &Study,
     variants: &HashMap<NodeIndex, Arc<Variant>>,
-) -> Result<RecordBatch, String> {
+) -> Result<RecordBatch, NodeFailure> {
     let mut list: Vec<&Variant> = Vec::new();
     for (i, n) in study.dag.nodes() {
         if n.kind == NodeKind::Compile {
-            list.push(
-                variants
-                    .get(&i)
-                    .ok_or_else(|| format!("{} did not compile", n.id))?,
-            );
+            list.push(variants.get(&i).ok_or_else(|| NodeFailure::Upstream {
+                node: n.id.to_string(),
+                cause: Box::new(NodeFailure::Compile {
+                    detail: "it did not compile in this apply".into(),
+                }),
+            })?);
         }
     }
-    crate::store::tables::variants(&list).map_err(|e| e.to_string())
+    Ok(crate::store::tables::variants(&list)?)
 }
 
 /// Another study's table, checked against the hash the analysis's key holds (the file
 /// may not change between plan and apply).
-fn upstream_table(study: &Study, from: &str, table: &str) -> Result<RecordBatch, String> {
+fn upstream_table(study: &Study, from: &str, table: &str) -> Result<RecordBatch, NodeFailure> {
     let path = super::upstream::table_path(&study.paths.outputs, from, table);
-    let bytes = std::fs::read(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let bytes = std::fs::read(&path)
+        .map_err(|e| NodeFailure::io(format!("cannot read {}: {e}", path.display())))?;
     let pinned = study
         .upstream
         .iter()
         .find(|s| s.pin.study == from && s.pin.table == table)
         .and_then(|s| s.pin.blake3.as_deref());
     if pinned != Some(super::key::hash_hex(&bytes).as_str()) {
-        return Err(format!(
-            "{} changed since this apply was planned; plan and apply again",
-            path.display()
-        ));
+        return Err(NodeFailure::UpstreamStudyChanged {
+            detail: format!(
+                "{} changed since this apply was planned; plan and apply again",
+                path.display()
+            ),
+        });
     }
-    super::upstream::batch_of(&path, bytes)
+    super::upstream::batch_of(&path, bytes).map_err(NodeFailure::io)
 }
 
 /// Writes what a table node publishes; returns the file names (relative to
@@ -236,10 +248,10 @@ pub fn publish(
     requests: &mut RequestRows,
     outcomes: &Outcomes,
     cache: &Cache,
-) -> Result<Vec<String>, String> {
+) -> Result<Vec<String>, NodeFailure> {
     let dag = &study.dag;
     let Work::Table(what) = dag.graph[node].work else {
-        return Err("not a table node".into());
+        return Err(NodeFailure::internal("not a table node"));
     };
     let outputs = study.outputs();
     let provenance = &Provenance {
@@ -254,18 +266,14 @@ pub fn publish(
             episodes: Vec::new(),
         },
         Publish::Episodes => Outcome {
-            tables: vec![(
-                "episodes".into(),
-                crate::store::tables::episodes(rows).map_err(|e| e.to_string())?,
-            )],
+            tables: vec![("episodes".into(), crate::store::tables::episodes(rows)?)],
             files: Vec::new(),
             episodes: Vec::new(),
         },
         Publish::Requests => Outcome {
             tables: vec![(
                 "requests".into(),
-                crate::store::tables::requests(&requests.get(study, cache, variants, rows)?)
-                    .map_err(|e| e.to_string())?,
+                crate::store::tables::requests(&requests.get(study, cache, variants, rows)?)?,
             )],
             files: Vec::new(),
             episodes: Vec::new(),
@@ -273,33 +281,69 @@ pub fn publish(
         Publish::Analysis(node) => outcomes.get(study, cache, node)?,
     };
     let mut written = Vec::new();
+    let result = write_outcome(study, cache, variants, &outcome, provenance, &mut written);
+    if let Err(failure) = result {
+        // A text file written before the failure would be a report beside tables it
+        // does not describe (its key comment names a node that was never recorded).
+        remove_text_files(&outputs, &written);
+        return Err(failure);
+    }
+    Ok(written)
+}
+
+/// Writes an outcome's tables, text files and episode pages under `outputs/<study>/`,
+/// listing each file in `written` as soon as it is in place.
+fn write_outcome(
+    study: &Study,
+    cache: &Cache,
+    variants: &HashMap<NodeIndex, Arc<Variant>>,
+    outcome: &Outcome,
+    provenance: &Provenance,
+    written: &mut Vec<String>,
+) -> Result<(), NodeFailure> {
+    let outputs = study.outputs();
     for (name, batch) in &outcome.tables {
         let file = format!("{name}.parquet");
-        write_table(&outputs.join(&file), batch, provenance).map_err(|e| e.to_string())?;
+        write_table(&outputs.join(&file), batch, provenance)?;
         written.push(file);
     }
-    for (name, text) in &outcome.files {
+    let text = |name: &String, text: &String| {
         write_text(
             &outputs.join(name),
             &format!("{text}{}", key_comment(name, &provenance.node_key)),
         )
-        .map_err(|e| format!("cannot write {}: {e}", outputs.join(name).display()))?;
+        .map_err(|e| {
+            NodeFailure::io(format!(
+                "cannot write {}: {e}",
+                outputs.join(name).display()
+            ))
+        })
+    };
+    for (name, body) in &outcome.files {
+        text(name, body)?;
         written.push(name.clone());
     }
     // The pages of the episodes the report links to, read from their transcripts.
     if !outcome.episodes.is_empty() {
         let pages = crate::show::pages(study, cache, variants, &outcome.episodes)
-            .map_err(|e| e.to_string())?;
-        for (name, text) in &pages {
-            write_text(
-                &outputs.join(name),
-                &format!("{text}{}", key_comment(name, &provenance.node_key)),
-            )
-            .map_err(|e| format!("cannot write {}: {e}", outputs.join(name).display()))?;
+            .map_err(|e| NodeFailure::internal(format!("the pages of the linked episodes: {e}")))?;
+        for (name, body) in &pages {
+            text(name, body)?;
             written.push(name.clone());
         }
     }
-    Ok(written)
+    Ok(())
+}
+
+/// Removes the text files (report, figures, episode pages) among `files` (relative to
+/// `outputs`); returns those it removed. Tables stay: each is its own node's.
+pub fn remove_text_files(outputs: &Path, files: &[String]) -> Vec<String> {
+    files
+        .iter()
+        .filter(|f| !f.ends_with(".parquet"))
+        .filter(|f| std::fs::remove_file(outputs.join(f)).is_ok())
+        .cloned()
+        .collect()
 }
 
 /// Execute payloads read from the cache at once: few enough that their transcripts
@@ -336,7 +380,7 @@ impl RequestRows {
         cache: &Cache,
         variants: &HashMap<NodeIndex, Arc<Variant>>,
         rows: &[EpisodeRow],
-    ) -> Result<Arc<Vec<RequestRow>>, String> {
+    ) -> Result<Arc<Vec<RequestRow>>, NodeFailure> {
         if let Some(built) = &self.rows {
             return Ok(built.clone());
         }
@@ -356,7 +400,7 @@ pub(crate) fn request_rows(
     variants: &HashMap<NodeIndex, Arc<Variant>>,
     rows: &[EpisodeRow],
     fresh: &mut FreshRequests,
-) -> Result<Vec<RequestRow>, String> {
+) -> Result<Vec<RequestRow>, NodeFailure> {
     let dag = &study.dag;
     let grades: Vec<(NodeIndex, NodeIndex, NodeIndex)> = dag
         .nodes()
@@ -366,11 +410,11 @@ pub(crate) fn request_rows(
         })
         .collect();
     if grades.len() != rows.len() {
-        return Err(format!(
+        return Err(NodeFailure::internal(format!(
             "{} graded episodes but {} episode rows",
             grades.len(),
             rows.len()
-        ));
+        )));
     }
     let cached: Vec<&(NodeIndex, NodeIndex, NodeIndex)> = grades
         .iter()
@@ -378,41 +422,58 @@ pub(crate) fn request_rows(
         .collect();
     if !cached.is_empty() {
         let blobs = BlobStore {
-            blobs: cache
-                .blobs()
-                .map_err(|e| e.to_string())?
-                .into_iter()
-                .collect(),
+            blobs: cache.blobs()?.into_iter().collect(),
         };
         for chunk in cached.chunks(REQUEST_CHUNK) {
             let keys: Vec<&str> = chunk
                 .iter()
                 .map(|&&(_, execute, _)| dag.graph[execute].key.as_ref())
                 .collect();
-            let payloads = cache.payloads(&keys).map_err(|e| e.to_string())?;
+            let payloads = cache.payloads(&keys)?;
             for &&(grade, execute, compile) in chunk {
                 let node = &dag.graph[execute];
                 let payload: ExecutePayload = payloads
                     .get(&*node.key)
-                    .and_then(|p| serde_json::from_str(p).ok())
-                    .ok_or_else(|| format!("the transcript of {} is not in the cache", node.id))?;
+                    .ok_or_else(|| {
+                        NodeFailure::internal(format!(
+                            "the transcript of {} is not in the cache",
+                            node.id
+                        ))
+                    })
+                    .and_then(|p| {
+                        super::rows::read(p).map_err(|detail| NodeFailure::StoredRowUnreadable {
+                            node: node.id.to_string(),
+                            detail,
+                        })
+                    })?;
                 let variant = variants
                     .get(&compile)
-                    .ok_or_else(|| format!("the variant of {} did not compile", node.id))?;
+                    .ok_or_else(|| NodeFailure::Upstream {
+                        node: dag.graph[compile].id.to_string(),
+                        cause: Box::new(NodeFailure::Compile {
+                            detail: "it did not compile in this apply".into(),
+                        }),
+                    })?;
                 let trace = payload.transcript.trace(&blobs, variant).ok_or_else(|| {
-                    format!("the transcript of {} does not rebuild a trace", node.id)
+                    NodeFailure::internal(format!(
+                        "the transcript of {} does not rebuild a trace",
+                        node.id
+                    ))
                 })?;
                 let read = requests::read(&payload.transcript, &trace, &blobs)
-                    .map_err(|e| format!("{}: {e}", node.id))?;
+                    .map_err(|e| NodeFailure::internal(format!("{}: {e}", node.id)))?;
                 fresh.insert(grade, read);
             }
         }
     }
     let mut out = Vec::new();
     for (&(grade, execute, _), row) in grades.iter().zip(rows) {
-        let read = fresh
-            .remove(&grade)
-            .ok_or_else(|| format!("the requests of {} were not read", dag.graph[grade].id))?;
+        let read = fresh.remove(&grade).ok_or_else(|| {
+            NodeFailure::internal(format!(
+                "the requests of {} were not read",
+                dag.graph[grade].id
+            ))
+        })?;
         let episode = Arc::new(EpisodeColumns::of(
             row,
             &read.episode_key,
@@ -452,4 +513,98 @@ pub fn problem(outputs: &Path, key: &str, payload: Option<&String>) -> Option<St
         }
     }
     None
+}
+
+/// `tbb report`: writes the report exactly as apply publishes it — the files its report
+/// table node wrote, from the report analysis recorded in the cache, ending in that
+/// node's key — and records the table node when the plan had it to run. Call under the
+/// outputs lock with `plan` made under it. Refuses when anything the report reads must
+/// run first: then the report would not be apply's.
+///
+/// Returns the files written (relative to `outputs/<study>/`).
+pub fn republish_report(
+    study: &Study,
+    cache: &mut Cache,
+    plan: &super::Plan,
+) -> Result<Vec<String>, super::PipelineError> {
+    let dag = &study.dag;
+    let manifest = study.manifest.path.display().to_string();
+    let reports: Vec<NodeIndex> = dag
+        .nodes()
+        .filter_map(|(i, n)| match n.work {
+            Work::Table(Publish::Analysis(a)) => match dag.graph[a].work {
+                Work::Analysis { index }
+                    if study.manifest.analyses[index].kind.name()
+                        == <crate::analysis::report::Report as crate::analysis::Typed>::NAME =>
+                {
+                    Some(i)
+                }
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect();
+    if reports.is_empty() {
+        return Err(super::PipelineError::NoReport { manifest });
+    }
+    let runs: std::collections::HashSet<NodeIndex> = plan
+        .nodes
+        .iter()
+        .filter(|p| p.action.runs())
+        .filter_map(|p| p.node)
+        .collect();
+    // Everything the report tables read, directly or not.
+    let mut upstream: Vec<NodeIndex> = Vec::new();
+    let mut seen: std::collections::HashSet<NodeIndex> = reports.iter().copied().collect();
+    let mut stack = reports.clone();
+    while let Some(i) = stack.pop() {
+        for u in dag
+            .graph
+            .neighbors_directed(i, petgraph::Direction::Incoming)
+        {
+            if seen.insert(u) {
+                upstream.push(u);
+                stack.push(u);
+            }
+        }
+    }
+    upstream.sort();
+    let pending: Vec<NodeIndex> = upstream.into_iter().filter(|i| runs.contains(i)).collect();
+    if let Some(&first) = pending.first() {
+        return Err(super::PipelineError::ReportStale {
+            manifest,
+            pending: pending.len(),
+            first: dag.graph[first].id.to_string(),
+        });
+    }
+    let mut written = Vec::new();
+    let mut batch = super::cache::Batch::default();
+    for node in reports {
+        let files = publish(
+            study,
+            node,
+            &HashMap::new(),
+            &[],
+            &mut RequestRows::default(),
+            &Outcomes::default(),
+            cache,
+        )
+        .map_err(|failure| super::PipelineError::ReportFailed { failure })?;
+        if runs.contains(&node) {
+            let n = &dag.graph[node];
+            batch.nodes.push(super::cache::NewEntry {
+                kind: n.kind,
+                id: n.id.to_string(),
+                key: n.key.to_string(),
+                input: n.input.full().canonical(),
+                payload: serde_json::to_string(&TablePayload {
+                    files: files.clone(),
+                })
+                .unwrap_or_default(),
+            });
+        }
+        written.extend(files);
+    }
+    cache.commit(batch)?;
+    Ok(written)
 }

@@ -193,9 +193,11 @@ fn run_analysis(
     (rows, requests): (&[EpisodeRow], &mut RequestRows),
     variants: &HashMap<NodeIndex, Arc<Variant>>,
 ) -> Result<String, String> {
-    outcomes.run(study, scratch, node, rows, variants, &mut || {
-        requests.get(study, cache, variants, rows)
-    })
+    outcomes
+        .run(study, scratch, node, rows, variants, &mut || {
+            requests.get(study, cache, variants, rows)
+        })
+        .map_err(|e| e.to_string())
 }
 
 /// The study's stored rows, as apply hands them to the analyses and to
@@ -335,6 +337,7 @@ pub fn reproduce(study: &Study, cache: &Cache) -> Result<Reproduction, Reproduce
                 .map_err(|e| e.to_string()),
             Publish::Requests => requests
                 .get(study, cache, &variants, &rows)
+                .map_err(|e| e.to_string())
                 .and_then(|r| crate::store::tables::requests(&r).map_err(|e| e.to_string()))
                 .map(|b| Outcome {
                     tables: vec![("requests".into(), b)],
@@ -343,7 +346,9 @@ pub fn reproduce(study: &Study, cache: &Cache) -> Result<Reproduction, Reproduce
                 }),
             Publish::Analysis(a) => match failed_analyses.get(&a) {
                 Some(e) => Err(format!("{} does not run again: {e}", dag.graph[a].id)),
-                None => outcomes.get(study, &scratch_cache, a),
+                None => outcomes
+                    .get(study, &scratch_cache, a)
+                    .map_err(|e| e.to_string()),
             },
         };
         match outcome {

@@ -190,6 +190,13 @@ pub struct EpisodeRow {
     pub node_key: String,
 }
 
+impl EpisodeRow {
+    /// The layout of the row a grade node stores in the cache (its JSON): bump it when
+    /// a field is added, removed, renamed or retyped, so that every grade node reruns
+    /// instead of leaving rows that no longer deserialise (`pipeline::rows`).
+    pub const ROW_VERSION: u32 = 1;
+}
+
 /// `episodes.parquet`.
 pub fn episodes(rows: &[EpisodeRow]) -> Result<RecordBatch, StoreError> {
     let mut t = TableBuilder::new()

@@ -1,0 +1,112 @@
+//! The rows the cache stores, one type per node kind, and the version of each one's
+//! layout.
+//!
+//! Every committed node stores one row (its payload, JSON): a compile node a
+//! [`CompilePayload`], an execute node an [`ExecutePayload`], a grade node an
+//! [`EpisodeRow`], an analysis node an [`AnalysisPayload`] (whose tables sit beside it as
+//! Parquet), a table node a [`TablePayload`]. Each type carries a `ROW_VERSION`
+//! constant beside its definition, and [`row_version`] puts it into the key of every node
+//! of its kind ([`super::key::KeyInput::new`]): bumping it reruns every node of that kind
+//! with the reason "stored row layout 1 -> 2" instead of leaving rows that no longer
+//! deserialise in place. Version 1 adds nothing to a key, so the keys of the rows written
+//! before versions existed are unchanged (and so are the tables and lockfiles that
+//! record them).
+//!
+//! A row that does not deserialise anyway (a layout change without a bump, a damaged
+//! or hand-edited cache) is found by the plan ([`unreadable`]) and rerun with its reason
+//! — never handed to its dependants as a failure.
+//!
+//! Never: decides what a row holds (the stages that write them do).
+
+use super::key::NodeKind;
+use super::publish::AnalysisPayload;
+use super::{CompilePayload, ExecutePayload, TablePayload};
+use crate::store::tables::EpisodeRow;
+
+/// A row the cache stores for a node of one kind.
+pub trait StoredRow: serde::de::DeserializeOwned {
+    /// The node kind that stores it.
+    const KIND: NodeKind;
+    /// The version of its layout: bump it whenever a change to the type makes rows
+    /// written before unreadable, or read differently.
+    const ROW_VERSION: u32;
+}
+
+impl StoredRow for CompilePayload {
+    const KIND: NodeKind = NodeKind::Compile;
+    const ROW_VERSION: u32 = CompilePayload::ROW_VERSION;
+}
+
+impl StoredRow for ExecutePayload {
+    const KIND: NodeKind = NodeKind::Execute;
+    const ROW_VERSION: u32 = ExecutePayload::ROW_VERSION;
+}
+
+impl StoredRow for EpisodeRow {
+    const KIND: NodeKind = NodeKind::Grade;
+    const ROW_VERSION: u32 = EpisodeRow::ROW_VERSION;
+}
+
+impl StoredRow for AnalysisPayload {
+    const KIND: NodeKind = NodeKind::Analysis;
+    const ROW_VERSION: u32 = AnalysisPayload::ROW_VERSION;
+}
+
+impl StoredRow for TablePayload {
+    const KIND: NodeKind = NodeKind::Table;
+    const ROW_VERSION: u32 = TablePayload::ROW_VERSION;
+}
+
+/// The layout version of the row a node of `kind` stores.
+pub fn row_version(kind: NodeKind) -> u32 {
+    match kind {
+        NodeKind::Compile => CompilePayload::ROW_VERSION,
+        NodeKind::Execute => ExecutePayload::ROW_VERSION,
+        NodeKind::Grade => EpisodeRow::ROW_VERSION,
+        NodeKind::Analysis => AnalysisPayload::ROW_VERSION,
+        NodeKind::Table => TablePayload::ROW_VERSION,
+    }
+}
+
+/// Reads a stored row of type `T`; the error is serde's, naming what does not fit
+/// (``missing field `vts` at line 1 column 812``).
+pub fn read<T: StoredRow>(payload: &str) -> Result<T, String> {
+    serde_json::from_str(payload).map_err(|e| e.to_string())
+}
+
+/// Why the stored row `payload` of a node of `kind` cannot be read as that kind's row
+/// type, if it cannot.
+pub fn unreadable(kind: NodeKind, payload: &str) -> Option<String> {
+    match kind {
+        NodeKind::Compile => read::<CompilePayload>(payload).err(),
+        NodeKind::Execute => read::<ExecutePayload>(payload).err(),
+        NodeKind::Grade => read::<EpisodeRow>(payload).err(),
+        NodeKind::Analysis => read::<AnalysisPayload>(payload).err(),
+        NodeKind::Table => read::<TablePayload>(payload).err(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_kind_has_a_row_type_of_its_version() {
+        for kind in NodeKind::ALL {
+            assert!(row_version(kind) >= 1, "{kind:?}");
+        }
+        assert_eq!(
+            row_version(<EpisodeRow as StoredRow>::KIND),
+            EpisodeRow::ROW_VERSION
+        );
+    }
+
+    #[test]
+    fn a_row_missing_a_field_is_unreadable_with_serde_naming_the_field() {
+        let table = serde_json::json!({ "files": ["a.parquet"] }).to_string();
+        assert_eq!(unreadable(NodeKind::Table, &table), None);
+        let why = unreadable(NodeKind::Table, "{}").unwrap_or_default();
+        assert!(why.contains("missing field `files`"), "{why}");
+        assert!(unreadable(NodeKind::Grade, "{\"study\":\"s\"}").is_some());
+    }
+}
