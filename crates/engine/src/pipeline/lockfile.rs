@@ -148,11 +148,11 @@ pub fn path_for(lockfiles: &Path, manifest: &Manifest) -> Result<PathBuf, super:
         .file_stem()
         .map(|s| s.to_string_lossy().to_string())
         .unwrap_or_else(|| manifest.study.clone());
-    tbb_diag::names::path_under(lockfiles, &stem, ".lock").map_err(|source| {
+    tbb_diag::names::path_under(lockfiles, &stem, ".lock").map_err(|problem| {
         super::PipelineError::PathName {
             what: "manifest file name",
             place: format!("{}/<name>.lock", lockfiles.display()),
-            source,
+            problem,
         }
     })
 }

@@ -104,7 +104,7 @@ pub enum PipelineError {
     },
     /// A name that becomes part of a path (a study, a manifest file, a study an
     /// analysis reads from) is not an identifier.
-    #[error("the {what} {source}, so it cannot name {place}")]
+    #[error("the {what} {problem}, so it cannot name {place}")]
     #[diagnostic(
         code(tbb::pipeline::name),
         help(
@@ -117,8 +117,8 @@ pub enum PipelineError {
         what: &'static str,
         /// The path it would have named (`lockfiles/<name>.lock`).
         place: String,
-        /// What is wrong with it.
-        source: tbb_diag::names::NotAnIdentifier,
+        /// What is wrong with it (its message is part of this one, not a cause below it).
+        problem: tbb_diag::names::NotAnIdentifier,
     },
     /// A saved plan no longer matches the manifest and the cache.
     #[error("the saved plan {} is stale: {detail}", path.display())]
@@ -328,10 +328,10 @@ impl Study {
         // The manifest loader has refused a study name that is not an identifier; the
         // paths are made by the one function that refuses it again, whatever loaded it.
         let outputs_dir = tbb_diag::names::path_under(&paths.outputs, &manifest.study, "")
-            .map_err(|source| PipelineError::PathName {
+            .map_err(|problem| PipelineError::PathName {
                 what: "study name",
                 place: format!("{}/<study>/", paths.outputs.display()),
-                source,
+                problem,
             })?;
         let lockfile_file = lockfile::path_for(&paths.lockfiles, &manifest)?;
         let cache_dir = outputs_dir.join("cache");
