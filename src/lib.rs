@@ -22,6 +22,6 @@
 pub mod cli;
 
 pub use tbb_core::{audit, compile, family, grade, sandbox};
-pub use tbb_diag::{problems, spans};
+pub use tbb_diag::{limits, names, problems, spans};
 pub use tbb_engine::{analysis, harness, manifest, pipeline, report, show, store};
 pub use tbb_provider as provider;

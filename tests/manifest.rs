@@ -188,7 +188,10 @@ fn the_pilot_manifest_runs_a_probe_seven_restarts_and_a_retry_as_its_own_repeat(
         replace(t, "first_repeat = 1", "first_repeat = -1")
     });
     let (_, text) = failure(&negative, &[]);
-    assert!(text.contains("must be a non-negative integer"), "{text}");
+    assert!(
+        text.contains("repeat index -1 is out of range: it must be from 0 to 1000000"),
+        "{text}"
+    );
     // A switch the catalogue has but the study does not run skips the analysis.
     let unrun = edited("pilot.toml", |t| {
         replace(
@@ -747,7 +750,7 @@ fn every_problem_is_reported_at_once() {
         "did you mean `sim-dunlin-max`?",
         "did you mean `costs`?",
         "did you mean `fixed`?",
-        "call_slack = 3 is not supported: only 2 is",
+        "call slack 3 is not supported: it must be 2 calls",
     ] {
         assert!(text.contains(needle), "{needle} missing in\n{text}");
     }
@@ -889,7 +892,7 @@ fn problems_in_the_file_and_in_overrides_are_reported_together() {
         "depth = 7",
         "the frontier depths are 2, 6, 14, 30",
         "did you mean `sim-dunlin-max`?",
-        "--set repeats: `repeats` = 0 must be a positive integer",
+        "--set repeats: repeats 0 is out of range: it must be from 1 to 10000 repeats",
     ] {
         assert!(text.contains(needle), "{needle} missing in\n{text}");
     }
@@ -1494,7 +1497,7 @@ fn a_retrieval_menu_needs_its_k_and_only_it_takes_one() {
     let zero = edited("discovery.toml", |t| replace(t, "k = 8\n", "k = 0\n"));
     let (_, text) = failure(&zero, &[]);
     assert!(
-        text.contains("k = 0 is not a menu size from 1 to 128"),
+        text.contains("retrieval k 0 is out of range: it must be from 1 to 128 tool schemas"),
         "{text}"
     );
     let stray = edited("discovery.toml", |t| {

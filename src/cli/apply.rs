@@ -43,7 +43,8 @@ pub struct ApplyArgs {
     #[arg(long)]
     locked: bool,
     /// Seconds to wait for another apply on the same outputs (default: wait; 0: fail).
-    #[arg(long, value_name = "SECONDS")]
+    #[arg(long, value_name = "SECONDS",
+          value_parser = |s: &str| crate::limits::LOCK_TIMEOUT_SECONDS.parse_seconds(s))]
     lock_timeout: Option<f64>,
     /// List reused nodes in the printed plan too.
     #[arg(long)]

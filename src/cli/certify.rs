@@ -29,7 +29,8 @@ pub struct CertifyArgs {
     #[arg(long, value_delimiter = ',', value_name = "NAMES")]
     configurations: Vec<String>,
     /// Seconds to wait for an apply on the same outputs (default: wait; 0: fail).
-    #[arg(long, value_name = "SECONDS")]
+    #[arg(long, value_name = "SECONDS",
+          value_parser = |s: &str| crate::limits::LOCK_TIMEOUT_SECONDS.parse_seconds(s))]
     lock_timeout: Option<f64>,
 }
 

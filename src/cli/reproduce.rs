@@ -21,7 +21,8 @@ pub struct ReproduceArgs {
     #[arg(long = "set", value_name = "KEY=VALUE", value_parser = parse_set)]
     set: Vec<(String, String)>,
     /// Seconds to wait for an apply on the same outputs (default: wait; 0: fail).
-    #[arg(long, value_name = "SECONDS")]
+    #[arg(long, value_name = "SECONDS",
+          value_parser = |s: &str| crate::limits::LOCK_TIMEOUT_SECONDS.parse_seconds(s))]
     lock_timeout: Option<f64>,
 }
 

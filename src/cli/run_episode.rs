@@ -19,6 +19,7 @@ use crate::grade::Verdict;
 use crate::harness::{
     run_episode, Actor, ArmForm, Delivery, EpisodeSpec, Menu, PromptVariant, Prompts,
 };
+use crate::limits;
 use crate::provider::build;
 use crate::provider::chat::Sampling;
 
@@ -45,11 +46,12 @@ pub struct RunEpisodeArgs {
     /// follows the records' hand-offs and asks the model for the rest).
     #[arg(long, value_enum, default_value = "model")]
     actor: ActorArg,
-    /// Completion cap per request.
-    #[arg(long, default_value_t = crate::harness::COMPLETION_CAP)]
+    /// Completion cap per request, in tokens (1 to 1000000).
+    #[arg(long, default_value_t = crate::harness::COMPLETION_CAP,
+          value_parser = |s: &str| limits::COMPLETION_CAP.parse::<u32>(s))]
     cap: u32,
-    /// Repeat index.
-    #[arg(long, default_value_t = 0)]
+    /// Repeat index, from 0.
+    #[arg(long, default_value_t = 0, value_parser = |s: &str| limits::REPEAT_INDEX.parse::<u32>(s))]
     repeat: u32,
     /// Also write the trace (gradable with `tbb grade`) to this file.
     #[arg(long)]

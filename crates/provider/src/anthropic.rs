@@ -229,6 +229,7 @@ fn body_but_tools(request: &ChatRequest) -> Map<String, Json> {
 
 /// The [`ChatResponse`] of a Messages body; `raw` keeps the body.
 pub fn parse_response(raw: Json) -> Result<ChatResponse, ProviderError> {
+    http::check_role(raw.get("role"), "role", "assistant", &raw)?;
     let blocks = raw
         .get("content")
         .and_then(Json::as_array)
@@ -446,5 +447,22 @@ mod tests {
             parse_response(json!({"type": "error"})),
             Err(ProviderError::Decode { .. })
         ));
+    }
+
+    #[test]
+    fn a_message_in_another_role_than_the_assistants_is_a_bad_body() {
+        let body = |role: &str| {
+            json!({"type": "message", "role": role, "content": [{"type": "text", "text": "{}"}],
+                "stop_reason": "end_turn", "usage": {"input_tokens": 10, "output_tokens": 1}})
+        };
+        for role in ["system", "user"] {
+            match parse_response(body(role)) {
+                Err(ProviderError::Decode { message, .. }) => {
+                    assert!(message.contains("not \"assistant\""), "{message}")
+                }
+                other => panic!("role {role} was taken: {other:?}"),
+            }
+        }
+        assert!(parse_response(body("assistant")).is_ok());
     }
 }

@@ -3,8 +3,11 @@
 //! timeout — with its organization and frozen prices.
 //!
 //! Read from TOML (`manifests/configurations.toml`, a list of `[[configuration]]`) and
-//! validated when loaded, every problem at once at its span: unknown keys, duplicate
-//! names, prices that are negative or not finite, unknown or out-of-range sim
+//! validated when loaded, every problem at once at its span: unknown keys, names that
+//! are not identifiers ([`tbb_diag::names`]: a name may end up in a path) or are
+//! duplicated, limits out of their range ([`tbb_diag::limits`], the ranges the manifest
+//! and the command line check too: attempts, backoffs, concurrency, timeouts, context
+//! windows), prices that are negative or not finite, unknown or out-of-range sim
 //! parameters, speeds of simulated agents (`[configuration.speed]`, [`Speed`]). A
 //! catalogue that loads never fails later on its own values. Keys are never in the
 //! file: a configuration names the environment variable that holds its key
@@ -19,6 +22,7 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use tbb_diag::spans::SpanIndex;
+use tbb_diag::{limits, names};
 
 pub use super::speed::Speed;
 
@@ -376,9 +380,9 @@ impl CatalogueError {
 
 impl Catalogue {
     /// Reads and checks a catalogue file: every rule is checked and every problem
-    /// reported at once, at its value's span (duplicate names, sim tables on the wrong
-    /// provider, prices that are negative or not finite, unknown, mistyped or
-    /// out-of-range sim parameters, zero attempts or concurrency).
+    /// reported at once, at its value's span (names that are not identifiers or are
+    /// duplicated, sim tables on the wrong provider, limits out of range, prices that
+    /// are negative or not finite, unknown, mistyped or out-of-range sim parameters).
     // The error is a rich diagnostic built once per load; its size does not matter.
     #[allow(clippy::result_large_err)]
     pub fn load(path: &Path) -> Result<Catalogue, CatalogueError> {
@@ -417,11 +421,11 @@ impl Catalogue {
                 help,
             })
         };
-        let mut names = BTreeSet::new();
+        let mut seen = BTreeSet::new();
         for (i, c) in file.configuration.iter().enumerate() {
             let at = |key: &str| format!("configuration.{i}.{key}");
             let name = &c.name;
-            if !names.insert(name.as_str()) {
+            if !seen.insert(name.as_str()) {
                 problem(
                     &at("name"),
                     format!("configuration `{name}` is defined twice"),
@@ -435,37 +439,59 @@ impl Catalogue {
                     None,
                 );
             }
-            if c.retry.max_attempts == 0 {
+            if let Err(e) = names::check(name) {
                 problem(
-                    &at("retry.max_attempts"),
-                    format!("configuration `{name}`: retry.max_attempts must be at least 1"),
-                    Some("1 means no retry".into()),
-                );
-            }
-            if c.timeout_ms == 0 && spans.contains(&at("timeout_ms")) {
-                problem(
-                    &at("timeout_ms"),
-                    format!("configuration `{name}`: timeout_ms must be at least 1"),
+                    &at("name"),
+                    format!("configuration name {e}"),
                     Some(format!(
-                        "leave it out for the default: {} s on a route on this machine, {} s elsewhere",
-                        LOCAL_TIMEOUT_MS / 1000,
-                        REMOTE_TIMEOUT_MS / 1000
+                        "a configuration name is an identifier: {}",
+                        names::RULE
                     )),
                 );
             }
-            if c.context_window == Some(0) {
-                problem(
-                    &at("context_window"),
-                    format!("configuration `{name}`: context_window must be at least 1 token"),
-                    Some("the served model's context size (llama.cpp `-c`, vLLM `--max-model-len`); leave it out when unknown".into()),
-                );
-            }
-            if c.concurrency == 0 {
-                problem(
-                    &at("concurrency"),
-                    format!("configuration `{name}`: concurrency must be at least 1"),
-                    None,
-                );
+            // A `timeout_ms` left out is 0 until the default of the route's locality is
+            // filled in below; only a value written in the file is checked.
+            let timeout = spans.contains(&at("timeout_ms")).then_some((
+                "timeout_ms",
+                &limits::TIMEOUT_MS,
+                c.timeout_ms,
+            ));
+            let window = c
+                .context_window
+                .map(|w| ("context_window", &limits::CONTEXT_WINDOW, w));
+            for (key, limit, value) in [
+                (
+                    "retry.max_attempts",
+                    &limits::RETRY_ATTEMPTS,
+                    u64::from(c.retry.max_attempts),
+                ),
+                (
+                    "retry.base_delay_ms",
+                    &limits::RETRY_DELAY_MS,
+                    c.retry.base_delay_ms,
+                ),
+                (
+                    "retry.max_delay_ms",
+                    &limits::RETRY_DELAY_MS,
+                    c.retry.max_delay_ms,
+                ),
+                (
+                    "concurrency",
+                    &limits::CONCURRENCY,
+                    u64::from(c.concurrency),
+                ),
+            ]
+            .into_iter()
+            .chain(timeout)
+            .chain(window)
+            {
+                if let Err(e) = limit.check::<u64>(value) {
+                    problem(
+                        &at(key),
+                        format!("configuration `{name}`: {e}"),
+                        Some(limit.help.into()),
+                    );
+                }
             }
             for (key, x) in [
                 ("input_per_mtok", c.prices.input_per_mtok),
@@ -588,10 +614,10 @@ mod tests {
         let messages: Vec<&str> = problems.iter().map(|p| p.message.as_str()).collect();
         assert!(messages
             .iter()
-            .any(|m| m.contains("timeout_ms must be at least 1")));
+            .any(|m| m.contains("timeout_ms 0 is out of range")));
         assert!(messages
             .iter()
-            .any(|m| m.contains("context_window must be at least 1")));
+            .any(|m| m.contains("context_window 0 is out of range")));
         assert!(problems.iter().all(|p| p.span.is_some()));
     }
 
@@ -604,5 +630,62 @@ mod tests {
         let mut without = c.clone();
         without.context_window = None;
         assert_eq!(c.identity(), without.identity());
+    }
+
+    fn problems_of(text: &str) -> Vec<(String, String)> {
+        match catalogue(text) {
+            Err(CatalogueError::Invalid { problems, .. }) => problems
+                .iter()
+                .map(|p| {
+                    let at = p
+                        .span
+                        .map(|s| text[s.offset()..s.offset() + s.len()].to_string())
+                        .unwrap_or_default();
+                    (p.message.clone(), at)
+                })
+                .collect(),
+            other => panic!("not refused as invalid: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn names_that_are_not_identifiers_are_refused_at_their_span() {
+        for bad in ["", "../../../../etc/passwd", "Loud", "a b"] {
+            let problems = problems_of(&live(bad, "http://127.0.0.1:8080/v1", ""));
+            assert_eq!(problems.len(), 1, "{bad:?}: {problems:?}");
+            let (message, at) = &problems[0];
+            assert!(
+                message.starts_with("configuration name `")
+                    && message.contains("is not an identifier"),
+                "{message}"
+            );
+            assert_eq!(at, &format!("\"{bad}\""));
+        }
+    }
+
+    #[test]
+    fn limits_out_of_range_are_refused_at_their_span_in_the_shared_wording() {
+        let text = live(
+            "limited",
+            "https://api.example.test/v1",
+            "concurrency = 0\ntimeout_ms = 100000000000\n\
+             retry = { max_attempts = 1000, base_delay_ms = 1, max_delay_ms = 99999999999, retry_on = [] }",
+        );
+        let problems = problems_of(&text);
+        let expect = |limit: &'static limits::Limit, value: u64, at: &str| {
+            let wording = limit.check::<u64>(value).err().map(|e| e.to_string());
+            let wording = wording.unwrap_or_else(|| panic!("{value} is in range"));
+            assert!(
+                problems.iter().any(|(m, span)| m
+                    == &format!("configuration `limited`: {wording}")
+                    && span == at),
+                "{wording} at {at}: {problems:?}"
+            );
+        };
+        expect(&limits::CONCURRENCY, 0, "0");
+        expect(&limits::TIMEOUT_MS, 100_000_000_000, "100000000000");
+        expect(&limits::RETRY_ATTEMPTS, 1000, "1000");
+        expect(&limits::RETRY_DELAY_MS, 99_999_999_999, "99999999999");
+        assert_eq!(problems.len(), 4, "{problems:?}");
     }
 }

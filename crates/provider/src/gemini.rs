@@ -381,6 +381,12 @@ pub fn parse_response(raw: Json) -> Result<ChatResponse, ProviderError> {
             )),
         };
     };
+    http::check_role(
+        candidate.get("content").and_then(|c| c.get("role")),
+        "candidates[0].content.role",
+        "model",
+        &raw,
+    )?;
     let parts = candidate
         .get("content")
         .and_then(|c| c.get("parts"))
@@ -656,5 +662,24 @@ mod tests {
             parse_response(json!({"candidates": []})),
             Err(ProviderError::Decode { .. })
         ));
+    }
+
+    #[test]
+    fn a_message_in_another_role_than_the_models_is_a_bad_body() {
+        let body = |role: &str| {
+            json!({"candidates": [{"content": {"role": role, "parts": [{"text": "{}"}]},
+                "finishReason": "STOP"}], "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 1}})
+        };
+        for role in ["system", "user", "assistant"] {
+            match parse_response(body(role)) {
+                Err(ProviderError::Decode { message, .. }) => assert!(
+                    message.contains("candidates[0].content.role")
+                        && message.contains("not \"model\""),
+                    "{message}"
+                ),
+                other => panic!("role {role} was taken: {other:?}"),
+            }
+        }
+        assert!(parse_response(body("model")).is_ok());
     }
 }

@@ -346,6 +346,30 @@ pub(crate) fn snippet(text: &str, key: Option<&Secret>) -> String {
     cut
 }
 
+/// Refuses a response whose message is not in the assistant's role: a message in
+/// another role (`system`, `user`, `tool`) is not the model's answer, so the route has
+/// broken its protocol — a `Decode` error, recorded as the infrastructure failure
+/// `bad_body`, never graded as what the model said. `role` is the field at `field`
+/// (`choices[0].message.role`); a body without the field is left to the rest of the
+/// parser (compatible servers omit it, and the protocol's shape decides then).
+pub(crate) fn check_role(
+    role: Option<&Json>,
+    field: &str,
+    assistant: &str,
+    body: &Json,
+) -> Result<(), ProviderError> {
+    match role {
+        None => Ok(()),
+        Some(Json::String(r)) if r == assistant => Ok(()),
+        Some(other) => Err(not_protocol(
+            &format!(
+                "`{field}` is {other}, not \"{assistant}\": a message in another role than the assistant's is not an answer"
+            ),
+            body,
+        )),
+    }
+}
+
 /// A `Decode` error for a body that is JSON but not the protocol's (its status is
 /// added by the caller, which knows it).
 pub(crate) fn not_protocol(what: &str, body: &Json) -> ProviderError {

@@ -255,6 +255,12 @@ pub fn parse_response(raw: Json) -> Result<ChatResponse, ProviderError> {
         .and_then(|c| c.first())
         .ok_or_else(|| http::not_protocol("the response has no `choices[0]`", &raw))?;
     let message = choice.get("message").unwrap_or(&Json::Null);
+    http::check_role(
+        message.get("role"),
+        "choices[0].message.role",
+        "assistant",
+        &raw,
+    )?;
     let text = match message.get("content") {
         Some(Json::String(s)) if !s.is_empty() => Some(s.clone()),
         Some(Json::Array(parts)) => {
@@ -635,5 +641,34 @@ mod tests {
                 Err(ProviderError::Decode { .. })
             ));
         }
+    }
+
+    #[test]
+    fn a_message_in_another_role_than_the_assistants_is_a_bad_body() {
+        let body = |role: Json| {
+            json!({"choices": [{"message": {"role": role, "content": "{\"decision\": \"x\"}"},
+                "finish_reason": "stop"}], "usage": {"prompt_tokens": 10, "completion_tokens": 1}})
+        };
+        for role in [
+            json!("system"),
+            json!("user"),
+            json!("tool"),
+            json!(null),
+            json!(7),
+        ] {
+            match parse_response(body(role.clone())) {
+                Err(ProviderError::Decode { message, .. }) => assert!(
+                    message.contains("choices[0].message.role")
+                        && message.contains("not \"assistant\""),
+                    "{message}"
+                ),
+                other => panic!("role {role} was taken: {other:?}"),
+            }
+        }
+        assert!(parse_response(body(json!("assistant"))).is_ok());
+        // Compatible servers that leave the role out are still read.
+        let bare = json!({"choices": [{"message": {"content": "ok"}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 1}});
+        assert!(parse_response(bare).is_ok());
     }
 }

@@ -19,6 +19,7 @@ use crate::harness::{PromptVariant, COMPLETION_CAP};
 use tbb_core::compile::cell::{Cell, CellError, Encoding, Routing, Workflow};
 use tbb_core::family::{closest, FamilySet};
 use tbb_core::grade::EPISODE_BUDGET;
+use tbb_diag::{limits, names};
 use tbb_provider::config::{Catalogue, ProviderKind};
 use tbb_provider::Configuration;
 
@@ -277,22 +278,17 @@ fn resolve_arms(raw: &RawManifest, sink: &mut Sink<'_>) -> Vec<Arm> {
     out
 }
 
-/// A retrieval menu takes its `k` (1 to [`Menu::MAX_K`]) from the arm; the other menus
+// The retriever's largest menu and the limit the manifest checks are one number.
+const _: () = assert!(limits::RETRIEVAL_K.max == Menu::MAX_K as u64);
+
+/// A retrieval menu takes its `k` ([`limits::RETRIEVAL_K`]) from the arm; the other menus
 /// take none. `None` (with the problem reported) when `k` is missing, out of range or
 /// given to another menu.
 fn retrieval_k(sink: &mut Sink<'_>, at: &str, menu: Menu, k: Option<i64>) -> Option<Menu> {
     match (menu, k) {
-        (Menu::Retrieval { .. }, Some(k)) => match u16::try_from(k) {
-            Ok(k) if (1..=Menu::MAX_K).contains(&k) => Some(Menu::Retrieval { k }),
-            _ => {
-                sink.at(
-                    &format!("{at}.k"),
-                    format!("k = {k} is not a menu size from 1 to {}", Menu::MAX_K),
-                    Some("k is how many tool schemas the retriever keeps, e.g. `k = 8`".into()),
-                );
-                None
-            }
-        },
+        (Menu::Retrieval { .. }, Some(k)) => {
+            within(sink, &format!("{at}.k"), k, &limits::RETRIEVAL_K).map(|k| Menu::Retrieval { k })
+        }
         (Menu::Retrieval { .. }, None) => {
             sink.at(
                 &format!("{at}.menu"),
@@ -322,20 +318,19 @@ fn positions<T>(names: &[(&'static str, T)]) -> Vec<(&'static str, u8)> {
         .collect()
 }
 
-/// A name used in rows and paths: lowercase letters, digits, `-` and `_`.
+/// A name used in rows and paths: an identifier ([`names::RULE`]).
 fn check_identifier(sink: &mut Sink<'_>, path: &str, what: &str, name: &str) -> bool {
-    let ok = !name.is_empty()
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-');
-    if !ok {
-        sink.at(
-            path,
-            format!("{what} name `{name}` is not a lowercase identifier"),
-            Some("use lowercase letters, digits, `-` and `_`".into()),
-        );
+    match names::check(name) {
+        Ok(()) => true,
+        Err(e) => {
+            sink.at(
+                path,
+                format!("{what} name {e}"),
+                Some(format!("a {what} name is an identifier: {}", names::RULE)),
+            );
+            false
+        }
     }
-    ok
 }
 
 /// The blocks: each `[[blocks]]` entry over the top-level defaults, or one `main`
@@ -365,7 +360,7 @@ fn resolve_blocks(
         )),
         _ => None,
     };
-    let repeats = positive(sink, "repeats", raw.repeats, 1);
+    let repeats = limit_or(sink, "repeats", raw.repeats, &limits::REPEATS, 1);
     let schedule = resolve_schedule(sink, "schedule", raw.schedule.as_deref());
     let all_arms: Vec<usize> = (0..arms.len()).collect();
     let top_caps = |sink: &mut Sink<'_>, configs: &[String]| {
@@ -482,20 +477,22 @@ fn resolve_blocks(
             completion_caps,
             configuration_caps,
             repeats: match b.repeats {
-                Some(_) => positive(sink, &format!("{at}.repeats"), b.repeats, 1),
+                Some(_) => limit_or(
+                    sink,
+                    &format!("{at}.repeats"),
+                    b.repeats,
+                    &limits::REPEATS,
+                    1,
+                ),
                 None => repeats,
             },
-            first_repeat: match b.first_repeat {
-                None => 0,
-                Some(n) => u32::try_from(n).unwrap_or_else(|_| {
-                    sink.at(
-                        &format!("{at}.first_repeat"),
-                        format!("`{at}.first_repeat` = {n} must be a non-negative integer"),
-                        Some("repeats are numbered from 0".into()),
-                    );
-                    0
-                }),
-            },
+            first_repeat: limit_or(
+                sink,
+                &format!("{at}.first_repeat"),
+                b.first_repeat,
+                &limits::REPEAT_INDEX,
+                0,
+            ),
             schedule: match &b.schedule {
                 Some(s) => resolve_schedule(sink, &format!("{at}.schedule"), Some(s)),
                 None => schedule,
@@ -608,19 +605,18 @@ fn check_conditions_once(sink: &mut Sink<'_>, blocks: &[Block], arms: &[Arm]) {
 
 /// Whether `name` can name a study (and its outputs directory).
 pub(crate) fn is_study_name(name: &str) -> bool {
-    !name.is_empty()
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-')
+    names::is_identifier(name)
 }
 
 fn check_study_name(raw: &RawManifest, sink: &mut Sink<'_>) {
-    let name = &raw.study.name;
-    if !is_study_name(name) {
+    if let Err(e) = names::check(&raw.study.name) {
         sink.at(
             "study.name",
-            format!("study name `{name}` is not a lowercase identifier"),
-            Some("use lowercase letters, digits, `-` and `_` (it names outputs/<study>/)".into()),
+            format!("study name {e}"),
+            Some(format!(
+                "a study name is an identifier (it names outputs/<study>/): {}",
+                names::RULE
+            )),
         );
     }
 }
@@ -960,31 +956,20 @@ fn resolve_configurations(
     out
 }
 
+// The call slack the manifest accepts is the one the compiler applies.
+const _: () = assert!(
+    limits::CALL_SLACK.min == CALL_SLACK as u64 && limits::CALL_SLACK.max == CALL_SLACK as u64
+);
+
 /// The study's budgets: the episode budget and the call slack.
 fn resolve_budgets(raw: &RawManifest, sink: &mut Sink<'_>) -> Budgets {
     let b = &raw.budgets;
-    let episode_budget = match b.episode_budget {
-        None => EPISODE_BUDGET,
-        Some(n) if n > 0 => n as u64,
-        Some(n) => {
-            sink.at(
-                "budgets.episode_budget",
-                format!("episode budget {n} is not a positive number of tokens"),
-                Some(format!("the frozen budget is {EPISODE_BUDGET}")),
-            );
-            EPISODE_BUDGET
-        }
-    };
+    let episode_budget = b
+        .episode_budget
+        .and_then(|n| within(sink, "budgets.episode_budget", n, &limits::EPISODE_BUDGET))
+        .unwrap_or(EPISODE_BUDGET);
     if let Some(s) = b.call_slack {
-        if s != i64::from(CALL_SLACK) {
-            sink.at(
-                "budgets.call_slack",
-                format!("call_slack = {s} is not supported: only {CALL_SLACK} is"),
-                Some(format!(
-                    "the compiler fixes every variant's call limit at its certified minimum + {CALL_SLACK}; remove the key or set it to {CALL_SLACK}"
-                )),
-            );
-        }
+        within::<u32>(sink, "budgets.call_slack", s, &limits::CALL_SLACK);
     }
     Budgets {
         episode_budget,
@@ -1022,7 +1007,7 @@ fn resolve_caps_of(
     (caps, configuration_caps)
 }
 
-/// A list of completion caps at `path`: positive, each once.
+/// A list of completion caps at `path`: each in [`limits::COMPLETION_CAP`], each once.
 fn resolve_caps(sink: &mut Sink<'_>, path: &str, list: &[i64]) -> Vec<u32> {
     let mut caps = Vec::new();
     let mut seen = HashSet::new();
@@ -1035,34 +1020,45 @@ fn resolve_caps(sink: &mut Sink<'_>, path: &str, list: &[i64]) -> Vec<u32> {
     }
     for (i, cap) in list.iter().enumerate() {
         let at = format!("{path}.{i}");
-        match u32::try_from(*cap) {
-            Ok(c) if c > 0 && seen.insert(c) => caps.push(c),
-            Ok(c) if c > 0 => sink.at(&at, format!("completion cap {c} is listed twice"), None),
-            _ => sink.at(
-                &at,
-                format!("completion cap {cap} is not a positive number of tokens"),
-                Some(format!("the frozen cap is {COMPLETION_CAP}")),
-            ),
+        match within(sink, &at, *cap, &limits::COMPLETION_CAP) {
+            Some(c) if !seen.insert(c) => {
+                sink.at(&at, format!("completion cap {c} is listed twice"), None)
+            }
+            Some(c) => caps.push(c),
+            None => {}
         }
     }
     caps
 }
 
-fn positive(sink: &mut Sink<'_>, path: &str, value: Option<i64>, default: u32) -> u32 {
-    match value {
-        None => default,
-        Some(n) => match u32::try_from(n) {
-            Ok(n) if n > 0 => n,
-            _ => {
-                sink.at(
-                    path,
-                    format!("`{path}` = {n} must be a positive integer"),
-                    None,
-                );
-                default
-            }
-        },
+/// The value at `path` when it is within `limit`; otherwise the problem, in the words
+/// the catalogue and the command line use for the same limit ([`limits`]), and `None`.
+fn within<T: TryFrom<i128>>(
+    sink: &mut Sink<'_>,
+    path: &str,
+    value: i64,
+    limit: &'static limits::Limit,
+) -> Option<T> {
+    match limit.check(value) {
+        Ok(v) => Some(v),
+        Err(e) => {
+            sink.at(path, e.to_string(), Some(limit.help.into()));
+            None
+        }
     }
+}
+
+/// [`within`] for an optional value, `default` when it is absent or refused.
+fn limit_or(
+    sink: &mut Sink<'_>,
+    path: &str,
+    value: Option<i64>,
+    limit: &'static limits::Limit,
+    default: u32,
+) -> u32 {
+    value
+        .and_then(|v| within(sink, path, v, limit))
+        .unwrap_or(default)
 }
 
 fn resolve_analyses(raw: &RawManifest, sink: &mut Sink<'_>) -> Vec<Analysis> {
@@ -1144,7 +1140,7 @@ fn resolve_analyses(raw: &RawManifest, sink: &mut Sink<'_>) -> Vec<Analysis> {
                 sink.at(
                     &format!("{path}.from"),
                     format!("`from = \"{}\"` is not a study name", input.from),
-                    Some("name the `[study] name` of the manifest that writes the table (lowercase letters, digits, `-`, `_`)".into()),
+                    Some(format!("name the `[study] name` of the manifest that writes the table, an identifier: {}", names::RULE)),
                 );
             } else if input.from == raw.study.name {
                 sink.at(

@@ -140,14 +140,21 @@ pub fn render(
     format!("# Written by `tbb apply`: the resolved manifest of this study. Do not edit.\n{body}")
 }
 
-/// Where a manifest's lockfile lives: `<lockfiles>/<manifest file stem>.lock`.
-pub fn path_for(lockfiles: &Path, manifest: &Manifest) -> PathBuf {
+/// Where a manifest's lockfile lives: `<lockfiles>/<manifest file stem>.lock`. The stem
+/// is a name in a path, so it must be an identifier ([`tbb_diag::names`]).
+pub fn path_for(lockfiles: &Path, manifest: &Manifest) -> Result<PathBuf, super::PipelineError> {
     let stem = manifest
         .path
         .file_stem()
         .map(|s| s.to_string_lossy().to_string())
         .unwrap_or_else(|| manifest.study.clone());
-    lockfiles.join(format!("{stem}.lock"))
+    tbb_diag::names::path_under(lockfiles, &stem, ".lock").map_err(|problem| {
+        super::PipelineError::PathName {
+            what: "manifest file name",
+            place: format!("{}/<name>.lock", lockfiles.display()),
+            problem,
+        }
+    })
 }
 
 /// With `locked`, fails unless the lockfile on disk is exactly `text`.

@@ -104,6 +104,24 @@ pub enum PipelineError {
         /// Why.
         source: tbb_provider::ProviderError,
     },
+    /// A name that becomes part of a path (a study, a manifest file, a study an
+    /// analysis reads from) is not an identifier.
+    #[error("the {what} {problem}, so it cannot name {place}")]
+    #[diagnostic(
+        code(tbb::pipeline::name),
+        help(
+            "rename it: a name that becomes part of a path is an identifier: {}",
+            tbb_diag::names::RULE
+        )
+    )]
+    PathName {
+        /// Whose name it is (`manifest file name`).
+        what: &'static str,
+        /// The path it would have named (`lockfiles/<name>.lock`).
+        place: String,
+        /// What is wrong with it (its message is part of this one, not a cause below it).
+        problem: tbb_diag::names::NotAnIdentifier,
+    },
     /// A saved plan no longer matches the manifest and the cache.
     #[error("the saved plan {} is stale: {detail}", path.display())]
     #[diagnostic(
@@ -314,6 +332,10 @@ pub struct Study {
     /// compile stage so that no variant is compiled twice in one command (compiling
     /// was a third of a small live study's CPU, done twice).
     pub compiled: std::sync::Mutex<std::collections::HashMap<petgraph::graph::NodeIndex, Variant>>,
+    /// `<outputs>/<study>/`, made once by [`tbb_diag::names::path_under`].
+    outputs_dir: PathBuf,
+    /// `<lockfiles>/<manifest file stem>.lock`, made once the same way.
+    lockfile_file: PathBuf,
 }
 
 impl Study {
@@ -351,7 +373,16 @@ impl Study {
     ) -> Result<(Study, Option<Cache>), PipelineError> {
         let families = FamilySet::load(&paths.families)?;
         let manifest = Manifest::load(manifest, &families, overrides)?;
-        let cache_dir = paths.outputs.join(&manifest.study).join("cache");
+        // The manifest loader has refused a study name that is not an identifier; the
+        // paths are made by the one function that refuses it again, whatever loaded it.
+        let outputs_dir = tbb_diag::names::path_under(&paths.outputs, &manifest.study, "")
+            .map_err(|problem| PipelineError::PathName {
+                what: "study name",
+                place: format!("{}/<study>/", paths.outputs.display()),
+                problem,
+            })?;
+        let lockfile_file = lockfile::path_for(&paths.lockfiles, &manifest)?;
+        let cache_dir = outputs_dir.join("cache");
         std::thread::scope(|scope| {
             let cache = with_cache.then(|| scope.spawn(|| Cache::open(&cache_dir)));
             let prompts = Prompts::load(&paths.prompts)?;
@@ -396,6 +427,8 @@ impl Study {
                     upstream,
                     preflight,
                     compiled: Default::default(),
+                    outputs_dir,
+                    lockfile_file,
                 },
                 cache,
             ))
@@ -435,12 +468,12 @@ impl Study {
 
     /// `outputs/<study>/`.
     pub fn outputs(&self) -> PathBuf {
-        self.paths.outputs.join(&self.manifest.study)
+        self.outputs_dir.clone()
     }
 
     /// The lockfile's path.
     pub fn lockfile_path(&self) -> PathBuf {
-        lockfile::path_for(&self.paths.lockfiles, &self.manifest)
+        self.lockfile_file.clone()
     }
 
     /// Opens the study's cache (read-only until something commits).

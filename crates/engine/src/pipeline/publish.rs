@@ -218,7 +218,8 @@ fn variants_table(
 /// Another study's table, checked against the hash the analysis's key holds (the file
 /// may not change between plan and apply).
 fn upstream_table(study: &Study, from: &str, table: &str) -> Result<RecordBatch, NodeFailure> {
-    let path = super::upstream::table_path(&study.paths.outputs, from, table);
+    let path = super::upstream::table_path(&study.paths.outputs, from, table)
+        .map_err(|e| NodeFailure::io(e.to_string()))?;
     let bytes = std::fs::read(&path)
         .map_err(|e| NodeFailure::io(format!("cannot read {}: {e}", path.display())))?;
     let pinned = study

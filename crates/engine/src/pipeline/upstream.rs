@@ -45,9 +45,15 @@ impl Pin {
     }
 }
 
-/// The table file of `study`'s `table` under the outputs root.
-pub fn table_path(outputs: &Path, study: &str, table: &str) -> PathBuf {
-    outputs.join(study).join(format!("{table}.parquet"))
+/// The table file of `study`'s `table` under the outputs root; both names become path
+/// components, so both must be identifiers ([`tbb_diag::names::path_under`]).
+pub fn table_path(
+    outputs: &Path,
+    study: &str,
+    table: &str,
+) -> Result<PathBuf, tbb_diag::names::NotAnIdentifier> {
+    let dir = tbb_diag::names::path_under(outputs, study, "")?;
+    tbb_diag::names::path_under(&dir, table, ".parquet")
 }
 
 /// The tables `manifest`'s analyses read from other studies, each once, sorted, with
@@ -62,8 +68,9 @@ pub fn pins(manifest: &Manifest, outputs: &Path) -> Vec<Pin> {
     wanted
         .into_keys()
         .map(|(study, table)| {
-            let blake3 = std::fs::read(table_path(outputs, &study, &table))
+            let blake3 = table_path(outputs, &study, &table)
                 .ok()
+                .and_then(|path| std::fs::read(path).ok())
                 .map(|bytes| hash_hex(&bytes));
             Pin {
                 study,
@@ -203,7 +210,9 @@ pub struct Context<'a> {
 /// The status of every pin: missing, stale, or fresh (and pinned or changed).
 pub fn statuses(cx: &Context<'_>) -> Vec<Status> {
     let dir = cx.manifest.path.parent().unwrap_or(Path::new(""));
-    let on_disk = pinned(&lockfile::path_for(&cx.paths.lockfiles, cx.manifest));
+    let on_disk = lockfile::path_for(&cx.paths.lockfiles, cx.manifest)
+        .map(|path| pinned(&path))
+        .unwrap_or_default();
     let default_outputs = Path::new("outputs");
     cx.pins
         .iter()
@@ -219,9 +228,10 @@ pub fn statuses(cx: &Context<'_>) -> Vec<Status> {
                 };
                 format!("tbb apply {}{outputs}", m.display())
             });
-            let problem = match (&found, &pin.blake3) {
-                (Err(why), _) => Some(why.clone()),
-                (Ok(None), _) => Some(format!(
+            let problem = match (&file, &found, &pin.blake3) {
+                (Err(e), _, _) => Some(e.to_string()),
+                (_, Err(why), _) => Some(why.clone()),
+                (_, Ok(None), _) => Some(format!(
                     "no manifest in {} declares `[study] name = \"{}\"`",
                     if dir.as_os_str().is_empty() {
                         ".".to_string()
@@ -230,12 +240,15 @@ pub fn statuses(cx: &Context<'_>) -> Vec<Status> {
                     },
                     pin.study
                 )),
-                (Ok(Some(_)), None) => Some(format!("{} is missing", file.display())),
-                (Ok(Some(m)), Some(_)) => stale(cx, m, &file),
+                (Ok(file), Ok(Some(_)), None) => Some(format!("{} is missing", file.display())),
+                (Ok(file), Ok(Some(m)), Some(_)) => stale(cx, m, file),
             };
             Status {
                 pin: pin.clone(),
-                file: file.display().to_string(),
+                file: file
+                    .as_ref()
+                    .map(|f| f.display().to_string())
+                    .unwrap_or_default(),
                 pinned: on_disk.get(&pin.name()).cloned(),
                 manifest: manifest.map(|m| m.display().to_string()),
                 problem,
@@ -299,7 +312,7 @@ pub fn read_table(
     study: &str,
     table: &str,
 ) -> Result<arrow_array::RecordBatch, String> {
-    let path = table_path(outputs, study, table);
+    let path = table_path(outputs, study, table).map_err(|e| e.to_string())?;
     let bytes = std::fs::read(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     batch_of(&path, bytes)
 }
