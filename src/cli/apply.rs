@@ -40,9 +40,11 @@ fn read_plan(path: &Path) -> Result<Option<Plan>, PipelineError> {
     if !path.exists() {
         return Ok(None);
     }
-    let text = std::fs::read_to_string(path).map_err(|e| PipelineError::PlanFile {
-        path: path.to_path_buf(),
-        message: e.to_string(),
+    let text = tbb_diag::input::read_text(path, tbb_diag::input::MAX_DATA_BYTES).map_err(|e| {
+        PipelineError::PlanFile {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        }
     })?;
     if !text.trim_start().starts_with('{') {
         return Ok(None);
@@ -120,20 +122,20 @@ pub fn exec(cli: &Cli, args: &ApplyArgs) -> Result<()> {
     rt.spawn(async move {
         if tokio::signal::ctrl_c().await.is_ok() {
             interrupt.store(true, Ordering::SeqCst);
-            eprintln!("\nInterrupted: finishing the nodes in flight (Ctrl-C again to abort)…");
+            tell!("\nInterrupted: finishing the nodes in flight (Ctrl-C again to abort)…");
             if tokio::signal::ctrl_c().await.is_ok() {
-                eprintln!("Aborted: committed nodes are kept; run apply again to resume.");
+                tell!("Aborted: committed nodes are kept; run apply again to resume.");
                 std::process::exit(super::exit_codes::INTERRUPTED);
             }
         }
     });
     let summary = rt.block_on(apply::run(&study, &mut cache, &plan, &providers, &options))?;
     for (id, why) in &summary.failures {
-        eprintln!("failed: {id}: {why}");
+        tell!("failed: {id}: {why}");
     }
     say!("\n{}", summary.line(started.elapsed().as_secs_f64()));
     for short in &summary.short_prompts {
-        eprintln!("  ! {short}");
+        tell!("  ! {short}");
     }
     if let Some((id, why)) = summary.failures.first() {
         return Err(PipelineError::Failed {
