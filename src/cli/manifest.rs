@@ -43,7 +43,7 @@ pub fn exec(cli: &Cli, command: &ManifestCommand) -> Result<()> {
     let families = load(&cli.families)?;
     let loaded = Manifest::load(&args.manifest, &families, &args.set)?;
     for w in &loaded.warnings {
-        eprintln!("warning: {w}");
+        tell!("warning: {w}");
     }
     let m = &loaded.manifest;
     super::check_catalogue(cli, m)?;

@@ -2,11 +2,22 @@
 //! logic lives here: each command calls the library and formats what comes back.
 
 /// `println!` that does not panic when stdout is closed early (`tbb ... | head`): a
-/// reader that has gone away is not an error of ours.
+/// reader that has gone away is not an error of ours. What it prints is escaped
+/// ([`tbb_diag::terminal::escape`]): lines quote what models, tools and servers wrote.
 macro_rules! say {
     ($($arg:tt)*) => {{
         use std::io::Write as _;
-        let _ = writeln!(std::io::stdout().lock(), $($arg)*);
+        let line = format!($($arg)*);
+        let _ = writeln!(std::io::stdout().lock(), "{}", tbb_diag::terminal::escape(&line));
+    }};
+}
+
+/// `eprintln!` escaped like [`say!`]: failures and warnings quote servers and files.
+macro_rules! tell {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let line = format!($($arg)*);
+        let _ = writeln!(std::io::stderr().lock(), "{}", tbb_diag::terminal::escape(&line));
     }};
 }
 
@@ -299,7 +310,7 @@ fn study(
     let study = crate::pipeline::Study::load(manifest, overrides, &paths(cli))?;
     check_catalogue(cli, &study.manifest)?;
     for w in &study.warnings {
-        eprintln!("warning: {w}");
+        tell!("warning: {w}");
     }
     Ok(study)
 }
@@ -314,7 +325,7 @@ fn study_and_cache(
     let (study, cache) = crate::pipeline::Study::load_with_cache(manifest, overrides, &paths(cli))?;
     check_catalogue(cli, &study.manifest)?;
     for w in &study.warnings {
-        eprintln!("warning: {w}");
+        tell!("warning: {w}");
     }
     Ok((study, cache))
 }
@@ -356,7 +367,7 @@ fn lock_outputs(
         &command,
         timeout,
         &mut |holder| {
-            eprintln!(
+            tell!(
                 "Blocking: waiting for lock on {} ({holder})",
                 outputs.display()
             );
