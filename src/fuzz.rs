@@ -91,8 +91,11 @@ pub fn provider_response(bytes: &[u8]) -> bool {
     openai || anthropic || gemini
 }
 
+/// A target's function: whether it accepted the bytes.
+pub type Target = fn(&[u8]) -> bool;
+
 /// Every target, by the name of its directory under `fuzz/corpus/`.
-pub const TARGETS: [(&str, fn(&[u8]) -> bool); 5] = [
+pub const TARGETS: [(&str, Target); 5] = [
     ("manifest", manifest),
     ("catalogue", catalogue),
     ("family_file", family_file),

@@ -86,7 +86,7 @@ fn mutate(seed: &[u8], rng: &mut ChaCha8Rng) -> Vec<u8> {
     bytes
 }
 
-fn no_panics(target: &str, run: fn(&[u8]) -> bool) {
+fn no_panics(target: &str, run: tbb::fuzz::Target) {
     let seeds = corpus(target);
     let mut rng = ChaCha8Rng::seed_from_u64(20_261_226);
     let mut failures = Vec::new();
