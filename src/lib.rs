@@ -10,7 +10,8 @@
 //! - `tbb-provider`: the catalogue, retries and the wire clients, over `tbb-agent` only.
 //! - `tbb-engine`: the harness (where core and agent meet), manifests, the pipeline,
 //!   the tables, the analyses and the reports.
-//! - `tbb-diag`: spans and problem-report bounds shared by loaders on both sides.
+//! - `tbb-diag`: spans, problem-report bounds, shown sources, bounded reads and terminal
+//!   escaping, shared by loaders on both sides.
 //!
 //! Layering (an arrow means "may use"): `cli -> engine -> {core, provider, agent}`;
 //! `provider -> agent`; `agent` and `core` use nothing of ours but `tbb-diag`.
@@ -20,8 +21,9 @@
 #![warn(missing_docs)]
 
 pub mod cli;
+pub mod fuzz;
 
 pub use tbb_core::{audit, compile, family, grade, sandbox};
-pub use tbb_diag::{limits, names, problems, spans};
+pub use tbb_diag::{input, limits, names, problems, source, spans, terminal};
 pub use tbb_engine::{analysis, harness, manifest, pipeline, report, show, store};
 pub use tbb_provider as provider;

@@ -9,8 +9,19 @@
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() {
+    // Errors quote servers' bodies and users' files, so their rendering is escaped
+    // (tbb::terminal); the renderer's own colours and links would be escaped with it,
+    // so it makes none.
+    let _ = miette::set_hook(Box::new(|_| {
+        Box::new(
+            miette::MietteHandlerOpts::new()
+                .color(false)
+                .terminal_links(false)
+                .build(),
+        )
+    }));
     if let Err(report) = tbb::cli::run() {
-        eprintln!("{report:?}");
+        eprintln!("{}", tbb::terminal::escape(&format!("{report:?}")));
         std::process::exit(tbb::cli::exit_codes::of(&report));
     }
 }

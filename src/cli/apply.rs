@@ -76,9 +76,11 @@ fn read_plan(path: &Path) -> Result<Option<Plan>, PipelineError> {
     if !path.exists() {
         return Ok(None);
     }
-    let text = std::fs::read_to_string(path).map_err(|e| PipelineError::PlanFile {
-        path: path.to_path_buf(),
-        message: e.to_string(),
+    let text = tbb_diag::input::read_text(path, tbb_diag::input::MAX_DATA_BYTES).map_err(|e| {
+        PipelineError::PlanFile {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        }
     })?;
     if !text.trim_start().starts_with('{') {
         return Ok(None);
@@ -164,16 +166,16 @@ pub fn exec(cli: &Cli, args: &ApplyArgs) -> Result<()> {
     rt.spawn(async move {
         if tokio::signal::ctrl_c().await.is_ok() {
             interrupt.store(true, Ordering::SeqCst);
-            eprintln!("\nInterrupted: finishing the nodes in flight (Ctrl-C again to abort)…");
+            tell!("\nInterrupted: finishing the nodes in flight (Ctrl-C again to abort)…");
             if tokio::signal::ctrl_c().await.is_ok() {
-                eprintln!("Aborted: committed nodes are kept; run apply again to resume.");
+                tell!("Aborted: committed nodes are kept; run apply again to resume.");
                 std::process::exit(super::exit_codes::INTERRUPTED);
             }
         }
     });
     let summary = rt.block_on(apply::run(&study, &mut cache, &plan, &providers, &options))?;
     for failed in &summary.failures {
-        eprintln!("failed: {}: {}", failed.node, failed.message);
+        tell!("failed: {}: {}", failed.node, failed.message);
     }
     if !summary.removed.is_empty() {
         eprintln!(
@@ -184,7 +186,7 @@ pub fn exec(cli: &Cli, args: &ApplyArgs) -> Result<()> {
     let seconds = started.elapsed().as_secs_f64();
     text(&format!("\n{}", summary.line(seconds)));
     for short in &summary.short_prompts {
-        eprintln!("  ! {short}");
+        tell!("  ! {short}");
     }
     if args.json {
         let exit_code = if summary.failures.is_empty() {

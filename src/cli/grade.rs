@@ -23,7 +23,8 @@ pub fn exec(cli: &Cli, args: &GradeArgs) -> Result<()> {
         path: args.trace.clone(),
         message,
     };
-    let text = std::fs::read_to_string(&args.trace).map_err(|e| bad(e.to_string()))?;
+    let text = tbb_diag::input::read_text(&args.trace, tbb_diag::input::MAX_DATA_BYTES)
+        .map_err(|e| bad(e.to_string()))?;
     let trace: Trace = serde_json::from_str(&text).map_err(|e| bad(e.to_string()))?;
     let set = load(&cli.families)?;
     let fam = family(&set, &trace.family)?;

@@ -2,11 +2,22 @@
 //! logic lives here: each command calls the library and formats what comes back.
 
 /// `println!` that does not panic when stdout is closed early (`tbb ... | head`): a
-/// reader that has gone away is not an error of ours.
+/// reader that has gone away is not an error of ours. What it prints is escaped
+/// ([`tbb_diag::terminal::escape`]): lines quote what models, tools and servers wrote.
 macro_rules! say {
     ($($arg:tt)*) => {{
         use std::io::Write as _;
-        let _ = writeln!(std::io::stdout().lock(), $($arg)*);
+        let line = format!($($arg)*);
+        let _ = writeln!(std::io::stdout().lock(), "{}", tbb_diag::terminal::escape(&line));
+    }};
+}
+
+/// `eprintln!` escaped like [`say!`]: failures and warnings quote servers and files.
+macro_rules! tell {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let line = format!($($arg)*);
+        let _ = writeln!(std::io::stderr().lock(), "{}", tbb_diag::terminal::escape(&line));
     }};
 }
 
@@ -350,7 +361,7 @@ fn lock_outputs(
         &command,
         timeout,
         &mut |holder| {
-            eprintln!(
+            tell!(
                 "Blocking: waiting for lock on {} ({holder})",
                 outputs.display()
             );

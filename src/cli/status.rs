@@ -36,7 +36,7 @@ pub fn exec(cli: &Cli, args: &StatusArgs) -> Result<()> {
         }
     }
     let lock = study.lockfile_path();
-    let lock_state = match std::fs::read_to_string(&lock) {
+    let lock_state = match tbb_diag::input::read_text(&lock, tbb_diag::input::MAX_DATA_BYTES) {
         Ok(text) if text == study.lockfile_text => "up to date",
         Ok(_) => "would change",
         Err(_) => "missing",

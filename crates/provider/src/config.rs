@@ -15,10 +15,10 @@
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
-use miette::{Diagnostic, NamedSource, SourceSpan};
+use miette::{Diagnostic, SourceSpan};
 use serde::{Deserialize, Serialize};
+use tbb_diag::source::{Snippet, SourceFile};
 use thiserror::Error;
 
 use tbb_diag::spans::SpanIndex;
@@ -341,9 +341,10 @@ pub use tbb_diag::problems::MAX_SHOWN;
 pub struct CatalogueProblem {
     /// What is wrong.
     pub message: String,
-    /// The catalogue's text, shared by every problem.
+    /// What the problem shows of the catalogue's text (shared by every problem, or a
+    /// window of an over-long line: [`tbb_diag::source`]).
     #[source_code]
-    pub src: NamedSource<Arc<str>>,
+    pub src: Snippet,
     /// Where.
     #[label("here")]
     pub span: Option<SourceSpan>,
@@ -357,7 +358,7 @@ impl CatalogueError {
         let total = tbb_diag::problems::bound(&mut problems, |cut| {
             Some(CatalogueProblem {
                 message: format!("… and {cut} more"),
-                src: NamedSource::new(path.display().to_string(), Arc::from("")),
+                src: SourceFile::nowhere(path.display().to_string()),
                 span: None,
                 help: None,
             })
@@ -386,10 +387,12 @@ impl Catalogue {
     // The error is a rich diagnostic built once per load; its size does not matter.
     #[allow(clippy::result_large_err)]
     pub fn load(path: &Path) -> Result<Catalogue, CatalogueError> {
-        let text = std::fs::read_to_string(path).map_err(|source| CatalogueError::Io {
-            path: path.to_path_buf(),
-            source,
-        })?;
+        let text = tbb_diag::input::read_text(path, tbb_diag::input::MAX_SOURCE_BYTES).map_err(
+            |source| CatalogueError::Io {
+                path: path.to_path_buf(),
+                source,
+            },
+        )?;
         Catalogue::parse(path, &text)
     }
 
@@ -397,14 +400,15 @@ impl Catalogue {
     /// diagnostics.
     #[allow(clippy::result_large_err)]
     pub fn parse(path: &Path, text: &str) -> Result<Catalogue, CatalogueError> {
-        let src = NamedSource::new(path.display().to_string(), Arc::<str>::from(text));
+        let source = SourceFile::new(path.display().to_string(), text);
         let invalid = |message: String, span: Option<std::ops::Range<usize>>| {
+            let (src, span) = source.at(span);
             CatalogueError::invalid(
                 path,
                 vec![CatalogueProblem {
                     message,
-                    src: src.clone(),
-                    span: span.map(Into::into),
+                    src,
+                    span,
                     help: None,
                 }],
             )
@@ -414,10 +418,11 @@ impl Catalogue {
             toml::from_str(text).map_err(|e| invalid(e.message().trim().to_string(), e.span()))?;
         let mut problems = Vec::new();
         let mut problem = |at: &str, message: String, help: Option<String>| {
+            let (src, span) = source.at(spans.find(at));
             problems.push(CatalogueProblem {
                 message,
-                src: src.clone(),
-                span: spans.find(at).map(Into::into),
+                src,
+                span,
                 help,
             })
         };

@@ -3,7 +3,8 @@
 //! [`ProviderError`].
 //!
 //! Owns: status handling (`Http` with a body snippet and `Retry-After`), `Timeout`,
-//! `Transport` and `Decode` errors, and keeping the key out of all of them.
+//! `Transport` and `Decode` errors, and keeping the key and terminal controls out of all
+//! of them.
 //!
 //! Invariants: the key lives in a [`Secret`] (whose `Debug` prints nothing of it) and in
 //! reqwest's default headers, marked sensitive; error bodies are cut to
@@ -333,7 +334,9 @@ pub(crate) fn with_tools(
 }
 
 /// The start of a body for an error message: the key replaced first, then cut to
-/// [`SNIPPET_CHARS`] characters.
+/// [`SNIPPET_CHARS`] characters, then its terminal controls escaped
+/// ([`tbb_diag::terminal::escape_line`]): the body is the server's, and the message is
+/// printed in summaries and diagnostics, so it must not be able to drive the terminal.
 pub(crate) fn snippet(text: &str, key: Option<&Secret>) -> String {
     let clean = match key {
         Some(k) => k.redact(text),
@@ -343,7 +346,7 @@ pub(crate) fn snippet(text: &str, key: Option<&Secret>) -> String {
     if cut.len() < clean.len() {
         cut.push('…');
     }
-    cut
+    tbb_diag::terminal::escape_line(&cut).into_owned()
 }
 
 /// Refuses a response whose message is not in the assistant's role: a message in

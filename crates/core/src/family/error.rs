@@ -2,7 +2,8 @@
 
 use std::path::PathBuf;
 
-use miette::{Diagnostic, NamedSource, SourceSpan};
+use miette::{Diagnostic, SourceSpan};
+use tbb_diag::source::Snippet;
 use thiserror::Error;
 
 /// Loading the families failed; nothing was loaded.
@@ -65,9 +66,9 @@ fn more_note(total: usize, shown: usize) -> String {
 pub struct Problem {
     /// What is wrong.
     pub message: String,
-    /// The file's text.
+    /// What the problem shows of the file's text ([`tbb_diag::source`]).
     #[source_code]
-    pub src: NamedSource<String>,
+    pub src: Snippet,
     /// Where.
     #[label("{label}")]
     pub span: SourceSpan,
@@ -85,8 +86,8 @@ mod tests {
     fn problem(n: usize) -> Problem {
         Problem {
             message: format!("problem {n}"),
-            src: NamedSource::new("f.toml", String::from("x = 1\n")),
-            span: (0, 1).into(),
+            src: tbb_diag::source::SourceFile::nowhere("f.toml"),
+            span: (0, 0).into(),
             label: String::new(),
             help: None,
         }

@@ -21,15 +21,19 @@ mod validate;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use miette::NamedSource;
 use serde::Serialize;
 use serde_json::Value as Json;
+use tbb_diag::input::{read_text, MAX_SOURCE_BYTES};
+use tbb_diag::source::SourceFile;
 
 pub use error::{FamilyError, Problem};
 pub use schema::{
     CollectionDef, CoordinateDef, Domain, FactType, IntentDef, Operation, Split, StateChangeRule,
     ToolDef,
 };
+
+/// The directories of `families/`, in load order.
+pub const SPLITS: [&str; 3] = ["core", "holdout", "frontier"];
 
 /// The placeholders every request template holds exactly once.
 pub const PLACEHOLDERS: [&str; 8] = [
@@ -225,23 +229,12 @@ pub struct FamilySet {
 impl FamilySet {
     /// Loads `root/catalogue.toml` and every `root/{core,holdout,frontier}/*.toml`.
     /// All-or-nothing: any problem anywhere returns an error listing every problem.
+    /// Every file is read with the size limit of a file people write
+    /// ([`tbb_diag::input::MAX_SOURCE_BYTES`]).
     pub fn load(root: &Path) -> Result<FamilySet, FamilyError> {
-        // Paths in messages are relative to the directory holding `root`, as the user
-        // usually typed them (`families/core/x.toml`).
-        let shown = |path: &Path| -> PathBuf {
-            path.strip_prefix(root.parent().unwrap_or(root))
-                .unwrap_or(path)
-                .to_path_buf()
-        };
-        let mut problems = Vec::new();
-        let catalogue_path = root.join("catalogue.toml");
-        let catalogue_text = read(&catalogue_path)?;
-        let catalogue_shown = shown(&catalogue_path);
-        let catalogue: Option<schema::CatalogueFile> = parse(&catalogue_shown, &catalogue_text)
-            .map_err(|p| problems.push(*p))
-            .ok();
-        let mut sources = Vec::new();
-        for split in ["core", "holdout", "frontier"] {
+        let catalogue = read(&root.join("catalogue.toml"))?;
+        let mut files = Vec::new();
+        for split in SPLITS {
             let dir = root.join(split);
             let entries = std::fs::read_dir(&dir).map_err(|source| FamilyError::Io {
                 path: dir.clone(),
@@ -254,16 +247,43 @@ impl FamilySet {
             paths.sort();
             for path in paths {
                 let text = read(&path)?;
-                let display = shown(&path);
-                match parse::<schema::IntentFile>(&display, &text) {
-                    Ok(file) => sources.push(validate::Source {
-                        dir_split: split,
-                        display,
-                        text,
-                        file,
-                    }),
-                    Err(p) => problems.push(*p),
-                }
+                files.push((split, path, text));
+            }
+        }
+        FamilySet::parse(root, &catalogue, files)
+    }
+
+    /// [`FamilySet::load`] of texts already read: the catalogue's, and each family
+    /// file's with its split (`core`, `holdout` or `frontier`) and its path under
+    /// `root` (which names it in messages).
+    pub fn parse(
+        root: &Path,
+        catalogue_text: &str,
+        files: Vec<(&'static str, PathBuf, String)>,
+    ) -> Result<FamilySet, FamilyError> {
+        // Paths in messages are relative to the directory holding `root`, as the user
+        // usually typed them (`families/core/x.toml`).
+        let shown = |path: &Path| -> PathBuf {
+            path.strip_prefix(root.parent().unwrap_or(root))
+                .unwrap_or(path)
+                .to_path_buf()
+        };
+        let mut problems = Vec::new();
+        let catalogue_shown = shown(&root.join("catalogue.toml"));
+        let catalogue: Option<schema::CatalogueFile> = parse(&catalogue_shown, catalogue_text)
+            .map_err(|p| problems.push(*p))
+            .ok();
+        let mut sources = Vec::new();
+        for (split, path, text) in files {
+            let display = shown(&path);
+            match parse::<schema::IntentFile>(&display, &text) {
+                Ok(file) => sources.push(validate::Source {
+                    dir_split: split,
+                    text: SourceFile::new(display.display().to_string(), &text),
+                    display,
+                    file,
+                }),
+                Err(p) => problems.push(*p),
             }
         }
         // Every file is parsed before any is judged, so all syntax errors show at once;
@@ -271,8 +291,14 @@ impl FamilySet {
         let Some(catalogue) = catalogue.filter(|_| problems.is_empty()) else {
             return Err(FamilyError::invalid(problems));
         };
-        let (intents, families) =
-            validate::resolve(&catalogue, (&catalogue_shown, &catalogue_text), sources)?;
+        let (intents, families) = validate::resolve(
+            &catalogue,
+            (
+                &catalogue_shown,
+                &SourceFile::new(catalogue_shown.display().to_string(), catalogue_text),
+            ),
+            sources,
+        )?;
         Ok(FamilySet {
             root: root.to_path_buf(),
             intents,
@@ -322,7 +348,7 @@ pub fn edit_distance(a: &str, b: &str) -> usize {
 }
 
 fn read(path: &Path) -> Result<String, FamilyError> {
-    std::fs::read_to_string(path).map_err(|source| FamilyError::Io {
+    read_text(path, MAX_SOURCE_BYTES).map_err(|source| FamilyError::Io {
         path: path.to_path_buf(),
         source,
     })
@@ -330,15 +356,16 @@ fn read(path: &Path) -> Result<String, FamilyError> {
 
 fn parse<T: serde::de::DeserializeOwned>(shown: &Path, text: &str) -> Result<T, Box<Problem>> {
     toml::from_str(text).map_err(|e| {
-        let span = e.span().unwrap_or(0..0);
+        let (src, span) =
+            SourceFile::new(shown.display().to_string(), text).at_span(e.span().unwrap_or(0..0));
         Box::new(Problem {
             message: format!(
                 "{} does not fit the family schema: {}",
                 shown.display(),
                 e.message()
             ),
-            src: NamedSource::new(shown.display().to_string(), text.to_string()),
-            span: span.into(),
+            src,
+            span,
             label: "here".into(),
             help: Some(
                 "see crates/core/src/family/schema.rs for every key a family file may hold".into(),

@@ -5,8 +5,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use miette::{NamedSource, SourceSpan};
 use serde_json::Value as Json;
+use tbb_diag::source::SourceFile;
 use toml::Spanned;
 
 use super::policy::{decide, has_type};
@@ -23,31 +23,35 @@ pub const MIN_FAR_TOOLS: usize = 128;
 pub const MIN_NEAR_MISS_SAME_COLLECTION: usize = 2;
 /// OpenAI's limit on function names, the strictest of the three wire protocols.
 pub const MAX_TOOL_NAME: usize = 64;
+/// Bytes of a request template: it is sent in every request of every episode of the
+/// intent (the repository's are under 1 KB).
+pub const MAX_TEMPLATE_BYTES: usize = 16 * 1024;
 
 pub(super) struct Source {
     pub dir_split: &'static str,
     pub display: PathBuf,
-    pub text: String,
+    /// The file's text as its problems show it.
+    pub text: SourceFile,
     pub file: IntentFile,
 }
 
 struct Sink<'a> {
     display: &'a std::path::Path,
-    text: &'a str,
+    text: &'a SourceFile,
     problems: &'a mut Vec<Problem>,
 }
 
 impl Sink<'_> {
     fn at<T>(&mut self, at: &Spanned<T>, message: impl Into<String>, help: Option<String>) {
-        let span = at.span();
-        self.push(SourceSpan::from(span.start..span.end), message.into(), help);
+        self.push(at.span(), message.into(), help);
     }
 
-    fn push(&mut self, span: SourceSpan, message: String, help: Option<String>) {
+    fn push(&mut self, span: std::ops::Range<usize>, message: String, help: Option<String>) {
+        let (src, span) = self.text.at_span(span);
         self.problems.push(Problem {
             label: "here".into(),
             message: format!("{}: {message}", self.display.display()),
-            src: NamedSource::new(self.display.display().to_string(), self.text.to_string()),
+            src,
             span,
             help,
         });
@@ -56,7 +60,7 @@ impl Sink<'_> {
 
 pub(super) fn resolve(
     catalogue: &CatalogueFile,
-    catalogue_source: (&std::path::Path, &str),
+    catalogue_source: (&std::path::Path, &SourceFile),
     sources: Vec<Source>,
 ) -> Result<(Vec<Arc<Intent>>, Vec<Family>), FamilyError> {
     let mut problems = Vec::new();
@@ -80,9 +84,9 @@ pub(super) fn resolve(
         };
         for c in &catalogue.collections {
             if let Some(msg) = collection_problem(c) {
-                let at = text.find(&format!("\"{}\"", c.name)).unwrap_or(0);
+                let at = text.text().find(&format!("\"{}\"", c.name)).unwrap_or(0);
                 sink.push(
-                    (at..at + c.name.len() + 2).into(),
+                    at..at + c.name.len() + 2,
                     format!("collection `{}`: {msg}", c.name),
                     None,
                 );
@@ -251,6 +255,16 @@ fn check_intent(sink: &mut Sink<'_>, file: &IntentFile) {
             .any(|t| t.op == Operation::Read && t.kind.as_deref() == Some(k))
     };
     let template = def.template.get_ref();
+    if template.len() > MAX_TEMPLATE_BYTES {
+        sink.at(
+            &def.template,
+            format!(
+                "the template is {} bytes; the limit is {MAX_TEMPLATE_BYTES}",
+                template.len()
+            ),
+            Some("a template is one request's prose around its placeholders; shorten it".into()),
+        );
+    }
     for p in PLACEHOLDERS {
         let n = template.matches(p).count();
         if n != 1 {

@@ -77,7 +77,7 @@ impl Prompts {
     pub fn load(dir: &Path) -> Result<Prompts, PromptError> {
         let read = |name: &str| {
             let path = dir.join(name);
-            std::fs::read_to_string(&path)
+            tbb_diag::input::read_text(&path, tbb_diag::input::MAX_SOURCE_BYTES)
                 .map(|s| s.trim_end().to_string())
                 .map_err(|source| PromptError { path, source })
         };

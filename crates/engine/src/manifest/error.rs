@@ -5,12 +5,13 @@
 //! Reports are bounded: [`ManifestError::invalid`] keeps the first [`MAX_SHOWN`]
 //! problems and ends the list with "… and N more", so a generated manifest with a
 //! thousand broken entries prints a screenful, not megabytes. The problems share one
-//! copy of the manifest's text (an `Arc`), never one copy each.
+//! copy of the manifest's text (an `Arc`), never one copy each, and a problem on an
+//! over-long line shows a window of it ([`tbb_diag::source`]).
 
 use std::path::PathBuf;
-use std::sync::Arc;
 
-use miette::{Diagnostic, NamedSource, SourceSpan};
+use miette::{Diagnostic, SourceSpan};
+use tbb_diag::source::{Snippet, SourceFile};
 use thiserror::Error;
 
 use tbb_provider::config::CatalogueError;
@@ -75,7 +76,7 @@ impl ManifestError {
         let total = tbb_diag::problems::bound(&mut problems, |cut| {
             Some(Problem {
                 message: format!("… and {cut} more"),
-                src: NamedSource::new(path.display().to_string(), Arc::from("")),
+                src: SourceFile::nowhere(path.display().to_string()),
                 span: None,
                 label: String::new(),
                 help: Some("fix the problems shown and check again to see the rest".into()),
@@ -115,9 +116,10 @@ pub struct Problem {
     /// What is wrong (prefixed with the override's name when the value did not come
     /// from the file).
     pub message: String,
-    /// The manifest's text, shared by every problem of a report.
+    /// What the problem shows of the manifest's text (shared by every problem of a
+    /// report, or a window of an over-long line).
     #[source_code]
-    pub src: NamedSource<Arc<str>>,
+    pub src: Snippet,
     /// Where in the file, when the value came from the file.
     #[label("{label}")]
     pub span: Option<SourceSpan>,

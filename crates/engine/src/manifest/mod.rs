@@ -27,10 +27,9 @@ mod resolve;
 
 use std::path::{Path, PathBuf};
 
-use std::sync::Arc;
-
-use miette::NamedSource;
 use serde::Serialize;
+use tbb_diag::input::{read_text, MAX_SOURCE_BYTES};
+use tbb_diag::source::SourceFile;
 
 pub use error::{ManifestError, Problem, MAX_SHOWN};
 
@@ -245,7 +244,7 @@ impl Manifest {
         overrides: &[(String, String)],
         env: &[(String, String)],
     ) -> Result<Manifest, ManifestError> {
-        let text = std::fs::read_to_string(path).map_err(|source| {
+        let text = read_text(path, MAX_SOURCE_BYTES).map_err(|source| {
             if source.kind() == std::io::ErrorKind::NotFound {
                 ManifestError::Missing {
                     path: path.to_path_buf(),
@@ -257,14 +256,29 @@ impl Manifest {
                 }
             }
         })?;
-        let src = NamedSource::new(path.display().to_string(), Arc::<str>::from(text.as_str()));
+        Manifest::parse_with_env(path, &text, families, overrides, env)
+    }
+
+    /// [`Manifest::load_with_env`] of a manifest's text; `path` names it in messages
+    /// (the catalogue it names is still read from disk).
+    pub fn parse_with_env(
+        path: &Path,
+        text: &str,
+        families: &FamilySet,
+        overrides: &[(String, String)],
+        env: &[(String, String)],
+    ) -> Result<Manifest, ManifestError> {
+        let src = SourceFile::new(path.display().to_string(), text);
         let invalid = |problems: Vec<Problem>| ManifestError::invalid(path.to_path_buf(), problems);
-        let problem = |message: String, span: Option<std::ops::Range<usize>>, help: &str| Problem {
-            message,
-            src: src.clone(),
-            span: span.map(Into::into),
-            label: "here".into(),
-            help: Some(help.to_string()),
+        let problem = |message: String, span: Option<std::ops::Range<usize>>, help: &str| {
+            let (src, span) = src.at(span);
+            Problem {
+                message,
+                src,
+                span,
+                label: "here".into(),
+                help: Some(help.to_string()),
+            }
         };
         const SCHEMA_HELP: &str = "see manifests/capacity.toml for every key a manifest may hold";
 
@@ -276,9 +290,8 @@ impl Manifest {
                 SCHEMA_HELP,
             )])
         };
-        let table: toml::Table =
-            toml::from_str(&text).map_err(|e| syntax(e.message(), e.span()))?;
-        let spans = SpanIndex::parse(&text).map_err(|e| syntax(&e.message, e.span))?;
+        let table: toml::Table = toml::from_str(text).map_err(|e| syntax(e.message(), e.span()))?;
+        let spans = SpanIndex::parse(text).map_err(|e| syntax(&e.message, e.span))?;
 
         // Layering.
         let layers = layers::Layers::new(&table, spans, env, overrides).map_err(|e| {
@@ -387,7 +400,7 @@ impl Manifest {
         for unread in layers::unread_variables(env, &key_variables) {
             sink.problems.push(Problem {
                 message: unread.message,
-                src: src.clone(),
+                src: src.at(None).0,
                 span: None,
                 label: "here".into(),
                 help: Some(unread.help),

@@ -8,8 +8,6 @@
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
-use miette::NamedSource;
-
 use super::error::Problem;
 use super::layers::{Layers, Origin};
 use super::raw::{RawBudgets, RawCell, RawCells, RawConfigurations, RawFamilies, RawManifest};
@@ -26,7 +24,7 @@ use tbb_provider::Configuration;
 /// Collects problems, placing each at its value's origin.
 pub(super) struct Sink<'a> {
     pub layers: &'a Layers,
-    pub src: NamedSource<std::sync::Arc<str>>,
+    pub src: tbb_diag::source::SourceFile,
     pub problems: Vec<Problem>,
 }
 
@@ -35,13 +33,14 @@ impl Sink<'_> {
     pub fn at(&mut self, path: &str, message: impl Into<String>, help: Option<String>) {
         let message = message.into();
         let (message, span) = match self.layers.origin(path) {
-            Origin::File(span) => (message, Some(span.into())),
+            Origin::File(span) => (message, Some(span)),
             Origin::Override(name) => (format!("{name}: {message}"), None),
             Origin::Default => (message, None),
         };
+        let (src, span) = self.src.at(span);
         self.problems.push(Problem {
             message,
-            src: self.src.clone(),
+            src,
             span,
             label: "here".into(),
             help,

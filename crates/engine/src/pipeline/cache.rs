@@ -18,6 +18,19 @@
 //! per table and then deletes the files it replaced (a crash in between leaves
 //! duplicates, which reading collapses).
 //!
+//! Damage: every file is opened only if it is a regular file (a named pipe under a cache
+//! file's name would block `plan` forever; it is a damaged entry instead). Each file
+//! tbb writes here records in its Parquet footer the length and blake3 digest of the
+//! bytes before its footer ([`crate::store::BODY_DIGEST`]); the blobs and objects files,
+//! which every plan reads, are read whole and checked against it, so one cut short or
+//! with bytes changed is reported as damaged, naming the file, instead of reading as
+//! complete. Files written before the digest existed have none and are read unchecked
+//! (no format version changes: old caches stay valid). The nodes files are not hashed
+//! at every plan (their payloads are most of the cache, and a plan reads three small
+//! columns of them); Parquet's own footer catches one cut short. The deep check of
+//! everything stored is `tbb certify` (every episode replayed and re-graded from its
+//! transcript and blobs) and `tbb reproduce` (every table recomputed).
+//!
 //! Never: decides what is stale (the plan does) or interprets payloads (apply does).
 
 use std::collections::{HashMap, HashSet};
@@ -159,12 +172,12 @@ impl Cache {
             match table.as_str() {
                 NODES => cache.index_nodes(&path)?,
                 OBJECTS => {
-                    for row in read_strings(&path, &["hash", "json"])? {
+                    for row in read_strings_of(&path, read_checked(&path)?, &["hash", "json"])? {
                         cache.objects.insert(row[0].clone(), row[1].clone());
                     }
                 }
                 BLOBS => {
-                    for row in read_strings(&path, &["ref"])? {
+                    for row in read_strings_of(&path, read_checked(&path)?, &["ref"])? {
                         cache.blob_refs.insert(row[0].clone());
                     }
                 }
@@ -301,7 +314,7 @@ impl Cache {
         let mut out = HashMap::new();
         for (table, _, path) in list(&self.dir)? {
             if table == BLOBS {
-                for row in read_strings(&path, &["ref", "text"])? {
+                for row in read_strings_of(&path, read_checked(&path)?, &["ref", "text"])? {
                     let [r, text] =
                         <[String; 2]>::try_from(row).map_err(|_| damaged(&path, "short row"))?;
                     out.insert(r, text);
@@ -435,10 +448,7 @@ impl Cache {
             .join(TABLES)
             .join(key)
             .join(format!("{name}.parquet"));
-        let file = File::open(&path).map_err(|source| CacheError::Io {
-            path: path.clone(),
-            source,
-        })?;
+        let file = open_file(&path)?;
         let parquet = |e: parquet::errors::ParquetError| damaged(&path, &e.to_string());
         let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(parquet)?;
         let schema = builder.schema().clone();
@@ -629,6 +639,22 @@ fn list(dir: &Path) -> Result<Vec<(String, u64, PathBuf)>, CacheError> {
     Ok(out)
 }
 
+/// Opens a cache file. Anything but a regular file under a cache file's name (a named
+/// pipe, which would block the read forever; a directory; a device) is a damaged
+/// entry, never opened.
+fn open_file(path: &Path) -> Result<File, CacheError> {
+    tbb_diag::input::open_regular(path).map_err(|source| {
+        if source.kind() == std::io::ErrorKind::InvalidInput {
+            damaged(path, &source.to_string())
+        } else {
+            CacheError::Io {
+                path: path.to_path_buf(),
+                source,
+            }
+        }
+    })
+}
+
 fn damaged(path: &Path, detail: &str) -> CacheError {
     CacheError::Damaged {
         path: path.to_path_buf(),
@@ -636,9 +662,61 @@ fn damaged(path: &Path, detail: &str) -> CacheError {
     }
 }
 
+/// The `(ref, text)` rows of a blobs file's bytes, read as [`Cache::blobs`] reads a
+/// file: rows, or the error that says the file is damaged, whatever the bytes (the fuzz
+/// targets' entry to the cache's reading).
+pub fn blob_rows(bytes: Vec<u8>) -> Result<Vec<(String, String)>, CacheError> {
+    let path = Path::new("blobs.parquet");
+    let bytes = bytes::Bytes::from(bytes);
+    crate::store::check_body_digest(&bytes).map_err(|detail| damaged(path, &detail))?;
+    let mut rows = Vec::new();
+    for_each_batch_of(path, bytes, &["ref", "text"], &mut |batch| {
+        let columns = string_columns(path, batch, &["ref", "text"])?;
+        rows.extend((0..batch.num_rows()).map(|r| {
+            (
+                columns[0].value(r).to_string(),
+                columns[1].value(r).to_string(),
+            )
+        }));
+        Ok(())
+    })?;
+    Ok(rows)
+}
+
+/// A blobs or objects file, read whole and checked against the digest of its bytes
+/// that its footer records ([`crate::store::check_body_digest`]): a file cut short, or
+/// with bytes changed anywhere before its footer, is damaged. A file written before
+/// the digest was (no digest in its footer) is read unchecked.
+fn read_checked(path: &Path) -> Result<bytes::Bytes, CacheError> {
+    use std::io::Read as _;
+    let mut bytes = Vec::new();
+    open_file(path)?
+        .read_to_end(&mut bytes)
+        .map_err(|source| CacheError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+    let bytes = bytes::Bytes::from(bytes);
+    crate::store::check_body_digest(&bytes).map_err(|detail| damaged(path, &detail))?;
+    Ok(bytes)
+}
+
 /// Reads the named string columns of a cache file, row by row.
 fn read_strings(path: &Path, columns: &[&str]) -> Result<Vec<Vec<String>>, CacheError> {
-    let batches = read_batches(path, columns)?;
+    read_strings_of(path, open_file(path)?, columns)
+}
+
+/// [`read_strings`] of a file already open or read.
+fn read_strings_of<R: parquet::file::reader::ChunkReader + 'static>(
+    path: &Path,
+    file: R,
+    columns: &[&str],
+) -> Result<Vec<Vec<String>>, CacheError> {
+    let mut batches = Vec::new();
+    for_each_batch_of(path, file, columns, &mut |b| {
+        batches.push(b.clone());
+        Ok(())
+    })?;
     let mut rows = Vec::new();
     for batch in &batches {
         let arrays: Vec<&StringArray> = columns
@@ -657,15 +735,6 @@ fn read_strings(path: &Path, columns: &[&str]) -> Result<Vec<Vec<String>>, Cache
     Ok(rows)
 }
 
-fn read_batches(path: &Path, columns: &[&str]) -> Result<Vec<RecordBatch>, CacheError> {
-    let mut out = Vec::new();
-    for_each_batch(path, columns, &mut |b| {
-        out.push(b.clone());
-        Ok(())
-    })?;
-    Ok(out)
-}
-
 /// Streams a cache file's columns batch by batch (so that a large file is never held
 /// whole).
 fn for_each_batch(
@@ -673,10 +742,16 @@ fn for_each_batch(
     columns: &[&str],
     each: &mut dyn FnMut(&RecordBatch) -> Result<(), CacheError>,
 ) -> Result<(), CacheError> {
-    let file = File::open(path).map_err(|source| CacheError::Io {
-        path: path.to_path_buf(),
-        source,
-    })?;
+    for_each_batch_of(path, open_file(path)?, columns, each)
+}
+
+/// [`for_each_batch`] of a file already open (or of its bytes); `path` names it.
+fn for_each_batch_of<R: parquet::file::reader::ChunkReader + 'static>(
+    path: &Path,
+    file: R,
+    columns: &[&str],
+    each: &mut dyn FnMut(&RecordBatch) -> Result<(), CacheError>,
+) -> Result<(), CacheError> {
     let parquet = |e: parquet::errors::ParquetError| damaged(path, &e.to_string());
     let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(parquet)?;
     let schema = builder.parquet_schema();

@@ -162,7 +162,7 @@ pub fn check(path: &Path, text: &str, locked: bool) -> Result<(), LockfileError>
     if !locked {
         return Ok(());
     }
-    let Ok(old) = std::fs::read_to_string(path) else {
+    let Ok(old) = tbb_diag::input::read_text(path, tbb_diag::input::MAX_DATA_BYTES) else {
         return Err(LockfileError::Missing {
             path: path.to_path_buf(),
         });
@@ -187,7 +187,9 @@ pub fn check(path: &Path, text: &str, locked: bool) -> Result<(), LockfileError>
 
 /// Writes the lockfile atomically (temporary file, fsync, rename) if it changed.
 pub fn write(path: &Path, text: &str) -> Result<(), LockfileError> {
-    if std::fs::read_to_string(path).is_ok_and(|old| old == text) {
+    if tbb_diag::input::read_text(path, tbb_diag::input::MAX_DATA_BYTES)
+        .is_ok_and(|old| old == text)
+    {
         return Ok(());
     }
     crate::store::write_text(path, text).map_err(|source| LockfileError::Io {

@@ -149,7 +149,9 @@ pub fn find_manifest(dir: &Path, study: &str, exclude: &Path) -> Result<Option<P
         .into_iter()
         .filter(|p| std::fs::canonicalize(p).unwrap_or_else(|_| p.clone()) != exclude)
         .filter(|p| {
-            std::fs::read_to_string(p)
+            // Bounded, and never a named pipe: a stray one beside the manifests would
+            // block every plan.
+            tbb_diag::input::read_text(p, tbb_diag::input::MAX_SOURCE_BYTES)
                 .ok()
                 .and_then(|text| text.parse::<toml::Table>().ok())
                 .and_then(|t| {
@@ -181,7 +183,7 @@ pub fn pinned(lockfile: &Path) -> BTreeMap<String, String> {
         #[serde(default)]
         upstream: Vec<Pin>,
     }
-    std::fs::read_to_string(lockfile)
+    tbb_diag::input::read_text(lockfile, tbb_diag::input::MAX_DATA_BYTES)
         .ok()
         .and_then(|t| toml::from_str::<Lock>(&t).ok())
         .map(|l| {

@@ -4,6 +4,9 @@
 //! request and what followed it, the verdict, the limits. Texts the model or a tool
 //! wrote are printed whole, indented under their heading.
 //!
+//! Texts the model, a tool or a server wrote are untrusted: the rendering is escaped
+//! ([`tbb_diag::terminal::escape`]) so none of them can drive the terminal.
+//!
 //! Never: decides anything; every word is a field of the view.
 
 use std::fmt::Write as _;
@@ -155,7 +158,7 @@ pub fn render(v: &EpisodeView) -> String {
         "  calls the reference program still needed at the end: {}",
         l.calls_needed
     );
-    out
+    tbb_diag::terminal::escape(&out).into_owned()
 }
 
 fn headroom(out: &mut String, what: &str, limit: &str, h: Headroom) {

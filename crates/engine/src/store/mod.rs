@@ -245,7 +245,9 @@ pub struct TableWriter {
     tmp: PathBuf,
     schema: arrow_schema::SchemaRef,
     /// `None` once finished (or given up on).
-    writer: Option<ArrowWriter<File>>,
+    writer: Option<ArrowWriter<Digesting>>,
+    /// Whether the footer records the digest of the bytes before it ([`BODY_DIGEST`]).
+    digest: bool,
     /// Renamed into place: nothing to clean up.
     committed: bool,
 }
@@ -325,13 +327,18 @@ impl TableWriter {
             ),
         );
         let tmp = path.with_extension("parquet.tmp");
-        let file = File::create(&tmp).map_err(io)?;
+        let file = Digesting {
+            file: File::create(&tmp).map_err(io)?,
+            hasher: blake3::Hasher::new(),
+            len: 0,
+        };
         let mut table = TableWriter {
             path: path.to_path_buf(),
             tmp,
             schema: schema.clone(),
             writer: None,
             committed: false,
+            digest: layout == Layout::Distinct,
         };
         // On failure `table` drops and takes the temporary file with it.
         table.writer = Some(ArrowWriter::try_new(file, schema, Some(props)).map_err(pq)?);
@@ -366,15 +373,24 @@ impl TableWriter {
             path: path.clone(),
             source,
         };
-        let Some(writer) = self.writer.take() else {
+        let pq = |source| StoreError::Parquet {
+            path: path.clone(),
+            source,
+        };
+        let Some(mut writer) = self.writer.take() else {
             return Err(io(std::io::Error::other(
                 "the table writer is already closed",
             )));
         };
-        let mut file = writer.into_inner().map_err(|source| StoreError::Parquet {
-            path: path.clone(),
-            source,
-        })?;
+        if self.digest {
+            // Every row group out and through the digest; only the footer is left.
+            writer.flush().map_err(pq)?;
+            writer.sync().map_err(io)?;
+            let body = writer.inner();
+            let value = format!("{}:{}", body.len, body.hasher.finalize().to_hex());
+            writer.append_key_value_metadata(KeyValue::new(BODY_DIGEST.to_string(), value));
+        }
+        let mut file = writer.into_inner().map_err(pq)?.file;
         file.flush().map_err(io)?;
         file.sync_all().map_err(io)?;
         drop(file);
@@ -382,6 +398,70 @@ impl TableWriter {
         self.committed = true;
         sync_dir(&self.path).map_err(io)
     }
+}
+
+/// The footer key of a cache file's digest: `<length>:<blake3 hex>` of the file's
+/// first `length` bytes, everything Parquet writes before its page indexes and footer
+/// (the magic and every row group). [`check_body_digest`] compares it with the bytes.
+pub const BODY_DIGEST: &str = "tbb.body_blake3";
+
+/// The file under a table being written: everything written through it is counted and
+/// hashed, for [`BODY_DIGEST`].
+struct Digesting {
+    file: File,
+    hasher: blake3::Hasher,
+    len: u64,
+}
+
+impl std::io::Write for Digesting {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.file.write(buf)?;
+        self.hasher.update(&buf[..n]);
+        self.len += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.file.flush()
+    }
+}
+
+/// Whether a cache file's bytes are those its footer's [`BODY_DIGEST`] describes:
+/// `Ok(true)` when they are, `Ok(false)` when the file has no digest (written before
+/// digests were: nothing to compare), and `Err` saying what differs when the bytes
+/// were changed or cut after tbb wrote them. Reads the footer, then hashes the body:
+/// the whole file once, never decoded.
+pub fn check_body_digest(bytes: &bytes::Bytes) -> Result<bool, String> {
+    let metadata = parquet::file::metadata::ParquetMetaDataReader::new()
+        .parse_and_finish(bytes)
+        .map_err(|e| e.to_string())?;
+    let Some(recorded) = metadata
+        .file_metadata()
+        .key_value_metadata()
+        .and_then(|kv| kv.iter().find(|k| k.key == BODY_DIGEST))
+        .and_then(|k| k.value.clone())
+    else {
+        return Ok(false);
+    };
+    let (len, hex) = recorded
+        .split_once(':')
+        .ok_or_else(|| format!("its footer's digest `{recorded}` is not `length:blake3`"))?;
+    let len: usize = len
+        .parse()
+        .map_err(|_| format!("its footer's digest `{recorded}` is not `length:blake3`"))?;
+    let body = bytes.get(..len).ok_or_else(|| {
+        format!(
+            "it is {} bytes, shorter than the {len} its footer records",
+            bytes.len()
+        )
+    })?;
+    if blake3::hash(body).to_hex().as_str() != hex {
+        return Err(format!(
+            "its first {len} bytes differ from the blake3 digest its footer records: \
+             it was changed after tbb wrote it"
+        ));
+    }
+    Ok(true)
 }
 
 /// Writes a text file atomically, like [`write_table`]: a temporary file beside it
@@ -418,7 +498,8 @@ pub fn sync_dir(path: &Path) -> std::io::Result<()> {
 
 /// The key-value metadata of a table, read from its footer only.
 pub fn read_metadata(path: &Path) -> Result<Vec<(String, String)>, StoreError> {
-    let file = File::open(path).map_err(|source| StoreError::Io {
+    // Never a named pipe (it would block plan forever): regular files only.
+    let file = tbb_diag::input::open_regular(path).map_err(|source| StoreError::Io {
         path: path.to_path_buf(),
         source,
     })?;
@@ -453,7 +534,8 @@ pub fn read_table(path: &Path) -> Result<Table, StoreError> {
         path: path.to_path_buf(),
         source,
     };
-    let file = File::open(path).map_err(|source| StoreError::Io {
+    // Never a named pipe (it would block plan forever): regular files only.
+    let file = tbb_diag::input::open_regular(path).map_err(|source| StoreError::Io {
         path: path.to_path_buf(),
         source,
     })?;

@@ -1,0 +1,6 @@
+//! `tbb::fuzz::manifest` over libFuzzer's inputs: it must never panic.
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|bytes: &[u8]| {
+    let _accepted = tbb::fuzz::manifest(bytes);
+});
