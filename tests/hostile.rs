@@ -382,10 +382,12 @@ fn model_text_and_error_bodies_never_reach_the_terminal_raw() {
         );
     }
 
-    let manifest = "[study]\nname = \"hostile\"\ncatalogue = \"configurations.toml\"\n\n\
-                    [families]\nnames = [\"overdue-escalation-harbor\"]\n\n\
-                    [[cells.list]]\nv = 8\nw = \"low\"\nd = \"raw\"\n\n\
-                    [configurations]\nnames = [\"loopback-hostile\", \"loopback-on-fire\"]\n";
+    let manifest = common::one_cell_study(
+        "hostile",
+        "configurations.toml",
+        &["loopback-hostile", "loopback-on-fire"],
+        "",
+    );
     std::fs::write(dir.path().join("manifests/hostile.toml"), manifest)
         .unwrap_or_else(|e| panic!("{e}"));
     let out = tbb_in(dir.path())

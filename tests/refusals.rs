@@ -92,12 +92,7 @@ fn a_manifest_file_name_that_is_not_an_identifier_cannot_name_a_lockfile() {
     let dir = common::scratch();
     write(
         &dir.path().join("manifests/Wild Name.toml"),
-        &format!(
-            "[study]\nname = \"wild\"\ncatalogue = \"configurations.toml\"\n\
-             [families]\nnames = [\"{HARBOR}\"]\n\
-             [[cells.list]]\nv = 8\nw = \"low\"\nd = \"raw\"\n\
-             [configurations]\nnames = [\"sim-aurora-flash\"]\n"
-        ),
+        &common::one_cell_study("wild", "configurations.toml", &["sim-aurora-flash"], ""),
     );
     let (code, stderr) =
         refused(common::tbb_in(dir.path()).args(["plan", "manifests/Wild Name.toml"]));
@@ -166,12 +161,11 @@ fn manifest_and_catalogue_limits_are_refused_at_their_spans_in_the_same_words() 
     let manifests = dir.path().join("manifests");
     write(
         &manifests.join("limits.toml"),
-        &format!(
-            "[study]\nname = \"limits\"\ncatalogue = \"configurations.toml\"\n\
-             [families]\nnames = [\"{HARBOR}\"]\n\
-             [[cells.list]]\nv = 8\nw = \"low\"\nd = \"raw\"\n\
-             [configurations]\nnames = [\"sim-aurora-flash\"]\n\
-             [budgets]\ncompletion_caps = [0]\nepisode_budget = 0\n"
+        &common::one_cell_study(
+            "limits",
+            "configurations.toml",
+            &["sim-aurora-flash"],
+            "[budgets]\ncompletion_caps = [0]\nepisode_budget = 0\n",
         ),
     );
     let (code, stderr) =
@@ -297,13 +291,17 @@ fn a_response_in_another_role_is_recorded_as_a_bad_body_not_graded_as_an_answer(
              retry = {{ max_attempts = 1, base_delay_ms = 1, max_delay_ms = 1, retry_on = [] }}\n\n"
         ));
     }
-    write(&dir.path().join("manifests/roles.toml"), &format!(
-        "[study]\nname = \"roles\"\ncatalogue = \"wrong-role.toml\"\n\
-         [families]\nnames = [\"{HARBOR}\"]\n\
-         [[cells.list]]\nv = 8\nw = \"low\"\nd = \"raw\"\n\
-         [configurations]\nnames = [\"wrong-role-openai\", \"wrong-role-anthropic\", \"wrong-role-gemini\"]\n\
-         [budgets]\ncompletion_caps = [1024]\n"
-    ));
+    let configurations = PROTOCOLS.map(|p| format!("wrong-role-{p}"));
+    let configurations: Vec<&str> = configurations.iter().map(String::as_str).collect();
+    write(
+        &dir.path().join("manifests/roles.toml"),
+        &common::one_cell_study(
+            "roles",
+            "wrong-role.toml",
+            &configurations,
+            "[budgets]\ncompletion_caps = [1024]\n",
+        ),
+    );
     write(&dir.path().join("manifests/wrong-role.toml"), &catalogue);
 
     // One episode through `run-episode`: the failure, its cause and why.

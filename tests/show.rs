@@ -517,10 +517,7 @@ fn an_infrastructure_failure_shows_its_cause_status_and_attempts() {
          retry = {{ max_attempts = 2, base_delay_ms = 1, max_delay_ms = 2, retry_on = [\"server_error\"] }}\n"
     ));
     std::fs::write(&catalogue, text).unwrap_or_else(|e| panic!("{e}"));
-    let manifest = "[study]\nname = \"fire\"\ncatalogue = \"configurations.toml\"\n\n\
-                    [families]\nnames = [\"overdue-escalation-harbor\"]\n\n\
-                    [[cells.list]]\nv = 8\nw = \"low\"\nd = \"raw\"\n\n\
-                    [configurations]\nnames = [\"loopback-on-fire\"]\n";
+    let manifest = common::one_cell_study("fire", "configurations.toml", &["loopback-on-fire"], "");
     std::fs::write(dir.path().join("manifests/fire.toml"), manifest)
         .unwrap_or_else(|e| panic!("{e}"));
     let out = tbb_in(dir.path())

@@ -78,3 +78,23 @@ pub fn serve_on_loopback(app: axum::Router) -> String {
     });
     origin
 }
+
+/// The manifest of a study of one family (`overdue-escalation-harbor`) at the cell
+/// (8, low, raw) over `configurations`, reading the catalogue `catalogue` beside it,
+/// with `extra` (a `[budgets]` table, say) appended. Its lines are fixed, so a test may
+/// point at one: line 12 is the first of `extra`.
+pub fn one_cell_study(
+    study: &str,
+    catalogue: &str,
+    configurations: &[&str],
+    extra: &str,
+) -> String {
+    let names: Vec<String> = configurations.iter().map(|c| format!("\"{c}\"")).collect();
+    format!(
+        "[study]\nname = \"{study}\"\ncatalogue = \"{catalogue}\"\n\
+         [families]\nnames = [\"overdue-escalation-harbor\"]\n\
+         [[cells.list]]\nv = 8\nw = \"low\"\nd = \"raw\"\n\
+         [configurations]\nnames = [{}]\n{extra}",
+        names.join(", ")
+    )
+}

@@ -49,7 +49,7 @@ use arrow_array::RecordBatch;
 use serde::{Deserialize, Serialize};
 
 use super::stats::{self, check_draws, IndexStream, DEFAULT_DRAWS, DEFAULT_SEED};
-use super::{AnalysisError, Context, Design, Names, Output, ParamProblem, Produced, Typed};
+use super::{needs, AnalysisError, Context, Design, Names, Output, ParamProblem, Produced, Typed};
 use crate::store::tables::EpisodeRow;
 use crate::store::TableBuilder;
 
@@ -209,20 +209,11 @@ impl Typed for Decoders {
     }
 
     fn check_names(params: &Params, names: &Names<'_>) -> Vec<ParamProblem> {
-        let mut out = Vec::new();
-        if let Some(lane) = &params.lane {
-            if !["routed", "fixed"].contains(&lane.as_str()) {
-                let near = tbb_core::family::closest(lane, ["routed", "fixed"].into_iter());
-                out.push(ParamProblem {
-                    path: "lane".into(),
-                    message: format!("unknown lane `{}`", lane.escape_debug()),
-                    help: Some(match near {
-                        Some(n) => format!("did you mean `{n}`?"),
-                        None => "the lanes are `routed` and `fixed`".into(),
-                    }),
-                });
-            }
-        }
+        let lanes = ["routed", "fixed"].into_iter();
+        let mut out: Vec<ParamProblem> = (params.lane.as_deref())
+            .and_then(|lane| needs::among("lane", "lane", lane, lanes, "the lanes"))
+            .into_iter()
+            .collect();
         match params.completion_cap {
             Some(cap) => out.extend(names.completion_cap("completion_cap", cap)),
             None => out.extend(names.single_cap("completion_cap").err()),

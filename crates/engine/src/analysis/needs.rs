@@ -222,13 +222,13 @@ impl Names<'_> {
     /// A problem when `name`, given at `path`, is not an arm the study runs.
     pub fn arm(&self, path: &str, name: &str) -> Option<ParamProblem> {
         let arms = self.design.arms.iter().map(String::as_str);
-        unknown(path, "arm", name, arms, "the `[[arms]]` a block runs")
+        among(path, "arm", name, arms, "the `[[arms]]` a block runs")
     }
 
     /// A problem when `name`, given at `path`, is no configuration of the catalogue.
     pub fn configuration(&self, path: &str, name: &str) -> Option<ParamProblem> {
         let names = self.catalogue.iter().map(String::as_str);
-        unknown(
+        among(
             path,
             "configuration",
             name,
@@ -272,8 +272,9 @@ fn list(caps: &[u32]) -> String {
         .join(", ")
 }
 
-/// A problem when `name` is not among `options`, with "did you mean".
-fn unknown<'o>(
+/// A problem when `name`, given at `path`, is not among `options`, with "did you
+/// mean" (`which` says what the options are, for the list when none is near).
+pub fn among<'o>(
     path: &str,
     what: &str,
     name: &str,

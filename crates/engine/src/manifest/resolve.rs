@@ -390,6 +390,11 @@ fn resolve_blocks(
     }
     let mut out: Vec<Block> = Vec::new();
     let mut declared = HashSet::new();
+    let arm_by_name: HashMap<&str, usize> = arms
+        .iter()
+        .enumerate()
+        .map(|(k, a)| (a.name.as_str(), k))
+        .collect();
     for (i, b) in list.iter().enumerate() {
         let at = format!("blocks.{i}");
         check_identifier(sink, &format!("{at}.name"), "block", &b.name);
@@ -442,13 +447,8 @@ fn resolve_blocks(
                 }
                 let mut chosen = Vec::new();
                 let mut listed = HashSet::new();
-                let by_name: HashMap<&str, usize> = arms
-                    .iter()
-                    .enumerate()
-                    .map(|(k, a)| (a.name.as_str(), k))
-                    .collect();
                 for (j, name) in names.iter().enumerate() {
-                    match by_name.get(name.as_str()).copied() {
+                    match arm_by_name.get(name.as_str()).copied() {
                         Some(k) if !listed.insert(k) => sink.at(
                             &format!("{at}.arms.{j}"),
                             format!("arm `{name}` is listed twice"),
