@@ -39,7 +39,7 @@ use tbb::analysis::contrasts::{self, ContrastResult, Weighting};
 use tbb::analysis::design::{self, CELLS};
 use tbb::analysis::{costs, lanes, stats, strata, truncation};
 use tbb::analysis::{Bootstrap, ClusterUnit};
-use tbb::store::tables::EpisodeRow;
+use tbb::tables::rows::EpisodeRow;
 
 const ROUNDS: usize = 15;
 /// Paired Rust/numpy rounds for the ratio.

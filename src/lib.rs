@@ -23,7 +23,11 @@
 pub mod cli;
 pub mod fuzz;
 
+pub use tbb_analysis as analysis;
 pub use tbb_core::{audit, compile, family, grade, sandbox};
 pub use tbb_diag::{input, limits, names, problems, source, spans, terminal};
-pub use tbb_engine::{analysis, harness, manifest, pipeline, report, show, store};
+pub use tbb_engine::{kinds, manifest, pipeline, show};
+pub use tbb_harness as harness;
 pub use tbb_provider as provider;
+pub use tbb_report as report;
+pub use tbb_tables as tables;

@@ -178,11 +178,11 @@ fn retrieval_availability_on_the_core_families() {
 fn the_core_families_fall_into_22_required_tool_clusters() {
     let mut kinds: Vec<String> = core_variants(Routing::Low)
         .iter()
-        .map(tbb::store::tables::required_tool_kinds)
+        .map(tbb::tables::rows::required_tool_kinds)
         .collect();
     let high: Vec<String> = core_variants(Routing::High)
         .iter()
-        .map(tbb::store::tables::required_tool_kinds)
+        .map(tbb::tables::rows::required_tool_kinds)
         .collect();
     // R changes no reference program: each family keeps its cluster.
     assert_eq!(kinds, high);
@@ -262,7 +262,13 @@ async fn an_unavailable_retrieval_menu_sends_no_request_and_costs_nothing() {
     assert_eq!(e.trace.menu.len(), 8);
     assert!(!e.verdict.vts && !e.verdict.obligations.ok_a);
     assert_eq!(e.verdict.first_unmet, Some(Obligation::A));
-    let row = e.row("discovery", &EpisodeSpec::frozen(&v, &config()), "t", "n");
+    let row = tbb::tables::EpisodeRow::of_episode(
+        &e,
+        "discovery",
+        &EpisodeSpec::frozen(&v, &config()),
+        "t",
+        "n",
+    );
     assert_eq!((row.requests, row.total_tokens, row.cost_usd), (0, 0, 0.0));
     assert_eq!(row.stop_reason, "unavailable");
     assert_eq!(row.terminal_flag.as_deref(), Some("infeasibility"));
@@ -331,7 +337,7 @@ fn the_discovery_study_applies_offline_certifies_and_plans_empty() {
     assert!(certify.contains("0 failed"), "{certify}");
     let outputs = dir.path().join("outputs/discovery");
     let (batches, _) =
-        tbb::store::read_table(&outputs.join("discovery.parquet")).expect("discovery table");
+        tbb::tables::read_table(&outputs.join("discovery.parquet")).expect("discovery table");
     let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
     // 4 arms × (8 statistics, or 7 when no R-high episode is available) × 3 units.
     assert!(rows >= 4 * 7 * 3, "{rows}");

@@ -217,7 +217,7 @@ async fn schema_exposures_count_every_schema_sent() {
             },
             ..EpisodeSpec::frozen(&v, &cfg)
         };
-        let row = e.row("capacity", &spec, "b3:t", "k");
+        let row = tbb::tables::EpisodeRow::of_episode(&e, "capacity", &spec, "b3:t", "k");
         let sent: usize = p.requests().iter().map(|r| r.tools.len()).sum();
         assert_eq!(row.schema_exposures, sent as u64, "{lane:?}");
         by_lane.push((row.requests, row.schema_exposures));
@@ -250,7 +250,7 @@ async fn schema_exposures_count_every_schema_sent() {
         },
         ..EpisodeSpec::frozen(&v, &cfg)
     };
-    let row = e.row("capacity", &spec, "b3:t", "k");
+    let row = tbb::tables::EpisodeRow::of_episode(&e, "capacity", &spec, "b3:t", "k");
     assert_eq!((row.requests, row.schema_exposures), (2, 256));
 }
 
@@ -532,15 +532,16 @@ async fn an_episode_row_fills_the_episodes_table_contract() {
     let p = Scripted::new(reference_script(&v));
     let e = run(&v, &cfg, Menu::Routed, &p).await;
     let spec = EpisodeSpec::frozen(&v, &cfg);
-    let row = e.row("capacity", &spec, "b3:transcript", "node-key");
+    let row =
+        tbb::tables::EpisodeRow::of_episode(&e, "capacity", &spec, "b3:transcript", "node-key");
     assert!(row.vts && row.ok.iter().all(|&ok| ok));
     assert_eq!(row.total_tokens, row.prompt_tokens + row.completion_tokens);
     assert_eq!(row.calls, v.certified_min_calls);
-    let batch = tbb::store::tables::episodes(&[row]).expect("builds");
+    let batch = tbb::tables::rows::episodes(&[row]).expect("builds");
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("episodes.parquet");
-    tbb::store::write_table(&path, &batch, &tbb::store::Provenance::default()).expect("writes");
-    let (back, _) = tbb::store::read_table(&path).expect("reads");
+    tbb::tables::write_table(&path, &batch, &tbb::tables::Provenance::default()).expect("writes");
+    let (back, _) = tbb::tables::read_table(&path).expect("reads");
     let columns = "study, configuration, organization, model, route, lane, repair, completion_cap, repeat, variant_id, family, intent, v, w, d, r, depth, vts, ok_a, ok_s, ok_p, ok_q, ok_e, ok_x, ok_g, ok_b, ok_c, first_unmet, terminal_flag, truncated, truncated_before_first_call, calls, requests, schema_exposures, turns, prompt_tokens, completion_tokens, reasoning_tokens, total_tokens, cost_usd, wall_ms, infra_failure, stop_reason, transcript_ref, node_key";
     let schema = back[0].schema();
     for c in columns.split(", ") {
@@ -729,7 +730,7 @@ async fn rows_record_the_sampling_fields_each_episode_sent() {
     let provider = tbb::provider::build(sim).unwrap_or_else(|e| panic!("{e}"));
     let e = run(&v, sim, Menu::Routed, provider.as_ref()).await;
     let spec = EpisodeSpec::frozen(&v, sim);
-    let row = e.row("s", &spec, "t", "n");
+    let row = tbb::tables::EpisodeRow::of_episode(&e, "s", &spec, "t", "n");
     let first = &e.transcript.wire_sampling;
     assert_eq!(
         (
@@ -750,7 +751,8 @@ async fn rows_record_the_sampling_fields_each_episode_sent() {
         let reply = answer.clone();
         let p = Scripted::new(move |_, _| Ok(text(&reply, Finish::Stop)));
         let e = run(&v, &cfg, Menu::Routed, &p).await;
-        let row = e.row("s", &EpisodeSpec::frozen(&v, &cfg), "t", "n");
+        let row =
+            tbb::tables::EpisodeRow::of_episode(&e, "s", &EpisodeSpec::frozen(&v, &cfg), "t", "n");
         assert_eq!(
             (
                 row.sent_temperature.is_some(),

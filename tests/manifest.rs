@@ -147,7 +147,7 @@ fn the_frontier_manifest_runs_the_four_depths_under_the_frozen_contract() {
     assert_eq!(kinds, ["frontier", "report"]);
     // The analysis measures the budget the manifest sets.
     assert_eq!(m.analyses[0].params["episode_budget"], 128_000);
-    assert!(tbb::analysis::skipped(&m).is_empty());
+    assert!(m.skipped_analyses().is_empty());
 }
 
 #[test]
@@ -176,7 +176,7 @@ fn the_pilot_manifest_runs_a_probe_seven_restarts_and_a_retry_as_its_own_repeat(
     );
     assert_eq!(m.blocks[1].repeat_range().collect::<Vec<_>>(), [1]);
     assert_eq!(m.episode_count(), 192 * 6 + 192 + 24);
-    assert!(tbb::analysis::skipped(&m).is_empty());
+    assert!(m.skipped_analyses().is_empty());
     // Without its first repeat the retry would rerun the probe's own episodes.
     let same = edited("pilot.toml", |t| replace(t, "first_repeat = 1\n", ""));
     let (_, text) = failure(&same, &[]);
@@ -201,7 +201,7 @@ fn the_pilot_manifest_runs_a_probe_seven_restarts_and_a_retry_as_its_own_repeat(
         )
     });
     let m = load(&unrun.path);
-    let skipped = tbb::analysis::skipped(&m);
+    let skipped = m.skipped_analyses();
     assert!(
         skipped
             .iter()
@@ -308,7 +308,7 @@ fn the_switch_comparisons_use_the_units_their_filters_name() {
     let Some(switches) = m.analyses.iter().find(|a| a.kind.name() == "switches") else {
         panic!("repairs runs switches")
     };
-    let design = tbb::analysis::Design::of(&m);
+    let design = m.design();
     let units = switches.kind.kind().units(&switches.params, &design);
     assert_eq!(units.len(), 4, "{units:?}");
     assert!(
@@ -323,7 +323,7 @@ fn the_switch_comparisons_use_the_units_their_filters_name() {
         )
     });
     let m = load(&wide.path);
-    let design = tbb::analysis::Design::of(&m);
+    let design = m.design();
     let Some(switches) = m.analyses.iter().find(|a| a.kind.name() == "switches") else {
         panic!("repairs runs switches")
     };
@@ -1486,7 +1486,7 @@ fn the_discovery_manifest_runs_both_routing_levels_under_four_menus() {
     assert_eq!(m.episode_count(), 6_048);
     let kinds: Vec<&str> = m.analyses.iter().map(|a| a.kind.name()).collect();
     assert_eq!(kinds, ["discovery", "costs", "report"]);
-    assert!(tbb::analysis::skipped(&m).is_empty());
+    assert!(m.skipped_analyses().is_empty());
 }
 
 #[test]
@@ -1521,7 +1521,7 @@ fn the_discovery_analysis_is_skipped_without_matched_routing_levels() {
         )
     });
     let manifest = load(&m.path);
-    let skipped = tbb::analysis::skipped(&manifest);
+    let skipped = manifest.skipped_analyses();
     assert_eq!(skipped.len(), 1, "{skipped:?}");
     assert!(
         skipped[0].1.contains("matched R-low / R-high cells"),

@@ -14,7 +14,7 @@ use assert_cmd::Command;
 use common::repo;
 use serde_json::Value;
 use tbb::pipeline::lock::OutputsLock;
-use tbb::store::read_table;
+use tbb::tables::read_table;
 
 /// Two families of two intents, two configurations (one truncates, one never does),
 /// the capacity cells, two arms (the routed menu with the base and with the workflow
@@ -881,7 +881,7 @@ fn drop_field_from_a_stored_grade_row(s: &Study, field: &str) -> String {
             .collect();
         let batch = RecordBatch::try_new(schema.clone(), columns).unwrap_or_else(|e| panic!("{e}"));
         std::fs::remove_file(&path).unwrap_or_else(|e| panic!("{e}"));
-        tbb::store::write_cache_table(&path, &batch).unwrap_or_else(|e| panic!("{e}"));
+        tbb::tables::write_cache_table(&path, &batch).unwrap_or_else(|e| panic!("{e}"));
         return ids.value(row).to_string();
     }
     panic!("no grade row in {}", cache.display());
@@ -991,7 +991,7 @@ fn a_failed_analysis_exits_1_names_its_cause_in_json_and_leaves_no_stale_report(
         "{summary}"
     );
     // The new contrasts table is published; no report from the old results beside it.
-    let contrasts = tbb::store::read_metadata(&s.outputs().join("contrasts.parquet"))
+    let contrasts = tbb::tables::read_metadata(&s.outputs().join("contrasts.parquet"))
         .unwrap_or_else(|e| panic!("{e}"));
     assert!(contrasts.iter().any(|(k, _)| k == "tbb.node_key"));
     for stale in ["report.md", "report.html"] {

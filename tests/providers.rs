@@ -1205,7 +1205,7 @@ mod episodes {
     use tbb::grade::trace::StopReason;
     use tbb::grade::{Obligation, TerminalFlag};
     use tbb::harness::{run_episode, Episode, EpisodeSpec, Prompts};
-    use tbb::store::tables::EpisodeRow;
+    use tbb::tables::rows::EpisodeRow;
 
     use super::*;
 
@@ -1282,7 +1282,8 @@ mod episodes {
         let provider = proto.provider(config);
         let spec = EpisodeSpec::frozen(variant(), config);
         let episode = run_episode(provider.as_ref(), &spec, &prompts, None).await;
-        let row = episode.row("loopback", &spec, "transcript", "node");
+        let row =
+            tbb::tables::EpisodeRow::of_episode(&episode, "loopback", &spec, "transcript", "node");
         let dir = tempfile::tempdir().expect("temporary directory");
         let files = [
             (
@@ -1323,7 +1324,7 @@ mod episodes {
             "{proto:?}: the transcript rebuilds the trace"
         );
         // The row of the stored table, read back: its flag and cause columns agree.
-        let batch = tbb::store::tables::episodes(std::slice::from_ref(&row)).expect("table");
+        let batch = tbb::tables::rows::episodes(std::slice::from_ref(&row)).expect("table");
         assert_eq!(batch.num_rows(), 1);
         assert_eq!(
             row.infra_failure,

@@ -341,7 +341,7 @@ fn a_response_in_another_role_is_recorded_as_a_bad_body_not_graded_as_an_answer(
         .args(["apply", "manifests/roles.toml"])
         .assert()
         .success();
-    let (batches, _) = tbb::store::read_table(&dir.path().join("outputs/roles/episodes.parquet"))
+    let (batches, _) = tbb::tables::read_table(&dir.path().join("outputs/roles/episodes.parquet"))
         .unwrap_or_else(|e| panic!("{e}"));
     let mut seen = Vec::new();
     for b in &batches {

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 
 use arrow_array::{Array, BooleanArray, Float64Array, RecordBatch, StringArray, UInt32Array};
 use common::{repo, scratch, tbb_in};
-use tbb::store::read_table;
+use tbb::tables::read_table;
 
 /// A shipped manifest with `edits` applied; each edit must match.
 fn shrunk(name: &str, edits: &[(&str, &str)]) -> String {

@@ -9,7 +9,7 @@ use std::path::Path;
 
 use arrow_array::{Array, RecordBatch, StringArray, UInt32Array, UInt64Array};
 use assert_cmd::Command;
-use tbb::store::read_table;
+use tbb::tables::read_table;
 
 /// The columns that identify an episode's condition in both tables.
 const CONDITION: [&str; 6] = [

@@ -108,7 +108,7 @@ fn applied() -> &'static Applied {
 }
 
 fn rows(path: &Path) -> Vec<Row> {
-    let (batches, _) = tbb::store::read_table(path).unwrap_or_else(|e| panic!("{e}"));
+    let (batches, _) = tbb::tables::read_table(path).unwrap_or_else(|e| panic!("{e}"));
     let mut out = Vec::new();
     for b in batches {
         let text = |name: &str| {

@@ -11,7 +11,7 @@ use std::process::Output;
 
 use arrow_array::{Array, Float64Array, StringArray};
 use common::repo;
-use tbb::store::read_table;
+use tbb::tables::read_table;
 
 /// One family, one cell, three configurations — one of which the smoke study never
 /// ran — reading the smoke study's truncation table.

@@ -1,9 +1,12 @@
-//! The wall around the agents is the crate graph: the agent crate (chat types, the
-//! simulated panel, and later the router and the controller) and the provider crate
-//! must not depend, directly or through another crate of ours, on the core crate
-//! (families, compiler, sandbox, grader) or on the engine that holds it. `cargo build`
-//! then refuses any source that names the core; this test guards the manifests that
-//! make it so, reading the resolved graph from `cargo metadata`.
+//! The walls are the crate graph. The agent crate (chat types, the simulated panel, the
+//! router and the controller) and the provider crate must not depend, directly or
+//! through another crate of ours, on the core crate (families, compiler, sandbox,
+//! grader) or on anything that holds it; and inside the engine's half every crate may
+//! use only the crates below it (`docs/architecture.md`, "The crates"): an analysis
+//! cannot read a manifest, the harness cannot build a table row, the report cannot run
+//! an analysis's pipeline. `cargo build` then refuses any source that crosses a wall;
+//! these tests guard the manifests that make it so, reading the resolved graph from
+//! `cargo metadata`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::Command;
@@ -13,6 +16,17 @@ use serde_json::Value;
 /// Every workspace crate with the workspace crates it depends on (all kinds: normal,
 /// dev and build, on every target).
 fn workspace_graph() -> BTreeMap<String, BTreeSet<String>> {
+    graph_of(|_| true)
+}
+
+/// Every workspace crate with the workspace crates it depends on to build its library
+/// and binaries (normal dependencies only; a test may use a crate its library may not,
+/// as long as that crate is below it).
+fn normal_graph() -> BTreeMap<String, BTreeSet<String>> {
+    graph_of(|d| d["kind"].is_null())
+}
+
+fn graph_of(keep: impl Fn(&Value) -> bool) -> BTreeMap<String, BTreeSet<String>> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let out = Command::new(cargo)
         .args([
@@ -43,6 +57,7 @@ fn workspace_graph() -> BTreeMap<String, BTreeSet<String>> {
                 .as_array()
                 .into_iter()
                 .flatten()
+                .filter(|d| keep(d))
                 .filter_map(|d| d["name"].as_str())
                 .filter(|d| ours.contains(*d))
                 .map(str::to_string)
@@ -104,5 +119,87 @@ fn the_engine_is_where_core_and_agent_meet() {
     let engine = reach(&graph, "tbb-engine");
     for needed in ["tbb-core", "tbb-agent", "tbb-provider"] {
         assert!(engine.contains(needed), "the engine must use {needed}");
+    }
+}
+
+/// The arrows of `docs/architecture.md`: the workspace crates each crate's library may
+/// use directly. The diagnostics crate is a leaf every crate may use.
+const ARROWS: &[(&str, &[&str])] = &[
+    ("tbb-diag", &[]),
+    ("tbb-core", &["tbb-diag"]),
+    ("tbb-agent", &[]),
+    ("tbb-provider", &["tbb-agent", "tbb-diag"]),
+    (
+        "tbb-harness",
+        &["tbb-core", "tbb-agent", "tbb-provider", "tbb-diag"],
+    ),
+    ("tbb-tables", &["tbb-harness", "tbb-core", "tbb-diag"]),
+    ("tbb-analysis", &["tbb-tables", "tbb-diag"]),
+    ("tbb-report", &["tbb-analysis", "tbb-tables", "tbb-diag"]),
+    (
+        "tbb-engine",
+        &[
+            "tbb-report",
+            "tbb-analysis",
+            "tbb-tables",
+            "tbb-harness",
+            "tbb-core",
+            "tbb-provider",
+            "tbb-agent",
+            "tbb-diag",
+        ],
+    ),
+];
+
+#[test]
+fn every_crate_uses_only_the_crates_below_it() {
+    let normal = normal_graph();
+    let all = workspace_graph();
+    for (name, allowed) in ARROWS {
+        let allowed: BTreeSet<String> = allowed.iter().map(|a| a.to_string()).collect();
+        let Some(direct) = normal.get(*name) else {
+            panic!("{name} is not in the workspace")
+        };
+        let extra: Vec<&String> = direct.difference(&allowed).collect();
+        assert!(
+            extra.is_empty(),
+            "{name} depends on {extra:?}, which the arrows do not allow (allowed: {allowed:?})"
+        );
+        // Its tests may use more, but only crates its library can already reach: no
+        // test dependency points up.
+        let below: BTreeSet<String> = allowed
+            .iter()
+            .flat_map(|a| std::iter::once(a.clone()).chain(reach(&normal, a)))
+            .collect();
+        let upward: Vec<&String> = all[*name].difference(&below).collect();
+        assert!(
+            upward.is_empty(),
+            "{name}'s tests depend on {upward:?}, which sit above it"
+        );
+    }
+    let ours: BTreeSet<&str> = ARROWS.iter().map(|(n, _)| *n).chain(["tbb"]).collect();
+    let unlisted: Vec<&String> = all.keys().filter(|k| !ours.contains(k.as_str())).collect();
+    assert!(
+        unlisted.is_empty(),
+        "{unlisted:?} have no arrows: add them to ARROWS and docs/architecture.md"
+    );
+}
+
+#[test]
+fn the_analyses_cannot_reach_the_manifest_the_pipeline_or_the_report() {
+    let graph = normal_graph();
+    let analysis = reach(&graph, "tbb-analysis");
+    for forbidden in ["tbb-engine", "tbb-report", "tbb"] {
+        assert!(
+            !analysis.contains(forbidden),
+            "the analyses reach {forbidden}: {analysis:?}"
+        );
+    }
+    let harness = reach(&graph, "tbb-harness");
+    for forbidden in ["tbb-tables", "tbb-analysis", "tbb-report", "tbb-engine"] {
+        assert!(
+            !harness.contains(forbidden),
+            "the harness reaches {forbidden}: {harness:?}"
+        );
     }
 }

@@ -79,7 +79,7 @@ pub fn exec(cli: &Cli, command: &ManifestCommand) -> Result<()> {
             "arms": m.arms,
             "blocks": m.blocks,
             "episodes": m.episode_count(),
-            "skipped_analyses": crate::analysis::skipped(m)
+            "skipped_analyses": m.skipped_analyses()
                 .into_iter()
                 .map(|(kind, why)| json!({"analysis": kind.name(), "reason": why}))
                 .collect::<Vec<_>>(),
@@ -120,11 +120,11 @@ pub fn exec(cli: &Cli, command: &ManifestCommand) -> Result<()> {
             } else {
                 String::new()
             },
-            tbb_engine::harness::arm::name_of(&tbb_engine::manifest::Schedule::NAMES, b.schedule),
+            crate::harness::arm::name_of(&crate::manifest::Schedule::NAMES, b.schedule),
         );
     }
     say!("{} episodes", m.episode_count());
-    for (kind, why) in crate::analysis::skipped(m) {
+    for (kind, why) in m.skipped_analyses() {
         say!(
             "analysis {} cannot run on this design and will be skipped: {why}",
             kind.name()

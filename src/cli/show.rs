@@ -14,7 +14,7 @@ use miette::Result;
 use super::manifest::parse_set;
 use super::{study_and_cache, Cli, CliError};
 use crate::show::{self, Selector};
-use crate::store::write_text;
+use crate::tables::write_text;
 
 #[derive(Debug, Args)]
 pub struct ShowArgs {

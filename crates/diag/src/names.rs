@@ -7,7 +7,8 @@
 //! with one (`openai-gpt-4.1-mini`); a name can still never be `.`, `..`, hidden, empty,
 //! or hold a separator, so it is always exactly one new path component.
 //!
-//! Owns: [`is_identifier`], [`check`] and [`path_under`]. Every loader checks names with
+//! Owns: [`is_identifier`], [`check`], [`path_under`], and the "did you mean" of every
+//! unknown name ([`closest`]). Every loader checks names with
 //! [`check`] (at the value's span, in its own diagnostic); every place that puts a name
 //! into a path calls [`path_under`], which refuses anything [`check`] refuses, so a name
 //! that slipped past a loader still cannot leave its directory.
@@ -88,6 +89,31 @@ pub fn check(name: &str) -> Result<(), NotAnIdentifier> {
 pub fn path_under(dir: &Path, name: &str, suffix: &str) -> Result<PathBuf, NotAnIdentifier> {
     check(name)?;
     Ok(dir.join(format!("{name}{suffix}")))
+}
+
+/// The option nearest to `name` by edit distance, if it is near enough to be what the
+/// user meant: the "did you mean" of every unknown name.
+pub fn closest<'a>(name: &str, options: impl Iterator<Item = &'a str>) -> Option<&'a str> {
+    options
+        .map(|o| (edit_distance(o, name), o))
+        .min()
+        .filter(|(d, _)| *d <= name.len().max(3) / 2 + 2)
+        .map(|(_, o)| o)
+}
+
+/// Levenshtein distance; small inputs only (names).
+pub fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let sub = prev[j] + usize::from(ca != *cb);
+            cur.push(sub.min(prev[j + 1] + 1).min(cur[j] + 1));
+        }
+        prev = cur;
+    }
+    prev[b.len()]
 }
 
 #[cfg(test)]

@@ -322,30 +322,7 @@ impl FamilySet {
     }
 }
 
-/// The option nearest to `name` by edit distance, if it is near enough to be what the
-/// user meant: the "did you mean" of every unknown name.
-pub fn closest<'a>(name: &str, options: impl Iterator<Item = &'a str>) -> Option<&'a str> {
-    options
-        .map(|o| (edit_distance(o, name), o))
-        .min()
-        .filter(|(d, _)| *d <= name.len().max(3) / 2 + 2)
-        .map(|(_, o)| o)
-}
-
-/// Levenshtein distance; small inputs only (names).
-pub fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut cur = vec![i + 1];
-        for (j, cb) in b.iter().enumerate() {
-            let sub = prev[j] + usize::from(ca != *cb);
-            cur.push(sub.min(prev[j + 1] + 1).min(cur[j] + 1));
-        }
-        prev = cur;
-    }
-    prev[b.len()]
-}
+pub use tbb_diag::names::{closest, edit_distance};
 
 fn read(path: &Path) -> Result<String, FamilyError> {
     read_text(path, MAX_SOURCE_BYTES).map_err(|source| FamilyError::Io {

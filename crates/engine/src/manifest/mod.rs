@@ -20,6 +20,8 @@
 //! Never: plans, runs or writes anything. Reading the manifest and its catalogue is the
 //! only I/O.
 
+mod design;
+pub use design::design_of_parts;
 pub mod error;
 pub mod layers;
 pub mod raw;
@@ -35,9 +37,9 @@ pub use error::{ManifestError, Problem, MAX_SHOWN};
 
 use tbb_diag::spans::SpanIndex;
 
-use crate::harness::{Arm, ArmForm, Menu};
 use tbb_core::compile::cell::Cell;
 use tbb_core::family::FamilySet;
+use tbb_harness::{Arm, ArmForm, Menu};
 use tbb_provider::config::Catalogue;
 use tbb_provider::Configuration;
 
@@ -53,7 +55,7 @@ pub struct Budgets {
     pub call_slack: u32,
 }
 
-pub use crate::analysis::{Analysis, AnalysisKind, ClusterUnit};
+pub use tbb_analysis::{Analysis, AnalysisKind, ClusterUnit};
 
 /// A validated, resolved manifest.
 #[derive(Debug, Clone, Serialize)]

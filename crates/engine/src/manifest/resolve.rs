@@ -11,13 +11,13 @@ use std::path::Path;
 use super::error::Problem;
 use super::layers::{Layers, Origin};
 use super::raw::{RawBudgets, RawCell, RawCells, RawConfigurations, RawFamilies, RawManifest};
-use super::{Analysis, AnalysisKind, Block, Budgets, Schedule, CALL_SLACK};
-use crate::harness::arm::{Actor, Arm, ArmForm, Delivery, Menu};
-use crate::harness::{PromptVariant, COMPLETION_CAP};
+use super::{Analysis, Block, Budgets, Schedule, CALL_SLACK};
 use tbb_core::compile::cell::{Cell, CellError, Encoding, Routing, Workflow};
 use tbb_core::family::{closest, FamilySet};
 use tbb_core::grade::EPISODE_BUDGET;
 use tbb_diag::{limits, names};
+use tbb_harness::arm::{Actor, Arm, ArmForm, Delivery, Menu};
+use tbb_harness::{PromptVariant, COMPLETION_CAP};
 use tbb_provider::config::{Catalogue, ProviderKind};
 use tbb_provider::Configuration;
 
@@ -126,7 +126,7 @@ pub(super) fn resolve(
     // failed would make every name it holds look unknown.
     if sink.problems.len() == before {
         let names: Vec<String> = configurations.iter().map(|c| c.name.clone()).collect();
-        let design = crate::analysis::Design::of_parts(&blocks, &arms, &cells, &names);
+        let design = super::design_of_parts(&blocks, &arms, &cells, &names);
         let catalogue: Vec<String> = catalogue
             .map(|c| c.configurations.iter().map(|c| c.name.clone()).collect())
             .unwrap_or_default();
@@ -1065,12 +1065,12 @@ fn resolve_analyses(raw: &RawManifest, sink: &mut Sink<'_>) -> Vec<Analysis> {
     let mut listed = HashSet::new();
     for (i, a) in raw.analyses.iter().enumerate() {
         let at = format!("analyses.{i}");
-        let Some(kind) = AnalysisKind::get(&a.kind) else {
+        let Some(kind) = crate::kinds::get(&a.kind) else {
             sink.unknown(
                 &format!("{at}.kind"),
                 "analysis kind",
                 &a.kind,
-                AnalysisKind::all().map(|k| k.name()),
+                crate::kinds::all().map(|k| k.name()),
                 "",
             );
             continue;
@@ -1168,10 +1168,10 @@ fn resolve_analyses(raw: &RawManifest, sink: &mut Sink<'_>) -> Vec<Analysis> {
 fn check_analysis_names(
     sink: &mut Sink<'_>,
     analyses: &[Analysis],
-    design: &crate::analysis::Design,
+    design: &tbb_analysis::Design,
     catalogue: &[String],
 ) {
-    let names = crate::analysis::Names { design, catalogue };
+    let names = tbb_analysis::Names { design, catalogue };
     for (i, a) in analyses.iter().enumerate() {
         for p in a.kind.kind().check_names(&a.params, &names) {
             sink.at(&format!("analyses.{i}.{}", p.path), p.message, p.help);

@@ -33,15 +33,15 @@ use super::plan::{Estimate, Plan};
 use super::publish::{publish, FreshRequests, Outcomes, RequestRows};
 use super::served_prompts;
 use super::{CompilePayload, ExecutePayload, PipelineError, Study, TablePayload};
-use crate::analysis::Input;
-use crate::harness::transcript::BlobStore;
-use crate::harness::{run_episode, Episode, EpisodeSpec};
-use crate::store::requests::{self, EpisodeRequests};
-use crate::store::tables::EpisodeRow;
+use tbb_analysis::Input;
 use tbb_core::compile::{compile, Variant};
 use tbb_core::grade::grade_with_budget;
+use tbb_harness::transcript::BlobStore;
+use tbb_harness::{run_episode, Episode, EpisodeSpec};
 use tbb_provider::retry::RouteLimits;
 use tbb_provider::{Configuration, Provider};
+use tbb_tables::requests::{self, EpisodeRequests};
+use tbb_tables::rows::EpisodeRow;
 
 /// How to apply.
 #[derive(Debug, Clone, Default)]
@@ -98,9 +98,9 @@ impl Summary {
     pub fn line(&self, seconds: f64) -> String {
         format!(
             "Apply complete: {} run ({} failed), {} cached, {} files written in {seconds:.1}s{}.",
-            crate::report::format::count(self.run as u64),
+            tbb_report::format::count(self.run as u64),
             self.failed,
-            crate::report::format::count(self.cached as u64),
+            tbb_report::format::count(self.cached as u64),
             self.files,
             if self.infra_failures > 0 {
                 format!(
@@ -728,16 +728,18 @@ pub fn place_in_design(row: &mut EpisodeRow, manifest: &crate::manifest::Manifes
         ..
     } = work
     {
-        row.block = manifest
-            .blocks
-            .get(*block)
-            .map_or_else(String::new, |b| b.name.clone());
-        row.arm = manifest
-            .arms
-            .get(*arm)
-            .map_or_else(String::new, |a| a.name.clone());
-        row.schedule = schedule.to_string();
-        row.schedule_position = *position;
+        row.place(tbb_tables::Placement {
+            block: manifest
+                .blocks
+                .get(*block)
+                .map_or_else(String::new, |b| b.name.clone()),
+            arm: manifest
+                .arms
+                .get(*arm)
+                .map_or_else(String::new, |a| a.name.clone()),
+            schedule: schedule.to_string(),
+            schedule_position: *position,
+        });
     }
 }
 
@@ -828,7 +830,7 @@ fn entry<T: Serialize>(node: &Node, payload: &T) -> NewEntry {
 }
 
 /// Takes a live episode's verdict and trace as the harness left them (graded in
-/// memory by [`crate::harness::run_episode`]) and reads its requests off its transcript
+/// memory by [`tbb_harness::run_episode`]) and reads its requests off its transcript
 /// and that trace for the requests table.
 ///
 /// Why not grade from the stored transcript here, as a regrade would: rebuilding the
@@ -862,7 +864,7 @@ fn finish(
             ));
         }
     }
-    let row = episode.row(study, spec, execute_key, grade_key);
+    let row = EpisodeRow::of_episode(&episode, study, spec, execute_key, grade_key);
     let read = requests::read(&episode.transcript, trace, &episode.blobs)
         .map_err(|e| NodeFailure::internal(e.to_string()))?;
     // The episode is moved, not cloned: its menu blob alone is ~60 KiB at V = 128.
@@ -927,11 +929,17 @@ fn regrade(
         attempts: payload.attempts,
         wall_ms: payload.wall_ms,
     };
-    let mut row = episode.row(&study.manifest.study, &spec, &execute.key, grade_key);
+    let mut row = EpisodeRow::of_episode(
+        &episode,
+        &study.manifest.study,
+        &spec,
+        &execute.key,
+        grade_key,
+    );
     // The episode holds no blobs (the cache's are shared by every regrade, not copied
     // into each): its schemas are counted against the cache's, as the live episode
     // counted them against its own.
-    row.schema_exposures = crate::harness::schema_exposures(&episode.transcript, blobs);
+    row.schema_exposures = tbb_harness::schema_exposures(&episode.transcript, blobs);
     Ok(row)
 }
 

@@ -21,7 +21,7 @@
 //! Damage: every file is opened only if it is a regular file (a named pipe under a cache
 //! file's name would block `plan` forever; it is a damaged entry instead). Each file
 //! tbb writes here records in its Parquet footer the length and blake3 digest of the
-//! bytes before its footer ([`crate::store::BODY_DIGEST`]); the blobs and objects files,
+//! bytes before its footer ([`tbb_tables::BODY_DIGEST`]); the blobs and objects files,
 //! which every plan reads, are read whole and checked against it, so one cut short or
 //! with bytes changed is reported as damaged, naming the file, instead of reading as
 //! complete. Files written before the digest existed have none and are read unchecked
@@ -47,7 +47,7 @@ use serde_json::Value;
 use thiserror::Error;
 
 use super::key::{KeyInput, NodeKind};
-use crate::store::{write_cache_table, write_table, Provenance, StoreError, TableWriter};
+use tbb_tables::{write_cache_table, write_table, Provenance, StoreError, TableWriter};
 
 /// The cache cannot be read or written.
 #[derive(Debug, Error, miette::Diagnostic)]
@@ -668,7 +668,7 @@ fn damaged(path: &Path, detail: &str) -> CacheError {
 pub fn blob_rows(bytes: Vec<u8>) -> Result<Vec<(String, String)>, CacheError> {
     let path = Path::new("blobs.parquet");
     let bytes = bytes::Bytes::from(bytes);
-    crate::store::check_body_digest(&bytes).map_err(|detail| damaged(path, &detail))?;
+    tbb_tables::check_body_digest(&bytes).map_err(|detail| damaged(path, &detail))?;
     let mut rows = Vec::new();
     for_each_batch_of(path, bytes, &["ref", "text"], &mut |batch| {
         let columns = string_columns(path, batch, &["ref", "text"])?;
@@ -684,7 +684,7 @@ pub fn blob_rows(bytes: Vec<u8>) -> Result<Vec<(String, String)>, CacheError> {
 }
 
 /// A blobs or objects file, read whole and checked against the digest of its bytes
-/// that its footer records ([`crate::store::check_body_digest`]): a file cut short, or
+/// that its footer records ([`tbb_tables::check_body_digest`]): a file cut short, or
 /// with bytes changed anywhere before its footer, is damaged. A file written before
 /// the digest was (no digest in its footer) is read unchecked.
 fn read_checked(path: &Path) -> Result<bytes::Bytes, CacheError> {
@@ -697,7 +697,7 @@ fn read_checked(path: &Path) -> Result<bytes::Bytes, CacheError> {
             source,
         })?;
     let bytes = bytes::Bytes::from(bytes);
-    crate::store::check_body_digest(&bytes).map_err(|detail| damaged(path, &detail))?;
+    tbb_tables::check_body_digest(&bytes).map_err(|detail| damaged(path, &detail))?;
     Ok(bytes)
 }
 
@@ -833,12 +833,12 @@ mod tests {
     fn analysis_tables_are_parquet_read_back_as_batches_and_pruned_with_their_node() {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         let mut cache = Cache::open(dir.path()).unwrap_or_else(|e| panic!("{e}"));
-        let batch = crate::store::TableBuilder::new()
+        let batch = tbb_tables::TableBuilder::new()
             .text("configuration", ["a", "b"])
             .f64_opt("share", [Some(0.5), None])
             .build("t")
             .unwrap_or_else(|e| panic!("{e}"));
-        let empty = crate::store::TableBuilder::new()
+        let empty = tbb_tables::TableBuilder::new()
             .text("configuration", Vec::<String>::new())
             .build("e")
             .unwrap_or_else(|e| panic!("{e}"));

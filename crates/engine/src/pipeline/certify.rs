@@ -2,7 +2,7 @@
 //!
 //! For each execute node of the study's DAG (the one `tbb plan` and `tbb apply` build
 //! from the manifest), the episode runs again through the real episode loop
-//! ([`crate::harness::run_episode`], the same call apply makes) against a
+//! ([`tbb_harness::run_episode`], the same call apply makes) against a
 //! [`Replay`] of its stored transcript: the sandbox executes every call again, the
 //! grader grades the new trace, and no stored stop reason, verdict or count is
 //! trusted. The replay refuses any request that is not the recorded one (the first
@@ -37,14 +37,14 @@ use super::cache::{Cache, CacheError};
 use super::dag::{Node, Work};
 use super::key::NodeKind;
 use super::{ExecutePayload, Study};
-use crate::harness::transcript::{StoredOutcome, Transcript};
-use crate::harness::{run_episode, EpisodeSpec};
-use crate::store::tables::EpisodeRow;
-use crate::store::{write_table, Provenance, StoreError, TableBuilder};
 use tbb_core::compile::{compile, Variant};
 use tbb_core::grade::trace::{InfraCause, InfraFailure};
+use tbb_harness::transcript::{StoredOutcome, Transcript};
+use tbb_harness::{run_episode, EpisodeSpec};
 use tbb_provider::replay::{Answer, ExpectedRequest, Replay, Turn};
 use tbb_provider::{Configuration, Message, ProviderError, ToolSchema};
+use tbb_tables::rows::EpisodeRow;
+use tbb_tables::{write_table, Provenance, StoreError, TableBuilder};
 
 /// The file certification writes under `outputs/<study>/`.
 pub const CERTIFICATES: &str = "certificates.parquet";
@@ -607,7 +607,13 @@ fn certify_one(
     let episode = runtime.block_on(run_episode(&replay, &spec, &study.prompts, None));
     let refused = replay.finish().err();
 
-    let mut replayed = episode.row(&study.manifest.study, &spec, &execute.key, &grade.key);
+    let mut replayed = EpisodeRow::of_episode(
+        &episode,
+        &study.manifest.study,
+        &spec,
+        &execute.key,
+        &grade.key,
+    );
     let mut stored = stored;
     for row in [&mut replayed, &mut stored] {
         row.study = study.manifest.study.clone();
@@ -731,7 +737,7 @@ fn replay_turns(
     Ok(turns)
 }
 
-/// A provider error of the recorded cause: what [`crate::harness::infra_failure`]
+/// A provider error of the recorded cause: what [`tbb_harness::infra_failure`]
 /// turns back into the same cause and status.
 fn replayed_error(infra: &InfraFailure, config: &str) -> ProviderError {
     let http = |status: u16| ProviderError::Http {
@@ -770,10 +776,10 @@ fn replayed_error(infra: &InfraFailure, config: &str) -> ProviderError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::harness::{Episode, Prompts};
     use std::sync::atomic::AtomicUsize;
     use tbb_core::compile::Cell;
     use tbb_core::family::FamilySet;
+    use tbb_harness::{Episode, Prompts};
     use tbb_provider::{BoxFuture, ChatRequest, ChatResponse, Finish, Provider, ToolCall, Usage};
 
     type Script = dyn Fn(usize) -> Result<ChatResponse, ProviderError> + Send + Sync;
@@ -882,8 +888,8 @@ mod tests {
         let again = block_on(run_episode(&replay, &spec, &prompts, None));
         let refused = replay.finish().err().map(|e| e.to_string());
         (
-            live.row("s", &spec, "x", "g"),
-            again.row("s", &spec, "x", "g"),
+            EpisodeRow::of_episode(&live, "s", &spec, "x", "g"),
+            EpisodeRow::of_episode(&again, "s", &spec, "x", "g"),
             refused,
         )
     }

@@ -31,11 +31,11 @@ use serde::{Deserialize, Serialize};
 
 use super::dag::Work;
 use super::Study;
-use crate::harness::arm::Arm;
-use crate::report::format::count;
 use tbb_core::compile::Variant;
 use tbb_core::grade::reference::reference_trace;
+use tbb_harness::arm::Arm;
 use tbb_provider::{tokens, Message, ToolSchema};
+use tbb_report::format::count;
 
 /// Served prompt tokens per o200k_base token. Measured with llama.cpp's server and
 /// Qwen2.5-Coder's chat template: the first request of V = 8 took ≈1,400 prompt tokens

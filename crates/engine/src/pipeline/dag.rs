@@ -21,11 +21,11 @@ use petgraph::graph::{DiGraph, NodeIndex};
 use serde_json::Value;
 
 use super::key::{hash_hex, KeyInput, KeyTemplate, NodeInput, NodeKind};
-use crate::analysis::{AnalysisKind, Input};
-use crate::harness::Prompts;
 use crate::manifest::Manifest;
+use tbb_analysis::{AnalysisKind, Input};
 use tbb_core::compile::cell::{level_name, Cell};
 use tbb_core::family::FamilySet;
+use tbb_harness::Prompts;
 use tbb_provider::config::ProviderKind;
 use tbb_provider::Configuration;
 
@@ -130,7 +130,7 @@ pub mod versions {
     /// required-tool cluster).
     pub const VARIANTS: &str = "variants/2";
     /// `requests.parquet`: its columns and how its rows are read off transcripts
-    /// (`crate::store::requests`).
+    /// (`tbb_tables::requests`).
     pub const REQUESTS: &str = "requests/2";
     /// What an analysis node records (its tables as Parquet files in the cache),
     /// appended to the kind's own code version.
@@ -432,7 +432,8 @@ impl Dag {
         let mut analyses: Vec<(String, NodeIndex, AnalysisKind)> = Vec::new();
         // An analysis the design cannot feed gets no node: it would fail only after
         // every episode was paid for (`tbb plan` and `manifest check` say why).
-        let skipped: Vec<AnalysisKind> = crate::analysis::skipped(manifest)
+        let skipped: Vec<AnalysisKind> = manifest
+            .skipped_analyses()
             .into_iter()
             .map(|(k, _)| k)
             .collect();
@@ -680,9 +681,9 @@ fn execute_version(config: &Configuration) -> String {
     match config.provider {
         ProviderKind::Sim => format!(
             "{}+{}",
-            crate::harness::CODE_VERSION,
+            tbb_harness::CODE_VERSION,
             tbb_provider::sim::CODE_VERSION
         ),
-        _ => crate::harness::CODE_VERSION.to_string(),
+        _ => tbb_harness::CODE_VERSION.to_string(),
     }
 }

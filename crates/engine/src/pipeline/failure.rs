@@ -158,11 +158,11 @@ impl NodeFailure {
     }
 }
 
-impl From<crate::analysis::AnalysisError> for NodeFailure {
-    fn from(e: crate::analysis::AnalysisError) -> NodeFailure {
+impl From<tbb_analysis::AnalysisError> for NodeFailure {
+    fn from(e: tbb_analysis::AnalysisError) -> NodeFailure {
         match e {
             // A table the analysis could not build is a write that failed, not a refusal.
-            crate::analysis::AnalysisError::Store(e) => NodeFailure::io(e.to_string()),
+            tbb_analysis::AnalysisError::Store(e) => NodeFailure::io(e.to_string()),
             e => NodeFailure::AnalysisRefused {
                 detail: e.to_string(),
             },
@@ -176,8 +176,8 @@ impl From<super::cache::CacheError> for NodeFailure {
     }
 }
 
-impl From<crate::store::StoreError> for NodeFailure {
-    fn from(e: crate::store::StoreError) -> NodeFailure {
+impl From<tbb_tables::StoreError> for NodeFailure {
+    fn from(e: tbb_tables::StoreError) -> NodeFailure {
         NodeFailure::io(e.to_string())
     }
 }

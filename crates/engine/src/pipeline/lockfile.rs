@@ -21,9 +21,9 @@ use thiserror::Error;
 use super::dag::{config_object, short_name};
 use super::key::hash_hex;
 use super::upstream::Pin;
-use crate::harness::Prompts;
 use crate::manifest::Manifest;
 use tbb_core::family::FamilySet;
+use tbb_harness::Prompts;
 
 /// The lockfile is missing, differs or cannot be written.
 #[derive(Debug, Error, miette::Diagnostic)]
@@ -192,7 +192,7 @@ pub fn write(path: &Path, text: &str) -> Result<(), LockfileError> {
     {
         return Ok(());
     }
-    crate::store::write_text(path, text).map_err(|source| LockfileError::Io {
+    tbb_tables::write_text(path, text).map_err(|source| LockfileError::Io {
         path: path.to_path_buf(),
         source,
     })

@@ -41,11 +41,11 @@ pub use dag::Dag;
 pub use key::{KeyInput, NodeKind, Reason};
 pub use plan::{Action, Plan};
 
-use crate::harness::transcript::Transcript;
-use crate::harness::Prompts;
 use crate::manifest::Manifest;
 use tbb_core::compile::Variant;
 use tbb_core::family::FamilySet;
+use tbb_harness::transcript::Transcript;
+use tbb_harness::Prompts;
 use tbb_provider::config::RequestField;
 
 /// Where a study reads and writes.
@@ -75,7 +75,7 @@ pub enum PipelineError {
     /// A prompt is unreadable.
     #[error(transparent)]
     #[diagnostic(transparent)]
-    Prompt(#[from] crate::harness::prompts::PromptError),
+    Prompt(#[from] tbb_harness::prompts::PromptError),
     /// The cache is unusable.
     #[error(transparent)]
     #[diagnostic(transparent)]
@@ -91,7 +91,7 @@ pub enum PipelineError {
     /// A table cannot be written.
     #[error(transparent)]
     #[diagnostic(transparent)]
-    Store(#[from] crate::store::StoreError),
+    Store(#[from] tbb_tables::StoreError),
     /// A configuration cannot be used (missing key, bad parameters).
     #[error("configuration `{config}` cannot run: {source}")]
     #[diagnostic(
@@ -490,11 +490,13 @@ impl Study {
         p.lockfile_hash = self.lockfile_hash.clone();
         p.upstream = self.upstream.clone();
         p.preflight = self.preflight.clone();
-        p.skipped_analyses = crate::analysis::skipped(&self.manifest)
+        p.skipped_analyses = self
+            .manifest
+            .skipped_analyses()
             .into_iter()
             .map(|(kind, why)| (kind.name().to_string(), why))
             .collect();
-        let design = crate::analysis::Design::of(&self.manifest);
+        let design = self.manifest.design();
         p.units = self
             .manifest
             .analyses

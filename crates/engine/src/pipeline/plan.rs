@@ -25,7 +25,7 @@ use super::cache::{Cache, CacheError, Entry};
 use super::dag::{Dag, Publish, Work};
 use super::key::{diff, hash_hex, NodeKind, Reason};
 use super::rows;
-use crate::report::format::count;
+use tbb_report::format::count;
 
 /// What happens to a node.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]

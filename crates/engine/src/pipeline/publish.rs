@@ -27,12 +27,12 @@ use super::dag::{Publish, Work};
 use super::failure::NodeFailure;
 use super::key::NodeKind;
 use super::{ExecutePayload, Study, TablePayload};
-use crate::analysis::{Context, Input};
-use crate::harness::transcript::BlobStore;
-use crate::store::requests::{self, EpisodeRequests};
-use crate::store::tables::{EpisodeColumns, EpisodeRow, RequestRow};
-use crate::store::{write_table, write_text, Provenance};
+use tbb_analysis::{Context, Input};
 use tbb_core::compile::Variant;
+use tbb_harness::transcript::BlobStore;
+use tbb_tables::requests::{self, EpisodeRequests};
+use tbb_tables::rows::{EpisodeColumns, EpisodeRow, RequestRow};
+use tbb_tables::{write_table, write_text, Provenance};
 
 /// What an analysis node produced.
 #[derive(Debug, Clone, Default)]
@@ -42,7 +42,7 @@ pub struct Outcome {
     /// Text files, by file name.
     pub files: Vec<(String, String)>,
     /// Episodes whose pages the files link to (written at publication, see
-    /// [`crate::analysis::Produced::episodes`]).
+    /// [`tbb_analysis::Produced::episodes`]).
     pub episodes: Vec<String>,
 }
 
@@ -127,7 +127,7 @@ impl Outcomes {
                 }
             }
         }
-        let skipped_kinds = crate::analysis::skipped(&study.manifest);
+        let skipped_kinds = study.manifest.skipped_analyses();
         let skipped: Vec<(&str, String)> = skipped_kinds
             .iter()
             .map(|(kind, why)| (kind.name(), why.clone()))
@@ -212,7 +212,7 @@ fn variants_table(
             })?);
         }
     }
-    Ok(crate::store::tables::variants(&list)?)
+    Ok(tbb_tables::rows::variants(&list)?)
 }
 
 /// Another study's table, checked against the hash the analysis's key holds (the file
@@ -267,14 +267,14 @@ pub fn publish(
             episodes: Vec::new(),
         },
         Publish::Episodes => Outcome {
-            tables: vec![("episodes".into(), crate::store::tables::episodes(rows)?)],
+            tables: vec![("episodes".into(), tbb_tables::rows::episodes(rows)?)],
             files: Vec::new(),
             episodes: Vec::new(),
         },
         Publish::Requests => Outcome {
             tables: vec![(
                 "requests".into(),
-                crate::store::tables::requests(&requests.get(study, cache, variants, rows)?)?,
+                tbb_tables::rows::requests(&requests.get(study, cache, variants, rows)?)?,
             )],
             files: Vec::new(),
             episodes: Vec::new(),
@@ -357,7 +357,7 @@ pub type FreshRequests = HashMap<NodeIndex, EpisodeRequests>;
 
 /// The rows of `requests.parquet` of one apply (or reproduction), built at most once:
 /// the requests table and every analysis that declares
-/// [`crate::analysis::Input::Requests`] share them, so the transcripts are read once.
+/// [`tbb_analysis::Input::Requests`] share them, so the transcripts are read once.
 #[derive(Default)]
 pub struct RequestRows {
     /// The requests read while grading, until the rows are built.
@@ -499,7 +499,7 @@ pub fn problem(outputs: &Path, key: &str, payload: Option<&String>) -> Option<St
     for file in &payload.files {
         let path = outputs.join(file);
         let intact = if file.ends_with(".parquet") {
-            match crate::store::read_metadata(&path) {
+            match tbb_tables::read_metadata(&path) {
                 Err(_) => return Some(format!("{} is missing", path.display())),
                 Ok(meta) => meta.iter().any(|(k, v)| k == "tbb.node_key" && v == key),
             }
@@ -536,7 +536,7 @@ pub fn republish_report(
             Work::Table(Publish::Analysis(a)) => match dag.graph[a].work {
                 Work::Analysis { index }
                     if study.manifest.analyses[index].kind.name()
-                        == <crate::analysis::report::Report as crate::analysis::Typed>::NAME =>
+                        == <tbb_report::kind::Report as tbb_analysis::Typed>::NAME =>
                 {
                     Some(i)
                 }

@@ -46,9 +46,9 @@ use super::dag::{Publish, Work};
 use super::key::NodeKind;
 use super::publish::{Outcome, Outcomes, RequestRows};
 use super::Study;
-use crate::store::tables::EpisodeRow;
-use crate::store::{write_table, Provenance};
 use tbb_core::compile::{compile, Variant};
+use tbb_tables::rows::EpisodeRow;
+use tbb_tables::{write_table, Provenance};
 
 /// The scratch directory under `outputs/<study>/`.
 pub const SCRATCH: &str = "reproduce";
@@ -319,7 +319,7 @@ pub fn reproduce(study: &Study, cache: &Cache) -> Result<Reproduction, Reproduce
                             _ => None,
                         })
                         .collect();
-                    crate::store::tables::variants(&list)
+                    tbb_tables::rows::variants(&list)
                         .map(|b| Outcome {
                             tables: vec![("variants".into(), b)],
                             files: Vec::new(),
@@ -328,7 +328,7 @@ pub fn reproduce(study: &Study, cache: &Cache) -> Result<Reproduction, Reproduce
                         .map_err(|e| e.to_string())
                 }
             }
-            Publish::Episodes => crate::store::tables::episodes(&rows)
+            Publish::Episodes => tbb_tables::rows::episodes(&rows)
                 .map(|b| Outcome {
                     tables: vec![("episodes".into(), b)],
                     files: Vec::new(),
@@ -338,7 +338,7 @@ pub fn reproduce(study: &Study, cache: &Cache) -> Result<Reproduction, Reproduce
             Publish::Requests => requests
                 .get(study, cache, &variants, &rows)
                 .map_err(|e| e.to_string())
-                .and_then(|r| crate::store::tables::requests(&r).map_err(|e| e.to_string()))
+                .and_then(|r| tbb_tables::rows::requests(&r).map_err(|e| e.to_string()))
                 .map(|b| Outcome {
                     tables: vec![("requests".into(), b)],
                     files: Vec::new(),
@@ -438,7 +438,7 @@ fn check_text(outputs: &Path, scratch: &Path, name: &str, text: &str) -> FileChe
         difference: None,
         bytes_identical: false,
     };
-    if let Err(e) = crate::store::write_text(&scratch.join(name), text) {
+    if let Err(e) = tbb_tables::write_text(&scratch.join(name), text) {
         check.difference = Some(format!("cannot write the recomputed file: {e}"));
         return check;
     }

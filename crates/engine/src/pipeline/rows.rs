@@ -21,7 +21,7 @@
 use super::key::NodeKind;
 use super::publish::AnalysisPayload;
 use super::{CompilePayload, ExecutePayload, TablePayload};
-use crate::store::tables::EpisodeRow;
+use tbb_tables::rows::EpisodeRow;
 
 /// The layout version of the row a node of `kind` stores.
 pub fn row_version(kind: NodeKind) -> u32 {

@@ -24,8 +24,8 @@ use serde::Serialize;
 
 use super::context::{first_request, first_request_bytes, FirstRequest};
 use super::Study;
-use crate::report::format::count;
 use tbb_core::compile::Variant;
+use tbb_report::format::count;
 
 /// A first request is short when the server counted fewer prompt tokens than this
 /// share of tbb's o200k_base count of it. Served templates and open models' tokenizers

@@ -23,9 +23,9 @@ use serde::{Deserialize, Serialize};
 
 use super::key::hash_hex;
 use super::lockfile;
-use crate::harness::Prompts;
 use crate::manifest::Manifest;
 use tbb_core::family::FamilySet;
+use tbb_harness::Prompts;
 
 /// One table read from another study, as pinned in the lockfile.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -352,7 +352,7 @@ fn stale(cx: &Context<'_>, upstream: &Path, file: &Path) -> Option<String> {
         &pins(&loaded, &cx.paths.outputs),
     );
     let lock_hash = hash_hex(text.as_bytes());
-    let meta = match crate::store::read_metadata(file) {
+    let meta = match tbb_tables::read_metadata(file) {
         Ok(m) => m,
         Err(e) => return Some(format!("{} is unreadable: {e}", file.display())),
     };

@@ -18,8 +18,8 @@ use std::fmt::Write as _;
 
 use super::text::left;
 use super::{EpisodeView, Headroom, Outcome};
-use crate::report::format::count;
-use crate::report::html::escape;
+use tbb_report::format::count;
+use tbb_report::html::escape;
 
 const STYLE: &str = "\
 body{font-family:system-ui,-apple-system,\"Segoe UI\",Roboto,\"Helvetica Neue\",Arial,sans-serif;\

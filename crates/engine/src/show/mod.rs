@@ -15,7 +15,7 @@
 //! The view is rebuilt the way `apply`'s regrade and `tbb certify` read an episode:
 //! the stored [`ExecutePayload`](crate::pipeline::ExecutePayload) from the cache, its variant compiled again from the
 //! families, the trace rebuilt from the transcript and its blobs
-//! ([`crate::harness::transcript::Transcript::trace`]), and the verdict graded again
+//! ([`tbb_harness::transcript::Transcript::trace`]), and the verdict graded again
 //! ([`tbb_core::grade::grade_with_budget`]) — no stored verdict is trusted.
 //!
 //! Never: runs an episode, sends a request, writes to the cache, or decides anything
@@ -35,19 +35,18 @@ use std::collections::HashMap;
 use petgraph::graph::NodeIndex;
 use thiserror::Error;
 
-use crate::harness::transcript::BlobStore;
 use crate::pipeline::cache::{Cache, CacheError};
 use crate::pipeline::dag::Work;
 use crate::pipeline::key::NodeKind;
 use crate::pipeline::Study;
 use tbb_core::compile::{compile, Variant};
+use tbb_harness::transcript::BlobStore;
 
 /// Version of what a shown episode looks like; the report's version must be bumped
 /// with it, since the report publishes episode pages.
 pub const VERSION: &str = "show/1";
 
-/// Hex digits of an episode key in its page's file name.
-pub const PAGE_PREFIX: usize = 12;
+pub use tbb_tables::paths::{episode_page as page_name, PAGE_PREFIX};
 
 /// Candidates listed when a prefix or a selection matches several episodes.
 const CANDIDATES: usize = 5;
@@ -272,11 +271,6 @@ pub fn pages(
     Ok(out)
 }
 
-/// The file name of an episode's page: `<first 12 digits of its key>.html`.
-pub fn page_name(key: &str) -> String {
-    format!("{}.html", &key[..PAGE_PREFIX.min(key.len())])
-}
-
 #[cfg(test)]
 mod tests {
     use super::view::limits_view;
@@ -372,11 +366,5 @@ mod tests {
         assert_eq!(l.calls.used, 1);
         assert_eq!(l.calls.left(), i128::from(v.call_limit) - 1);
         assert_eq!(l.calls_needed, v.certified_min_calls as usize - 1);
-    }
-
-    #[test]
-    fn a_page_is_named_by_the_first_twelve_digits_of_the_key() {
-        assert_eq!(page_name("0123456789abcdef"), "0123456789ab.html");
-        assert_eq!(page_name("abc"), "abc.html");
     }
 }

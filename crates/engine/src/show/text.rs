@@ -12,7 +12,7 @@
 use std::fmt::Write as _;
 
 use super::{EpisodeView, Headroom, Outcome};
-use crate::report::format::count;
+use tbb_report::format::count;
 
 /// The episode as text.
 pub fn render(v: &EpisodeView) -> String {

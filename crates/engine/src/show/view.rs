@@ -9,13 +9,13 @@ use std::collections::HashMap;
 
 use petgraph::graph::NodeIndex;
 
-use crate::harness::transcript::StoredOutcome;
 use crate::pipeline::dag::Work;
 use crate::pipeline::{ExecutePayload, Study};
 use tbb_core::compile::Variant;
 use tbb_core::grade::trace::{InfraFailure, Issuer, Limits, StopReason, Trace};
 use tbb_core::grade::{grade_with_budget, Impossible, Obligation, Verdict};
 use tbb_core::sandbox::Sandbox;
+use tbb_harness::transcript::StoredOutcome;
 use tbb_provider::Message;
 
 use super::locate::grade_of;
@@ -113,7 +113,7 @@ impl ResponseView {
         match self.reasoning_tokens {
             Some(n) => format!(
                 "{} reasoning ({})",
-                crate::report::format::count(n),
+                tbb_report::format::count(n),
                 if self.reasoning_reported {
                     "reported"
                 } else {
@@ -466,8 +466,8 @@ pub(super) fn limits_view(variant: &Variant, trace: &Trace, verdict: &Verdict) -
         )),
         StopReason::BudgetExceeded => Some(format!(
             "episode budget: {} reported tokens against {}",
-            crate::report::format::count(tokens.used),
-            crate::report::format::count(tokens.limit)
+            tbb_report::format::count(tokens.used),
+            tbb_report::format::count(tokens.limit)
         )),
         StopReason::CallLimit => Some(format!(
             "call limit: the model asked for a call beyond its {} calls",

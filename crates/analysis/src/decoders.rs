@@ -1,0 +1,685 @@
+//! The decoders (paper Table 11, Figure 11): can a failure record say which pressure
+//! caused the failure? From the capacity study's baseline cell (8, low, raw) and its
+//! three single-stress endpoint cells — V (128, low, raw), W (8, high, raw) and
+//! D (8, low, linked) — every configuration × family × repeat *packet* in which the
+//! baseline succeeds and exactly one stressed cell fails is labelled with that cell's
+//! pressure; a lookup table from a feature tuple of the failing row to the label is
+//! fitted with one intent held out per fold, and its out-of-fold predictions are
+//! scored by balanced accuracy.
+//!
+//! Owns: the `decoders`, `decoder_gains`, `decoder_packets` and `decoder_multi`
+//! tables, the packet rule, the feature sets ([`FEATURE_SETS`]), the classifier
+//! ([`fit`], [`predict`]) and their statistics.
+//!
+//! # Packets
+//! Per lane and completion cap (the parameters; the routed lane at 1,024 by default).
+//! A packet needs all four rows; one with an infrastructure failure in any row is
+//! excluded and counted, as is one whose baseline fails or none of whose stressed cells
+//! fails (not a packet) and one with more than one failing stressed cell (kept for the
+//! descriptive `decoder_multi` table).
+//!
+//! # Features (of the failing stressed row; none names a configuration, family or
+//! pressure)
+//! first unmet obligation; terminal flag; both; both with the trace shape; the trace
+//! shape alone (executed calls binned 0 / 1–2 / 3–5 / 6+, and the recorded stop
+//! reason); the call count alone (binned); the nine obligation verdicts; the
+//! termination-aware label (the harness limit that fired — truncation, budget or call
+//! limit, turn limit, infeasibility — where one did, else the first unmet obligation);
+//! and, as a labelled reference that reads the treatment, the menu size.
+//!
+//! # Classifier
+//! One fold per intent: the intent's packets are predicted by a table fitted on the
+//! others, mapping each exact feature tuple to its majority label, ties resolved in
+//! the order V, W, D; a tuple unseen in training gets the training prior (the majority
+//! label of the training packets, same ties).
+//!
+//! # Statistics
+//! Balanced accuracy is the mean of the recalls of the classes that have packets (a
+//! constant guess scores 1/3 with all three). Its 95% interval is the percentile
+//! interval of an intent-cluster bootstrap over the out-of-fold predictions, held
+//! fixed. The paired gains between feature sets ([`COMPARISONS`], five exploratory
+//! comparisons) use the same draws for both sets; their intervals are at
+//! 1 − 0.05 / 5 = 99% (Bonferroni).
+//!
+//! Never: reads anything but episode rows; fits on the fold it predicts.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use arrow_array::RecordBatch;
+use serde::{Deserialize, Serialize};
+
+use super::stats::{self, check_draws, IndexStream, DEFAULT_DRAWS, DEFAULT_SEED};
+use super::{needs, AnalysisError, Context, Design, Names, Output, ParamProblem, Produced, Typed};
+use tbb_tables::rows::EpisodeRow;
+use tbb_tables::TableBuilder;
+
+const KIND: &str = "decoders";
+
+/// The pressures, in tie-breaking order.
+pub const LABELS: [&str; 3] = ["V", "W", "D"];
+
+/// The baseline cell and the stressed cell of each label: (v, w, d).
+const BASELINE: (u32, &str, &str) = (8, "low", "raw");
+const STRESSED: [(u32, &str, &str); 3] = [
+    (128, "low", "raw"),
+    (8, "high", "raw"),
+    (8, "low", "linked"),
+];
+
+/// A feature set: its name, whether it reads the treatment (a reference, not a
+/// diagnostic), and the tuple of a failing row.
+pub type FeatureSet = (&'static str, bool, fn(&EpisodeRow) -> String);
+
+/// Every feature set, in table order.
+pub const FEATURE_SETS: [FeatureSet; 9] = [
+    ("first_unmet", false, |r| first_unmet(r)),
+    ("terminal_flag", false, |r| terminal(r)),
+    ("first_unmet+terminal_flag", false, |r| {
+        format!("{}|{}", first_unmet(r), terminal(r))
+    }),
+    ("first_unmet+terminal_flag+trace_shape", false, |r| {
+        format!("{}|{}|{}", first_unmet(r), terminal(r), shape(r))
+    }),
+    ("trace_shape", false, shape),
+    ("call_counts", false, |r| calls_bin(r.calls).into()),
+    ("obligation_vector", false, |r| {
+        r.ok.iter().map(|ok| if *ok { '1' } else { '0' }).collect()
+    }),
+    ("termination_aware", false, termination_aware),
+    ("menu_size_proxy", true, |r| r.v.to_string()),
+];
+
+/// The five exploratory comparisons: (set, against).
+pub const COMPARISONS: [(&str, &str); 5] = [
+    ("first_unmet+terminal_flag", "first_unmet"),
+    (
+        "first_unmet+terminal_flag+trace_shape",
+        "first_unmet+terminal_flag",
+    ),
+    ("trace_shape", "first_unmet"),
+    ("call_counts", "first_unmet"),
+    ("obligation_vector", "first_unmet"),
+];
+
+fn first_unmet(r: &EpisodeRow) -> String {
+    r.first_unmet.clone().unwrap_or_else(|| "none".into())
+}
+
+fn terminal(r: &EpisodeRow) -> String {
+    r.terminal_flag.clone().unwrap_or_else(|| "none".into())
+}
+
+/// Executed calls binned 0 / 1–2 / 3–5 / 6+.
+pub fn calls_bin(calls: u32) -> &'static str {
+    match calls {
+        0 => "0",
+        1..=2 => "1-2",
+        3..=5 => "3-5",
+        _ => "6+",
+    }
+}
+
+fn shape(r: &EpisodeRow) -> String {
+    format!("{}|{}", calls_bin(r.calls), r.stop_reason)
+}
+
+fn termination_aware(r: &EpisodeRow) -> String {
+    match r.terminal_flag.as_deref() {
+        Some(flag @ ("truncation" | "budget_or_call_limit" | "turn_limit" | "infeasibility")) => {
+            flag.to_string()
+        }
+        _ => first_unmet(r),
+    }
+}
+
+/// The `decoders` analysis kind.
+pub struct Decoders;
+
+/// The one completion cap of the episodes (the manifest refuses a study of several
+/// caps whose decoders name none, so several here means rows of another design).
+fn single_cap(episodes: &[EpisodeRow]) -> Result<u32, AnalysisError> {
+    let caps: BTreeSet<u32> = episodes.iter().map(|r| r.completion_cap).collect();
+    match caps.iter().collect::<Vec<_>>().as_slice() {
+        [cap] => Ok(**cap),
+        _ => Err(AnalysisError::MissingData {
+            analysis: KIND,
+            detail: format!(
+                "the episodes hold {} completion caps and `completion_cap` names none",
+                caps.len()
+            ),
+        }),
+    }
+}
+
+/// Its parameters.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Params {
+    /// The menu lane the packets come from (default `routed`).
+    #[serde(default)]
+    pub lane: Option<String>,
+    /// The completion cap (default: the study's, when it runs one; a study of several
+    /// caps must name one, which the manifest checks).
+    #[serde(default)]
+    pub completion_cap: Option<u32>,
+    /// Bootstrap draws (default 10,000).
+    #[serde(default)]
+    pub draws: Option<u32>,
+    /// Bootstrap seed (default 20261202).
+    #[serde(default)]
+    pub seed: Option<u64>,
+}
+
+impl Typed for Decoders {
+    type Params = Params;
+    const NAME: &'static str = KIND;
+    const VERSION: &'static str = "decoders/1";
+    const OUTPUTS: &'static [&'static str] = &[
+        "decoders",
+        "decoder_gains",
+        "decoder_packets",
+        "decoder_multi",
+    ];
+
+    fn check(params: &Params) -> Vec<ParamProblem> {
+        check_draws(params.draws).into_iter().collect()
+    }
+
+    fn needs(design: &Design) -> Option<String> {
+        let has = |(v, w, d): (u32, &str, &str)| {
+            design.cells.iter().any(|c| {
+                u32::from(c.v) == v
+                    && tbb_tables::levels::level_name(&c.w) == w
+                    && tbb_tables::levels::level_name(&c.d) == d
+                    && c.depth.is_none()
+            })
+        };
+        let missing: Vec<String> = std::iter::once(BASELINE)
+            .chain(STRESSED)
+            .filter(|c| !has(*c))
+            .map(|(v, w, d)| format!("({v}, {w}, {d})"))
+            .collect();
+        (!missing.is_empty()).then(|| {
+            format!(
+                "it needs the baseline cell (8, low, raw) and the single-stress endpoint \
+                 cells; the manifest lacks {}",
+                missing.join(", ")
+            )
+        })
+    }
+
+    fn check_names(params: &Params, names: &Names<'_>) -> Vec<ParamProblem> {
+        let lanes = ["routed", "fixed"].into_iter();
+        let mut out: Vec<ParamProblem> = (params.lane.as_deref())
+            .and_then(|lane| needs::among("lane", "lane", lane, lanes, "the lanes"))
+            .into_iter()
+            .collect();
+        match params.completion_cap {
+            Some(cap) => out.extend(names.completion_cap("completion_cap", cap)),
+            None => out.extend(names.single_cap("completion_cap").err()),
+        }
+        out
+    }
+
+    fn run(params: &Params, input: &Context<'_>) -> Result<Produced, AnalysisError> {
+        let lane = params.lane.as_deref().unwrap_or("routed");
+        let cap = match params.completion_cap {
+            Some(cap) => cap,
+            None => single_cap(input.episodes)?,
+        };
+        let draws = params.draws.unwrap_or(DEFAULT_DRAWS);
+        let seed = params.seed.unwrap_or(DEFAULT_SEED);
+        let packets = packets(input.episodes, lane, cap);
+        if packets.labelled.is_empty() {
+            return Err(AnalysisError::MissingData {
+                analysis: KIND,
+                detail: format!(
+                    "no packet in lane {lane} at cap {cap}: no configuration × family whose \
+                     baseline (8, low, raw) succeeds and exactly one single-stress cell fails"
+                ),
+            });
+        }
+        let scores = score(&packets.labelled, draws, seed);
+        let gains = gains(&scores);
+        let multi = multi(&packets);
+        Ok(vec![
+            Output {
+                table: "decoders",
+                batch: decoders_table(&scores, lane, cap, draws, seed)?,
+            },
+            Output {
+                table: "decoder_gains",
+                batch: gains_table(&gains, draws, seed)?,
+            },
+            Output {
+                table: "decoder_packets",
+                batch: packets_table(&packets, lane, cap)?,
+            },
+            Output {
+                table: "decoder_multi",
+                batch: multi_table(&multi)?,
+            },
+        ]
+        .into())
+    }
+}
+
+/// A labelled packet: its intent (the fold), its label (index into [`LABELS`]) and
+/// the failing stressed row.
+#[derive(Debug, Clone)]
+pub struct Packet<'a> {
+    /// The intent.
+    pub intent: &'a str,
+    /// Index into [`LABELS`].
+    pub label: usize,
+    /// The failing stressed row.
+    pub row: &'a EpisodeRow,
+}
+
+/// The packets of a lane and cap, and what was left out.
+#[derive(Debug, Default)]
+pub struct Packets<'a> {
+    /// Exactly one stressed cell failed.
+    pub labelled: Vec<Packet<'a>>,
+    /// More than one stressed cell failed: every failing stressed row, labelled by its
+    /// cell.
+    pub multi: Vec<Packet<'a>>,
+    /// Packets with more than one failure.
+    pub n_multi: u32,
+    /// Packets with an infrastructure failure.
+    pub n_infra: u32,
+    /// Packets whose baseline failed.
+    pub n_baseline_failed: u32,
+    /// Packets with no failing stressed cell.
+    pub n_no_failure: u32,
+    /// Packets missing one of the four rows.
+    pub n_incomplete: u32,
+}
+
+/// Groups the rows of `lane` at `cap` into packets (see the module doc).
+pub fn packets<'a>(episodes: &'a [EpisodeRow], lane: &str, cap: u32) -> Packets<'a> {
+    type Key<'a> = (&'a str, &'a str, u32);
+    let cell = |r: &EpisodeRow| -> Option<usize> {
+        let at = |(v, w, d): (u32, &str, &str)| r.v == v && r.w == w && r.d == d;
+        if r.depth.is_some() || r.r != "low" {
+            None
+        } else if at(BASELINE) {
+            Some(0)
+        } else {
+            STRESSED.iter().position(|c| at(*c)).map(|i| i + 1)
+        }
+    };
+    let mut groups: BTreeMap<Key<'a>, [Option<&'a EpisodeRow>; 4]> = BTreeMap::new();
+    for r in episodes {
+        if r.lane != lane || r.completion_cap != cap {
+            continue;
+        }
+        if let Some(i) = cell(r) {
+            groups
+                .entry((r.configuration.as_str(), r.family.as_str(), r.repeat))
+                .or_default()[i] = Some(r);
+        }
+    }
+    let mut out = Packets::default();
+    for rows in groups.values() {
+        let [Some(base), Some(v), Some(w), Some(d)] = *rows else {
+            out.n_incomplete += 1;
+            continue;
+        };
+        let stressed = [v, w, d];
+        if rows.iter().flatten().any(|r| r.infra_failure) {
+            out.n_infra += 1;
+        } else if !base.vts {
+            out.n_baseline_failed += 1;
+        } else {
+            let failed: Vec<usize> = (0..3).filter(|&i| !stressed[i].vts).collect();
+            let packet = |i: usize| Packet {
+                intent: stressed[i].intent.as_str(),
+                label: i,
+                row: stressed[i],
+            };
+            match failed.as_slice() {
+                [] => out.n_no_failure += 1,
+                [one] => out.labelled.push(packet(*one)),
+                many => {
+                    out.n_multi += 1;
+                    out.multi.extend(many.iter().map(|&i| packet(i)));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// A fitted lookup table: tuple → label, and the prior for unseen tuples.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Table {
+    /// Majority label per tuple.
+    pub by_tuple: BTreeMap<String, usize>,
+    /// The training packets' majority label.
+    pub prior: usize,
+}
+
+/// The majority of `counts`, ties to the earliest label.
+fn majority(counts: &[u32; 3]) -> usize {
+    let mut best = 0;
+    for i in 1..3 {
+        if counts[i] > counts[best] {
+            best = i;
+        }
+    }
+    best
+}
+
+/// Fits the table on `(tuple, label)` pairs.
+pub fn fit<'t>(training: impl IntoIterator<Item = (&'t str, usize)>) -> Table {
+    let mut counts: BTreeMap<String, [u32; 3]> = BTreeMap::new();
+    let mut prior = [0u32; 3];
+    for (tuple, label) in training {
+        counts.entry(tuple.to_string()).or_default()[label] += 1;
+        prior[label] += 1;
+    }
+    Table {
+        by_tuple: counts
+            .iter()
+            .map(|(t, c)| (t.clone(), majority(c)))
+            .collect(),
+        prior: majority(&prior),
+    }
+}
+
+/// The table's label for a tuple.
+pub fn predict(table: &Table, tuple: &str) -> usize {
+    table.by_tuple.get(tuple).copied().unwrap_or(table.prior)
+}
+
+/// Out-of-fold predictions of one feature set: one per packet, each fitted without
+/// its intent.
+pub fn out_of_fold(packets: &[Packet<'_>], features: fn(&EpisodeRow) -> String) -> Vec<usize> {
+    let tuples: Vec<String> = packets.iter().map(|p| features(p.row)).collect();
+    let intents: BTreeSet<&str> = packets.iter().map(|p| p.intent).collect();
+    let mut predicted = vec![0; packets.len()];
+    for held in intents {
+        let table = fit(packets
+            .iter()
+            .zip(&tuples)
+            .filter(|(p, _)| p.intent != held)
+            .map(|(p, t)| (t.as_str(), p.label)));
+        for (i, p) in packets.iter().enumerate() {
+            if p.intent == held {
+                predicted[i] = predict(&table, &tuples[i]);
+            }
+        }
+    }
+    predicted
+}
+
+/// Per-class recall (NaN for a class with no packet) and their mean over the classes
+/// that have packets, from (label, predicted, weight) triples.
+pub fn balanced_accuracy(
+    outcomes: impl IntoIterator<Item = (usize, usize, f64)>,
+) -> (f64, [f64; 3]) {
+    let mut hit = [0.0; 3];
+    let mut n = [0.0; 3];
+    for (label, predicted, weight) in outcomes {
+        n[label] += weight;
+        if predicted == label {
+            hit[label] += weight;
+        }
+    }
+    let recall = [0, 1, 2].map(|i| if n[i] > 0.0 { hit[i] / n[i] } else { f64::NAN });
+    let present: Vec<f64> = recall.iter().copied().filter(|r| r.is_finite()).collect();
+    let ba = if present.is_empty() {
+        f64::NAN
+    } else {
+        present.iter().sum::<f64>() / present.len() as f64
+    };
+    (ba, recall)
+}
+
+/// One feature set's score.
+#[derive(Debug, Clone)]
+pub struct Score {
+    /// The feature set.
+    pub name: &'static str,
+    /// Whether it reads the treatment.
+    pub reference: bool,
+    /// Balanced accuracy (share).
+    pub balanced_accuracy: f64,
+    /// Per-class recall.
+    pub recall: [f64; 3],
+    /// Packets per class.
+    pub n: [u32; 3],
+    /// Distinct tuples seen.
+    pub n_tuples: u32,
+    /// Balanced accuracy of each bootstrap draw (intents resampled).
+    pub draws: Vec<f64>,
+}
+
+/// Scores every feature set with one intent-cluster bootstrap (the same intent draws
+/// for every set).
+pub fn score(packets: &[Packet<'_>], draws: u32, seed: u64) -> Vec<Score> {
+    let intents: Vec<&str> = packets
+        .iter()
+        .map(|p| p.intent)
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let of_intent: Vec<usize> = packets
+        .iter()
+        .map(|p| intents.iter().position(|i| *i == p.intent).unwrap_or(0))
+        .collect();
+    // The multiplicity of each intent in each draw, shared by every feature set.
+    let mut stream = IndexStream::new(stats::derive_seed(seed, &[KIND, "intents"]));
+    let picks: Vec<Vec<f64>> = (0..draws)
+        .map(|_| {
+            let mut m = vec![0.0; intents.len()];
+            for _ in 0..intents.len() {
+                m[stream.index(intents.len() as u32)] += 1.0;
+            }
+            m
+        })
+        .collect();
+    let mut n = [0u32; 3];
+    for p in packets {
+        n[p.label] += 1;
+    }
+    FEATURE_SETS
+        .iter()
+        .map(|(name, reference, features)| {
+            let predicted = out_of_fold(packets, *features);
+            let outcomes = |weights: &dyn Fn(usize) -> f64| {
+                balanced_accuracy(
+                    packets
+                        .iter()
+                        .enumerate()
+                        .map(|(i, p)| (p.label, predicted[i], weights(of_intent[i]))),
+                )
+            };
+            let (ba, recall) = outcomes(&|_| 1.0);
+            let draws: Vec<f64> = picks.iter().map(|m| outcomes(&|k| m[k]).0).collect();
+            let tuples: BTreeSet<String> = packets.iter().map(|p| features(p.row)).collect();
+            Score {
+                name,
+                reference: *reference,
+                balanced_accuracy: ba,
+                recall,
+                n,
+                n_tuples: tuples.len() as u32,
+                draws,
+            }
+        })
+        .collect()
+}
+
+/// A paired gain between two feature sets.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Gain {
+    /// The set.
+    pub set: &'static str,
+    /// Against.
+    pub against: &'static str,
+    /// Difference in balanced accuracy, pp.
+    pub gain_pp: f64,
+    /// Bonferroni-adjusted interval, pp.
+    pub ci_low_pp: f64,
+    /// Upper end.
+    pub ci_high_pp: f64,
+    /// The interval's level.
+    pub level: f64,
+}
+
+/// The gains of [`COMPARISONS`], Bonferroni over them.
+pub fn gains(scores: &[Score]) -> Vec<Gain> {
+    let level = 1.0 - 0.05 / COMPARISONS.len() as f64;
+    let get = |name: &str| scores.iter().find(|s| s.name == name);
+    COMPARISONS
+        .iter()
+        .filter_map(|(set, against)| {
+            let (a, b) = (get(set)?, get(against)?);
+            let mut diffs: Vec<f64> = a
+                .draws
+                .iter()
+                .zip(&b.draws)
+                .map(|(x, y)| 100.0 * (x - y))
+                .filter(|d| d.is_finite())
+                .collect();
+            let tail = (1.0 - level) / 2.0;
+            let (low, high) = if diffs.is_empty() {
+                (f64::NAN, f64::NAN)
+            } else {
+                stats::quantile_pair(&mut diffs, tail, 1.0 - tail)
+            };
+            Some(Gain {
+                set: a.name,
+                against: b.name,
+                gain_pp: 100.0 * (a.balanced_accuracy - b.balanced_accuracy),
+                ci_low_pp: low,
+                ci_high_pp: high,
+                level,
+            })
+        })
+        .collect()
+}
+
+/// The joint record's decoder (first unmet + terminal flag) on the failing stressed
+/// rows of the multi-failure packets, each predicted by the table fitted without its
+/// intent: counts per (true pressure, predicted pressure).
+pub fn multi(packets: &Packets<'_>) -> BTreeMap<(usize, usize), u32> {
+    let features = FEATURE_SETS[2].2;
+    let mut out = BTreeMap::new();
+    let intents: BTreeSet<&str> = packets.multi.iter().map(|p| p.intent).collect();
+    for held in intents {
+        let training: Vec<(String, usize)> = packets
+            .labelled
+            .iter()
+            .filter(|p| p.intent != held)
+            .map(|p| (features(p.row), p.label))
+            .collect();
+        let table = fit(training.iter().map(|(t, l)| (t.as_str(), *l)));
+        for p in packets.multi.iter().filter(|p| p.intent == held) {
+            *out.entry((p.label, predict(&table, &features(p.row))))
+                .or_insert(0) += 1;
+        }
+    }
+    out
+}
+
+fn decoders_table(
+    scores: &[Score],
+    lane: &str,
+    cap: u32,
+    draws: u32,
+    seed: u64,
+) -> Result<RecordBatch, AnalysisError> {
+    let interval: Vec<(f64, f64)> = scores
+        .iter()
+        .map(|s| {
+            let mut d: Vec<f64> = s.draws.iter().copied().filter(|x| x.is_finite()).collect();
+            if d.is_empty() {
+                (f64::NAN, f64::NAN)
+            } else {
+                stats::quantile_pair(&mut d, 0.025, 0.975)
+            }
+        })
+        .collect();
+    let finite = |x: f64| x.is_finite().then_some(x);
+    Ok(TableBuilder::new()
+        .text("lane", scores.iter().map(|_| lane))
+        .u32("completion_cap", scores.iter().map(|_| cap))
+        .text("feature_set", scores.iter().map(|s| s.name))
+        .bool("reads_treatment", scores.iter().map(|s| s.reference))
+        .u32("n_packets", scores.iter().map(|s| s.n.iter().sum::<u32>()))
+        .u32("n_v", scores.iter().map(|s| s.n[0]))
+        .u32("n_w", scores.iter().map(|s| s.n[1]))
+        .u32("n_d", scores.iter().map(|s| s.n[2]))
+        .u32("n_tuples", scores.iter().map(|s| s.n_tuples))
+        .f64(
+            "balanced_accuracy",
+            scores.iter().map(|s| s.balanced_accuracy),
+        )
+        .f64_opt("ci_low", interval.iter().map(|i| finite(i.0)))
+        .f64_opt("ci_high", interval.iter().map(|i| finite(i.1)))
+        .f64_opt("recall_v", scores.iter().map(|s| finite(s.recall[0])))
+        .f64_opt("recall_w", scores.iter().map(|s| finite(s.recall[1])))
+        .f64_opt("recall_d", scores.iter().map(|s| finite(s.recall[2])))
+        .u32("draws", scores.iter().map(|_| draws))
+        .u64("seed", scores.iter().map(|_| seed))
+        .build("decoders")?)
+}
+
+fn gains_table(gains: &[Gain], draws: u32, seed: u64) -> Result<RecordBatch, AnalysisError> {
+    let finite = |x: f64| x.is_finite().then_some(x);
+    Ok(TableBuilder::new()
+        .text("feature_set", gains.iter().map(|g| g.set))
+        .text("against", gains.iter().map(|g| g.against))
+        .f64("gain_pp", gains.iter().map(|g| g.gain_pp))
+        .f64_opt("ci_low_pp", gains.iter().map(|g| finite(g.ci_low_pp)))
+        .f64_opt("ci_high_pp", gains.iter().map(|g| finite(g.ci_high_pp)))
+        .f64("level", gains.iter().map(|g| g.level))
+        .u32(
+            "comparisons",
+            gains.iter().map(|_| COMPARISONS.len() as u32),
+        )
+        .u32("draws", gains.iter().map(|_| draws))
+        .u64("seed", gains.iter().map(|_| seed))
+        .build("decoder_gains")?)
+}
+
+fn packets_table(p: &Packets<'_>, lane: &str, cap: u32) -> Result<RecordBatch, AnalysisError> {
+    let count = |label: usize| p.labelled.iter().filter(|x| x.label == label).count() as u32;
+    let rows: [(&str, u32); 9] = [
+        ("labelled", p.labelled.len() as u32),
+        ("labelled_v", count(0)),
+        ("labelled_w", count(1)),
+        ("labelled_d", count(2)),
+        ("excluded_multi_failure", p.n_multi),
+        ("excluded_infra_failure", p.n_infra),
+        ("baseline_failed", p.n_baseline_failed),
+        ("no_failure", p.n_no_failure),
+        ("incomplete", p.n_incomplete),
+    ];
+    Ok(TableBuilder::new()
+        .text("lane", rows.iter().map(|_| lane))
+        .u32("completion_cap", rows.iter().map(|_| cap))
+        .text("packets", rows.iter().map(|r| r.0))
+        .u32("n", rows.iter().map(|r| r.1))
+        .build("decoder_packets")?)
+}
+
+fn multi_table(m: &BTreeMap<(usize, usize), u32>) -> Result<RecordBatch, AnalysisError> {
+    let rows: Vec<(&str, &str, u32)> = m
+        .iter()
+        .map(|((t, p), n)| (LABELS[*t], LABELS[*p], *n))
+        .collect();
+    Ok(TableBuilder::new()
+        .text("pressure", rows.iter().map(|r| r.0))
+        .text("predicted", rows.iter().map(|r| r.1))
+        .u32("n_rows", rows.iter().map(|r| r.2))
+        .build("decoder_multi")?)
+}
+
+// The report crate's tests render sections from these panels (feature `fixtures`).
+#[cfg(any(test, feature = "fixtures"))]
+#[doc(hidden)]
+pub mod tests;

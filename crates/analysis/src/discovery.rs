@@ -1,0 +1,454 @@
+//! The discovery study (pressure R): per arm, how often the required tools reach the
+//! model (availability, A), success counted intention to treat, and the R contrast
+//! (high − low), with cluster-bootstrap intervals.
+//!
+//! Owns: the `discovery` table. One row per arm × statistic × R level × cluster unit:
+//!
+//! * `arm`, `lane` (the arm's menu: `fixed`, `router`, `retrieval_k8`, ...);
+//! * `statistic`: `availability` (share of episodes whose offered menu held every
+//!   required tool, the `ok_a` column), `itt_success` (VTS over *every* assigned
+//!   episode: one that stopped unavailable counts as a failure, as does an
+//!   infrastructure failure), `success_if_available` (VTS among the available
+//!   episodes only — descriptive, not a randomised comparison);
+//! * `r`: `low`, `high`, or `high_minus_low` (the paired R contrast, for
+//!   `availability` and `itt_success`);
+//! * `cluster_unit`: `required_tools` (the primary unit), `family`, `intent`;
+//!   `n_clusters`; `n` (episodes for a rate, pairs for a contrast); `hits` (episodes
+//!   counted 1 for a rate; null for a contrast);
+//! * `estimate_pp`, `ci_low_pp`, `ci_high_pp` (95% percentile cluster bootstrap),
+//!   `p_value` (centered, two-sided; contrasts only, null for rates), `p_floor`,
+//!   `draws`, `seed`, `draw_seed`;
+//! * `unavailable`, `unavailable_requests`, `unavailable_tokens` (on `availability`
+//!   rows at one R level, null elsewhere): the episodes that stopped for lack of
+//!   availability, and the provider requests and reported tokens they used — 0 and 0
+//!   by construction; the table shows it.
+//!
+//! # Clusters of required tools
+//! A variant's required-tool cluster is the set of tools its reference program calls,
+//! with the connector prefix taken off (`read_invoice+search+update_invoice`): the
+//! variants table's `required_tool_kinds` column. Families of one intent share their
+//! tool kinds, and a family whose decision triggers the permitted write adds that
+//! write, so the clusters split intents by whether a write is required; at the
+//! discovery cells the 36 core families fall into the clusters the table counts in
+//! `n_clusters` (see docs/discovery.md for why that is not the paper's 18).
+//!
+//! # Estimates and pairs
+//! A rate is the mean over episodes (each weighs 1). A contrast pairs, within an arm,
+//! the R-low and R-high episodes of one block, configuration, family, V, W, D, depth,
+//! completion cap and repeat; its estimate is the mean paired difference, and an
+//! episode without its partner is left out. The bootstrap resamples whole clusters of
+//! the row's unit and recomputes the ratio of sums ([`super::stats`]); a row's stream
+//! hashes `["discovery", arm, statistic, r, cluster_unit]` with the manifest's seed.
+//!
+//! Invariants: row order of the input does not matter; rows come out sorted by arm
+//! name, then statistic, R level and cluster unit in the orders above.
+//!
+//! Never: runs episodes, reads files, or looks at anything but the episodes and the
+//! variants table.
+
+use std::collections::BTreeMap;
+
+use arrow_array::{Array, RecordBatch, StringArray};
+use serde::{Deserialize, Serialize};
+
+use super::design::success;
+use super::stats::{self, ClusterTotals, Interval};
+use super::{AnalysisError, Context, Design, Input, Output, ParamProblem, Produced, Typed};
+use tbb_tables::rows::EpisodeRow;
+use tbb_tables::TableBuilder;
+
+/// Name of the kind and its table.
+const KIND: &str = "discovery";
+
+/// The variants column holding a variant's required-tool cluster.
+pub const CLUSTER_COLUMN: &str = "required_tool_kinds";
+
+/// The cluster units, primary first.
+pub const UNITS: [&str; 3] = ["required_tools", "family", "intent"];
+
+/// The `discovery` analysis kind.
+pub struct Discovery;
+
+/// Its parameters.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DiscoveryParams {
+    /// Bootstrap draws (default [`stats::DEFAULT_DRAWS`]).
+    #[serde(default)]
+    pub draws: Option<u32>,
+    /// Bootstrap seed (default [`stats::DEFAULT_SEED`]).
+    #[serde(default)]
+    pub seed: Option<u64>,
+}
+
+impl Typed for Discovery {
+    type Params = DiscoveryParams;
+    const NAME: &'static str = KIND;
+    const VERSION: &'static str = "discovery/1";
+    const INPUTS: &'static [Input] = &[Input::Episodes, Input::Variants];
+    const OUTPUTS: &'static [&'static str] = &[KIND];
+
+    fn check(params: &DiscoveryParams) -> Vec<ParamProblem> {
+        stats::check_draws(params.draws).into_iter().collect()
+    }
+
+    fn needs(design: &Design) -> Option<String> {
+        let paired = design.cells.iter().any(|low| {
+            low.r == tbb_tables::levels::Routing::Low
+                && design.cells.iter().any(|high| {
+                    high.r == tbb_tables::levels::Routing::High
+                        && (high.v, high.w, high.d, high.depth) == (low.v, low.w, low.d, low.depth)
+                })
+        });
+        (!paired).then(|| {
+            "it needs matched R-low / R-high cells (the same V, W and D at r = \"low\" and \
+             r = \"high\"); the manifest has none"
+                .into()
+        })
+    }
+
+    fn run(params: &DiscoveryParams, input: &Context<'_>) -> Result<Produced, AnalysisError> {
+        let clusters = required_clusters(input.tables)?;
+        let rows = compute(params, input.episodes, &clusters)?;
+        Ok(vec![Output {
+            table: KIND,
+            batch: table(&rows)?,
+        }]
+        .into())
+    }
+}
+
+/// variant id → required-tool cluster, from the variants table.
+pub fn required_clusters(
+    tables: &BTreeMap<String, RecordBatch>,
+) -> Result<BTreeMap<String, String>, AnalysisError> {
+    let bad = |detail: String| AnalysisError::InputTable {
+        analysis: KIND,
+        table: "variants".into(),
+        detail,
+    };
+    let batch = tables
+        .get("variants")
+        .ok_or_else(|| bad("it was not given".into()))?;
+    let text = |name: &str| {
+        batch
+            .column_by_name(name)
+            .and_then(|c| c.as_any().downcast_ref::<StringArray>())
+            .ok_or_else(|| bad(format!("no text column `{name}`")))
+    };
+    let (ids, kinds) = (text("variant_id")?, text(CLUSTER_COLUMN)?);
+    Ok((0..batch.num_rows())
+        .filter(|&i| !ids.is_null(i) && !kinds.is_null(i))
+        .map(|i| (ids.value(i).to_string(), kinds.value(i).to_string()))
+        .collect())
+}
+
+/// One row of the table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row {
+    /// Arm name.
+    pub arm: String,
+    /// Its menu.
+    pub lane: String,
+    /// `availability`, `itt_success`, `success_if_available`.
+    pub statistic: &'static str,
+    /// `low`, `high`, `high_minus_low`.
+    pub r: &'static str,
+    /// One of [`UNITS`].
+    pub cluster_unit: &'static str,
+    /// Clusters.
+    pub n_clusters: usize,
+    /// Episodes (rates) or pairs (contrasts).
+    pub n: usize,
+    /// Episodes counted 1 (rates only).
+    pub hits: Option<u64>,
+    /// Estimate and interval, in pp.
+    pub interval: Interval,
+    /// Whether `p_value` is meaningful (contrasts).
+    pub contrast: bool,
+    /// Draws.
+    pub draws: u32,
+    /// The manifest seed.
+    pub seed: u64,
+    /// The row's stream.
+    pub draw_seed: u64,
+    /// Unavailable episodes, their requests and tokens (availability rates only).
+    pub unavailable: Option<[u64; 3]>,
+}
+
+/// One observation: its value (0 or 1, or a difference) and its three cluster keys.
+struct Obs<'a> {
+    value: f64,
+    keys: [&'a str; 3],
+}
+
+/// The rows, sorted.
+pub fn compute(
+    params: &DiscoveryParams,
+    episodes: &[EpisodeRow],
+    clusters: &BTreeMap<String, String>,
+) -> Result<Vec<Row>, AnalysisError> {
+    let draws = params.draws.unwrap_or(stats::DEFAULT_DRAWS);
+    let seed = params.seed.unwrap_or(stats::DEFAULT_SEED);
+    if draws == 0 {
+        return Err(AnalysisError::InvalidParameter {
+            analysis: KIND,
+            detail: "draws must be at least 1".into(),
+        });
+    }
+    let cluster_of = |e: &EpisodeRow| -> Result<&str, AnalysisError> {
+        clusters
+            .get(&e.variant_id)
+            .map(String::as_str)
+            .ok_or_else(|| AnalysisError::MissingData {
+                analysis: KIND,
+                detail: format!(
+                    "variant {} has no required-tool cluster in the variants table",
+                    e.variant_id
+                ),
+            })
+    };
+    let mut arms: BTreeMap<&str, Vec<&EpisodeRow>> = BTreeMap::new();
+    for e in episodes.iter().filter(|e| e.r == "low" || e.r == "high") {
+        arms.entry(e.arm.as_str()).or_default().push(e);
+    }
+    if arms.is_empty() {
+        return Err(AnalysisError::MissingData {
+            analysis: KIND,
+            detail: "no episode at r = low or r = high".into(),
+        });
+    }
+    let mut out = Vec::new();
+    for (arm, rows) in arms {
+        let lane = rows.first().map_or_else(String::new, |e| e.lane.clone());
+        let mut push = |statistic: &'static str, r: &'static str, obs: &[Obs<'_>], extra: Extra| {
+            // No episode to average (no available episode, say): no row.
+            if obs.is_empty() {
+                return;
+            }
+            for (u, unit) in UNITS.iter().enumerate() {
+                let keys: Vec<&str> = obs.iter().map(|o| o.keys[u]).collect();
+                let (ids, names) = stats::cluster_ids(&keys);
+                let values: Vec<f64> = obs.iter().map(|o| 100.0 * o.value).collect();
+                let totals =
+                    ClusterTotals::new(&values, &vec![1.0; values.len()], &ids, names.len());
+                let draw_seed = stats::derive_seed(seed, &[KIND, arm, statistic, r, unit]);
+                out.push(Row {
+                    arm: arm.to_string(),
+                    lane: lane.clone(),
+                    statistic,
+                    r,
+                    cluster_unit: unit,
+                    n_clusters: names.len(),
+                    n: obs.len(),
+                    hits: extra.hits,
+                    interval: stats::cluster_bootstrap(&totals, draws, draw_seed),
+                    contrast: extra.contrast,
+                    draws,
+                    seed,
+                    draw_seed,
+                    unavailable: extra.unavailable,
+                });
+            }
+        };
+        fn obs_of<'e>(
+            cluster: Result<&'e str, AnalysisError>,
+            e: &'e EpisodeRow,
+            value: bool,
+        ) -> Result<Obs<'e>, AnalysisError> {
+            Ok(Obs {
+                value: f64::from(u8::from(value)),
+                keys: [cluster?, e.family.as_str(), e.intent.as_str()],
+            })
+        }
+        for r in ["low", "high"] {
+            let at: Vec<&EpisodeRow> = rows.iter().copied().filter(|e| e.r == r).collect();
+            if at.is_empty() {
+                continue;
+            }
+            let available: Vec<Obs<'_>> = at
+                .iter()
+                .map(|e| obs_of(cluster_of(e), e, e.ok[0]))
+                .collect::<Result<_, _>>()?;
+            let unavailable: Vec<&&EpisodeRow> = at.iter().filter(|e| !e.ok[0]).collect();
+            push(
+                "availability",
+                r,
+                &available,
+                Extra {
+                    hits: Some(at.iter().filter(|e| e.ok[0]).count() as u64),
+                    contrast: false,
+                    unavailable: Some([
+                        unavailable.len() as u64,
+                        unavailable.iter().map(|e| u64::from(e.requests)).sum(),
+                        unavailable.iter().map(|e| e.total_tokens).sum(),
+                    ]),
+                },
+            );
+            let itt: Vec<Obs<'_>> = at
+                .iter()
+                .map(|e| obs_of(cluster_of(e), e, success(e)))
+                .collect::<Result<_, _>>()?;
+            push(
+                "itt_success",
+                r,
+                &itt,
+                Extra::rate(at.iter().filter(|e| success(e)).count()),
+            );
+            let given: Vec<&&EpisodeRow> = at.iter().filter(|e| e.ok[0]).collect();
+            let per_protocol: Vec<Obs<'_>> = given
+                .iter()
+                .map(|e| obs_of(cluster_of(e), e, success(e)))
+                .collect::<Result<_, _>>()?;
+            push(
+                "success_if_available",
+                r,
+                &per_protocol,
+                Extra::rate(given.iter().filter(|e| success(e)).count()),
+            );
+        }
+        let pairs = pair(&rows)?;
+        if !pairs.is_empty() {
+            for (statistic, y) in [
+                (
+                    "availability",
+                    (|e: &EpisodeRow| e.ok[0]) as fn(&EpisodeRow) -> bool,
+                ),
+                ("itt_success", success),
+            ] {
+                let obs: Vec<Obs<'_>> = pairs
+                    .iter()
+                    .map(|(low, high)| {
+                        Ok(Obs {
+                            value: f64::from(u8::from(y(high))) - f64::from(u8::from(y(low))),
+                            keys: [cluster_of(low)?, low.family.as_str(), low.intent.as_str()],
+                        })
+                    })
+                    .collect::<Result<_, AnalysisError>>()?;
+                push(
+                    statistic,
+                    "high_minus_low",
+                    &obs,
+                    Extra {
+                        hits: None,
+                        contrast: true,
+                        unavailable: None,
+                    },
+                );
+            }
+        }
+    }
+    let order = |r: &Row| {
+        (
+            r.arm.clone(),
+            ["availability", "itt_success", "success_if_available"]
+                .iter()
+                .position(|s| *s == r.statistic),
+            ["low", "high", "high_minus_low"]
+                .iter()
+                .position(|s| *s == r.r),
+            UNITS.iter().position(|u| *u == r.cluster_unit),
+        )
+    };
+    out.sort_by_key(order);
+    Ok(out)
+}
+
+/// What a group of rows adds beside the bootstrap.
+#[derive(Clone, Copy)]
+struct Extra {
+    hits: Option<u64>,
+    contrast: bool,
+    unavailable: Option<[u64; 3]>,
+}
+
+impl Extra {
+    fn rate(hits: usize) -> Extra {
+        Extra {
+            hits: Some(hits as u64),
+            contrast: false,
+            unavailable: None,
+        }
+    }
+}
+
+/// The (R low, R high) pairs of one arm's episodes, sorted by their condition.
+fn pair<'a>(
+    rows: &[&'a EpisodeRow],
+) -> Result<Vec<(&'a EpisodeRow, &'a EpisodeRow)>, AnalysisError> {
+    type Key<'k> = (
+        &'k str,
+        &'k str,
+        &'k str,
+        u32,
+        &'k str,
+        &'k str,
+        Option<u32>,
+        u32,
+        u32,
+    );
+    let mut slots: BTreeMap<Key<'a>, [Option<&'a EpisodeRow>; 2]> = BTreeMap::new();
+    for &e in rows {
+        let side = usize::from(e.r == "high");
+        let key = (
+            e.block.as_str(),
+            e.configuration.as_str(),
+            e.family.as_str(),
+            e.v,
+            e.w.as_str(),
+            e.d.as_str(),
+            e.depth,
+            e.completion_cap,
+            e.repeat,
+        );
+        if slots.entry(key).or_default()[side].replace(e).is_some() {
+            return Err(AnalysisError::Inconsistent {
+                analysis: KIND,
+                detail: format!(
+                    "two episodes of arm {} for family {} × configuration {} at v = {}, \
+                     r = {}, repeat {}",
+                    e.arm, e.family, e.configuration, e.v, e.r, e.repeat
+                ),
+            });
+        }
+    }
+    Ok(slots
+        .into_values()
+        .filter_map(|s| match s {
+            [Some(low), Some(high)] => Some((low, high)),
+            _ => None,
+        })
+        .collect())
+}
+
+fn table(rows: &[Row]) -> Result<RecordBatch, AnalysisError> {
+    let un = |i: usize| move |r: &Row| r.unavailable.map(|u| u[i]);
+    Ok(TableBuilder::new()
+        .text("arm", rows.iter().map(|r| &r.arm))
+        .text("lane", rows.iter().map(|r| &r.lane))
+        .text("statistic", rows.iter().map(|r| r.statistic))
+        .text("r", rows.iter().map(|r| r.r))
+        .text("cluster_unit", rows.iter().map(|r| r.cluster_unit))
+        .u32("n_clusters", rows.iter().map(|r| r.n_clusters as u32))
+        .u32("n", rows.iter().map(|r| r.n as u32))
+        .u64_opt("hits", rows.iter().map(|r| r.hits))
+        .f64("estimate_pp", rows.iter().map(|r| r.interval.estimate))
+        .f64("ci_low_pp", rows.iter().map(|r| r.interval.low))
+        .f64("ci_high_pp", rows.iter().map(|r| r.interval.high))
+        .f64_opt(
+            "p_value",
+            rows.iter()
+                .map(|r| r.contrast.then_some(r.interval.p_value)),
+        )
+        .f64("p_floor", rows.iter().map(|r| r.interval.p_floor))
+        .u32("draws", rows.iter().map(|r| r.draws))
+        .u64("seed", rows.iter().map(|r| r.seed))
+        .u64("draw_seed", rows.iter().map(|r| r.draw_seed))
+        .u64_opt("unavailable", rows.iter().map(un(0)))
+        .u64_opt("unavailable_requests", rows.iter().map(un(1)))
+        .u64_opt("unavailable_tokens", rows.iter().map(un(2)))
+        .build(KIND)?)
+}
+
+#[cfg(test)]
+mod tests;

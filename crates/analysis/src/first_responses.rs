@@ -1,0 +1,453 @@
+//! Reasoning-only first responses (paper Table 8, Appendix E): how the first response
+//! to a 128-schema request ends when it ends at the completion cap, for the
+//! configurations whose usage reports reasoning tokens.
+//!
+//! Owns: the `first_responses` table, read from this study's request rows
+//! (`requests.parquet`, see [`tbb_tables::requests`]) — one row per (completion cap,
+//! configuration), the pooled row of each cap first (`configuration = "all"`,
+//! `organization = "all"`), then the configurations by name:
+//!
+//! * `completion_cap`, `configuration`, `organization`, `visible_schemas` (always 128);
+//! * `configurations`: reporting configurations in the row (1, or all of them pooled);
+//! * `first_responses`: episodes whose first request carried 128 visible schemas;
+//! * `infra_failed`: of those, the ones whose first request ended the episode as an
+//!   infrastructure failure (no response after the retries, or usage missing or not
+//!   counts): they are counted here and in `first_responses`, never as cut, since
+//!   there is no counted response to classify;
+//! * `cut`: first responses that ended at the cap; `cut_share` = `cut /
+//!   first_responses` (null when there is none);
+//! * `reasoning_only` (no visible text, no call, every completion token reasoning),
+//!   `cut_in_tool_call`, `cut_in_text`, and `cut_empty` (cut after 0 completion tokens),
+//!   which add up to `cut`; `reasoning_only_share`, `cut_in_tool_call_share` and
+//!   `cut_in_text_share` are of `cut` (null when nothing was cut);
+//! * `never_truncating`: configurations in the row with no cut first response (0 or 1
+//!   per configuration; the count pooled).
+//!
+//! Decisions (the paper leaves them to the reader):
+//! * A configuration's usage *reports reasoning tokens* when at least one of its request
+//!   rows in the study has `reasoning_source = "reported"`: the provider's usage payload
+//!   carried the count. `derived` (the wire client computed it from other figures) and
+//!   `unknown` do not qualify. One reported response is enough, because a provider may
+//!   leave the detail out of some payloads (a failed request has none at all).
+//! * A first response *ended at the cap* when its normalised `finish_reason` is
+//!   `length`; which of the four ways it ended is its `response_kind` (the rules of
+//!   [`tbb_tables::requests::ResponseKind`], which also make a reasoning-only cut
+//!   independent of whether the reasoning count was reported).
+//! * The first request is the row with `turn = 0`; an episode is selected by that
+//!   request's `visible_schemas`, not by its cell's V, so any arm whose first request
+//!   shows a narrower menu is left out. Every arm and repeat is pooled (the paper pools
+//!   its blocks); completion caps are kept apart, because "the cap" differs.
+//!
+//! Invariants: counts are exact integers from the rows; row order does not matter; a
+//! study with no reporting configuration gets its pooled rows with zero counts.
+//!
+//! Never: reads transcripts or files (the pipeline hands it the request rows), or
+//! decides what a response held (the requests table did).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::truncation::ALL;
+use super::{AnalysisError, Context, Design, Input, NoParams, Output, Produced, Typed};
+use tbb_tables::rows::RequestRow;
+use tbb_tables::TableBuilder;
+
+/// Name in error messages and of the table.
+const KIND: &str = "first_responses";
+
+/// The menu size of the first request the table reads.
+pub const VISIBLE_SCHEMAS: u32 = 128;
+
+/// The `first_responses` analysis kind.
+pub struct FirstResponses;
+
+impl Typed for FirstResponses {
+    type Params = NoParams;
+    const NAME: &'static str = KIND;
+    const VERSION: &'static str = "first_responses/1";
+    // The episodes only name each configuration's organization.
+    const INPUTS: &'static [Input] = &[Input::Requests, Input::Episodes];
+    const OUTPUTS: &'static [&'static str] = &[KIND];
+
+    fn needs(design: &Design) -> Option<String> {
+        let has_128 = design
+            .cells
+            .iter()
+            .any(|c| u32::from(c.v) == VISIBLE_SCHEMAS);
+        (!has_128).then(|| {
+            "it reads first requests that carried 128 schemas; the manifest has no cell with v = 128"
+                .into()
+        })
+    }
+
+    fn run(_params: &NoParams, input: &Context<'_>) -> Result<Produced, AnalysisError> {
+        let organizations: BTreeMap<&str, &str> = input
+            .episodes
+            .iter()
+            .map(|e| (e.configuration.as_str(), e.organization.as_str()))
+            .collect();
+        let rows = count(input.requests)?;
+        let batch = table(&rows, &organizations)?;
+        Ok(vec![Output { table: KIND, batch }].into())
+    }
+}
+
+/// The counts of one row of the table.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Counts {
+    /// Completion cap.
+    pub completion_cap: u32,
+    /// Configuration, or [`ALL`].
+    pub configuration: String,
+    /// Reporting configurations counted.
+    pub configurations: u32,
+    /// Episodes whose first request carried 128 schemas.
+    pub first_responses: u32,
+    /// ... whose first request was an infrastructure failure.
+    pub infra_failed: u32,
+    /// ... whose first response ended at the cap.
+    pub cut: u32,
+    /// Cut with reasoning tokens only.
+    pub reasoning_only: u32,
+    /// Cut inside a tool call.
+    pub cut_in_tool_call: u32,
+    /// Cut inside visible text.
+    pub cut_in_text: u32,
+    /// Cut after 0 completion tokens.
+    pub cut_empty: u32,
+    /// Configurations with no cut first response.
+    pub never_truncating: u32,
+}
+
+impl Counts {
+    fn add(&mut self, first: &RequestRow) {
+        let q = &first.request;
+        self.first_responses += 1;
+        if q.infra_cause.is_some() || q.response_kind.is_none() {
+            self.infra_failed += 1;
+            return;
+        }
+        if q.finish_reason != Some("length") {
+            return;
+        }
+        self.cut += 1;
+        match q.response_kind {
+            Some("reasoning_only") => self.reasoning_only += 1,
+            Some("cut_in_tool_call") => self.cut_in_tool_call += 1,
+            Some("cut_in_text") => self.cut_in_text += 1,
+            _ => self.cut_empty += 1,
+        }
+    }
+
+    fn pool(&mut self, other: &Counts) {
+        self.configurations += other.configurations;
+        self.first_responses += other.first_responses;
+        self.infra_failed += other.infra_failed;
+        self.cut += other.cut;
+        self.reasoning_only += other.reasoning_only;
+        self.cut_in_tool_call += other.cut_in_tool_call;
+        self.cut_in_text += other.cut_in_text;
+        self.cut_empty += other.cut_empty;
+        self.never_truncating += other.never_truncating;
+    }
+}
+
+/// The rows of the table: per completion cap, the pooled row, then each reporting
+/// configuration by name.
+pub fn count(requests: &[RequestRow]) -> Result<Vec<Counts>, AnalysisError> {
+    if requests.is_empty() {
+        return Err(AnalysisError::MissingData {
+            analysis: KIND,
+            detail: "the study has no provider request".into(),
+        });
+    }
+    let reporting: BTreeSet<&str> = requests
+        .iter()
+        .filter(|r| r.request.reasoning_source == Some("reported"))
+        .map(|r| r.episode.configuration.as_str())
+        .collect();
+    let caps: BTreeSet<u32> = requests.iter().map(|r| r.episode.completion_cap).collect();
+    // Every reporting configuration gets a row at every cap it ran at, even with no
+    // first request of 128 schemas there (its counts are then 0).
+    let mut per: BTreeMap<(u32, &str), Counts> = BTreeMap::new();
+    for r in requests {
+        let config = r.episode.configuration.as_str();
+        if !reporting.contains(config) {
+            continue;
+        }
+        let c = per
+            .entry((r.episode.completion_cap, config))
+            .or_insert_with(|| Counts {
+                completion_cap: r.episode.completion_cap,
+                configuration: config.to_string(),
+                configurations: 1,
+                ..Counts::default()
+            });
+        if r.request.turn == 0 && r.request.visible_schemas == VISIBLE_SCHEMAS {
+            c.add(r);
+        }
+    }
+    let mut out = Vec::new();
+    for cap in caps {
+        let mut pooled = Counts {
+            completion_cap: cap,
+            configuration: ALL.to_string(),
+            ..Counts::default()
+        };
+        let mut mine: Vec<Counts> = per
+            .range((cap, "")..)
+            .take_while(|((c, _), _)| *c == cap)
+            .map(|(_, counts)| counts.clone())
+            .collect();
+        for c in &mut mine {
+            c.never_truncating = u32::from(c.cut == 0);
+            pooled.pool(c);
+        }
+        out.push(pooled);
+        out.extend(mine);
+    }
+    Ok(out)
+}
+
+/// `num / den`, null when `den` is 0.
+fn share(num: u32, den: u32) -> Option<f64> {
+    (den > 0).then(|| f64::from(num) / f64::from(den))
+}
+
+fn table(
+    rows: &[Counts],
+    organizations: &BTreeMap<&str, &str>,
+) -> Result<arrow_array::RecordBatch, AnalysisError> {
+    let organization = |c: &Counts| -> String {
+        if c.configuration == ALL {
+            ALL.to_string()
+        } else {
+            organizations
+                .get(c.configuration.as_str())
+                .map_or_else(String::new, |o| o.to_string())
+        }
+    };
+    Ok(TableBuilder::new()
+        .u32("completion_cap", rows.iter().map(|r| r.completion_cap))
+        .text("configuration", rows.iter().map(|r| &r.configuration))
+        .text("organization", rows.iter().map(organization))
+        .u32("visible_schemas", rows.iter().map(|_| VISIBLE_SCHEMAS))
+        .u32("configurations", rows.iter().map(|r| r.configurations))
+        .u32("first_responses", rows.iter().map(|r| r.first_responses))
+        .u32("infra_failed", rows.iter().map(|r| r.infra_failed))
+        .u32("cut", rows.iter().map(|r| r.cut))
+        .f64_opt(
+            "cut_share",
+            rows.iter().map(|r| share(r.cut, r.first_responses)),
+        )
+        .u32("reasoning_only", rows.iter().map(|r| r.reasoning_only))
+        .f64_opt(
+            "reasoning_only_share",
+            rows.iter().map(|r| share(r.reasoning_only, r.cut)),
+        )
+        .u32("cut_in_tool_call", rows.iter().map(|r| r.cut_in_tool_call))
+        .f64_opt(
+            "cut_in_tool_call_share",
+            rows.iter().map(|r| share(r.cut_in_tool_call, r.cut)),
+        )
+        .u32("cut_in_text", rows.iter().map(|r| r.cut_in_text))
+        .f64_opt(
+            "cut_in_text_share",
+            rows.iter().map(|r| share(r.cut_in_text, r.cut)),
+        )
+        .u32("cut_empty", rows.iter().map(|r| r.cut_empty))
+        .u32("never_truncating", rows.iter().map(|r| r.never_truncating))
+        .build(KIND)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use tbb_tables::rows::{EpisodeColumns, RequestColumns};
+
+    /// A request row of `config`'s episode `episode` at `cap`: its `turn`, the schemas
+    /// it showed, how it ended (`None`: the request failed), and the reasoning source.
+    fn row(
+        config: &str,
+        episode: &str,
+        turn: u32,
+        schemas: u32,
+        ended: Option<(&'static str, &'static str)>,
+        source: &'static str,
+    ) -> RequestRow {
+        RequestRow {
+            episode: Arc::new(EpisodeColumns {
+                study: "t8".into(),
+                episode_key: episode.into(),
+                node_key: episode.into(),
+                configuration: config.into(),
+                block: "main".into(),
+                arm: "routed".into(),
+                lane: "routed".into(),
+                repair: "none".into(),
+                delivery: "native".into(),
+                actor: "model".into(),
+                completion_cap: 1024,
+                repeat: 0,
+                schedule: "routed".into(),
+                schedule_position: None,
+                variant_id: episode.into(),
+                family: "f".into(),
+                v: schemas,
+                w: "low".into(),
+                d: "raw".into(),
+                r: "low".into(),
+                depth: None,
+            }),
+            request: RequestColumns {
+                turn,
+                visible_schemas: schemas,
+                prompt_tokens: ended.map(|_| 9_000),
+                cached_tokens: ended.map(|_| 0),
+                completion_tokens: ended.map(|_| 1024),
+                reasoning_tokens: ended.filter(|_| source == "reported").map(|_| 900),
+                reasoning_source: ended.map(|_| source),
+                finish_reason: ended.map(|(f, _)| f),
+                finish_reason_raw: ended.map(|(f, _)| f.to_string()),
+                response_kind: ended.map(|(_, k)| k),
+                executed_call: false,
+                cumulative_calls: 0,
+                attempts: Some(1),
+                infra_cause: ended.is_none().then(|| "server_error".to_string()),
+                wall_ms: 1,
+                cumulative_tokens: 0,
+            },
+        }
+    }
+
+    const REASONING_CUT: Option<(&str, &str)> = Some(("length", "reasoning_only"));
+    const CALL_CUT: Option<(&str, &str)> = Some(("length", "cut_in_tool_call"));
+    const TEXT_CUT: Option<(&str, &str)> = Some(("length", "cut_in_text"));
+    const EMPTY_CUT: Option<(&str, &str)> = Some(("length", "empty"));
+    const CALL: Option<(&str, &str)> = Some(("tool_calls", "tool_call"));
+    const ANSWER: Option<(&str, &str)> = Some(("stop", "answer"));
+
+    /// Three reporting configurations and one that does not report:
+    /// * `heavy`: five first responses at 128 (reasoning-only ×2, in a call, in text,
+    ///   one call), one failed first request, a reasoning-only cut at V = 8 (left out)
+    ///   and one on a second turn (left out);
+    /// * `mild`: a cut after 0 tokens, a call; its only reported row is a second turn;
+    /// * `steady`: two calls at 128, never cut;
+    /// * `hidden` (reasoning `unknown`): cut reasoning-only at 128, left out.
+    fn panel() -> Vec<RequestRow> {
+        vec![
+            row("heavy", "h1", 0, 128, REASONING_CUT, "reported"),
+            row("heavy", "h2", 0, 128, REASONING_CUT, "reported"),
+            row("heavy", "h3", 0, 128, CALL_CUT, "reported"),
+            row("heavy", "h4", 0, 128, TEXT_CUT, "reported"),
+            row("heavy", "h5", 0, 128, CALL, "reported"),
+            row("heavy", "h5", 1, 8, REASONING_CUT, "reported"),
+            row("heavy", "h6", 0, 128, None, "reported"),
+            row("heavy", "h7", 0, 8, REASONING_CUT, "reported"),
+            row("mild", "m1", 0, 128, EMPTY_CUT, "unknown"),
+            row("mild", "m2", 0, 128, CALL, "unknown"),
+            row("mild", "m2", 1, 8, ANSWER, "reported"),
+            row("steady", "s1", 0, 128, CALL, "reported"),
+            row("steady", "s2", 0, 128, CALL, "reported"),
+            row("steady", "s2", 1, 8, ANSWER, "reported"),
+            row("hidden", "x1", 0, 128, REASONING_CUT, "unknown"),
+            row("hidden", "x2", 0, 128, TEXT_CUT, "derived"),
+        ]
+    }
+
+    #[test]
+    fn first_responses_by_hand() {
+        let mut rows = panel();
+        // Row order does not matter.
+        rows.reverse();
+        let out = count(&rows).unwrap_or_else(|e| panic!("{e}"));
+        let names: Vec<&str> = out.iter().map(|c| c.configuration.as_str()).collect();
+        assert_eq!(
+            names,
+            ["all", "heavy", "mild", "steady"],
+            "hidden is left out"
+        );
+        let heavy = &out[1];
+        assert_eq!(
+            (heavy.first_responses, heavy.infra_failed, heavy.cut),
+            (6, 1, 4)
+        );
+        assert_eq!(
+            (
+                heavy.reasoning_only,
+                heavy.cut_in_tool_call,
+                heavy.cut_in_text,
+                heavy.cut_empty
+            ),
+            (2, 1, 1, 0)
+        );
+        assert_eq!(heavy.never_truncating, 0);
+        let mild = &out[2];
+        assert_eq!((mild.first_responses, mild.cut, mild.cut_empty), (2, 1, 1));
+        assert_eq!(mild.never_truncating, 0);
+        let steady = &out[3];
+        assert_eq!((steady.first_responses, steady.cut), (2, 0));
+        assert_eq!(steady.never_truncating, 1);
+        let all = &out[0];
+        assert_eq!(
+            *all,
+            Counts {
+                completion_cap: 1024,
+                configuration: "all".into(),
+                configurations: 3,
+                first_responses: 10,
+                infra_failed: 1,
+                cut: 5,
+                reasoning_only: 2,
+                cut_in_tool_call: 1,
+                cut_in_text: 1,
+                cut_empty: 1,
+                never_truncating: 1,
+            }
+        );
+    }
+
+    #[test]
+    fn the_table_holds_shares_of_the_cut_and_nulls_where_nothing_was_cut() {
+        let organizations = BTreeMap::from([("heavy", "H"), ("mild", "M"), ("steady", "S")]);
+        let rows = count(&panel()).unwrap_or_else(|e| panic!("{e}"));
+        let batch = table(&rows, &organizations).unwrap_or_else(|e| panic!("{e}"));
+        let f = |name: &str| -> Vec<Option<f64>> {
+            batch
+                .column_by_name(name)
+                .and_then(|c| c.as_any().downcast_ref::<arrow_array::Float64Array>())
+                .unwrap_or_else(|| panic!("{name}"))
+                .iter()
+                .collect()
+        };
+        assert_eq!(
+            f("reasoning_only_share"),
+            [Some(2.0 / 5.0), Some(2.0 / 4.0), Some(0.0), None]
+        );
+        assert_eq!(
+            f("cut_share"),
+            [Some(5.0 / 10.0), Some(4.0 / 6.0), Some(0.5), Some(0.0)]
+        );
+        let orgs = batch
+            .column_by_name("organization")
+            .and_then(|c| c.as_any().downcast_ref::<arrow_array::StringArray>())
+            .map(|c| c.iter().flatten().map(str::to_string).collect::<Vec<_>>());
+        assert_eq!(
+            orgs,
+            Some(vec!["all".into(), "H".into(), "M".into(), "S".into()])
+        );
+    }
+
+    #[test]
+    fn no_reporting_configuration_gives_an_empty_pooled_row() {
+        let rows: Vec<RequestRow> = panel()
+            .into_iter()
+            .filter(|r| r.episode.configuration == "hidden")
+            .collect();
+        let out = count(&rows).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(out.len(), 1);
+        assert_eq!((out[0].configurations, out[0].first_responses), (0, 0));
+        assert!(count(&[]).is_err(), "no request at all is missing data");
+    }
+}

@@ -1,0 +1,181 @@
+#![cfg_attr(not(test), allow(dead_code, unused_imports))]
+use super::*;
+use crate::design::testing::row;
+
+/// Two configurations (`c1` confirmatory) × two families × depths 2 and 30 × raw and
+/// compact × three arms. The baseline and canonical delivery succeed at 2 calls and
+/// fail at 30; the controller succeeds everywhere but on f2 at (30, compact).
+pub fn episodes() -> Vec<EpisodeRow> {
+    let mut out = Vec::new();
+    for configuration in ["c1", "c2"] {
+        for family in ["f1", "f2"] {
+            for depth in [2u32, 30] {
+                for d in ["raw", "compact"] {
+                    for arm in ["baseline", "controller", "canonical"] {
+                        let vts = match arm {
+                            "controller" => !(family == "f2" && depth == 30 && d == "compact"),
+                            _ => depth == 2,
+                        };
+                        let mut r = row(configuration, "O", family, family, 8, "high", d, vts);
+                        r.depth = Some(depth);
+                        r.arm = arm.into();
+                        r.lane = "fixed".into();
+                        match arm {
+                            "controller" => {
+                                r.actor = "controller".into();
+                                r.calls = depth;
+                                r.calls_by_controller = depth - 1;
+                                r.requests = 2;
+                            }
+                            "canonical" => r.delivery = "canonical".into(),
+                            _ => {
+                                r.calls = depth.min(20);
+                                r.requests = depth.min(20) + 1;
+                            }
+                        }
+                        out.push(r);
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+fn find<'a>(rows: &'a [RepairRow], population: &str, layer: &str, role: &str) -> &'a RepairRow {
+    rows.iter()
+        .find(|r| r.population.as_deref() == Some(population) && r.layer == layer && r.role == role)
+        .unwrap_or_else(|| panic!("no {population} {layer} {role} row"))
+}
+
+fn close(x: Option<repair_stats::Summary>, want: f64) {
+    let got = x.map_or(f64::NAN, |s| s.estimate);
+    assert!((got - want).abs() < 1e-9, "{got} != {want}");
+}
+
+use super::super::repair_stats;
+
+/// By hand. Depth layer (strata raw, compact): μ⁰ = (1, 0), controller (1, 0.75),
+/// canonical (1, 0): L = 100, Γ = 75, Σ = 75 − 0 = 75; canonical's Σ = 0, so Δ = 75.
+/// Encoding layer (strata depth 2, 30): μ⁰ = (0.5, 0.5), canonical (0.5, 0.5), the
+/// controller (1, 0.75): L = 0, Γ = 0, Σ = 0; the controller's Γ = 25 and
+/// Σ = 25 − 50 = −25, so canonical's Δ = 0 − (−25) = 25.
+#[test]
+fn the_controller_and_its_control_are_hand_computed_in_both_populations() {
+    let rows = rows(&episodes(), &["c1".to_string()], 200, 7).unwrap_or_else(|e| panic!("{e}"));
+    for population in ["all", "confirmatory"] {
+        let ctrl = find(&rows, population, "depth", "repair");
+        assert_eq!(ctrl.repair, "controller");
+        close(ctrl.l, 100.0);
+        close(ctrl.gamma, 75.0);
+        close(ctrl.sigma, 75.0);
+        close(ctrl.delta, 75.0);
+        assert!(ctrl.note.as_deref().is_some_and(|n| n.contains("±200 pp")));
+        let control = find(&rows, population, "depth", "wrong_layer_control");
+        assert_eq!(control.repair, "canonical_delivery");
+        close(control.gamma, 0.0);
+        close(control.sigma, 0.0);
+        let canonical = find(&rows, population, "D", "repair");
+        close(canonical.l, 0.0);
+        close(canonical.gamma, 0.0);
+        close(canonical.sigma, 0.0);
+        close(canonical.delta, 25.0);
+        let its_control = find(&rows, population, "D", "wrong_layer_control");
+        assert_eq!(its_control.repair, "controller");
+        close(its_control.gamma, 25.0);
+        close(its_control.sigma, -25.0);
+        // Every draw keeps L, Γ, Σ and Δ of the controller positive: its one-sided p
+        // is the floor 1/B, and Holm over the two repairs doubles it; canonical
+        // delivery's L is 0 in every draw (p = 1).
+        assert_eq!(ctrl.p_iut, Some(1.0 / 200.0));
+        assert_eq!(ctrl.p_holm, Some(2.0 / 200.0));
+        assert_eq!(ctrl.activates, Some(true));
+        assert_eq!(canonical.p_holm, Some(1.0));
+        assert_eq!(canonical.activates, Some(false));
+    }
+    let n = |p: &str| find(&rows, p, "depth", "repair").n_configurations;
+    assert_eq!((n("all"), n("confirmatory")), (2, 1));
+}
+
+#[test]
+fn the_controller_needs_delta_positive_to_activate() {
+    // Make canonical delivery rescue as much as the controller: Δ = 0, so the
+    // controller no longer activates although L, Γ and Σ stay positive.
+    let mut eps = episodes();
+    for r in &mut eps {
+        if r.delivery == "canonical" {
+            r.vts = !(r.family == "f2" && r.depth == Some(30) && r.d == "compact");
+            r.ok = [r.vts; 9];
+        }
+    }
+    let rows = rows(&eps, &["c1".to_string()], 200, 7).unwrap_or_else(|e| panic!("{e}"));
+    let ctrl = find(&rows, "all", "depth", "repair");
+    close(ctrl.delta, 0.0);
+    close(ctrl.sigma, 75.0);
+    assert_eq!(ctrl.activates, Some(false));
+}
+
+#[test]
+fn arms_report_calls_the_controllers_share_and_requests_per_depth() {
+    let arms = arm_rows(&episodes());
+    let get = |role: &str, depth: u32| {
+        arms.iter()
+            .find(|a| a.role == role && a.depth == depth)
+            .unwrap_or_else(|| panic!("{role} at {depth}"))
+    };
+    let base = get("baseline", 30);
+    assert_eq!((base.n_episodes, base.vts), (8, 0.0));
+    assert_eq!(
+        (base.calls_per_episode, base.requests_per_episode),
+        (20.0, 21.0)
+    );
+    let ctrl = get("controller", 30);
+    assert_eq!(ctrl.vts, 0.75);
+    assert_eq!(
+        (
+            ctrl.calls_per_episode,
+            ctrl.controller_calls_per_episode,
+            ctrl.requests_per_episode
+        ),
+        (30.0, 29.0, 2.0)
+    );
+    assert_eq!(get("canonical_delivery", 2).vts, 1.0);
+    // Roles in table order, each by depth.
+    let order: Vec<(&str, u32)> = arms.iter().map(|a| (a.role.as_str(), a.depth)).collect();
+    assert_eq!(
+        order,
+        [
+            ("baseline", 2),
+            ("baseline", 30),
+            ("controller", 2),
+            ("controller", 30),
+            ("canonical_delivery", 2),
+            ("canonical_delivery", 30)
+        ]
+    );
+}
+
+#[test]
+fn a_confirmatory_configuration_the_study_lacks_is_named() {
+    let params = Params {
+        confirmatory: vec!["sim-nowhere".into()],
+        draws: None,
+        seed: None,
+    };
+    let design = Design {
+        cells: vec![],
+        menus: vec![Menu::Fixed],
+        prompts: vec![],
+        deliveries: vec![],
+        actors: vec![Actor::Controller],
+        configurations: vec!["sim-a".into()],
+        arms: vec![],
+        blocks: vec![],
+        completion_caps: vec![1024],
+    };
+    let why = Holdout::needs_with(&params, &design).unwrap_or_default();
+    assert!(why.contains("`sim-nowhere`"), "{why}");
+    assert!(Holdout::check(&Params::default())
+        .iter()
+        .any(|p| p.path == "confirmatory"));
+}

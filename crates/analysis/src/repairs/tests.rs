@@ -1,0 +1,211 @@
+//! The `repairs` analysis on hand-built episodes.
+#![cfg_attr(not(test), allow(dead_code, unused_imports))]
+
+use super::*;
+use crate::design::testing::row;
+use crate::design::CELLS;
+use arrow_array::{Array, BooleanArray, Float64Array, StringArray, UInt32Array};
+
+/// The four arms: (name, lane, repair).
+const ARMS: [(&str, &str, &str); 4] = [
+    ("fixed", "fixed", "none"),
+    ("routed", "routed", "none"),
+    ("workflow", "fixed", "workflow_prompt"),
+    ("guide", "fixed", "interface_guide"),
+];
+
+/// Two families × one configuration × the 8 endpoint cells × the four arms. Success:
+/// the no-repair arm and the workflow prompt fail at (128, high, ·); the routed menu
+/// never fails; the interface guide fails at (128, high, raw) only.
+pub fn panel() -> Vec<EpisodeRow> {
+    let mut rows = Vec::new();
+    for family in ["f1", "f2"] {
+        for c in &CELLS[..8] {
+            for (name, lane, repair) in ARMS {
+                let stressed = c.v == 128 && c.w == "high";
+                let ok = match name {
+                    "routed" => true,
+                    "guide" => !(stressed && c.d == "raw"),
+                    _ => !stressed,
+                };
+                let mut r = row("a", "O", family, family, c.v, c.w, c.d, ok);
+                r.arm = name.into();
+                r.lane = lane.into();
+                r.repair = repair.into();
+                rows.push(r);
+            }
+        }
+    }
+    rows
+}
+
+fn find<'a>(rows: &'a [RepairRow], layer: &str, repair: &str) -> &'a RepairRow {
+    rows.iter()
+        .find(|r| r.layer == layer && r.repair == repair)
+        .unwrap_or_else(|| panic!("no row {layer} × {repair}"))
+}
+
+fn est(s: Option<Summary>) -> f64 {
+    s.map_or(f64::NAN, |s| s.estimate)
+}
+
+#[test]
+fn l_gamma_sigma_delta_per_layer_by_hand() {
+    let rows = rows(&panel(), 100, 1).unwrap_or_else(|e| panic!("{e}"));
+    // V (8 → 128 over the four W × D strata): μ⁰ = (1, 0.5), routed (1, 1):
+    // L = 50, Γ = 50, Σ = 50. Guide at V: (1, 0.75): Σ = 25; workflow: Σ = 0.
+    // Δ = 50 − 25 = 25.
+    let v = find(&rows, "V", "routed_menu");
+    assert_eq!(v.role, "repair");
+    assert_eq!(
+        (est(v.l), est(v.gamma), est(v.sigma), est(v.delta)),
+        (50.0, 50.0, 50.0, 25.0)
+    );
+    assert_eq!(est(find(&rows, "V", "interface_guide").sigma), 25.0);
+    assert_eq!(est(find(&rows, "V", "workflow_prompt").sigma), 0.0);
+    // W (low → high over V × D): μ⁰ = (1, 0.5); workflow = no repair: Γ = Σ = 0;
+    // routed Σ = 50, guide Σ = 25: Δ = 0 − 50 = −50.
+    let w = find(&rows, "W", "workflow_prompt");
+    assert_eq!(
+        (est(w.l), est(w.gamma), est(w.sigma), est(w.delta)),
+        (50.0, 0.0, 0.0, -50.0)
+    );
+    // D (raw → linked over V × W): μ⁰ = (0.75, 0.75): L = 0; guide (0.75, 1): Γ = 25,
+    // Σ = 25; routed (1, 1): Σ = 0; workflow Σ = 0: Δ = 25.
+    let d = find(&rows, "D", "interface_guide");
+    assert_eq!(
+        (est(d.l), est(d.gamma), est(d.sigma), est(d.delta)),
+        (0.0, 25.0, 25.0, 25.0)
+    );
+    // Every family is alike, so each interval is a point.
+    let s = v.sigma.unwrap_or_else(|| panic!("sigma"));
+    assert_eq!((s.low, s.high), (50.0, 50.0));
+    // Counts: 8 cells, 2 families, 2 × 8 episodes per arm.
+    assert_eq!((v.n_cells, v.n_families, v.n_episodes_per_arm), (8, 2, 16));
+}
+
+#[test]
+fn activation_is_the_iut_with_holm_over_the_layers() {
+    let rows = rows(&panel(), 100, 1).unwrap_or_else(|e| panic!("{e}"));
+    // V: every part positive at the floor 1/100, so IUT p = 0.01; W (Γ = 0) and D
+    // (L = 0) have IUT p = 1. Holm over three estimable layers: V 0.03, W and D 1.
+    let v = find(&rows, "V", "routed_menu");
+    assert_eq!(v.p_iut, Some(0.01));
+    assert!(v.p_holm.is_some_and(|p| (p - 0.03).abs() < 1e-12));
+    assert_eq!(v.activates, Some(true));
+    assert_eq!(v.tost_margin, None, "an activating repair has no margin");
+    for (layer, repair) in [("W", "workflow_prompt"), ("D", "interface_guide")] {
+        let r = find(&rows, layer, repair);
+        assert_eq!(
+            (r.p_iut, r.p_holm, r.activates),
+            (Some(1.0), Some(1.0), Some(false))
+        );
+        assert!(r.tost_margin.is_some());
+    }
+    // Controls are not tested for activation.
+    assert_eq!(find(&rows, "V", "workflow_prompt").activates, None);
+}
+
+#[test]
+fn the_router_layer_is_listed_as_not_estimable_without_its_arm() {
+    let rows = rows(&panel(), 50, 1).unwrap_or_else(|e| panic!("{e}"));
+    let r = find(&rows, "R", "router");
+    assert!(!r.estimable);
+    let note = r.note.clone().unwrap_or_default();
+    assert!(note.contains("menu = router"), "{note}");
+    assert_eq!((r.l, r.p_holm, r.activates), (None, None, None));
+    // The benchmark row closes the table: L = 40, Γ = 30, Σ = 20.
+    let last = rows.last().unwrap_or_else(|| panic!("rows"));
+    assert_eq!(last.role, "generic_rescue_benchmark");
+    let close = |s: Option<Summary>, x: f64| (est(s) - x).abs() < 1e-9;
+    assert!(close(last.l, 40.0) && close(last.gamma, 30.0) && close(last.sigma, 20.0));
+}
+
+#[test]
+fn wrong_layer_controls_run_on_exactly_the_repairs_conditions() {
+    let rows = rows(&panel(), 50, 1).unwrap_or_else(|e| panic!("{e}"));
+    for layer in ["V", "W", "D"] {
+        let own = rows
+            .iter()
+            .find(|r| r.layer == layer && r.role == "repair")
+            .unwrap_or_else(|| panic!("{layer}"));
+        let controls: Vec<&RepairRow> = rows
+            .iter()
+            .filter(|r| r.layer == layer && r.role == "wrong_layer_control")
+            .collect();
+        assert_eq!(controls.len(), 2, "{layer}");
+        for c in controls {
+            assert_eq!(
+                (&c.cells, c.n_cells, c.n_episodes_per_arm, c.draw_seed),
+                (
+                    &own.cells,
+                    own.n_cells,
+                    own.n_episodes_per_arm,
+                    own.draw_seed
+                )
+            );
+        }
+    }
+    // Take the interface guide off one cell: it stops being a control of V (named in
+    // the note), and its own layer D loses that stratum.
+    let mut panel = panel();
+    panel.retain(|r| !(r.arm == "guide" && r.v == 128 && r.w == "high" && r.d == "linked"));
+    let rows = super::rows(&panel, 50, 1).unwrap_or_else(|e| panic!("{e}"));
+    assert!(!rows
+        .iter()
+        .any(|r| r.layer == "V" && r.repair == "interface_guide"));
+    let v = find(&rows, "V", "routed_menu");
+    assert!(v
+        .note
+        .as_deref()
+        .is_some_and(|n| n.contains("interface_guide")));
+    assert_eq!(find(&rows, "D", "interface_guide").n_cells, 6);
+}
+
+#[test]
+fn the_table_has_the_notebook_columns() {
+    // 100 draws: V's IUT p is the floor 0.01, 0.03 after Holm over three layers.
+    let rows = rows(&panel(), 100, 1).unwrap_or_else(|e| panic!("{e}"));
+    let t = table(&rows, 100, 1, "repairs", false).unwrap_or_else(|e| panic!("{e}"));
+    for name in [
+        "l_pp",
+        "l_pp_ci_low",
+        "l_pp_ci_high",
+        "gamma_pp",
+        "gamma_pp_ci_low",
+        "gamma_pp_ci_high",
+        "sigma_pp",
+        "sigma_pp_ci_low",
+        "sigma_pp_ci_high",
+        "delta_pp",
+        "delta_pp_ci_low",
+        "delta_pp_ci_high",
+        "p_iut",
+        "p_holm",
+        "activates",
+        "tost_margin_pp",
+    ] {
+        assert!(t.column_by_name(name).is_some(), "{name}");
+    }
+    let layer = t
+        .column_by_name("layer")
+        .and_then(|c| c.as_any().downcast_ref::<StringArray>())
+        .unwrap_or_else(|| panic!("layer"));
+    // V, W, D with two controls each, R, and the benchmark.
+    assert_eq!(layer.len(), 11);
+    let n = t
+        .column_by_name("n_cells")
+        .and_then(|c| c.as_any().downcast_ref::<UInt32Array>())
+        .unwrap_or_else(|| panic!("n_cells"));
+    assert_eq!(n.value(0), 8);
+    let act = t
+        .column_by_name("activates")
+        .and_then(|c| c.as_any().downcast_ref::<BooleanArray>())
+        .unwrap_or_else(|| panic!("activates"));
+    assert!(act.value(0) && act.is_null(1));
+    let l = t
+        .column_by_name("l_pp")
+        .and_then(|c| c.as_any().downcast_ref::<Float64Array>())
+        .unwrap_or_else(|| panic!("l_pp"));
+    assert_eq!(l.value(0), 50.0);
+}

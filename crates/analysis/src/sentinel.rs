@@ -1,0 +1,401 @@
+//! Sentinel repeats (paper Section 4.3, last paragraphs): condition groups run several
+//! times — pass@1, success on every run, on any run, disagreement between runs — and
+//! each repair's stress gain Γ re-estimated over the repeats with a family-cluster
+//! interval.
+//!
+//! Owns: the `sentinel` table.
+//!
+//! # Which episodes
+//! Arms are read as [`super::repairs`] reads them (the no-repair arm is the fixed menu
+//! with the base prompt; a layer's repair changes its one component). A layer's
+//! *sentinel pair* is its no-repair arm and its repair on the layer's stressed cells
+//! (V = 128, W high, D linked, R high), on the (configuration, family, cell) where both
+//! run. A *condition group* is one (configuration, family, cell, arm, completion cap);
+//! its runs are its repeats. Other rows are not read.
+//!
+//! # Rows
+//! Per completion cap: one row per layer with a sentinel pair (`scope` = the layer),
+//! then `all`, the distinct groups of every pair. `pass_at_1` is the success rate over
+//! runs; `all_runs`, `any_run` and `disagreement` (some runs succeed and some fail) are
+//! shares of groups. On a layer's row, `gain_pp` is Γ = repair − no-repair success over
+//! every run, with a 95% family-cluster percentile interval
+//! ([`super::repair_stats::bootstrap`], stream `["sentinel", cap, layer]`); null on
+//! `all`.
+//!
+//! Never: runs episodes or reads files.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use arrow_array::RecordBatch;
+
+use super::repair_stats::{self, FamilyTallies, Tally};
+use super::repairs::{arm_of, needs_a_repair_design, Params, LAYERS};
+use super::stats::{self, check_draws};
+use super::{AnalysisError, Context, Design, Output, ParamProblem, Produced, Typed};
+use tbb_tables::rows::EpisodeRow;
+use tbb_tables::TableBuilder;
+
+/// Name in error messages.
+const KIND: &str = "sentinel";
+
+/// The `sentinel` analysis kind.
+pub struct Sentinel;
+
+impl Typed for Sentinel {
+    type Params = Params;
+    const NAME: &'static str = KIND;
+    const VERSION: &'static str = "sentinel/1";
+    const OUTPUTS: &'static [&'static str] = &["sentinel"];
+
+    fn check(params: &Params) -> Vec<ParamProblem> {
+        check_draws(params.draws).into_iter().collect()
+    }
+
+    fn needs(design: &Design) -> Option<String> {
+        needs_a_repair_design(design)
+    }
+
+    fn run(params: &Params, input: &Context<'_>) -> Result<Produced, AnalysisError> {
+        let (draws, seed) = params.resolved();
+        let rows = rows(input.episodes, draws, seed)?;
+        Ok(vec![Output {
+            table: "sentinel",
+            batch: table(&rows, draws, seed)?,
+        }]
+        .into())
+    }
+}
+
+/// A condition group: (configuration, family, cell label, arm).
+type Group<'a> = (&'a str, &'a str, String, Option<usize>);
+
+/// One row of the `sentinel` table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SentinelRow {
+    /// Completion cap.
+    pub completion_cap: u32,
+    /// `V`, `W`, `D`, `R` or `all`.
+    pub scope: String,
+    /// The layer's repair (null on `all`).
+    pub repair: Option<String>,
+    /// The stressed cells.
+    pub cells: String,
+    /// Condition groups.
+    pub n_groups: u32,
+    /// Runs (episodes).
+    pub n_runs: u32,
+    /// Families.
+    pub n_families: u32,
+    /// Configurations.
+    pub n_configurations: u32,
+    /// Fewest and most runs of a group.
+    pub runs: (u32, u32),
+    /// Success over runs.
+    pub pass_at_1: f64,
+    /// Share of groups succeeding on every run.
+    pub all_runs: f64,
+    /// Share of groups succeeding on some run.
+    pub any_run: f64,
+    /// Share of groups with both outcomes.
+    pub disagreement: f64,
+    /// No-repair and repair success over runs (layer rows).
+    pub arms_vts: Option<(f64, f64)>,
+    /// Γ, pp, and its interval (layer rows).
+    pub gain: Option<repair_stats::Summary>,
+    /// Stream seed (layer rows).
+    pub draw_seed: Option<u64>,
+}
+
+/// Every row, by cap (see the module doc).
+pub fn rows(
+    episodes: &[EpisodeRow],
+    draws: u32,
+    seed: u64,
+) -> Result<Vec<SentinelRow>, AnalysisError> {
+    // cap -> group -> outcomes by repeat.
+    let mut by_cap: BTreeMap<u32, BTreeMap<Group<'_>, BTreeMap<u32, bool>>> = BTreeMap::new();
+    // Each cell's level on every layer's axis (1: stressed).
+    let mut levels: BTreeMap<String, [Option<usize>; LAYERS.len()]> = BTreeMap::new();
+    for row in episodes {
+        let Some(arm) = arm_of(row) else { continue };
+        let cell = format!("({}, {}, {}, {})", row.v, row.w, row.d, row.r)
+            + &row.depth.map(|d| format!(" depth {d}")).unwrap_or_default();
+        levels
+            .entry(cell.clone())
+            .or_insert_with(|| LAYERS.map(|l| l.level(row)));
+        let key = (row.configuration.as_str(), row.family.as_str(), cell, arm);
+        let runs = by_cap
+            .entry(row.completion_cap)
+            .or_default()
+            .entry(key)
+            .or_default();
+        if runs
+            .insert(row.repeat, super::design::success(row))
+            .is_some()
+        {
+            return Err(AnalysisError::Inconsistent {
+                analysis: KIND,
+                detail: format!(
+                    "two episodes of arm {} for family {} × configuration {} at ({}, {}, {}, {}), \
+                     repeat {}, cap {}",
+                    row.arm,
+                    row.family,
+                    row.configuration,
+                    row.v,
+                    row.w,
+                    row.d,
+                    row.r,
+                    row.repeat,
+                    row.completion_cap
+                ),
+            });
+        }
+    }
+    let mut out = Vec::new();
+    for (cap, groups) in &by_cap {
+        let mut every: BTreeSet<&Group<'_>> = BTreeSet::new();
+        let mut all_cells: BTreeSet<&str> = BTreeSet::new();
+        for (li, layer) in LAYERS.iter().enumerate() {
+            // Stressed groups of the no-repair arm whose repair partner exists.
+            let pairs: Vec<(&Group<'_>, &Group<'_>)> = groups
+                .keys()
+                .filter(|g| g.3.is_none() && levels.get(&g.2).is_some_and(|l| l[li] == Some(1)))
+                .filter_map(|g| {
+                    let partner = (g.0, g.1, g.2.clone(), Some(li));
+                    groups.get_key_value(&partner).map(|(k, _)| (g, k))
+                })
+                .collect();
+            if pairs.is_empty() {
+                continue;
+            }
+            let members: Vec<&Group<'_>> = pairs.iter().flat_map(|(a, b)| [*a, *b]).collect();
+            every.extend(members.iter().copied());
+            let cells: BTreeSet<&str> = pairs.iter().map(|(g, _)| g.2.as_str()).collect();
+            all_cells.extend(cells.iter().copied());
+            let mut row = summary(*cap, layer.name, &members, groups, &cells);
+            row.repair = Some(layer.repair.into());
+            // Γ over the runs, families as clusters: [no repair, repair][z = 1].
+            let mut fams: BTreeMap<&str, FamilyTallies> = BTreeMap::new();
+            for (g, r) in &pairs {
+                let t = fams
+                    .entry(g.1)
+                    .or_insert_with(|| vec![[Tally::default(); 2]; 2]);
+                for &ok in groups[*g].values() {
+                    t[0][1].add(ok);
+                }
+                for &ok in groups[*r].values() {
+                    t[1][1].add(ok);
+                }
+            }
+            let tallies: Vec<FamilyTallies> = fams.into_values().collect();
+            let draw_seed = stats::derive_seed(seed, &[KIND, &cap.to_string(), layer.name]);
+            let (full, boot) = repair_stats::bootstrap(&tallies, draws, draw_seed);
+            let gains: Vec<f64> = boot.iter().map(|e| e.gamma[1]).collect();
+            let m = repair_stats::means(&tallies, 0..tallies.len());
+            row.arms_vts = Some((m[0][1], m[1][1]));
+            row.gain = Some(repair_stats::summarize(full.gamma[1], &gains));
+            row.draw_seed = Some(draw_seed);
+            out.push(row);
+        }
+        if !every.is_empty() {
+            let members: Vec<&Group<'_>> = every.into_iter().collect();
+            out.push(summary(*cap, "all", &members, groups, &all_cells));
+        }
+    }
+    if out.is_empty() {
+        return Err(AnalysisError::MissingData {
+            analysis: KIND,
+            detail: "no sentinel pair: no layer's repair runs beside the no-repair arm (fixed \
+                     menu, base prompt) on that layer's stressed cells"
+                .into(),
+        });
+    }
+    Ok(out)
+}
+
+/// The repeat statistics of some groups.
+fn summary(
+    cap: u32,
+    scope: &str,
+    members: &[&Group<'_>],
+    groups: &BTreeMap<Group<'_>, BTreeMap<u32, bool>>,
+    cells: &BTreeSet<&str>,
+) -> SentinelRow {
+    let (mut runs, mut wins, mut all, mut any) = (0u32, 0u32, 0u32, 0u32);
+    let (mut fewest, mut most) = (u32::MAX, 0u32);
+    let mut families = BTreeSet::new();
+    let mut configurations = BTreeSet::new();
+    for g in members {
+        let outcomes = &groups[*g];
+        let n = outcomes.len() as u32;
+        let k = outcomes.values().filter(|&&ok| ok).count() as u32;
+        runs += n;
+        wins += k;
+        all += u32::from(k == n);
+        any += u32::from(k > 0);
+        fewest = fewest.min(n);
+        most = most.max(n);
+        families.insert(g.1);
+        configurations.insert(g.0);
+    }
+    let n = members.len() as f64;
+    SentinelRow {
+        completion_cap: cap,
+        scope: scope.into(),
+        repair: None,
+        cells: cells.iter().copied().collect::<Vec<_>>().join("; "),
+        n_groups: members.len() as u32,
+        n_runs: runs,
+        n_families: families.len() as u32,
+        n_configurations: configurations.len() as u32,
+        runs: (fewest.min(most), most),
+        pass_at_1: f64::from(wins) / f64::from(runs.max(1)),
+        all_runs: f64::from(all) / n,
+        any_run: f64::from(any) / n,
+        disagreement: f64::from(any - all) / n,
+        arms_vts: None,
+        gain: None,
+        draw_seed: None,
+    }
+}
+
+fn table(rows: &[SentinelRow], draws: u32, seed: u64) -> Result<RecordBatch, AnalysisError> {
+    let gain = |f: fn(&repair_stats::Summary) -> f64| {
+        rows.iter()
+            .map(move |r| r.gain.as_ref().map(f).filter(|x| x.is_finite()))
+    };
+    Ok(TableBuilder::new()
+        .u32("completion_cap", rows.iter().map(|r| r.completion_cap))
+        .text("scope", rows.iter().map(|r| &r.scope))
+        .text_opt("repair", rows.iter().map(|r| r.repair.as_ref()))
+        .text("cells", rows.iter().map(|r| &r.cells))
+        .u32("n_groups", rows.iter().map(|r| r.n_groups))
+        .u32("n_runs", rows.iter().map(|r| r.n_runs))
+        .u32("n_families", rows.iter().map(|r| r.n_families))
+        .u32("n_configurations", rows.iter().map(|r| r.n_configurations))
+        .u32("runs_min", rows.iter().map(|r| r.runs.0))
+        .u32("runs_max", rows.iter().map(|r| r.runs.1))
+        .f64("pass_at_1", rows.iter().map(|r| r.pass_at_1))
+        .f64("all_runs", rows.iter().map(|r| r.all_runs))
+        .f64("any_run", rows.iter().map(|r| r.any_run))
+        .f64("disagreement", rows.iter().map(|r| r.disagreement))
+        .f64_opt(
+            "no_repair_vts",
+            rows.iter().map(|r| r.arms_vts.map(|a| a.0)),
+        )
+        .f64_opt("repair_vts", rows.iter().map(|r| r.arms_vts.map(|a| a.1)))
+        .f64_opt("gain_pp", gain(|s| s.estimate))
+        .f64_opt("gain_pp_ci_low", gain(|s| s.low))
+        .f64_opt("gain_pp_ci_high", gain(|s| s.high))
+        .u32("draws", rows.iter().map(|_| draws))
+        .u64("seed", rows.iter().map(|_| seed))
+        .u64_opt("draw_seed", rows.iter().map(|r| r.draw_seed))
+        .build("sentinel")?)
+}
+
+// The report crate's tests render sections from these panels (feature `fixtures`).
+#[cfg(any(test, feature = "fixtures"))]
+#[doc(hidden)]
+pub mod tests {
+    #![cfg_attr(not(test), allow(dead_code, unused_imports))]
+    use super::*;
+    use crate::design::testing::row;
+
+    /// One episode: arm (name, lane, repair) at a cell, in a repeat.
+    #[allow(clippy::too_many_arguments)]
+    fn ep(
+        family: &str,
+        arm: (&str, &str, &str),
+        v: u32,
+        w: &str,
+        d: &str,
+        repeat: u32,
+        ok: bool,
+    ) -> EpisodeRow {
+        let mut r = row("a", "O", family, family, v, w, d, ok);
+        (r.arm, r.lane, r.repair) = (arm.0.into(), arm.1.into(), arm.2.into());
+        r.repeat = repeat;
+        r
+    }
+
+    /// An arm's (name, lane, repair).
+    type ArmCols = (&'static str, &'static str, &'static str);
+    /// A group's family, arm, V, W and outcomes per run.
+    type Runs = (&'static str, ArmCols, u32, &'static str, [bool; 3]);
+
+    const FIXED: (&str, &str, &str) = ("fixed", "fixed", "none");
+    const ROUTED: (&str, &str, &str) = ("routed", "routed", "none");
+    const WORKFLOW: (&str, &str, &str) = ("workflow", "fixed", "workflow_prompt");
+
+    /// Two families, three runs each of: the V pair at (128, low, raw) and the W pair
+    /// at (8, high, raw). Outcomes per run, listed per group below.
+    pub fn panel() -> Vec<EpisodeRow> {
+        let runs: [Runs; 8] = [
+            ("f1", FIXED, 128, "low", [false, false, false]),
+            ("f1", ROUTED, 128, "low", [true, true, true]),
+            ("f2", FIXED, 128, "low", [true, false, true]),
+            ("f2", ROUTED, 128, "low", [true, true, true]),
+            ("f1", FIXED, 8, "high", [true, true, true]),
+            ("f1", WORKFLOW, 8, "high", [true, true, false]),
+            ("f2", FIXED, 8, "high", [true, true, true]),
+            ("f2", WORKFLOW, 8, "high", [true, true, true]),
+        ];
+        let mut rows = Vec::new();
+        for (family, arm, v, w, outcomes) in runs {
+            for (k, ok) in outcomes.into_iter().enumerate() {
+                rows.push(ep(family, arm, v, w, "raw", k as u32, ok));
+            }
+        }
+        // A row of another arm is not read.
+        rows.push(ep(
+            "f1",
+            ("other", "routed", "workflow_prompt"),
+            8,
+            "high",
+            "raw",
+            0,
+            false,
+        ));
+        rows
+    }
+
+    #[test]
+    fn repeat_statistics_and_gains_by_hand() {
+        let rows = rows(&panel(), 200, 3).unwrap_or_else(|e| panic!("{e}"));
+        let scopes: Vec<&str> = rows.iter().map(|r| r.scope.as_str()).collect();
+        assert_eq!(scopes, ["V", "W", "all"]);
+        let (v, w, all) = (&rows[0], &rows[1], &rows[2]);
+        // V: 4 groups, 12 runs, 8 successes (0 + 3 + 2 + 3): pass@1 = 2/3; all runs:
+        // the two routed groups (2/4); any: all but f1 fixed (3/4); disagreement: f2
+        // fixed (1/4). Γ = routed 6/6 − fixed 2/6 = 66.7 pp.
+        assert_eq!((v.n_groups, v.n_runs, v.runs), (4, 12, (3, 3)));
+        assert!((v.pass_at_1 - 8.0 / 12.0).abs() < 1e-12);
+        assert_eq!((v.all_runs, v.any_run, v.disagreement), (0.5, 0.75, 0.25));
+        let g = v.gain.unwrap_or_else(|| panic!("gain"));
+        assert!((g.estimate - 200.0 / 3.0).abs() < 1e-9);
+        // Family draws: both f1 (+100), both f2 (+33.3) or one of each (+66.7): the
+        // interval spans exactly those.
+        assert!((g.low - 100.0 / 3.0).abs() < 1e-9 && (g.high - 100.0).abs() < 1e-9);
+        // W: 11 of 12 succeed; f1's workflow group disagrees. Γ = 5/6 − 1 = −16.7 pp.
+        assert_eq!((w.all_runs, w.any_run, w.disagreement), (0.75, 1.0, 0.25));
+        assert!((w.gain.map_or(f64::NAN, |g| g.estimate) + 100.0 / 6.0).abs() < 1e-9);
+        // All: 8 groups, 24 runs, 19 successes; 5 of 8 on every run, 7 of 8 on some.
+        assert_eq!((all.n_groups, all.n_runs), (8, 24));
+        assert!((all.pass_at_1 - 19.0 / 24.0).abs() < 1e-12);
+        assert_eq!(
+            (all.all_runs, all.any_run, all.disagreement),
+            (0.625, 0.875, 0.25)
+        );
+        assert_eq!(all.gain, None);
+    }
+
+    #[test]
+    fn no_pair_is_missing_data() {
+        let only_fixed: Vec<EpisodeRow> =
+            panel().into_iter().filter(|r| r.arm == "fixed").collect();
+        assert!(matches!(
+            rows(&only_fixed, 10, 1),
+            Err(AnalysisError::MissingData { .. })
+        ));
+    }
+}

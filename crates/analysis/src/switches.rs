@@ -1,0 +1,764 @@
+//! The `switches` analysis kind: a repair against switching the configuration (the
+//! paper's repair-versus-switch comparison, Section 4.3).
+//!
+//! For each repair the manifest names — an arm, the no-repair arm it is compared with,
+//! and the stressed cells of its layer — every configuration that ran the repair on
+//! those cells is an *incumbent*, and every other configuration that ran the no-repair
+//! arm on them is a *switch*. For each incumbent × switch the units are the conditions
+//! (variant × repeat × completion cap) both ran; each unit's difference is the
+//! incumbent-with-repair episode minus the switch's no-repair episode, in success (pp),
+//! cost (USD), tokens and wall time. The switch is re-executed, never replayed: both
+//! sides are rows of this study.
+//!
+//! - **Intervals**: the mean difference with a percentile family-cluster bootstrap
+//!   (units of a family resampled together, [`stats::cluster_bootstrap`]), for success
+//!   and for cost; a row's stream hashes `[switches, repair, incumbent, switch,
+//!   statistic]` with the seed.
+//! - **Success-superior**: every switch's success interval lies above zero.
+//!   **Cost-superior**: every switch's cost interval lies below zero.
+//! - **Pareto-nondominated** (point estimates): no switch is at least as good on
+//!   success (higher), tokens, wall time and cost (lower), over the units it shares with
+//!   the incumbent, and strictly better on one. The *frontier* of an incumbent is the
+//!   nondominated set among its repaired self and its switches.
+//!
+//! Success is the harness's verdict with infrastructure failures counted as failures
+//! ([`design::success`]), as the paper keeps them.
+//!
+//! Tables: `switches` (one row per repair × incumbent × switch), `switch_incumbents`
+//! (per repair × incumbent: the three verdicts and the frontier) and `switch_summary`
+//! (per repair: how many incumbents are success-superior, nondominated, cost-superior).
+//!
+//! Never: reads files or the clock (a simulated configuration's wall time is modelled
+//! from its tokens, so these tables are deterministic on the sim panel), or pairs rows
+//! of different conditions.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+
+use super::design;
+use super::stats::{self, ClusterTotals, Interval};
+use super::{
+    AnalysisError, BlockShape, Context, Design, Names, Output, ParamProblem, Produced, Typed,
+};
+use tbb_tables::levels::{level_name, Cell};
+use tbb_tables::rows::EpisodeRow;
+use tbb_tables::TableBuilder;
+
+const KIND: &str = "switches";
+/// Default bootstrap draws, as for every other interval of the studies: with 2,000, four
+/// router incumbents sat on the border of the switch comparison, where the Monte Carlo
+/// error of an interval's end decides the verdict.
+pub const DEFAULT_DRAWS: u32 = stats::DEFAULT_DRAWS;
+
+/// The `switches` analysis kind.
+pub struct Switches;
+
+/// Its parameters.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Params {
+    /// Bootstrap draws (default [`DEFAULT_DRAWS`]).
+    #[serde(default)]
+    pub draws: Option<u32>,
+    /// Bootstrap seed (default [`stats::DEFAULT_SEED`]).
+    #[serde(default)]
+    pub seed: Option<u64>,
+    /// The repairs compared with switching.
+    pub repairs: Vec<Repair>,
+}
+
+/// One repair: its arm, the no-repair arm its switches run, and the stressed cells.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Repair {
+    /// The repair's arm.
+    pub arm: String,
+    /// The no-repair arm (what a switch runs).
+    pub baseline: String,
+    /// The stressed cells: each level given must match (none given: every cell).
+    #[serde(default)]
+    pub stressed: Cells,
+}
+
+/// A filter on cells by level.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Cells {
+    /// Menu size.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub v: Option<u32>,
+    /// Workflow level.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub w: Option<String>,
+    /// Encoding.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub d: Option<String>,
+    /// Routing difficulty.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub r: Option<String>,
+}
+
+impl Cells {
+    fn matches(&self, row: &EpisodeRow) -> bool {
+        self.matches_levels(row.v, &row.w, &row.d, &row.r)
+    }
+
+    /// Whether a cell of the design is stressed.
+    pub fn matches_cell(&self, cell: &Cell) -> bool {
+        self.matches_levels(
+            u32::from(cell.v),
+            &level_name(&cell.w),
+            &level_name(&cell.d),
+            &level_name(&cell.r),
+        )
+    }
+
+    /// The filter as the manifest writes it (`{ v = 128, r = "low" }`).
+    fn label(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(v) = self.v {
+            parts.push(format!("v = {v}"));
+        }
+        for (axis, level) in [("w", &self.w), ("d", &self.d), ("r", &self.r)] {
+            if let Some(level) = level {
+                parts.push(format!("{axis} = \"{level}\""));
+            }
+        }
+        format!("{{ {} }}", parts.join(", "))
+    }
+
+    fn matches_levels(&self, v: u32, w: &str, d: &str, r: &str) -> bool {
+        self.v.is_none_or(|x| x == v)
+            && self.w.as_ref().is_none_or(|x| x == w)
+            && self.d.as_ref().is_none_or(|x| x == d)
+            && self.r.as_ref().is_none_or(|x| x == r)
+    }
+
+    fn problems(&self, at: &str) -> Vec<ParamProblem> {
+        let mut out = Vec::new();
+        let mut level = |axis: &str, value: Option<&str>, allowed: &[&str]| {
+            if let Some(v) = value {
+                if !allowed.contains(&v) {
+                    out.push(ParamProblem {
+                        path: format!("{at}.{axis}"),
+                        message: format!("`{v}` is not a level of {axis}"),
+                        help: Some(format!("one of {}", allowed.join(", "))),
+                    });
+                }
+            }
+        };
+        let v = self.v.map(|v| v.to_string());
+        level("v", v.as_deref(), &["8", "32", "128"]);
+        level("w", self.w.as_deref(), &["low", "medium", "high"]);
+        level(
+            "d",
+            self.d.as_deref(),
+            &["raw", "compact", "typed", "linked"],
+        );
+        level("r", self.r.as_deref(), &["low", "high"]);
+        out
+    }
+}
+
+impl Typed for Switches {
+    type Params = Params;
+    const NAME: &'static str = KIND;
+    const VERSION: &'static str = "switches/3";
+    const OUTPUTS: &'static [&'static str] = &["switches", "switch_incumbents", "switch_summary"];
+
+    fn check(params: &Params) -> Vec<ParamProblem> {
+        let mut out: Vec<ParamProblem> = stats::check_draws(params.draws).into_iter().collect();
+        if params.repairs.is_empty() {
+            out.push(ParamProblem {
+                path: "repairs".into(),
+                message: "no repair to compare with switching".into(),
+                help: Some(
+                    "add `repairs = [{ arm = \"<repair arm>\", baseline = \"<no-repair arm>\", stressed = { v = 128 } }]`"
+                        .into(),
+                ),
+            });
+        }
+        for (i, r) in params.repairs.iter().enumerate() {
+            if r.arm == r.baseline {
+                out.push(ParamProblem {
+                    path: format!("repairs.{i}.baseline"),
+                    message: format!("repair `{}` is its own no-repair arm", r.arm),
+                    help: None,
+                });
+            }
+            if params.repairs[..i].iter().any(|o| o.arm == r.arm) {
+                out.push(ParamProblem {
+                    path: format!("repairs.{i}.arm"),
+                    message: format!("repair `{}` is listed twice", r.arm),
+                    help: None,
+                });
+            }
+            out.extend(r.stressed.problems(&format!("repairs.{i}.stressed")));
+        }
+        out
+    }
+
+    fn check_names(params: &Params, names: &Names<'_>) -> Vec<ParamProblem> {
+        let mut out = Vec::new();
+        for (i, r) in params.repairs.iter().enumerate() {
+            out.extend(names.arm(&format!("repairs.{i}.arm"), &r.arm));
+            out.extend(names.arm(&format!("repairs.{i}.baseline"), &r.baseline));
+        }
+        out
+    }
+
+    fn needs_with(params: &Params, design: &Design) -> Option<String> {
+        params
+            .repairs
+            .iter()
+            .find(|r| !design.cells.iter().any(|c| r.stressed.matches_cell(c)))
+            .map(|r| {
+                format!(
+                    "the stressed cells {} of repair `{}` match no cell of the study",
+                    r.stressed.label(),
+                    r.arm
+                )
+            })
+    }
+
+    fn units(params: &Params, design: &Design) -> Vec<String> {
+        params
+            .repairs
+            .iter()
+            .map(|r| {
+                let (mut cells, mut conditions) = (0usize, 0u64);
+                let both =
+                    |b: &&BlockShape| b.arms.contains(&r.arm) && b.arms.contains(&r.baseline);
+                for b in design.blocks.iter().filter(both) {
+                    let stressed = b
+                        .cells
+                        .iter()
+                        .filter(|c| r.stressed.matches_cell(c))
+                        .count();
+                    cells += stressed;
+                    conditions += (stressed * b.families) as u64 * u64::from(b.repeats);
+                }
+                format!(
+                    "repair `{}` against switches from `{}`: {conditions} conditions per \
+                     configuration pair ({cells} stressed cells {})",
+                    r.arm,
+                    r.baseline,
+                    r.stressed.label()
+                )
+            })
+            .collect()
+    }
+
+    fn run(params: &Params, input: &Context<'_>) -> Result<Produced, AnalysisError> {
+        let draws = params.draws.unwrap_or(DEFAULT_DRAWS);
+        let seed = params.seed.unwrap_or(stats::DEFAULT_SEED);
+        let rows = compare(input.episodes, &params.repairs, draws, seed)?;
+        tables(&rows, draws, seed).map(Produced::from)
+    }
+}
+
+/// Means of one side over shared units.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Side {
+    /// Success share.
+    pub success: f64,
+    /// Cost per episode, USD.
+    pub cost_usd: f64,
+    /// Tokens per episode.
+    pub tokens: f64,
+    /// Wall time per episode, ms.
+    pub wall_ms: f64,
+}
+
+impl Side {
+    /// Whether `self` is at least as good as `other` everywhere and better somewhere.
+    pub fn dominates(&self, other: &Side) -> bool {
+        let at_least = self.success >= other.success
+            && self.cost_usd <= other.cost_usd
+            && self.tokens <= other.tokens
+            && self.wall_ms <= other.wall_ms;
+        let better = self.success > other.success
+            || self.cost_usd < other.cost_usd
+            || self.tokens < other.tokens
+            || self.wall_ms < other.wall_ms;
+        at_least && better
+    }
+}
+
+/// One repair × incumbent × switch comparison.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Comparison {
+    /// The repair's arm.
+    pub repair: String,
+    /// Its no-repair arm.
+    pub baseline: String,
+    /// What the repair changes from its no-repair arm, as `component=value` pairs
+    /// (`menu=router`, `prompt=workflow_prompt`), joined by `, `.
+    pub component: String,
+    /// The configuration repaired.
+    pub incumbent: String,
+    /// The configuration switched to.
+    pub switch: String,
+    /// Shared conditions.
+    pub n_units: usize,
+    /// Families among them.
+    pub n_clusters: usize,
+    /// The incumbent with the repair.
+    pub repaired: Side,
+    /// The switch without it.
+    pub switched: Side,
+    /// Success difference, pp (repaired − switched).
+    pub success_pp: Interval,
+    /// Cost difference per episode, USD (repaired − switched).
+    pub cost_usd: Interval,
+}
+
+/// (configuration, variant, repeat, completion cap): a condition of one arm.
+type Key<'a> = (&'a str, &'a str, u32, u32);
+
+/// Every comparison, by repair, incumbent and switch (sorted).
+pub fn compare(
+    episodes: &[EpisodeRow],
+    repairs: &[Repair],
+    draws: u32,
+    seed: u64,
+) -> Result<Vec<Comparison>, AnalysisError> {
+    let mut out = Vec::new();
+    for repair in repairs {
+        let index = |arm: &str| -> Result<BTreeMap<Key<'_>, &EpisodeRow>, AnalysisError> {
+            let mut m = BTreeMap::new();
+            for row in episodes
+                .iter()
+                .filter(|r| r.arm == arm && repair.stressed.matches(r))
+            {
+                let key = (
+                    row.configuration.as_str(),
+                    row.variant_id.as_str(),
+                    row.repeat,
+                    row.completion_cap,
+                );
+                if m.insert(key, row).is_some() {
+                    return Err(AnalysisError::Inconsistent {
+                        analysis: KIND,
+                        detail: format!(
+                            "two episodes of arm `{arm}` for configuration {}, variant {}, repeat {}, cap {}",
+                            key.0, key.1, key.2, key.3
+                        ),
+                    });
+                }
+            }
+            if m.is_empty() {
+                let arms: BTreeSet<&str> = episodes.iter().map(|r| r.arm.as_str()).collect();
+                return Err(AnalysisError::MissingData {
+                    analysis: KIND,
+                    detail: format!(
+                        "no episode of arm `{arm}` on the stressed cells of repair `{}` (arms run: {})",
+                        repair.arm,
+                        arms.into_iter().collect::<Vec<_>>().join(", ")
+                    ),
+                });
+            }
+            Ok(m)
+        };
+        let repaired = index(&repair.arm)?;
+        let unrepaired = index(&repair.baseline)?;
+        let component = match (repaired.values().next(), unrepaired.values().next()) {
+            (Some(a), Some(b)) => changed_components(a, b),
+            _ => String::new(),
+        };
+        let incumbents: BTreeSet<&str> = repaired.keys().map(|k| k.0).collect();
+        let switches: BTreeSet<&str> = unrepaired.keys().map(|k| k.0).collect();
+        for &incumbent in &incumbents {
+            for &switch in switches.iter().filter(|&&s| s != incumbent) {
+                let pairs: Vec<(&EpisodeRow, &EpisodeRow)> = repaired
+                    .range((incumbent, "", 0, 0)..)
+                    .take_while(|(k, _)| k.0 == incumbent)
+                    .filter_map(|(k, a)| unrepaired.get(&(switch, k.1, k.2, k.3)).map(|b| (*a, *b)))
+                    .collect();
+                if pairs.is_empty() {
+                    continue;
+                }
+                let mut c = one(repair, incumbent, switch, &pairs, draws, seed);
+                c.component.clone_from(&component);
+                out.push(c);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The arm components in which `repaired` differs from `baseline`.
+fn changed_components(repaired: &EpisodeRow, baseline: &EpisodeRow) -> String {
+    [
+        ("menu", &repaired.lane, &baseline.lane),
+        ("prompt", &repaired.repair, &baseline.repair),
+        ("delivery", &repaired.delivery, &baseline.delivery),
+        ("actor", &repaired.actor, &baseline.actor),
+    ]
+    .into_iter()
+    .filter(|(_, a, b)| a != b)
+    .map(|(name, a, _)| format!("{name}={a}"))
+    .collect::<Vec<_>>()
+    .join(", ")
+}
+
+fn one(
+    repair: &Repair,
+    incumbent: &str,
+    switch: &str,
+    pairs: &[(&EpisodeRow, &EpisodeRow)],
+    draws: u32,
+    seed: u64,
+) -> Comparison {
+    let families: Vec<&str> = pairs.iter().map(|(a, _)| a.family.as_str()).collect();
+    let (clusters, names) = stats::cluster_ids(&families);
+    let ones = vec![1.0; pairs.len()];
+    let side = |repaired: bool| {
+        let chosen: Vec<&EpisodeRow> = pairs
+            .iter()
+            .map(|&(a, b)| if repaired { a } else { b })
+            .collect();
+        let n = pairs.len() as f64;
+        let mean = |f: fn(&EpisodeRow) -> f64| {
+            let mut v: Vec<f64> = chosen.iter().map(|r| f(r)).collect();
+            v.sort_by(f64::total_cmp);
+            v.iter().sum::<f64>() / n
+        };
+        Side {
+            success: mean(|r| f64::from(u8::from(design::success(r)))),
+            cost_usd: mean(|r| r.cost_usd),
+            tokens: mean(|r| r.total_tokens as f64),
+            wall_ms: mean(|r| r.wall_ms as f64),
+        }
+    };
+    let interval = |statistic: &str, diff: &dyn Fn(&EpisodeRow, &EpisodeRow) -> f64| {
+        let values: Vec<f64> = pairs.iter().map(|(a, b)| diff(a, b)).collect();
+        let totals = ClusterTotals::new(&values, &ones, &clusters, names.len());
+        let draw_seed =
+            stats::derive_seed(seed, &[KIND, &repair.arm, incumbent, switch, statistic]);
+        stats::cluster_bootstrap(&totals, draws, draw_seed)
+    };
+    let success = |r: &EpisodeRow| 100.0 * f64::from(u8::from(design::success(r)));
+    Comparison {
+        repair: repair.arm.clone(),
+        baseline: repair.baseline.clone(),
+        component: String::new(),
+        incumbent: incumbent.to_string(),
+        switch: switch.to_string(),
+        n_units: pairs.len(),
+        n_clusters: names.len(),
+        repaired: side(true),
+        switched: side(false),
+        success_pp: interval("success", &|a, b| success(a) - success(b)),
+        cost_usd: interval("cost", &|a, b| a.cost_usd - b.cost_usd),
+    }
+}
+
+/// An incumbent's verdicts for one repair.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Verdicts {
+    /// The repair's arm.
+    pub repair: String,
+    /// The configuration repaired.
+    pub incumbent: String,
+    /// Switches compared.
+    pub n_switches: usize,
+    /// Every switch's success interval above zero.
+    pub success_superior: bool,
+    /// No switch dominates the repaired incumbent.
+    pub pareto_nondominated: bool,
+    /// Every switch's cost interval below zero.
+    pub cost_superior: bool,
+    /// The nondominated set among the repaired incumbent (`<incumbent>+<repair>`)
+    /// and its switches, in that order then by name.
+    pub frontier: Vec<String>,
+}
+
+/// The verdicts per repair and incumbent, from the comparisons of [`compare`]. The
+/// repaired incumbent and a switch are compared on the units they share; two switches
+/// on their sides as measured against the incumbent (the same units whenever the
+/// design is complete, as a manifest's is).
+pub fn verdicts(rows: &[Comparison]) -> Vec<Verdicts> {
+    let mut groups: BTreeMap<(&str, &str), Vec<&Comparison>> = BTreeMap::new();
+    for r in rows {
+        groups
+            .entry((r.repair.as_str(), r.incumbent.as_str()))
+            .or_default()
+            .push(r);
+    }
+    groups
+        .into_iter()
+        .map(|((repair, incumbent), group)| {
+            let dominated = group.iter().any(|c| c.switched.dominates(&c.repaired));
+            let mut frontier = Vec::new();
+            if !dominated {
+                frontier.push(format!("{incumbent}+{repair}"));
+            }
+            for c in &group {
+                let beaten = c.repaired.dominates(&c.switched)
+                    || group.iter().any(|o| o.switched.dominates(&c.switched));
+                if !beaten {
+                    frontier.push(c.switch.clone());
+                }
+            }
+            Verdicts {
+                repair: repair.to_string(),
+                incumbent: incumbent.to_string(),
+                n_switches: group.len(),
+                success_superior: group.iter().all(|c| c.success_pp.low > 0.0),
+                pareto_nondominated: !dominated,
+                cost_superior: group.iter().all(|c| c.cost_usd.high < 0.0),
+                frontier,
+            }
+        })
+        .collect()
+}
+
+fn tables(rows: &[Comparison], draws: u32, seed: u64) -> Result<Vec<Output>, AnalysisError> {
+    let switches = TableBuilder::new()
+        .text("repair", rows.iter().map(|r| &r.repair))
+        .text("baseline", rows.iter().map(|r| &r.baseline))
+        .text("component", rows.iter().map(|r| &r.component))
+        .text("incumbent", rows.iter().map(|r| &r.incumbent))
+        .text("switch", rows.iter().map(|r| &r.switch))
+        .u64("n_units", rows.iter().map(|r| r.n_units as u64))
+        .u64("n_clusters", rows.iter().map(|r| r.n_clusters as u64))
+        .f64("success_repair", rows.iter().map(|r| r.repaired.success))
+        .f64("success_switch", rows.iter().map(|r| r.switched.success))
+        .f64(
+            "success_diff_pp",
+            rows.iter().map(|r| r.success_pp.estimate),
+        )
+        .f64("success_ci_low_pp", rows.iter().map(|r| r.success_pp.low))
+        .f64("success_ci_high_pp", rows.iter().map(|r| r.success_pp.high))
+        .f64("cost_repair_usd", rows.iter().map(|r| r.repaired.cost_usd))
+        .f64("cost_switch_usd", rows.iter().map(|r| r.switched.cost_usd))
+        .f64("cost_diff_usd", rows.iter().map(|r| r.cost_usd.estimate))
+        .f64("cost_ci_low_usd", rows.iter().map(|r| r.cost_usd.low))
+        .f64("cost_ci_high_usd", rows.iter().map(|r| r.cost_usd.high))
+        .f64("tokens_repair", rows.iter().map(|r| r.repaired.tokens))
+        .f64("tokens_switch", rows.iter().map(|r| r.switched.tokens))
+        .f64("wall_ms_repair", rows.iter().map(|r| r.repaired.wall_ms))
+        .f64("wall_ms_switch", rows.iter().map(|r| r.switched.wall_ms))
+        .bool(
+            "switch_dominates",
+            rows.iter().map(|r| r.switched.dominates(&r.repaired)),
+        )
+        .u32("draws", rows.iter().map(|_| draws))
+        .u64("seed", rows.iter().map(|_| seed))
+        .build("switches")?;
+    let v = verdicts(rows);
+    let incumbents = TableBuilder::new()
+        .text("repair", v.iter().map(|r| &r.repair))
+        .text("incumbent", v.iter().map(|r| &r.incumbent))
+        .u64("n_switches", v.iter().map(|r| r.n_switches as u64))
+        .bool("success_superior", v.iter().map(|r| r.success_superior))
+        .bool(
+            "pareto_nondominated",
+            v.iter().map(|r| r.pareto_nondominated),
+        )
+        .bool("cost_superior", v.iter().map(|r| r.cost_superior))
+        .text("frontier", v.iter().map(|r| r.frontier.join(", ")))
+        .build("switch_incumbents")?;
+    let mut summary: BTreeMap<&str, (&str, &str, [u64; 4])> = BTreeMap::new();
+    for r in &v {
+        let (baseline, component) = rows
+            .iter()
+            .find(|c| c.repair == r.repair)
+            .map_or(("", ""), |c| (c.baseline.as_str(), c.component.as_str()));
+        let e = summary
+            .entry(r.repair.as_str())
+            .or_insert((baseline, component, [0; 4]));
+        e.2[0] += 1;
+        e.2[1] += u64::from(r.success_superior);
+        e.2[2] += u64::from(r.pareto_nondominated);
+        e.2[3] += u64::from(r.cost_superior);
+    }
+    let summary = TableBuilder::new()
+        .text("repair", summary.keys())
+        .text("baseline", summary.values().map(|s| s.0))
+        .text("component", summary.values().map(|s| s.1))
+        .u64("n_incumbents", summary.values().map(|s| s.2[0]))
+        .u64("success_superior", summary.values().map(|s| s.2[1]))
+        .u64("pareto_nondominated", summary.values().map(|s| s.2[2]))
+        .u64("cost_superior", summary.values().map(|s| s.2[3]))
+        .build("switch_summary")?;
+    Ok(vec![
+        Output {
+            table: "switches",
+            batch: switches,
+        },
+        Output {
+            table: "switch_incumbents",
+            batch: incumbents,
+        },
+        Output {
+            table: "switch_summary",
+            batch: summary,
+        },
+    ])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::design::testing::row;
+    use super::*;
+
+    /// One episode: configuration, arm, family, success, cost, tokens, wall.
+    fn ep(config: &str, arm: &str, family: &str, ok: bool, cost: f64, tokens: u64) -> EpisodeRow {
+        EpisodeRow {
+            arm: arm.into(),
+            lane: arm.into(),
+            cost_usd: cost,
+            total_tokens: tokens,
+            wall_ms: tokens,
+            ..row(config, "org", family, "i", 128, "low", "raw", ok)
+        }
+    }
+
+    fn repair() -> Repair {
+        Repair {
+            arm: "routed".into(),
+            baseline: "fixed".into(),
+            stressed: Cells {
+                v: Some(128),
+                ..Cells::default()
+            },
+        }
+    }
+
+    fn side(success: f64, cost_usd: f64, tokens: f64, wall_ms: f64) -> Side {
+        Side {
+            success,
+            cost_usd,
+            tokens,
+            wall_ms,
+        }
+    }
+
+    #[test]
+    fn dominance_needs_as_good_everywhere_and_better_somewhere() {
+        let a = side(0.8, 1.0, 100.0, 10.0);
+        assert!(side(0.9, 1.0, 100.0, 10.0).dominates(&a));
+        assert!(side(0.8, 0.5, 100.0, 10.0).dominates(&a));
+        assert!(!a.dominates(&a), "equal is not dominance");
+        assert!(!side(0.9, 2.0, 50.0, 5.0).dominates(&a), "dearer");
+        assert!(!side(0.7, 0.1, 1.0, 1.0).dominates(&a), "worse success");
+    }
+
+    /// Hand-computed: two families, A repaired succeeds 2 of 2, B (switch) 1 of 2 and
+    /// C 2 of 2 at a lower cost. Differences against B: +50 pp, cost −0.5 USD − 0; against
+    /// C: 0 pp. Only the repaired A and C are on the frontier; B is beaten by both.
+    #[test]
+    fn comparisons_pair_conditions_and_the_frontier_is_hand_computed() {
+        let episodes = vec![
+            ep("A", "routed", "f1", true, 1.0, 100),
+            ep("A", "routed", "f2", true, 1.0, 100),
+            ep("A", "fixed", "f1", false, 9.0, 900),
+            ep("A", "fixed", "f2", false, 9.0, 900),
+            ep("B", "fixed", "f1", true, 1.0, 100),
+            ep("B", "fixed", "f2", false, 1.0, 100),
+            ep("C", "fixed", "f1", true, 0.5, 50),
+            ep("C", "fixed", "f2", true, 0.5, 50),
+            // Outside the stressed cells: never paired.
+            EpisodeRow {
+                v: 8,
+                variant_id: "f1-8".into(),
+                ..ep("B", "fixed", "f1", true, 0.0, 1)
+            },
+        ];
+        let rows = compare(&episodes, &[repair()], 200, 7).unwrap_or_default();
+        let a: Vec<&Comparison> = rows.iter().filter(|c| c.incumbent == "A").collect();
+        assert_eq!(a.len(), 2, "A against B and C (only A ran the repair)");
+        assert_eq!(rows.len(), 2);
+        let (b, c) = (a[0], a[1]);
+        assert_eq!((b.switch.as_str(), c.switch.as_str()), ("B", "C"));
+        assert_eq!((b.n_units, b.n_clusters), (2, 2));
+        assert_eq!(b.component, "menu=routed");
+        assert_eq!(b.repaired, side(1.0, 1.0, 100.0, 100.0));
+        assert_eq!(b.switched, side(0.5, 1.0, 100.0, 100.0));
+        assert!((b.success_pp.estimate - 50.0).abs() < 1e-12);
+        assert!((c.success_pp.estimate).abs() < 1e-12);
+        assert!((c.cost_usd.estimate - 0.5).abs() < 1e-12);
+        let v = verdicts(&rows);
+        assert_eq!(v.len(), 1);
+        let v = &v[0];
+        assert!(!v.success_superior, "no better than C");
+        assert!(!v.pareto_nondominated, "C is as good and cheaper");
+        assert!(!v.cost_superior);
+        assert_eq!(v.frontier, ["C"]);
+    }
+
+    #[test]
+    fn a_repair_better_than_every_switch_is_success_superior_and_on_the_frontier() {
+        let mut episodes = Vec::new();
+        for f in ["f1", "f2", "f3", "f4"] {
+            episodes.push(ep("A", "routed", f, true, 0.1, 10));
+            episodes.push(ep("B", "fixed", f, false, 1.0, 100));
+            episodes.push(ep("C", "fixed", f, false, 2.0, 100));
+        }
+        let rows = compare(&episodes, &[repair()], 200, 7).unwrap_or_default();
+        let v = verdicts(&rows);
+        assert_eq!(v.len(), 1);
+        assert!(v[0].success_superior && v[0].pareto_nondominated && v[0].cost_superior);
+        assert_eq!(v[0].frontier, ["A+routed"]);
+        // Every resample of identical differences gives the same interval.
+        assert_eq!(
+            (rows[0].success_pp.low, rows[0].success_pp.high),
+            (100.0, 100.0)
+        );
+    }
+
+    #[test]
+    fn conditions_pair_within_their_completion_cap() {
+        let at = |cap: u32, row: EpisodeRow| EpisodeRow {
+            completion_cap: cap,
+            ..row
+        };
+        let mut episodes = Vec::new();
+        for cap in [1024, 4096] {
+            // At 1,024 the repair wins; at 4,096 the switch does.
+            let win = cap == 1024;
+            episodes.push(at(cap, ep("A", "routed", "f1", win, 1.0, 1)));
+            episodes.push(at(cap, ep("B", "fixed", "f1", !win, 1.0, 1)));
+        }
+        let rows = compare(&episodes, &[repair()], 50, 1).unwrap_or_default();
+        assert_eq!(rows.len(), 1);
+        assert_eq!(rows[0].n_units, 2, "one condition per cap, never crossed");
+        assert!(rows[0].success_pp.estimate.abs() < 1e-12, "+100 and −100");
+    }
+
+    #[test]
+    fn a_missing_arm_or_a_bad_level_is_named() {
+        let episodes = vec![ep("A", "routed", "f1", true, 1.0, 1)];
+        let e = compare(&episodes, &[repair()], 10, 1)
+            .err()
+            .map(|e| e.to_string());
+        assert!(
+            e.as_deref()
+                .is_some_and(|e| e.contains("no episode of arm `fixed`") && e.contains("routed")),
+            "{e:?}"
+        );
+        let params = Params {
+            draws: Some(0),
+            seed: None,
+            repairs: vec![Repair {
+                arm: "x".into(),
+                baseline: "x".into(),
+                stressed: Cells {
+                    w: Some("hgh".into()),
+                    ..Cells::default()
+                },
+            }],
+        };
+        let paths: Vec<String> = Switches::check(&params)
+            .into_iter()
+            .map(|p| p.path)
+            .collect();
+        assert_eq!(
+            paths,
+            ["draws", "repairs.0.baseline", "repairs.0.stressed.w"]
+        );
+    }
+}

@@ -1,0 +1,113 @@
+//! The `report` analysis kind: renders `report.md`, `report.html` and the figures from
+//! the tables of every analysis listed before it (the rendering is this crate's),
+//! and links a few failing episodes of each configuration to their pages.
+//!
+//! Which episodes: per configuration, at most [`LINKED_PER_CONFIGURATION`] failures,
+//! chosen from the episode rows alone — one per terminal flag first (flags in
+//! alphabetical order), then the rest, each group ordered by key
+//! (`transcript_ref`) — so the choice is a pure function of the rows. The pages are
+//! the pipeline's to write (`Produced::episodes`), since they read transcripts.
+//!
+//! Never: computes a statistic; it reads the tables and rows it is given.
+
+use std::collections::BTreeMap;
+
+use crate::EpisodeLink;
+use tbb_analysis::{AnalysisError, Context, Input, NoParams, Produced, Typed};
+use tbb_tables::rows::EpisodeRow;
+
+impl From<crate::ReportError> for AnalysisError {
+    fn from(e: crate::ReportError) -> AnalysisError {
+        AnalysisError::Foreign(tbb_analysis::ForeignDiagnostic(Box::new(e)))
+    }
+}
+
+/// Failing episodes linked per configuration.
+pub const LINKED_PER_CONFIGURATION: usize = 3;
+
+/// The `report` analysis kind.
+pub struct Report;
+
+impl Typed for Report {
+    type Params = NoParams;
+    const NAME: &'static str = "report";
+    // 8: links failing episodes to their pages (reads the episodes); bump with
+    // the engine's `show::VERSION`, since the pages are published with the report.
+    const VERSION: &'static str = "report/8";
+    const INPUTS: &'static [Input] = &[Input::EveryAnalysis, Input::Episodes];
+    const OUTPUTS: &'static [&'static str] = &[];
+
+    fn run(_params: &NoParams, input: &Context<'_>) -> Result<Produced, AnalysisError> {
+        let chosen = chosen(input.episodes);
+        let links: Vec<EpisodeLink> = chosen.iter().map(|r| link(r)).collect();
+        let rendered = crate::render_linked(input.study, input.tables, input.skipped, &links)?;
+        Ok(Produced {
+            tables: Vec::new(),
+            files: rendered.into_files(),
+            episodes: chosen.iter().map(|r| r.transcript_ref.clone()).collect(),
+        })
+    }
+}
+
+/// The failing episodes linked, configuration by configuration in the rows' order.
+pub fn chosen(rows: &[EpisodeRow]) -> Vec<&EpisodeRow> {
+    let mut by_config: Vec<(&str, Vec<&EpisodeRow>)> = Vec::new();
+    for r in rows
+        .iter()
+        .filter(|r| !r.vts && !r.transcript_ref.is_empty())
+    {
+        match by_config.iter_mut().find(|(c, _)| *c == r.configuration) {
+            Some((_, list)) => list.push(r),
+            None => by_config.push((&r.configuration, vec![r])),
+        }
+    }
+    let mut out = Vec::new();
+    for (_, mut failures) in by_config {
+        failures.sort_by(|a, b| a.transcript_ref.cmp(&b.transcript_ref));
+        let mut by_flag: BTreeMap<&str, Vec<&EpisodeRow>> = BTreeMap::new();
+        for r in &failures {
+            by_flag
+                .entry(r.terminal_flag.as_deref().unwrap_or(""))
+                .or_default()
+                .push(r);
+        }
+        let mut picked: Vec<&EpisodeRow> = by_flag
+            .values()
+            .filter_map(|list| list.first().copied())
+            .take(LINKED_PER_CONFIGURATION)
+            .collect();
+        for r in failures {
+            if picked.len() >= LINKED_PER_CONFIGURATION {
+                break;
+            }
+            if !picked.iter().any(|p| p.transcript_ref == r.transcript_ref) {
+                picked.push(r);
+            }
+        }
+        out.extend(picked);
+    }
+    out
+}
+
+fn link(r: &EpisodeRow) -> EpisodeLink {
+    let page = tbb_tables::paths::episode_page(&r.transcript_ref);
+    let mut what = format!("{}, v={} w={} d={}", r.family, r.v, r.w, r.d);
+    if r.r != "low" {
+        what.push_str(&format!(" r={}", r.r));
+    }
+    if let Some(depth) = r.depth {
+        what.push_str(&format!(" depth={depth}"));
+    }
+    what.push_str(&format!(", arm {}, cap {}", r.arm, r.completion_cap));
+    EpisodeLink {
+        configuration: r.configuration.clone(),
+        key: page.trim_end_matches(".html").to_string(),
+        href: format!("episodes/{page}"),
+        what,
+        failure: format!(
+            "{} unmet, {}",
+            r.first_unmet.as_deref().unwrap_or("none"),
+            r.terminal_flag.as_deref().unwrap_or("no flag")
+        ),
+    }
+}

@@ -1,0 +1,843 @@
+//! Tests of the whole report: determinism, the Markdown snapshot of a small study,
+//! figure contents counted in the SVG, notes for absent tables, and a contract test
+//! that renders the tables the analyses actually write.
+
+use std::collections::BTreeMap;
+
+use arrow_array::RecordBatch;
+
+use super::figures::tests::{dots, strokes};
+use super::figures::SERIES_COLOURS;
+use super::{render, ReportError};
+use tbb_tables::TableBuilder;
+
+/// The eight contrasts as the analysis names and labels them.
+const CONTRASTS: [(&str, &str); 8] = [
+    ("v", "visible menu (V 128 − 8)"),
+    ("w", "workflow (W high − low)"),
+    ("d_linked", "linked − raw encoding"),
+    ("v_x_w", "V × W"),
+    ("v_x_d", "V × D"),
+    ("w_x_d", "W × D"),
+    ("d_compact", "compact − raw at (8, low)"),
+    ("d_typed", "typed − raw at (8, low)"),
+];
+const ESTIMATES: [f64; 8] = [-12.3, 0.8, -1.0, 3.0, 0.5, -0.4, -3.7, -0.9];
+
+fn build(b: TableBuilder, name: &str) -> RecordBatch {
+    b.build(name).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// `contrasts`: one stratum (routed, 1024), unit weights, families (36) and intents
+/// (12); the V contrast's p sits at the 1/draws floor.
+fn contrasts() -> RecordBatch {
+    let units = [("family", 36u32), ("intent", 12)];
+    let rows: Vec<(usize, &str, u32)> = units
+        .iter()
+        .flat_map(|&(u, n)| (0..8).map(move |i| (i, u, n)))
+        .collect();
+    let p = |i: usize| if i == 0 { 1e-4 } else { 0.05 * i as f64 };
+    build(
+        TableBuilder::new()
+            .text("analysis", rows.iter().map(|_| "capacity"))
+            .text("lane", rows.iter().map(|_| "routed"))
+            .u32("completion_cap", rows.iter().map(|_| 1024))
+            .text("weighting", rows.iter().map(|_| "unit"))
+            .text("contrast", rows.iter().map(|r| CONTRASTS[r.0].0))
+            .text("label", rows.iter().map(|r| CONTRASTS[r.0].1))
+            .text("cluster_unit", rows.iter().map(|r| r.1))
+            .u32("n_clusters", rows.iter().map(|r| r.2))
+            .u32("n_units", rows.iter().map(|_| 756))
+            .f64("estimate_pp", rows.iter().map(|r| ESTIMATES[r.0]))
+            .f64("ci_low_pp", rows.iter().map(|r| ESTIMATES[r.0] - 2.25))
+            .f64("ci_high_pp", rows.iter().map(|r| ESTIMATES[r.0] + 2.5))
+            .f64("p_value", rows.iter().map(|r| p(r.0)))
+            .f64("p_floor", rows.iter().map(|_| 1e-4))
+            .f64("p_holm", rows.iter().map(|r| (8.0 * p(r.0)).min(1.0)))
+            .u32("draws", rows.iter().map(|_| 10_000))
+            .u64("seed", rows.iter().map(|_| 20_261_202))
+            .u64("draw_seed", rows.iter().map(|r| r.0 as u64)),
+        "contrasts",
+    )
+}
+
+/// `contrasts_sign_flip`: intents only.
+fn contrasts_sign_flip() -> RecordBatch {
+    let p = |i: usize| if i == 0 { 2.0 / 4096.0 } else { 0.1 * i as f64 };
+    build(
+        TableBuilder::new()
+            .text("analysis", (0..8).map(|_| "capacity"))
+            .text("lane", (0..8).map(|_| "routed"))
+            .u32("completion_cap", (0..8).map(|_| 1024))
+            .text("weighting", (0..8).map(|_| "unit"))
+            .text("contrast", (0..8).map(|i| CONTRASTS[i].0))
+            .text("cluster_unit", (0..8).map(|_| "intent"))
+            .u32("n_clusters", (0..8).map(|_| 12))
+            .u32("n_units", (0..8).map(|_| 756))
+            .f64("estimate_pp", ESTIMATES)
+            .u64("assignments", (0..8).map(|_| 4096))
+            .f64("p_value", (0..8).map(p))
+            .f64("p_floor", (0..8).map(|_| 2.0 / 4096.0))
+            .f64("p_holm", (0..8).map(|i| (8.0 * p(i)).min(1.0))),
+        "contrasts_sign_flip",
+    )
+}
+
+/// The per-configuration contrasts of two configurations.
+fn contrasts_by_configuration() -> RecordBatch {
+    let rows: Vec<(usize, &str, &str, f64)> = [("sim-a", "Org A", -30.0), ("sim-b", "Org B", 0.0)]
+        .iter()
+        .flat_map(|&(c, o, shift)| (0..8).map(move |i| (i, c, o, shift)))
+        .collect();
+    build(
+        TableBuilder::new()
+            .text("analysis", rows.iter().map(|_| "capacity"))
+            .text("lane", rows.iter().map(|_| "routed"))
+            .u32("completion_cap", rows.iter().map(|_| 1024))
+            .text("configuration", rows.iter().map(|r| r.1))
+            .text("organization", rows.iter().map(|r| r.2))
+            .text("contrast", rows.iter().map(|r| CONTRASTS[r.0].0))
+            .text("label", rows.iter().map(|r| CONTRASTS[r.0].1))
+            .text("cluster_unit", rows.iter().map(|_| "family"))
+            .u32("n_units", rows.iter().map(|_| 36))
+            .f64("estimate_pp", rows.iter().map(|r| ESTIMATES[r.0] + r.3))
+            .f64("ci_low_pp", rows.iter().map(|r| ESTIMATES[r.0] + r.3 - 5.0))
+            .f64(
+                "ci_high_pp",
+                rows.iter().map(|r| ESTIMATES[r.0] + r.3 + 5.0),
+            )
+            .f64("p_value", rows.iter().map(|_| 0.5))
+            .f64("p_floor", rows.iter().map(|_| 1e-4))
+            .u32("draws", rows.iter().map(|_| 10_000))
+            .u64("seed", rows.iter().map(|_| 20_261_202))
+            .u64("draw_seed", rows.iter().map(|r| r.0 as u64)),
+        "contrasts_by_configuration",
+    )
+}
+
+/// `truncation`: pooled and two configurations at V = 8, 32, 128; `sim-b` never
+/// truncates (its before-first-call share is NaN).
+fn truncation() -> RecordBatch {
+    let configs = [("all", "all"), ("sim-a", "Org A"), ("sim-b", "Org B")];
+    let rows: Vec<(&str, &str, u32, u32, u32, u32)> = configs
+        .iter()
+        .flat_map(|&(c, o)| {
+            [(8u32, 7u32), (32, 1), (128, 4)]
+                .into_iter()
+                .map(move |(v, cells)| {
+                    let episodes = cells * 36 * if c == "all" { 2 } else { 1 };
+                    let truncated = match (c, v) {
+                        ("sim-b", _) => 0u32,
+                        (_, 8) => 4,
+                        (_, 32) => 3,
+                        _ => 60,
+                    };
+                    let before = if v == 128 {
+                        truncated.saturating_sub(5)
+                    } else {
+                        truncated
+                    };
+                    (c, o, v, episodes, truncated, before)
+                })
+        })
+        .collect();
+    build(
+        TableBuilder::new()
+            .text("lane", rows.iter().map(|_| "routed"))
+            .u32("completion_cap", rows.iter().map(|_| 1024))
+            .text("configuration", rows.iter().map(|r| r.0))
+            .text("organization", rows.iter().map(|r| r.1))
+            .u32("v", rows.iter().map(|r| r.2))
+            .u32(
+                "n_cells",
+                rows.iter().map(|r| {
+                    if r.2 == 8 {
+                        7
+                    } else if r.2 == 32 {
+                        1
+                    } else {
+                        4
+                    }
+                }),
+            )
+            .u32("episodes", rows.iter().map(|r| r.3))
+            .u32("successes", rows.iter().map(|r| r.3 - r.4))
+            .f64(
+                "vts_rate",
+                rows.iter().map(|r| 1.0 - f64::from(r.4) / f64::from(r.3)),
+            )
+            .u32("truncated", rows.iter().map(|r| r.4))
+            .f64(
+                "truncated_share",
+                rows.iter().map(|r| f64::from(r.4) / f64::from(r.3)),
+            )
+            .u32("truncated_before_first_call", rows.iter().map(|r| r.5))
+            .f64_opt(
+                "truncated_before_first_call_share",
+                rows.iter()
+                    .map(|r| (r.4 > 0).then(|| f64::from(r.5) / f64::from(r.4))),
+            ),
+        "truncation",
+    )
+}
+
+fn truncation_pairs() -> RecordBatch {
+    // (configuration, organization, pairs, lost, gained, lost truncated, truncated 128)
+    let rows = [
+        ("all", "all", 288u32, 60u32, 10u32, 50u32, 55u32),
+        ("sim-a", "Org A", 144, 58, 4, 50, 55),
+        ("sim-b", "Org B", 144, 2, 6, 0, 0),
+    ];
+    let pp = |x: u32, n: u32| 100.0 * f64::from(x) / f64::from(n);
+    build(
+        TableBuilder::new()
+            .text("lane", rows.iter().map(|_| "routed"))
+            .u32("completion_cap", rows.iter().map(|_| 1024))
+            .text("configuration", rows.iter().map(|r| r.0))
+            .text("organization", rows.iter().map(|r| r.1))
+            .u32("pairs", rows.iter().map(|r| r.2))
+            .u32("lost", rows.iter().map(|r| r.3))
+            .u32("gained", rows.iter().map(|r| r.4))
+            .f64(
+                "v_effect_pp",
+                rows.iter().map(|r| pp(r.4, r.2) - pp(r.3, r.2)),
+            )
+            .f64("lost_pp", rows.iter().map(|r| pp(r.3, r.2)))
+            .f64("gained_pp", rows.iter().map(|r| pp(r.4, r.2)))
+            .u32("lost_truncated_128", rows.iter().map(|r| r.5))
+            .f64("lost_truncated_pp", rows.iter().map(|r| pp(r.5, r.2)))
+            .f64(
+                "loss_share_truncated",
+                rows.iter().map(|r| f64::from(r.5) / f64::from(r.3)),
+            )
+            .u32(
+                "truncated_8",
+                rows.iter().map(|r| if r.6 > 0 { 2 } else { 0 }),
+            )
+            .u32("truncated_128", rows.iter().map(|r| r.6))
+            .f64(
+                "truncation_rate_128",
+                rows.iter().map(|r| f64::from(r.6) / f64::from(r.2)),
+            )
+            .u32(
+                "truncated_128_before_first_call",
+                rows.iter().map(|r| r.6.saturating_sub(5)),
+            ),
+        "truncation_pairs",
+    )
+}
+
+fn truncation_correlation() -> RecordBatch {
+    build(
+        TableBuilder::new()
+            .text("lane", ["routed"])
+            .u32("completion_cap", [1024])
+            .u32("n_configurations", [2])
+            .f64("pearson_r", [-1.0])
+            .f64("spearman_rho", [-1.0])
+            .u32("never_truncating", [1])
+            .f64("never_truncating_v_effect_min_pp", [2.777_777_777_777_778])
+            .f64("never_truncating_v_effect_max_pp", [2.777_777_777_777_778]),
+        "truncation_correlation",
+    )
+}
+
+fn strata() -> RecordBatch {
+    build(
+        TableBuilder::new()
+            .text("lane", ["routed", "routed"])
+            .u32("completion_cap", [1024, 1024])
+            .text("configuration", ["all", "sim-a"])
+            .text("organization", ["all", "Org A"])
+            .u32("pairs", [288, 144])
+            .f64("total_effect_pp", [-17.36, -37.5])
+            .u32("pairs_neither_truncated", [231, 87])
+            .f64("neither_truncated_effect_pp", [-1.5, -4.6])
+            .u32("truncated_failures_8", [2, 2])
+            .u32("truncated_failures_128", [55, 55])
+            .u32("truncated_failures_both", [1, 1])
+            .f64("bound_independent_low_pp", [-18.06, -38.9])
+            .f64("bound_independent_high_pp", [1.74, 0.7])
+            .f64("bound_alike_low_pp", [-17.71, -38.2])
+            .f64("bound_alike_high_pp", [1.39, 0.0]),
+        "strata",
+    )
+}
+
+fn lanes() -> RecordBatch {
+    let scopes = ["all", "v=128"];
+    build(
+        TableBuilder::new()
+            .u32("completion_cap", [1024, 1024])
+            .text("scope", scopes)
+            .text("cluster_unit", ["family", "family"])
+            .u32("n_clusters", [36, 36])
+            .u32("n_units", [72, 72])
+            .u32("pairs", [864, 288])
+            .u32("unpaired_routed", [0, 0])
+            .u32("unpaired_fixed", [0, 0])
+            .f64("routed_vts", [0.85, 0.7])
+            .f64("fixed_vts", [0.826, 0.64])
+            .f64("estimate_pp", [2.4, 6.0])
+            .f64("ci_low_pp", [1.1, 2.0])
+            .f64("ci_high_pp", [3.8, 10.0])
+            .f64("p_value", [1e-4, 0.004])
+            .f64("p_floor", [1e-4, 1e-4])
+            .u32("draws", [10_000, 10_000])
+            .u64("seed", [1, 1])
+            .u64("draw_seed", [2, 3])
+            .f64("routed_tokens_per_episode", [12_000.4, 30_000.0])
+            .f64("fixed_tokens_per_episode", [16_699.6, 52_000.0])
+            .f64("fixed_extra_tokens_per_episode", [4_699.2, 22_000.0])
+            .f64("routed_schema_exposures_per_episode", [30.0, 146.0])
+            .f64("fixed_schema_exposures_per_episode", [77.7, 512.0])
+            .f64("fixed_extra_schema_exposures_per_episode", [47.7, 366.0]),
+        "lanes",
+    )
+}
+
+fn costs() -> RecordBatch {
+    build(
+        TableBuilder::new()
+            .text("configuration", ["all", "sim-a", "sim-b"])
+            .text("organization", ["all", "Org A", "Org B"])
+            .text("lane", ["all", "all", "all"])
+            .u64("episodes", [864, 432, 432])
+            .u64("successes", [700, 300, 400])
+            .f64("vts_rate", [700.0 / 864.0, 300.0 / 432.0, 400.0 / 432.0])
+            .u64("infra_failures", [1, 1, 0])
+            .u64("prompt_tokens", [10_000_000, 6_000_000, 4_000_000])
+            .u64("completion_tokens", [500_000, 300_000, 200_000])
+            .u64("reasoning_tokens", [0, 0, 0])
+            .u64("total_tokens", [10_500_000, 6_300_000, 4_200_000])
+            .f64("tokens_per_episode", [12_152.78, 14_583.33, 9_722.22])
+            .f64("cost_usd", [768.384, 700.0, 68.384])
+            .f64("cost_per_episode_usd", [0.889, 1.62, 0.158])
+            .f64("cost_per_1000_episodes_usd", [889.33, 1620.37, 158.3])
+            .f64("cost_per_success_usd", [1.0977, 2.333, 0.171]),
+        "costs",
+    )
+}
+
+fn first_responses() -> RecordBatch {
+    build(
+        TableBuilder::new()
+            .u32("completion_cap", [1024, 1024, 1024])
+            .text("configuration", ["all", "sim-a", "sim-b"])
+            .text("organization", ["all", "Org A", "Org B"])
+            .u32("visible_schemas", [128, 128, 128])
+            .u32("configurations", [2, 1, 1])
+            .u32("first_responses", [576, 288, 288])
+            .u32("infra_failed", [1, 1, 0])
+            .u32("cut", [60, 60, 0])
+            .f64_opt(
+                "cut_share",
+                [Some(60.0 / 576.0), Some(60.0 / 288.0), Some(0.0)],
+            )
+            .u32("reasoning_only", [45, 45, 0])
+            .f64_opt("reasoning_only_share", [Some(0.75), Some(0.75), None])
+            .u32("cut_in_tool_call", [10, 10, 0])
+            .f64_opt(
+                "cut_in_tool_call_share",
+                [Some(10.0 / 60.0), Some(10.0 / 60.0), None],
+            )
+            .u32("cut_in_text", [4, 4, 0])
+            .f64_opt(
+                "cut_in_text_share",
+                [Some(4.0 / 60.0), Some(4.0 / 60.0), None],
+            )
+            .u32("cut_empty", [1, 1, 0])
+            .u32("never_truncating", [1, 0, 1]),
+        "first_responses",
+    )
+}
+
+/// Every table the report reads.
+fn full_study() -> BTreeMap<String, RecordBatch> {
+    [
+        ("contrasts", contrasts()),
+        ("contrasts_sign_flip", contrasts_sign_flip()),
+        ("contrasts_by_configuration", contrasts_by_configuration()),
+        ("truncation", truncation()),
+        ("truncation_pairs", truncation_pairs()),
+        ("truncation_correlation", truncation_correlation()),
+        ("strata", strata()),
+        ("lanes", lanes()),
+        ("costs", costs()),
+        ("first_responses", first_responses()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect()
+}
+
+fn rendered(tables: &BTreeMap<String, RecordBatch>) -> super::Rendered {
+    render("capacity", tables, &[]).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn figure<'a>(r: &'a super::Rendered, prefix: &str) -> &'a str {
+    r.figures
+        .iter()
+        .find(|(name, _)| name.starts_with(prefix))
+        .map(|(_, svg)| svg.as_str())
+        .unwrap_or_else(|| panic!("no figure {prefix}"))
+}
+
+#[test]
+fn rendering_twice_gives_identical_bytes() {
+    let tables = full_study();
+    let (a, b) = (rendered(&tables), rendered(&tables));
+    assert_eq!(a, b);
+    // Equal tables built anew (fresh buffers) render the same bytes too.
+    assert_eq!(rendered(&full_study()), a);
+}
+
+#[test]
+fn markdown_of_a_small_study() {
+    // Sign-flip and per-configuration contrasts left out: their notes appear in place.
+    let mut tables = full_study();
+    tables.remove("contrasts_sign_flip");
+    tables.remove("contrasts_by_configuration");
+    insta::assert_snapshot!(rendered(&tables).markdown);
+}
+
+#[test]
+fn the_contrast_figure_has_a_dot_and_a_whisker_per_contrast_and_cluster_unit() {
+    let r = rendered(&full_study());
+    let svg = figure(&r, "report-contrasts-routed-1024");
+    // Families (the primary) take the first colour, intents the second.
+    for colour in &SERIES_COLOURS[..2] {
+        assert_eq!(dots(svg, *colour), 8);
+        assert_eq!(strokes(svg, *colour), 8);
+    }
+    assert_eq!(dots(svg, SERIES_COLOURS[2]), 0);
+    for (_, label) in CONTRASTS {
+        let escaped = label.replace('&', "&amp;");
+        assert!(svg.contains(&format!(">\n{escaped}\n</text>")), "{label}");
+    }
+    assert!(svg.contains(">\nfamilies (n = 36)\n</text>"));
+}
+
+#[test]
+fn effect_figures_have_a_dot_per_configuration_and_the_share_figure_one_per_menu_size() {
+    let r = rendered(&full_study());
+    assert_eq!(
+        r.figures
+            .iter()
+            .map(|(n, _)| n.as_str())
+            .collect::<Vec<_>>(),
+        [
+            "report-contrasts-routed-1024.svg",
+            "report-truncation-by-menu-routed-1024.svg",
+            "report-v-effect-truncation-routed-1024.svg",
+            "report-w-effect-truncation-routed-1024.svg",
+        ]
+    );
+    assert_eq!(dots(figure(&r, "report-v-effect"), SERIES_COLOURS[0]), 2);
+    assert_eq!(dots(figure(&r, "report-w-effect"), SERIES_COLOURS[0]), 2);
+    let shares = figure(&r, "report-truncation-by-menu");
+    assert_eq!(dots(shares, SERIES_COLOURS[0]), 3);
+    assert_eq!(strokes(shares, SERIES_COLOURS[0]), 1);
+    // The HTML holds every figure inline, and says how many.
+    assert!(r.html.contains("<main data-figures=\"4\">"));
+    assert_eq!(r.html.matches("<figure class=\"report-figure\"").count(), 4);
+    assert_eq!(r.html.matches("<svg ").count(), 4);
+    // The Markdown links each by its file name.
+    for (name, _) in &r.figures {
+        assert!(r.markdown.contains(&format!("]({name})")), "{name}");
+    }
+}
+
+#[test]
+fn an_analysis_the_design_cannot_run_is_noted_as_skipped_not_as_missing() {
+    let mut tables = BTreeMap::new();
+    tables.insert("costs".to_string(), costs());
+    let skipped = [("contrasts", "it needs all 12 capacity cells".to_string())];
+    let r = render("s", &tables, &skipped).unwrap_or_else(|e| panic!("{e}"));
+    let line = "- *Contrasts: skipped, the `contrasts` analysis cannot run on this study's \
+                design: it needs all 12 capacity cells.*";
+    assert!(r.markdown.contains(line), "{}", r.markdown);
+    assert!(!r.markdown.contains("add the `contrasts` analysis"));
+    // The others are still absent for the ordinary reason.
+    assert!(r
+        .markdown
+        .contains("add the `lanes` analysis to its manifest"));
+}
+
+#[test]
+fn absent_tables_become_one_line_notes() {
+    let mut tables = BTreeMap::new();
+    tables.insert("costs".to_string(), costs());
+    let r = rendered(&tables);
+    for line in [
+        "- *Contrasts: omitted, the study has no `contrasts`, `contrasts_sign_flip` or \
+         `contrasts_by_configuration` table (add the `contrasts` analysis to its manifest).*",
+        "- *Truncation: omitted, the study has no `truncation`, `truncation_pairs` or \
+         `truncation_correlation` table (add the `truncation` analysis to its manifest).*",
+        "- *Strata and bounds: omitted, the study has no `strata` table (add the `strata` \
+         analysis to its manifest).*",
+        "- *Lanes: omitted, the study has no `lanes` table (add the `lanes` analysis to \
+         its manifest).*",
+    ] {
+        assert!(r.markdown.contains(line), "{line}\n---\n{}", r.markdown);
+    }
+    assert!(r.markdown.contains("## Costs"));
+    assert!(!r.markdown.contains("## Lanes"));
+    assert!(r.figures.is_empty());
+    assert!(r.html.contains("<main data-figures=\"0\">"));
+
+    // No table at all still renders: a title, the notes, nothing else.
+    let empty = rendered(&BTreeMap::new());
+    assert_eq!(empty.markdown.matches("omitted").count(), 6);
+
+    // A table the report does not know is named, not dropped silently.
+    tables.insert("mystery".to_string(), costs());
+    assert!(rendered(&tables)
+        .markdown
+        .contains("- *Not shown in this report: `mystery`.*"));
+}
+
+#[test]
+fn a_missing_column_is_an_error_naming_table_and_column() {
+    let mut tables = full_study();
+    tables.insert(
+        "strata".into(),
+        build(
+            TableBuilder::new()
+                .text("lane", ["routed"])
+                .u32("completion_cap", [1024]),
+            "strata",
+        ),
+    );
+    match render("s", &tables, &[]) {
+        Err(ReportError::MissingColumn { table, column }) => {
+            assert_eq!(
+                (table.as_str(), column.as_str()),
+                ("strata", "configuration")
+            );
+        }
+        other => panic!("expected a missing column, got {other:?}"),
+    }
+}
+
+#[test]
+fn the_html_page_loads_nothing_and_escapes_table_text() {
+    let mut tables = full_study();
+    tables.insert(
+        "costs".into(),
+        build(
+            TableBuilder::new()
+                .text("configuration", ["<script>alert(1)</script>"])
+                .text("organization", ["O & P"])
+                .text("lane", ["all"])
+                .u64("episodes", [1])
+                .u64("successes", [1])
+                .f64("vts_rate", [1.0])
+                .u64("infra_failures", [0])
+                .u64("total_tokens", [10])
+                .f64("tokens_per_episode", [10.0])
+                .f64("cost_usd", [0.01])
+                .f64("cost_per_1000_episodes_usd", [10.0])
+                .f64("cost_per_success_usd", [0.01]),
+            "costs",
+        ),
+    );
+    let r = rendered(&tables);
+    assert!(!r.html.contains("<script"));
+    assert!(r.html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
+    assert!(r.html.contains("O &amp; P"));
+    for external in ["<link", "src=", "@import", "url("] {
+        assert!(!r.html.contains(external), "{external}");
+    }
+    // The only URL is the SVG namespace, which browsers do not fetch.
+    let urls = r.html.matches("http").count();
+    assert_eq!(
+        urls,
+        r.html
+            .matches("xmlns=\"http://www.w3.org/2000/svg\"")
+            .count()
+    );
+    assert!(r.markdown.contains("\\<script\\>alert(1)\\</script\\>"));
+}
+
+/// The contract with the analyses: whatever tables they write for a small panel, the
+/// report reads every column it needs from them.
+#[test]
+fn the_tables_the_analyses_write_render() {
+    use tbb_analysis::design::testing::unit;
+    use tbb_analysis::{AnalysisKind, Bootstrap, ClusterUnit};
+
+    let mut episodes = Vec::new();
+    for (config, org) in [("sim-a", "A"), ("sim-b", "B"), ("sim-c", "B")] {
+        for (family, intent) in [("f1", "i1"), ("f2", "i1"), ("f3", "i2"), ("f4", "i3")] {
+            for lane in ["routed", "fixed"] {
+                // sim-a fails and truncates at V = 128 (cells 4..8) in half its families.
+                let fails = config == "sim-a" && family < "f3";
+                let mut rows = unit(config, org, family, intent, |i| {
+                    !(fails && (4..8).contains(&i))
+                });
+                for (i, r) in rows.iter_mut().enumerate() {
+                    r.lane = lane.into();
+                    if fails && (4..8).contains(&i) {
+                        r.truncated = true;
+                        r.truncated_before_first_call = i % 2 == 0;
+                    }
+                }
+                episodes.extend(rows);
+            }
+        }
+    }
+    let mut tables = BTreeMap::new();
+    let bootstrap = Bootstrap {
+        draws: Some(200),
+        seed: Some(7),
+        cluster_units: vec![
+            ClusterUnit::Family,
+            ClusterUnit::Intent,
+            ClusterUnit::Configuration,
+        ],
+    };
+    // One first request per episode, reasoning reported: a truncated episode's was cut,
+    // reasoning-only when it ended before its first call, else inside a tool call.
+    let requests: Vec<tbb_tables::rows::RequestRow> = episodes
+        .iter()
+        .enumerate()
+        .map(|(k, e)| {
+            let key = format!("e{k}");
+            let (finish, kind) = match (e.truncated, e.truncated_before_first_call) {
+                (true, true) => ("length", "reasoning_only"),
+                (true, false) => ("length", "cut_in_tool_call"),
+                _ => ("tool_calls", "tool_call"),
+            };
+            tbb_tables::rows::RequestRow {
+                episode: std::sync::Arc::new(tbb_tables::rows::EpisodeColumns::of(e, &key, &key)),
+                request: tbb_tables::rows::RequestColumns {
+                    turn: 0,
+                    visible_schemas: e.v,
+                    prompt_tokens: Some(1000),
+                    cached_tokens: Some(0),
+                    completion_tokens: Some(500),
+                    reasoning_tokens: Some(400),
+                    reasoning_source: Some("reported"),
+                    finish_reason: Some(finish),
+                    finish_reason_raw: Some(finish.to_string()),
+                    response_kind: Some(kind),
+                    executed_call: kind == "tool_call",
+                    cumulative_calls: u32::from(kind == "tool_call"),
+                    attempts: Some(1),
+                    infra_cause: None,
+                    wall_ms: 1,
+                    cumulative_tokens: 1500,
+                },
+            }
+        })
+        .collect();
+    for kind in [
+        "contrasts",
+        "truncation",
+        "strata",
+        "lanes",
+        "costs",
+        "first_responses",
+    ] {
+        let kind = AnalysisKind::get(kind).unwrap_or_else(|| panic!("{kind}"));
+        let params = if kind.kind().parameters().is_empty() {
+            serde_json::Map::new()
+        } else {
+            match serde_json::to_value(&bootstrap) {
+                Ok(serde_json::Value::Object(m)) => m,
+                _ => panic!("bootstrap parameters"),
+            }
+        };
+        let context = tbb_analysis::Context {
+            study: "panel",
+            episodes: &episodes,
+            requests: &requests,
+            tables: &BTreeMap::new(),
+            skipped: &[],
+        };
+        let produced = kind
+            .kind()
+            .run(&params, &context)
+            .unwrap_or_else(|e| panic!("{e}"));
+        for out in produced.tables {
+            tables.insert(out.table.to_string(), out.batch);
+        }
+    }
+    let r = render("panel", &tables, &[]).unwrap_or_else(|e| panic!("{e}"));
+    assert!(!r.markdown.contains("omitted"), "{}", r.markdown);
+    assert!(!r.markdown.contains("Not shown"), "{}", r.markdown);
+    // Two lanes × (contrasts, shares, V effect, W effect).
+    assert_eq!(r.figures.len(), 8);
+    let svg = figure(&r, "report-contrasts-routed-1024");
+    for colour in &SERIES_COLOURS[..3] {
+        assert_eq!(dots(svg, *colour), 8);
+    }
+    assert_eq!(
+        dots(
+            figure(&r, "report-v-effect-truncation-routed"),
+            SERIES_COLOURS[0]
+        ),
+        3
+    );
+}
+
+/// Renders the report of a directory of tables written by `tbb apply`, to look at by
+/// eye: `TBB_REPORT_DIR=/tmp/x/outputs/smoke cargo test --lib render_a_directory --
+/// --ignored` writes report.md, report.html and the figures into that directory.
+#[test]
+#[ignore = "reads the tables in TBB_REPORT_DIR and writes the report beside them"]
+fn render_a_directory() {
+    let Some(dir) = std::env::var_os("TBB_REPORT_DIR") else {
+        return;
+    };
+    let dir = std::path::PathBuf::from(dir);
+    let mut tables = BTreeMap::new();
+    for entry in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{e}")) {
+        let path = entry.unwrap_or_else(|e| panic!("{e}")).path();
+        let Some(stem) = path.file_stem().and_then(|s| s.to_str()) else {
+            continue;
+        };
+        if path.extension().is_some_and(|e| e == "parquet")
+            && !matches!(stem, "episodes" | "variants")
+        {
+            let (batches, _) = tbb_tables::read_table(&path).unwrap_or_else(|e| panic!("{e}"));
+            // Analysis tables are small: one batch (render takes one per table).
+            assert!(batches.len() <= 1, "{stem}: {} batches", batches.len());
+            if let Some(b) = batches.into_iter().next() {
+                tables.insert(stem.to_string(), b);
+            }
+        }
+    }
+    let study = dir
+        .file_name()
+        .and_then(|s| s.to_str())
+        .unwrap_or("study")
+        .to_string();
+    let r = render(&study, &tables, &[]).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(dir.join("report.md"), &r.markdown).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(dir.join("report.html"), &r.html).unwrap_or_else(|e| panic!("{e}"));
+    for (name, svg) in &r.figures {
+        std::fs::write(dir.join(name), svg).unwrap_or_else(|e| panic!("{e}"));
+    }
+}
+
+/// The cap study's section: one row per capacity configuration as the strata table
+/// wrote it, with what runs and the paper's choice beside ours; and no note about it in
+/// a study without the table.
+#[test]
+fn the_cap_study_section_shows_the_rule_reading_and_what_runs() {
+    let strata = build(
+        TableBuilder::new()
+            .text("configuration", ["heavy", "mild", "null", "other"])
+            .u32("upstream_episodes", [144, 144, 144, 144])
+            .u32("upstream_truncated", [72, 14, 0, 0])
+            .f64_opt(
+                "truncated_share",
+                [Some(0.5), Some(14.0 / 144.0), Some(0.0), Some(0.0)],
+            )
+            .f64_opt("v_effect_pp", [Some(-40.0), Some(-9.5), Some(1.4), None])
+            .text_opt("stratum", [Some("B"), Some("M"), Some("N"), None])
+            .u32_opt("candidate_rank", [Some(1), Some(1), Some(1), None])
+            .bool("selected", [true, true, true, false])
+            .bool("in_study", [true, true, true, false]),
+        "sweep_strata",
+    );
+    let tables = BTreeMap::from([("sweep_strata".to_string(), strata)]);
+    let r = rendered(&tables);
+    for line in [
+        "## Configurations of the cap study",
+        "The rule selects 3 of 4 capacity configurations. The paper's sweep ran 8 configurations",
+        "| heavy | 144 | 72 | 50.0% | -40.0 | B | 1 | yes |",
+        "| other | 144 | 0 | 0.0% | — | — | — |  |",
+    ] {
+        assert!(r.markdown.contains(line), "{line}\n---\n{}", r.markdown);
+    }
+    assert!(!rendered(&full_study()).markdown.contains("cap study"));
+}
+
+/// The cap studies' section: the contrast per cap and its change with its interval,
+/// bounds and margin verdict, the paper's values beside ours, and the truncation and
+/// disagreement shares as percentages.
+#[test]
+fn the_cap_sweep_section_puts_ours_beside_the_papers() {
+    // (stratum, arm_role, cap, statistic, estimate, ci)
+    type Row = (
+        &'static str,
+        &'static str,
+        Option<u32>,
+        &'static str,
+        f64,
+        Option<(f64, f64)>,
+    );
+    let rows: [Row; 5] = [
+        (
+            "B",
+            "low",
+            Some(1024),
+            "v_contrast",
+            -38.7,
+            Some((-41.0, -36.3)),
+        ),
+        (
+            "B",
+            "high",
+            Some(16384),
+            "v_contrast",
+            -0.1,
+            Some((-1.3, 1.2)),
+        ),
+        ("B", "change", None, "v_contrast", 38.6, Some((35.9, 41.2))),
+        ("B", "low", Some(1024), "truncated_share_v128", 45.7, None),
+        (
+            "all",
+            "high",
+            Some(16384),
+            "repeat_disagreement",
+            12.5,
+            None,
+        ),
+    ];
+    let sweep = build(
+        TableBuilder::new()
+            .text("stratum", rows.iter().map(|r| r.0))
+            .text("arm_role", rows.iter().map(|r| r.1))
+            .u32_opt("completion_cap", rows.iter().map(|r| r.2))
+            .text("statistic", rows.iter().map(|r| r.3))
+            .f64("estimate_pp", rows.iter().map(|r| r.4))
+            .f64_opt("ci_low_pp", rows.iter().map(|r| r.5.map(|c| c.0)))
+            .f64_opt("ci_high_pp", rows.iter().map(|r| r.5.map(|c| c.1)))
+            .f64_opt(
+                "bound_low_pp",
+                rows.iter().map(|r| (r.1 == "change").then_some(38.6)),
+            )
+            .f64_opt(
+                "bound_high_pp",
+                rows.iter().map(|r| (r.1 == "change").then_some(38.6)),
+            )
+            .bool_opt(
+                "clears_margin",
+                rows.iter().map(|r| (r.1 == "change").then_some(true)),
+            ),
+        "cap_sweep",
+    );
+    let r = rendered(&BTreeMap::from([("cap_sweep".to_string(), sweep)]));
+    for line in [
+        "menu contrast (pp) per stratum at caps 1,024 and 16,384",
+        "| B | -38.7 [-41.0, -36.3] | -0.1 [-1.3, 1.2] | +38.6 [35.9, 41.2] | [38.6, 38.6] | yes | -43.7 | -2.7 [-4.7, -0.9] | +41.0 [36.2, 45.5] |",
+        "| B | 45.7% | — | — | — |",
+        "| all (pooled) | — | — | — | 12.5% |",
+        "beside the paper's Figure 2b",
+    ] {
+        assert!(r.markdown.contains(line), "{line}\n---\n{}", r.markdown);
+    }
+    // The figure: one stratum row; our two caps each a dot and a whisker, the paper's
+    // low cap a dot alone (it published no interval), its high cap a dot and a whisker.
+    let svg = figure(&r, "report-cap-sweep");
+    let counts: Vec<(usize, usize)> = SERIES_COLOURS[..4]
+        .iter()
+        .map(|&c| (dots(svg, c), strokes(svg, c)))
+        .collect();
+    assert_eq!(counts, [(1, 1), (1, 1), (1, 0), (1, 1)], "{svg}");
+    assert!(svg.contains("paper&apos;s, 16,384") || svg.contains("paper's, 16,384"));
+}
