@@ -725,6 +725,39 @@ fn malformed_toml_points_at_the_line() {
     assert!(text.contains("see manifests/capacity.toml"), "{text}");
 }
 
+/// The `[budgets]` table of smoke.toml moved to the top as a TOML 1.1 inline table:
+/// over several lines, with a trailing comma, and `extra` inside it.
+fn budgets_over_lines(text: String, extra: &str) -> String {
+    let text = replace(
+        text,
+        "[budgets]\ncompletion_caps = [1024]\nepisode_budget = 128000\ncall_slack = 2\n",
+        "",
+    );
+    replace(
+        text,
+        "repeats = 1\n",
+        &format!(
+            "repeats = 1\nbudgets = {{\n  completion_caps = [1024],\n  episode_budget = 128000,\n  call_slack = 2,{extra}\n}}\n"
+        ),
+    )
+}
+
+#[test]
+fn a_toml_1_1_manifest_loads_and_its_problems_point_into_it() {
+    // Regression: the manifest was read as TOML 1.1 but its spans were indexed by a
+    // TOML 1.0 parser, which refused an inline table over several lines as invalid TOML.
+    let original = load(&shipped("smoke.toml")).content_hash;
+    let inline = edited("smoke.toml", |t| budgets_over_lines(t, ""));
+    assert_eq!(load(&inline.path).content_hash, original);
+    let with_typo = edited("smoke.toml", |t| {
+        budgets_over_lines(t, "\n  episode_budgt = 5,")
+    });
+    let (e, text) = failure(&with_typo, &[]);
+    assert_eq!(e.problems().len(), 1, "{text}");
+    assert!(text.contains("unknown key `episode_budgt`"), "{text}");
+    assert!(text.contains("episode_budgt = 5,"), "{text}");
+}
+
 #[test]
 fn a_value_of_the_wrong_type_points_at_it() {
     let m = edited("smoke.toml", |t| {

@@ -203,3 +203,53 @@ fn the_analyses_cannot_reach_the_manifest_the_pipeline_or_the_report() {
         );
     }
 }
+
+/// The crates that make up a TOML stack; two versions of any of them mean two parsers
+/// (and two renderers) that can disagree about the same file.
+const TOML_STACK: [&str; 6] = [
+    "toml",
+    "toml_edit",
+    "toml_datetime",
+    "toml_parser",
+    "toml_writer",
+    "serde_spanned",
+];
+
+#[test]
+fn the_workspace_builds_one_toml_stack() {
+    // Regression: figment's unused `toml` feature built toml 0.8 (and toml_edit 0.22
+    // was pinned to match it) beside the toml 0.9 that reads families and catalogues.
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = Command::new(cargo)
+        .args([
+            "tree",
+            "--workspace",
+            "--duplicates",
+            "--edges",
+            "normal",
+            "--prefix",
+            "depth",
+            "--format",
+            "{p}",
+            "--offline",
+        ])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap_or_else(|e| panic!("cargo tree: {e}"));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Depth 0 lines are the duplicated crates; deeper ones are what pulls them in.
+    let listing = String::from_utf8_lossy(&out.stdout);
+    let twice: BTreeSet<&str> = listing
+        .lines()
+        .filter_map(|line| line.strip_prefix('0')?.split_whitespace().next())
+        .filter(|name| TOML_STACK.contains(name))
+        .collect();
+    assert!(
+        twice.is_empty(),
+        "built in two versions: {twice:?}\n{listing}"
+    );
+}

@@ -5,7 +5,9 @@
 //! Built on `toml_edit`'s parse tree, which keeps spans under implicit tables too: a file
 //! that opens `[[cells.list]]` without a `[cells]` line is valid TOML, and the parent
 //! table simply has no span of its own (lookups fall back to the nearest ancestor that
-//! has one, or to none).
+//! has one, or to none), nor has a table made by dotted keys (`configurations.names = …`).
+//! A `[table]` or `[[array]]` entry spans its header through its last value, so that a
+//! problem with the whole table shows the whole table.
 //!
 //! Never: interprets values, or reads anything but the text it is given.
 
@@ -32,7 +34,7 @@ pub struct SyntaxError {
 impl SpanIndex {
     /// Indexes a file's text. Fails with the TOML syntax error and its span.
     pub fn parse(text: &str) -> Result<SpanIndex, SyntaxError> {
-        let doc = toml_edit::ImDocument::parse(text).map_err(|e| SyntaxError {
+        let doc = toml_edit::Document::parse(text).map_err(|e| SyntaxError {
             message: e.message().trim().to_string(),
             span: e.span(),
         })?;
@@ -59,14 +61,17 @@ impl SpanIndex {
             Item::None => {}
             Item::Value(v) => self.value(path, v),
             Item::Table(t) => {
-                self.insert(path, t.span());
+                self.insert(path, section(t));
                 self.table(path, t);
             }
             Item::ArrayOfTables(a) => {
-                self.insert(path, a.span());
-                for (i, t) in a.iter().enumerate() {
+                let entries: Vec<Option<Range<usize>>> = a.iter().map(section).collect();
+                if let (Some(Some(first)), Some(Some(last))) = (entries.first(), entries.last()) {
+                    self.insert(path, Some(first.start..last.end));
+                }
+                for (i, (t, span)) in a.iter().zip(entries).enumerate() {
                     let p = join(path, &i.to_string());
-                    self.insert(&p, t.span());
+                    self.insert(&p, span);
                     self.table(&p, t);
                 }
             }
@@ -108,6 +113,31 @@ impl SpanIndex {
     }
 }
 
+/// The span of a `[table]` or `[[array]]` entry: its header through the last value
+/// written under it (dotted keys included), as toml_edit before 0.23 gave it and as
+/// diagnostics have always shown it; toml_edit now spans the header alone. A table
+/// without a header of its own (implicit, or made by dotted keys) has none.
+fn section(table: &Table) -> Option<Range<usize>> {
+    if table.is_implicit() || table.is_dotted() {
+        return None;
+    }
+    let header = table.span()?;
+    let end = last_value_end(table).map_or(header.end, |end| end.max(header.end));
+    Some(header.start..end)
+}
+
+/// Where the last value written under a table's header ends.
+fn last_value_end(table: &Table) -> Option<usize> {
+    table
+        .iter()
+        .filter_map(|(_, item)| match item {
+            Item::Value(v) => v.span().map(|s| s.end),
+            Item::Table(t) if t.is_dotted() => last_value_end(t),
+            _ => None,
+        })
+        .max()
+}
+
 fn join(path: &str, key: &str) -> String {
     if path.is_empty() {
         key.to_string()
@@ -147,6 +177,41 @@ mod tests {
         let index = SpanIndex::parse(text).unwrap_or_default();
         assert_eq!(at(text, &index, "cells.list.1.v"), "128");
         assert_eq!(index.find("cells"), None);
+    }
+
+    #[test]
+    fn a_table_spans_its_header_through_its_last_value() {
+        // toml_edit 0.23+ spans a table's header alone; a problem with a whole table
+        // (a key it lacks) has always shown the whole table, its dotted keys included.
+        let text = "[study]\nname = \"s\" # why\n\n# next\n[[blocks]]\nname = \"a\"\n\
+                    configurations.names = [\"x\"]\n[[blocks]]\n[cells.list]\nv = 1\n";
+        let index = SpanIndex::parse(text).unwrap_or_default();
+        assert_eq!(at(text, &index, "study"), "[study]\nname = \"s\"");
+        assert_eq!(
+            at(text, &index, "blocks.0"),
+            "[[blocks]]\nname = \"a\"\nconfigurations.names = [\"x\"]"
+        );
+        assert_eq!(at(text, &index, "blocks.1"), "[[blocks]]");
+        assert_eq!(
+            at(text, &index, "blocks"),
+            "[[blocks]]\nname = \"a\"\nconfigurations.names = [\"x\"]\n[[blocks]]"
+        );
+        // Neither a dotted-key table nor an implicit one has a span of its own.
+        assert!(!index.contains("blocks.0.configurations"));
+        assert!(!index.contains("cells"));
+    }
+
+    #[test]
+    fn a_toml_1_1_file_is_indexed_as_toml_reads_it() {
+        // Regression: the index was built by an older toml_edit (TOML 1.0) than the
+        // `toml` that reads the same files (TOML 1.1), so a manifest or catalogue with
+        // an inline table over several lines was read, then refused as invalid TOML.
+        let text = "[budgets]\ncaps = {\n  a = [1, 20],\n  b = 3,\n}\n";
+        let index = SpanIndex::parse(text);
+        assert!(index.is_ok(), "{:?}", index.err());
+        let index = index.unwrap_or_default();
+        assert_eq!(at(text, &index, "budgets.caps.a.1"), "20");
+        assert_eq!(at(text, &index, "budgets.caps.b"), "3");
     }
 
     #[test]

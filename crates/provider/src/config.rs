@@ -637,6 +637,52 @@ mod tests {
         assert_eq!(c.identity(), without.identity());
     }
 
+    #[test]
+    fn a_toml_1_1_catalogue_is_read_and_its_problems_point_into_it() {
+        // Regression: the catalogue was read as TOML 1.1 but its spans were indexed by
+        // a TOML 1.0 parser, which refused an inline table over several lines.
+        let over_lines = |extra: &str| {
+            format!(
+                "[[configuration]]\nname = \"lines\"\norganization = \"Local\"\n\
+                 provider = \"openai\"\nmodel = \"m\"\nbase_url = \"http://127.0.0.1:8080/v1\"\n\
+                 prices = {{\n  input_per_mtok = 0.5,\n  output_per_mtok = 1.5,\n}}\n\
+                 retry = {{\n  max_attempts = {extra},\n  base_delay_ms = 1,\n  max_delay_ms = 2,\n  \
+                 retry_on = [],\n}}\n"
+            )
+        };
+        let cat = catalogue(&over_lines("3")).expect("valid catalogue");
+        let prices = cat.get("lines").map(|c| c.prices.output_per_mtok);
+        assert_eq!(prices, Some(1.5));
+        let problems = problems_of(&over_lines("1000"));
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert_eq!(problems[0].1, "1000", "{problems:?}");
+    }
+
+    #[test]
+    fn a_syntax_error_in_the_catalogue_reads_as_toml_reports_it() {
+        // Regression: the span index's older parser refused a catalogue first, in its
+        // own words and at its own place, not in those of the `toml` that reads
+        // families and manifests.
+        for broken in [
+            "[[configuration]]\nname = = \"x\"\n",
+            "[[configuration]]\nname = \"x\"\nname = \"y\"\n",
+            "[[configuration]]\nprices = { input_per_mtok = 1.\n",
+            "[[configuration]\n",
+            "[[configuration]]\nname = \"x\n",
+        ] {
+            let Err(expected) = toml::from_str::<toml::Table>(broken) else {
+                panic!("{broken:?} is valid TOML");
+            };
+            let Err(CatalogueError::Invalid { problems, .. }) = catalogue(broken) else {
+                panic!("{broken:?} was not refused as invalid");
+            };
+            assert_eq!(problems.len(), 1, "{broken:?}: {problems:?}");
+            assert_eq!(problems[0].message, expected.message().trim(), "{broken:?}");
+            let at = problems[0].span.map(|s| s.offset());
+            assert_eq!(at, expected.span().map(|s| s.start), "{broken:?}");
+        }
+    }
+
     fn problems_of(text: &str) -> Vec<(String, String)> {
         match catalogue(text) {
             Err(CatalogueError::Invalid { problems, .. }) => problems
