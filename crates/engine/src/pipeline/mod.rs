@@ -4,9 +4,9 @@
 //! ([`apply`]); analysis results and published files are [`publish`]'s.
 //!
 //! Owns: everything about caching — keys ([`key`]), the cache under
-//! `outputs/<study>/cache/`, the published tables' freshness, the outputs lock
-//! ([`lock`]) and the lockfiles ([`lockfile`]). It is the only module that knows a
-//! result can be reused.
+//! `outputs/<study>/cache/` and where its files are kept ([`backend`]), the published
+//! tables' freshness, the outputs lock ([`lock`]) and the lockfiles ([`lockfile`]). It
+//! is the only module that knows a result can be reused.
 //!
 //! Invariants: a plan is read-only; a node is recorded only after its result is written
 //! (temporary file, fsync, rename); a plan made right after an apply has nothing to
@@ -16,6 +16,7 @@
 //! the grader and the analyses, and stores what they return.
 
 pub mod apply;
+pub mod backend;
 pub mod cache;
 pub mod certify;
 pub mod context;
