@@ -1,7 +1,9 @@
 //! The pipeline: a manifest becomes a DAG of content-keyed nodes ([`dag`]), compared
 //! with the cache ([`cache`]) into a plan that says what runs and why ([`plan`]), and
-//! applied with bounded concurrency, committing each finished node atomically
-//! ([`apply`]); analysis results and published files are [`publish`]'s.
+//! applied ([`apply`]): a [`scheduler`] picks the nodes a run takes and the episode
+//! that starts next within each route's slots, a [`committer`] batches finished nodes
+//! into the cache in resumable order, and a [`reporter`] renders the [`events`] the
+//! stages emit; analysis results and published files are [`publish`]'s.
 //!
 //! Owns: everything about caching — keys ([`key`]), the cache under
 //! `outputs/<study>/cache/` and where its files are kept ([`backend`]), the published
@@ -19,16 +21,20 @@ pub mod apply;
 pub mod backend;
 pub mod cache;
 pub mod certify;
+pub mod committer;
 pub mod context;
 pub mod dag;
+pub mod events;
 pub mod failure;
 pub mod key;
 pub mod lock;
 pub mod lockfile;
 pub mod plan;
 pub mod publish;
+pub mod reporter;
 pub mod reproduce;
 pub mod rows;
+pub mod scheduler;
 pub mod served_prompts;
 pub mod upstream;
 
