@@ -319,6 +319,75 @@ mod tests {
         assert_eq!(drain(&mut s), [1]);
     }
 
+    /// A shard-like filter: the episodes of one configuration, no tables.
+    struct OneConfiguration(usize);
+
+    impl Filter for OneConfiguration {
+        fn executes(&self, dag: &Dag, execute: NodeIndex) -> bool {
+            matches!(dag.graph[execute].work, Work::Execute { config, .. } if config == self.0)
+        }
+
+        fn publishes(&self) -> bool {
+            false
+        }
+    }
+
+    #[test]
+    fn a_filter_takes_its_episodes_with_their_grades_and_compiles_and_publishes_nothing() {
+        let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let paths = super::super::Paths {
+            families: repo.join("families"),
+            prompts: repo.join("prompts"),
+            outputs: dir.path().join("outputs"),
+            lockfiles: dir.path().join("lockfiles"),
+        };
+        let study = super::super::Study::load(&repo.join("manifests/smoke.toml"), &[], &paths)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let cache = study.cache().unwrap_or_else(|e| panic!("{e}"));
+        let plan = study.plan(&cache).unwrap_or_else(|e| panic!("{e}"));
+        let dag = &study.dag;
+        let everything = selected(dag, &plan, &Everything);
+        assert_eq!(
+            everything.len(),
+            dag.graph.node_count(),
+            "a fresh study runs it all"
+        );
+        let taken = selected(dag, &plan, &OneConfiguration(1));
+        let of_kind = |kind: NodeKind| taken.iter().filter(|&&i| dag.graph[i].kind == kind).count();
+        let executes = dag
+            .nodes()
+            .filter(|(_, n)| matches!(n.work, Work::Execute { config: 1, .. }))
+            .count();
+        let all_executes = dag
+            .nodes()
+            .filter(|(_, n)| n.kind == NodeKind::Execute)
+            .count();
+        assert!(
+            executes > 0 && executes < all_executes,
+            "{executes} of {all_executes}"
+        );
+        assert_eq!(of_kind(NodeKind::Execute), executes);
+        assert_eq!(of_kind(NodeKind::Grade), executes);
+        assert_eq!(of_kind(NodeKind::Analysis) + of_kind(NodeKind::Table), 0);
+        for &i in &taken {
+            match dag.graph[i].work {
+                Work::Execute {
+                    config, compile, ..
+                } => {
+                    assert_eq!(config, 1);
+                    assert!(taken.contains(&compile), "its compile node comes with it");
+                }
+                Work::Grade { execute, .. } => assert!(taken.contains(&execute)),
+                Work::Compile { .. } => assert!(dag
+                    .graph
+                    .neighbors(i)
+                    .any(|e| taken.contains(&e) && dag.graph[e].kind == NodeKind::Execute)),
+                _ => {}
+            }
+        }
+    }
+
     #[test]
     fn routes_share_a_slot_count_set_by_their_first_configuration() {
         let config = |name: &str, base_url: Option<&str>, concurrency: u32| {
