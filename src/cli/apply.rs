@@ -1,10 +1,13 @@
 //! `tbb apply MANIFEST | PLAN.json [--locked] [--lock-timeout SECONDS] [--json]`:
 //! re-plans, prints the plan, and runs it; one summary line at the end, or with `--json`
-//! a machine-readable summary on stdout (everything else then goes to stderr).
+//! a machine-readable summary on stdout (everything else then goes to stderr). Progress
+//! goes to stderr: bars on a terminal, plain lines otherwise, JSON events with `--json`
+//! (`crate::pipeline::reporter`).
 //!
 //! Ctrl-C once drains the nodes in flight, commits them and exits (130); twice aborts
 //! at once (committed nodes are safe either way).
 
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::time::Instant;
@@ -16,6 +19,7 @@ use super::manifest::parse_set;
 use super::{lock_outputs, runtime, study, Cli};
 use crate::pipeline::apply::{self, Options};
 use crate::pipeline::plan::{Plan, PLAN_FORMAT};
+use crate::pipeline::reporter::Rendering;
 use crate::pipeline::{lockfile, PipelineError};
 
 #[derive(Debug, Args)]
@@ -32,7 +36,15 @@ A failure's cause is one of upstream_failed, stored_row_unreadable, compile,
 nondeterministic, analysis_refused, io, upstream_study_changed, internal; root_cause is
 the cause at the start of a chain of upstream failures. `removed` lists the report files
 deleted because the node publishing them failed (a report never disagrees with the
-tables beside it).")]
+tables beside it).
+
+Progress goes to stderr: bars on a terminal, plain lines when stderr is a pipe or a file,
+and with --json one JSON event a line among the plan's text, e.g.
+  {\"event\": \"stage_started\", \"stage\": \"episodes\", \"nodes\": 36288}
+  {\"event\": \"node_finished\", \"stage\": \"episodes\", \"node\": \"execute[...]\", \"ok\": true}
+  {\"event\": \"stage_finished\", \"stage\": \"episodes\", \"done\": 36288, \"failed\": 0}
+  {\"event\": \"finished\"}
+(stages: compile, episodes, requests, analyses).")]
 pub struct ApplyArgs {
     /// The manifest file, or a plan saved by `tbb plan -o`.
     target: PathBuf,
@@ -158,7 +170,7 @@ pub fn exec(cli: &Cli, args: &ApplyArgs) -> Result<()> {
     lockfile::write(&lock_path, &study.lockfile_text)?;
 
     let options = Options {
-        progress: true,
+        reporter: Rendering::choose(args.json, std::io::stderr().is_terminal()).on_stderr(),
         ..Options::default()
     };
     let rt = runtime()?;

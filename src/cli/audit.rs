@@ -11,7 +11,7 @@ use thiserror::Error;
 
 use super::{load, print_json, Cli};
 use crate::audit::{audit, Finding, Subject, Summary};
-use crate::report::format::count;
+use tbb_report::format::count;
 
 /// Failures shown per failed check (the JSON lists up to [`JSON_FAILURES`]).
 const SHOWN: usize = 3;

@@ -2,8 +2,10 @@
 //! study from its saved responses, offline, and compares each row with the stored one;
 //! writes `outputs/<study>/certificates.parquet` (the selected configurations' episodes
 //! only, with `--configurations`) and prints a pass/fail summary. Exits
-//! nonzero when any episode fails.
+//! nonzero when any episode fails. Progress goes to stderr: a bar on a terminal, plain
+//! lines otherwise.
 
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -13,7 +15,8 @@ use miette::Result;
 use super::manifest::parse_set;
 use super::{locked_study_and_cache, Cli};
 use crate::pipeline::certify::{self, Options};
-use crate::report::format::count;
+use crate::pipeline::reporter::Rendering;
+use tbb_report::format::count;
 
 /// Failures listed in the summary; the table has them all.
 const SHOWN: usize = 10;
@@ -40,7 +43,7 @@ pub fn exec(cli: &Cli, args: &CertifyArgs) -> Result<()> {
         locked_study_and_cache(cli, &args.manifest, &args.set, args.lock_timeout)?;
     let options = Options {
         configurations: args.configurations.clone(),
-        progress: true,
+        reporter: Rendering::choose(false, std::io::stderr().is_terminal()).on_stderr(),
     };
     let certification = certify::certify(&study, &cache, &options)?;
     let path = certify::write(&study, &certification)?;

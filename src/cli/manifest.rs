@@ -46,7 +46,7 @@ pub fn exec(cli: &Cli, command: &ManifestCommand) -> Result<()> {
     super::check_catalogue(cli, m)?;
     // Plan and apply load the system prompts with the study; a missing or malformed
     // prompt file fails check as it would fail them.
-    crate::harness::prompts::Prompts::load(&cli.prompts)?;
+    tbb_harness::prompts::Prompts::load(&cli.prompts)?;
     // Apply builds every configuration's provider before it runs anything (a missing
     // key or an unusable route stops it there); check builds them too, without sending
     // a request, so that nothing apply would reject passes check.
@@ -120,7 +120,7 @@ pub fn exec(cli: &Cli, command: &ManifestCommand) -> Result<()> {
             } else {
                 String::new()
             },
-            crate::harness::arm::name_of(&crate::manifest::Schedule::NAMES, b.schedule),
+            tbb_harness::arm::name_of(&crate::manifest::Schedule::NAMES, b.schedule),
         );
     }
     say!("{} episodes", m.episode_count());

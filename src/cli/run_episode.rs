@@ -16,12 +16,12 @@ use super::{catalogue, family, load, print_json, runtime, CellArgs, Cli, CliErro
 use crate::compile::compile;
 use crate::grade::trace::InfraFailure;
 use crate::grade::Verdict;
-use crate::harness::{
-    run_episode, Actor, ArmForm, Delivery, EpisodeSpec, Menu, PromptVariant, Prompts,
-};
 use crate::limits;
 use crate::provider::build;
 use crate::provider::chat::Sampling;
+use tbb_harness::{
+    run_episode, Actor, ArmForm, Delivery, EpisodeSpec, Menu, PromptVariant, Prompts,
+};
 
 #[derive(Debug, Args)]
 pub struct RunEpisodeArgs {
@@ -47,7 +47,7 @@ pub struct RunEpisodeArgs {
     #[arg(long, value_enum, default_value = "model")]
     actor: ActorArg,
     /// Completion cap per request, in tokens (1 to 1000000).
-    #[arg(long, default_value_t = crate::harness::COMPLETION_CAP,
+    #[arg(long, default_value_t = tbb_harness::COMPLETION_CAP,
           value_parser = |s: &str| limits::COMPLETION_CAP.parse::<u32>(s))]
     cap: u32,
     /// Repeat index, from 0.

@@ -10,7 +10,7 @@ use miette::Result;
 use super::manifest::parse_set;
 use super::{print_json, study_and_cache, Cli};
 use crate::pipeline::{Action, NodeKind};
-use crate::report::format::count;
+use tbb_report::format::count;
 
 #[derive(Debug, Args)]
 pub struct StatusArgs {

@@ -1,36 +1,38 @@
-//! Applying a plan: compile the variants it needs, run its episodes with bounded
-//! concurrency per provider route, grade each from its stored transcript, run the
-//! analyses and publish the tables — committing every finished node to the cache.
+//! Applying a plan: the stages of a run in order — compile the variants it needs, run
+//! its episodes, regrade cached transcripts, assemble the rows, run the analyses and
+//! publish the tables — wired to the [`super::scheduler`] (which nodes this run takes,
+//! which episode starts next), the [`super::committer`] (what is committed when) and a
+//! [`super::reporter::Reporter`] (which renders the [`Event`]s each stage emits).
 //!
-//! Commit order is what makes a killed run resumable: an execute node and its grade
-//! are committed together in a batch (every 512 nodes or every second), after the
-//! blobs and objects they refer to; a table node is recorded only after its file is
-//! renamed into place. Anything not committed simply reruns next time, and because
-//! every episode is seeded from its own key, the rerun gives the same result.
+//! Commit order is what makes a killed run resumable (the committer's doc): anything
+//! not committed simply reruns next time, and because every episode is seeded from its
+//! own key, the rerun gives the same result.
 //!
-//! Never: decides staleness (the plan does), prints (the caller gets progress through
-//! indicatif bars it asked for and a [`Summary`]), or lets one failed node stop the
-//! others: failures are collected ([`NodeFailure`], each with its cause), their
-//! dependents failed as upstream failures naming them, and reported at the end. When a
-//! table node that publishes report files fails, the files it published before are
-//! removed: a report must never disagree with the tables beside it.
+//! Never: decides staleness (the plan does), prints (its caller's reporter renders the
+//! events; the caller gets a [`Summary`]), or lets one failed node stop the others:
+//! failures are collected ([`NodeFailure`], each with its cause), their dependents
+//! failed as upstream failures naming them, and reported at the end. When a table node
+//! that publishes report files fails, the files it published before are removed: a
+//! report must never disagree with the tables beside it.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
-use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use petgraph::graph::NodeIndex;
 use serde::Serialize;
 use tokio::task::JoinSet;
 
-use super::cache::{Batch, Cache, NewEntry};
-use super::dag::{Node, Publish, Work};
+use super::cache::Cache;
+use super::committer::Committer;
+use super::dag::{ExecuteSpec, Node, Publish, Work};
+use super::events::{Event, Stage};
 use super::failure::{Cause, NodeFailure};
 use super::key::NodeKind;
 use super::plan::{Estimate, Plan};
 use super::publish::{publish, FreshRequests, Outcomes, RequestRows};
+use super::reporter::{Reporter, Silent};
+use super::scheduler::{self, Everything, Filter, Scheduler};
 use super::served_prompts;
 use super::{CompilePayload, ExecutePayload, PipelineError, Study, TablePayload};
 use tbb_analysis::Input;
@@ -44,12 +46,33 @@ use tbb_tables::requests::{self, EpisodeRequests};
 use tbb_tables::rows::EpisodeRow;
 
 /// How to apply.
-#[derive(Debug, Clone, Default)]
+#[derive(Clone)]
 pub struct Options {
     /// Set (by a Ctrl-C handler) to stop starting nodes, drain and commit.
     pub interrupt: Arc<AtomicBool>,
-    /// Draw progress bars on stderr (when it is a terminal).
-    pub progress: bool,
+    /// What renders the run's progress ([`Silent`] by default).
+    pub reporter: Arc<dyn Reporter>,
+    /// Which of the plan's nodes this run takes ([`Everything`] by default; a shard
+    /// takes its conditions).
+    pub filter: Arc<dyn Filter>,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            interrupt: Arc::default(),
+            reporter: Arc::new(Silent),
+            filter: Arc::new(Everything),
+        }
+    }
+}
+
+impl std::fmt::Debug for Options {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Options")
+            .field("interrupt", &self.interrupt)
+            .finish_non_exhaustive()
+    }
 }
 
 /// What an apply did.
@@ -231,6 +254,31 @@ struct Finished {
     result: Result<(ExecutePayload, BlobStore, EpisodeRow, EpisodeRequests), NodeFailure>,
 }
 
+/// What the episode stages leave for the rows and the analyses.
+#[derive(Default)]
+struct Graded {
+    /// Rows graded in this apply, by grade node.
+    rows: HashMap<NodeIndex, EpisodeRow>,
+    /// The requests of the episodes graded live, for the requests table (the others are
+    /// read back from their transcripts when it is published).
+    fresh_requests: FreshRequests,
+    /// The first request of each live episode, for the served-prompts check.
+    firsts: Vec<served_prompts::Reported>,
+}
+
+/// An apply in progress: what it takes, what failed, what it did so far.
+struct Applying<'a> {
+    study: &'a Study,
+    /// The nodes this run takes.
+    runs: HashSet<NodeIndex>,
+    failed: HashMap<NodeIndex, NodeFailure>,
+    summary: Summary,
+    committer: Committer,
+    reporter: &'a dyn Reporter,
+    /// The episodes stage's counts, from the live episodes to the regrades.
+    episode_counts: Counts,
+}
+
 /// Runs the plan's nodes. `plan` must come from `study.plan(cache)` under the outputs
 /// lock.
 pub async fn run(
@@ -244,476 +292,567 @@ pub async fn run(
     // A missing or stale upstream study stops the run before anything is paid for.
     study.check_upstream()?;
     cache.remove_temporaries()?;
-    let runs: HashSet<NodeIndex> = plan
-        .nodes
-        .iter()
-        .filter(|p| p.action.runs())
-        .filter_map(|p| p.node)
-        .collect();
-    let mut summary = Summary {
-        cached: plan.count(super::Action::Cached),
-        ..Summary::default()
-    };
-    let mut failed: HashMap<NodeIndex, NodeFailure> = HashMap::new();
-    let bars = Bars::new(options.progress);
-
     // Objects the key inputs refer to go in first.
-    let mut pending = Batch {
-        objects: dag
-            .objects
-            .iter()
-            .filter(|(h, _)| !cache.has_object(h))
-            .map(|(h, v)| (h.clone(), v.to_string()))
-            .collect(),
-        ..Batch::default()
-    };
-
-    // Stage 1: compile what anything that runs needs (every variant for the variants
-    // and requests tables and for an analysis that reads them: request rows are read
-    // off traces, which are rebuilt against their variants).
-    let publishes_variants = runs.iter().any(|&i| match dag.graph[i].work {
-        Work::Table(Publish::Variants | Publish::Requests) => true,
-        Work::Analysis { index } => study.manifest.analyses[index]
-            .kind
-            .kind()
-            .inputs()
-            .iter()
-            .any(|i| matches!(i, Input::Variants | Input::Requests)),
-        _ => false,
-    });
-    let mut needed: Vec<NodeIndex> = dag
-        .nodes()
-        .filter_map(|(i, n)| match n.work {
-            Work::Compile { .. } if publishes_variants || runs.contains(&i) => Some(i),
-            Work::Execute { compile, .. } | Work::Grade { compile, .. } if runs.contains(&i) => {
-                Some(compile)
-            }
-            _ => None,
-        })
-        .collect();
-    needed.sort();
-    needed.dedup();
-    let recorded: HashMap<String, String> = {
-        let keys: Vec<&str> = needed
-            .iter()
-            .filter(|i| !runs.contains(i))
-            .map(|&i| dag.graph[i].key.as_ref())
-            .collect();
-        cache.payloads(&keys)?
-    };
-    let mut variants: HashMap<NodeIndex, Arc<Variant>> = HashMap::new();
-    let compile_bar = bars.stage("compile", needed.len());
-    for &c in &needed {
-        let node = &dag.graph[c];
-        let compiled = study
-            .compiled
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&c);
-        match compiled.map_or_else(|| compile_node(study, node), Ok) {
-            Ok(v) => {
-                let payload = CompilePayload::of(&v);
-                if let Some(old) = recorded
-                    .get(&*node.key)
-                    .and_then(|p| serde_json::from_str::<CompilePayload>(p).ok())
-                {
-                    if old.variant_hash != payload.variant_hash {
-                        failed.insert(
-                            c,
-                            NodeFailure::Nondeterministic {
-                                old: old.variant_hash,
-                                new: payload.variant_hash,
-                            },
-                        );
-                        continue;
-                    }
-                }
-                if runs.contains(&c) {
-                    pending.nodes.push(entry(node, &payload));
-                    summary.run += 1;
-                }
-                variants.insert(c, Arc::new(v));
-            }
-            Err(e) => {
-                failed.insert(c, e);
-            }
-        }
-        compile_bar.inc(1);
-    }
-    compile_bar.finish();
-    cache.commit(std::mem::take(&mut pending))?;
-
-    // Stage 2: episodes. Execute nodes run their episode and grade it at once; grade
-    // nodes whose episode is cached regrade the stored transcript.
-    let executes: Vec<NodeIndex> = dag
-        .nodes()
-        .filter(|(i, n)| n.kind == NodeKind::Execute && runs.contains(i))
-        .map(|(i, _)| i)
-        .collect();
-    let regrades: Vec<NodeIndex> = dag
-        .nodes()
-        .filter(|(i, n)| match n.work {
-            Work::Grade { execute, .. } => runs.contains(i) && !runs.contains(&execute),
-            _ => false,
-        })
-        .map(|(i, _)| i)
-        .collect();
-    let episode_bar = bars.stage("episodes", executes.len() + regrades.len());
-    // Requests are what a slow route is slow at: a live study gets their own bar, with
-    // the plan's estimate as its length and the tokens per second the routes return.
-    let request_bar = bars.requests(plan.estimate.requests, &study.manifest.configurations);
-    let providers: Vec<Arc<dyn Provider>> = providers
+    let objects = dag
+        .objects
         .iter()
-        .map(|p| Counted::wrap(p.clone(), &request_bar))
+        .filter(|(h, _)| !cache.has_object(h))
+        .map(|(h, v)| (h.clone(), v.to_string()))
         .collect();
-    let mut rows: HashMap<NodeIndex, EpisodeRow> = HashMap::new();
-    // The requests of the episodes graded live, for the requests table (the others are
-    // read back from their transcripts when it is published).
-    let mut fresh_requests: FreshRequests = HashMap::new();
-    let mut firsts: Vec<served_prompts::Reported> = Vec::new();
-    let prompts = Arc::new(study.prompts.clone());
-    let configs: Vec<Arc<Configuration>> = study
-        .manifest
-        .configurations
-        .iter()
-        .cloned()
-        .map(Arc::new)
-        .collect();
-    let routes = RouteLimits::default();
-    let jobs = in_flight_limit(&study.manifest.configurations);
-    let mut tasks: JoinSet<Finished> = JoinSet::new();
-    let mut task_nodes: HashMap<tokio::task::Id, NodeIndex> = HashMap::new();
-    let mut blobs_pending: HashSet<String> = HashSet::new();
-    let mut last_flush = Instant::now();
-    let mut interrupted = false;
-    // An ordered schedule's arm waits for the previous arm's episode of its condition
-    // when that one runs in this apply too; it is released when that one ends, however
-    // it ends.
-    let mut unfinished: HashSet<NodeIndex> = executes.iter().copied().collect();
-    let mut waiting: HashMap<NodeIndex, Vec<NodeIndex>> = HashMap::new();
-    let mut released: std::collections::VecDeque<NodeIndex> = std::collections::VecDeque::new();
-    let mut next = executes.into_iter();
-    loop {
-        // Keep the slots busy unless interrupted.
-        while !interrupted && tasks.len() < jobs {
-            if options.interrupt.load(Ordering::SeqCst) {
-                interrupted = true;
-                break;
-            }
-            let Some(e) = released.pop_front().or_else(|| next.next()) else {
-                break;
-            };
-            let Work::Execute {
-                compile,
-                config,
-                arm,
-                cap,
-                repeat,
-                after,
-                ..
-            } = &dag.graph[e].work
-            else {
-                continue;
-            };
-            if let Some(before) = after.filter(|b| unfinished.contains(b)) {
-                waiting.entry(before).or_default().push(e);
-                continue;
-            }
-            let (compile, config, cap, repeat) = (*compile, *config, *cap, *repeat);
-            let form = study.manifest.arms[*arm].form;
-            let grade = dag
-                .graph
-                .neighbors(e)
-                .find(|&g| dag.graph[g].kind == NodeKind::Grade);
-            let (Some(grade), Some(variant)) = (grade, variants.get(&compile).cloned()) else {
-                failed.insert(e, upstream_failure(dag, &failed, compile));
-                unfinished.remove(&e);
-                released.extend(waiting.remove(&e).unwrap_or_default());
-                continue;
-            };
-            let provider = providers[config].clone();
-            let config = configs[config].clone();
-            let prompts = prompts.clone();
-            let routes = routes.clone();
-            let study_name = study.manifest.study.clone();
-            let budget = study.manifest.budgets.episode_budget;
-            let grade_key = dag.graph[grade].key.clone();
-            let execute_key = dag.graph[e].key.clone();
-            let handle = tasks.spawn(async move {
-                let spec = EpisodeSpec {
-                    variant: &variant,
-                    config: &config,
-                    arm: form,
-                    completion_cap: cap,
-                    episode_budget: budget,
-                    repeat,
-                };
-                let episode = run_episode(provider.as_ref(), &spec, &prompts, Some(&routes)).await;
-                let result = finish(episode, &spec, &study_name, &execute_key, &grade_key);
-                Finished {
-                    execute: e,
-                    grade,
-                    result,
-                }
-            });
-            task_nodes.insert(handle.id(), e);
-        }
-        let Some(joined) = tasks.join_next().await else {
-            break;
-        };
-        let done = match joined {
-            Ok(done) => done,
-            Err(e) => {
-                // A panicking episode is a bug of ours: its node fails, the others go on.
-                if let Some(&node) = task_nodes.get(&e.id()) {
-                    failed.insert(
-                        node,
-                        NodeFailure::internal(format!("the episode task failed: {e}")),
-                    );
-                    unfinished.remove(&node);
-                    released.extend(waiting.remove(&node).unwrap_or_default());
-                }
-                continue;
-            }
-        };
-        unfinished.remove(&done.execute);
-        released.extend(waiting.remove(&done.execute).unwrap_or_default());
-        episode_bar.inc(1);
-        match done.result {
-            Ok((payload, blobs, row, read)) => {
-                for (r, text) in blobs.blobs {
-                    if !cache.has_blob(&r) && blobs_pending.insert(r.clone()) {
-                        pending.blobs.push((r, text));
-                    }
-                }
-                if row.infra_failure {
-                    summary.infra_failures += 1;
-                }
-                pending
-                    .nodes
-                    .push(entry(&dag.graph[done.execute], &payload));
-                pending.nodes.push(entry(&dag.graph[done.grade], &row));
-                rows.insert(done.grade, row);
-                if let (
-                    Work::Execute {
-                        config,
-                        compile,
-                        arm,
-                        ..
-                    },
-                    Some(prompt_tokens),
-                ) = (
-                    &dag.graph[done.execute].work,
-                    read.requests.first().and_then(|r| r.prompt_tokens),
-                ) {
-                    firsts.push(served_prompts::Reported {
-                        config: *config,
-                        compile: *compile,
-                        arm: *arm,
-                        prompt_tokens,
-                    });
-                }
-                fresh_requests.insert(done.grade, read);
-                summary.run += 2;
-            }
-            Err(why) => {
-                failed.insert(done.execute, why);
-            }
-        }
-        if pending.nodes.len() >= 512 || last_flush.elapsed() >= Duration::from_secs(1) {
-            cache.commit(std::mem::take(&mut pending))?;
-            blobs_pending.clear();
-            last_flush = Instant::now();
-        }
-    }
-    cache.commit(std::mem::take(&mut pending))?;
+    let mut apply = Applying {
+        study,
+        runs: scheduler::selected(dag, plan, options.filter.as_ref()),
+        failed: HashMap::new(),
+        summary: Summary {
+            cached: plan.count(super::Action::Cached),
+            ..Summary::default()
+        },
+        committer: Committer::new(objects),
+        reporter: options.reporter.as_ref(),
+        episode_counts: Counts::default(),
+    };
+    let variants = apply.compile(cache)?;
+    let mut graded = Graded::default();
+    let interrupted = apply
+        .episodes(cache, plan, providers, options, &variants, &mut graded)
+        .await?;
     if interrupted {
-        bars.clear();
+        apply.reporter.event(&Event::Finished);
         return Err(PipelineError::Interrupted {
-            committed: summary.run,
+            committed: apply.summary.run,
         });
     }
+    apply.regrade(cache, &variants, &mut graded.rows)?;
+    apply.summary.short_prompts = served_prompts::check(study, &variants, &graded.firsts);
+    let (rows, incomplete) = apply.rows(cache, graded.rows)?;
+    let requests = RequestRows::new(graded.fresh_requests);
+    apply.finals(cache, &variants, &rows, requests, incomplete.as_ref())?;
+    apply.reporter.event(&Event::Finished);
+    apply.finish(cache)
+}
 
-    // Regrade cached transcripts.
-    if !regrades.is_empty() {
-        let keys: Vec<&str> = regrades
-            .iter()
-            .filter_map(|&g| match dag.graph[g].work {
-                Work::Grade { execute, .. } => Some(dag.graph[execute].key.as_ref()),
+impl Applying<'_> {
+    /// Stage 1: compiles what anything that runs needs (every variant for the variants
+    /// and requests tables and for an analysis that reads them: request rows are read
+    /// off traces, which are rebuilt against their variants), committing the compile
+    /// nodes that run.
+    fn compile(
+        &mut self,
+        cache: &mut Cache,
+    ) -> Result<HashMap<NodeIndex, Arc<Variant>>, PipelineError> {
+        let (study, dag) = (self.study, &self.study.dag);
+        let runs = &self.runs;
+        let publishes_variants = runs.iter().any(|&i| match dag.graph[i].work {
+            Work::Table(Publish::Variants | Publish::Requests) => true,
+            Work::Analysis { index } => study.manifest.analyses[index]
+                .kind
+                .kind()
+                .inputs()
+                .iter()
+                .any(|i| matches!(i, Input::Variants | Input::Requests)),
+            _ => false,
+        });
+        let mut needed: Vec<NodeIndex> = dag
+            .nodes()
+            .filter_map(|(i, n)| match n.work {
+                Work::Compile { .. } if publishes_variants || runs.contains(&i) => Some(i),
+                Work::Execute { compile, .. } | Work::Grade { compile, .. }
+                    if runs.contains(&i) =>
+                {
+                    Some(compile)
+                }
                 _ => None,
             })
             .collect();
-        let payloads = cache.payloads(&keys)?;
-        let blobs = BlobStore {
-            blobs: cache.blobs()?.into_iter().collect(),
+        needed.sort();
+        needed.dedup();
+        let recorded: HashMap<String, String> = {
+            let keys: Vec<&str> = needed
+                .iter()
+                .filter(|i| !runs.contains(i))
+                .map(|&i| dag.graph[i].key.as_ref())
+                .collect();
+            cache.payloads(&keys)?
         };
-        for &g in &regrades {
-            let Work::Grade { execute, compile } = dag.graph[g].work else {
-                continue;
-            };
-            let result = match variants.get(&compile) {
-                None => Err(upstream_failure(dag, &failed, compile)),
-                Some(variant) => regrade(
-                    study,
-                    &dag.graph[execute],
-                    payloads.get(&*dag.graph[execute].key),
-                    &blobs,
-                    variant,
-                    &dag.graph[g].key,
-                ),
-            };
+        let mut variants: HashMap<NodeIndex, Arc<Variant>> = HashMap::new();
+        let mut counts = Counts::default();
+        self.reporter.event(&Event::StageStarted {
+            stage: Stage::Compile,
+            nodes: needed.len() as u64,
+        });
+        for &c in &needed {
+            let node = &dag.graph[c];
+            let compiled = study
+                .compiled
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .remove(&c);
+            let result = compiled
+                .map_or_else(|| compile_node(study, node), Ok)
+                .and_then(|v| {
+                    let payload = CompilePayload::of(&v);
+                    let old = recorded
+                        .get(&*node.key)
+                        .and_then(|p| serde_json::from_str::<CompilePayload>(p).ok());
+                    match old {
+                        Some(old) if old.variant_hash != payload.variant_hash => {
+                            Err(NodeFailure::Nondeterministic {
+                                old: old.variant_hash,
+                                new: payload.variant_hash,
+                            })
+                        }
+                        _ => Ok((v, payload)),
+                    }
+                });
+            let ok = result.is_ok();
             match result {
-                Ok(row) => {
-                    pending.nodes.push(entry(&dag.graph[g], &row));
-                    rows.insert(g, row);
-                    summary.run += 1;
+                Ok((v, payload)) => {
+                    if self.runs.contains(&c) {
+                        self.committer.node(node, &payload);
+                        self.summary.run += 1;
+                    }
+                    variants.insert(c, Arc::new(v));
+                }
+                Err(e) => {
+                    self.failed.insert(c, e);
+                }
+            }
+            counts.node(self.reporter, Stage::Compile, node, ok);
+        }
+        counts.finish(self.reporter, Stage::Compile);
+        self.committer.flush(cache)?;
+        Ok(variants)
+    }
+
+    /// Stage 2: runs the episodes, in the scheduler's order, each graded as it ends and
+    /// handed to the committer. Returns whether the run was interrupted (what ended is
+    /// committed either way).
+    async fn episodes(
+        &mut self,
+        cache: &mut Cache,
+        plan: &Plan,
+        providers: &[Arc<dyn Provider>],
+        options: &Options,
+        variants: &HashMap<NodeIndex, Arc<Variant>>,
+        graded: &mut Graded,
+    ) -> Result<bool, PipelineError> {
+        let (study, dag) = (self.study, &self.study.dag);
+        let configs_of_manifest = &study.manifest.configurations;
+        let (route_of_config, slots) = scheduler::routes(configs_of_manifest);
+        let units = scheduler::units(dag, &self.runs, &route_of_config);
+        let regrades = self.regrades().len();
+        self.reporter.event(&Event::StageStarted {
+            stage: Stage::Episodes,
+            nodes: (units.len() + regrades) as u64,
+        });
+        let mut schedule = Scheduler::new(units, &slots);
+        // Requests are what a slow route is slow at: a live study has them as a stage
+        // of their own, with the plan's estimate as its size.
+        let live = !configs_of_manifest
+            .iter()
+            .all(Configuration::wall_time_is_modelled);
+        let sent = Arc::new(AtomicU64::new(0));
+        let providers: Vec<Arc<dyn Provider>> = if live {
+            self.reporter.event(&Event::StageStarted {
+                stage: Stage::Requests,
+                nodes: plan.estimate.requests,
+            });
+            providers
+                .iter()
+                .map(|p| Counted::wrap(p.clone(), &options.reporter, &sent))
+                .collect()
+        } else {
+            providers.to_vec()
+        };
+        let prompts = Arc::new(study.prompts.clone());
+        let configs: Vec<Arc<Configuration>> =
+            configs_of_manifest.iter().cloned().map(Arc::new).collect();
+        let routes = RouteLimits::default();
+        let mut tasks: JoinSet<Finished> = JoinSet::new();
+        let mut task_nodes: HashMap<tokio::task::Id, NodeIndex> = HashMap::new();
+        let mut interrupted = false;
+        let mut counts = Counts::default();
+        loop {
+            // Keep the slots busy unless interrupted.
+            while !interrupted {
+                if options.interrupt.load(Ordering::SeqCst) {
+                    interrupted = true;
+                    break;
+                }
+                let Some(e) = schedule.start_next() else {
+                    break;
+                };
+                let node = &dag.graph[e];
+                let grade = dag
+                    .graph
+                    .neighbors(e)
+                    .find(|&g| dag.graph[g].kind == NodeKind::Grade);
+                let Work::Execute { compile, .. } = node.work else {
+                    schedule.finished(e);
+                    continue;
+                };
+                let spec = ExecuteSpec::of(&study.manifest, &node.work);
+                let (Some(grade), Some(variant), Some(spec)) =
+                    (grade, variants.get(&compile).cloned(), spec)
+                else {
+                    self.failed
+                        .insert(e, upstream_failure(dag, &self.failed, compile));
+                    schedule.finished(e);
+                    continue;
+                };
+                let provider = providers[spec.config].clone();
+                let config = configs[spec.config].clone();
+                let prompts = prompts.clone();
+                let routes = routes.clone();
+                let study_name = study.manifest.study.clone();
+                let grade_key = dag.graph[grade].key.clone();
+                let execute_key = node.key.clone();
+                let handle = tasks.spawn(async move {
+                    let spec = spec.spec(&variant, &config);
+                    let episode =
+                        run_episode(provider.as_ref(), &spec, &prompts, Some(&routes)).await;
+                    let result = finish(episode, &spec, &study_name, &execute_key, &grade_key);
+                    Finished {
+                        execute: e,
+                        grade,
+                        result,
+                    }
+                });
+                task_nodes.insert(handle.id(), e);
+            }
+            let Some(joined) = tasks.join_next().await else {
+                break;
+            };
+            let done = match joined {
+                Ok(done) => done,
+                Err(e) => {
+                    // A panicking episode is a bug of ours: its node fails, the others go on.
+                    if let Some(&node) = task_nodes.get(&e.id()) {
+                        self.failed.insert(
+                            node,
+                            NodeFailure::internal(format!("the episode task failed: {e}")),
+                        );
+                        schedule.finished(node);
+                        counts.node(self.reporter, Stage::Episodes, &dag.graph[node], false);
+                    }
+                    continue;
+                }
+            };
+            schedule.finished(done.execute);
+            let execute = &dag.graph[done.execute];
+            counts.node(self.reporter, Stage::Episodes, execute, done.result.is_ok());
+            match done.result {
+                Ok((payload, blobs, row, read)) => {
+                    if row.infra_failure {
+                        self.summary.infra_failures += 1;
+                    }
+                    self.committer.episode(
+                        cache,
+                        blobs.blobs,
+                        (execute, &payload),
+                        (&dag.graph[done.grade], &row),
+                    );
+                    graded.rows.insert(done.grade, row);
+                    if let (
+                        Work::Execute {
+                            config,
+                            compile,
+                            arm,
+                            ..
+                        },
+                        Some(prompt_tokens),
+                    ) = (
+                        &execute.work,
+                        read.requests.first().and_then(|r| r.prompt_tokens),
+                    ) {
+                        graded.firsts.push(served_prompts::Reported {
+                            config: *config,
+                            compile: *compile,
+                            arm: *arm,
+                            prompt_tokens,
+                        });
+                    }
+                    graded.fresh_requests.insert(done.grade, read);
+                    self.summary.run += 2;
                 }
                 Err(why) => {
-                    failed.insert(g, why);
+                    self.failed.insert(done.execute, why);
                 }
             }
-            episode_bar.inc(1);
+            self.committer.tick(cache)?;
         }
-        cache.commit(std::mem::take(&mut pending))?;
-    }
-    episode_bar.finish();
-    request_bar.finish();
-    summary.short_prompts = served_prompts::check(study, &variants, &firsts);
-
-    // Every grade node's row, in DAG order.
-    let grades: Vec<NodeIndex> = dag
-        .nodes()
-        .filter(|(_, n)| n.kind == NodeKind::Grade)
-        .map(|(i, _)| i)
-        .collect();
-    let missing: Vec<&str> = grades
-        .iter()
-        .filter(|g| !rows.contains_key(g))
-        .map(|&g| dag.graph[g].key.as_ref())
-        .collect();
-    let stored = cache.payloads(&missing)?;
-    let mut all_rows = Vec::with_capacity(grades.len());
-    // Why the first grade without a row has none, and how many have none.
-    let mut rowless: Option<(NodeIndex, NodeFailure)> = None;
-    let mut rowless_count = 0;
-    for &g in &grades {
-        let row = match rows.remove(&g) {
-            Some(row) => Ok(row),
-            None => missing_row(dag, &failed, &stored, g),
-        };
-        match row {
-            Ok(mut row) => {
-                row.study = study.manifest.study.clone();
-                if let Work::Grade { execute, .. } = dag.graph[g].work {
-                    place_in_design(&mut row, &study.manifest, &dag.graph[execute].work);
-                }
-                all_rows.push(row);
-            }
-            Err(why) => {
-                rowless_count += 1;
-                rowless.get_or_insert((g, why));
-            }
-        }
-    }
-    let incomplete = rowless.map(|(g, why)| NodeFailure::EpisodesIncomplete {
-        count: rowless_count,
-        first: dag.graph[g].id.to_string(),
-        cause: Box::new(why),
-    });
-
-    // Stage 3: analyses and tables.
-    let mut outcomes = Outcomes::default();
-    let mut requests = RequestRows::new(fresh_requests);
-    let finals: Vec<NodeIndex> = dag
-        .nodes()
-        .filter(|(i, n)| matches!(n.kind, NodeKind::Analysis | NodeKind::Table) && runs.contains(i))
-        .map(|(i, _)| i)
-        .collect();
-    let table_bar = bars.stage("analyses", finals.len());
-    for i in finals {
-        let node = &dag.graph[i];
-        // A failed analysis, or a failed requests table, fails what reads it.
-        let upstream = dag
-            .graph
-            .neighbors_directed(i, petgraph::Direction::Incoming)
-            .find(|u| {
-                failed.contains_key(u)
-                    && matches!(
-                        dag.graph[*u].work,
-                        Work::Analysis { .. } | Work::Table(Publish::Requests)
-                    )
+        self.committer.flush(cache)?;
+        self.episode_counts = counts;
+        if live {
+            self.reporter.event(&Event::StageFinished {
+                stage: Stage::Requests,
+                done: sent.load(Ordering::Relaxed),
+                failed: 0,
             });
-        let result: Result<(), NodeFailure> = if let Some(why) = &incomplete {
-            Err(why.clone())
-        } else if let Some(u) = upstream {
-            Err(upstream_failure(dag, &failed, u))
-        } else {
-            match node.work {
-                Work::Analysis { .. } => outcomes
-                    .run(study, cache, i, &all_rows, &variants, &mut || {
-                        requests.get(study, cache, &variants, &all_rows)
-                    })
-                    .map(|payload| {
-                        pending.nodes.push(NewEntry {
-                            kind: node.kind,
-                            id: node.id.to_string(),
-                            key: node.key.to_string(),
-                            input: node.input.full().canonical(),
-                            payload,
-                        });
-                    }),
-                Work::Table(_) => publish(
-                    study,
-                    i,
-                    &variants,
-                    &all_rows,
-                    &mut requests,
-                    &outcomes,
-                    cache,
-                )
-                .map(|files| {
-                    summary.files += files.len();
-                    pending.nodes.push(entry(node, &TablePayload { files }));
-                }),
-                _ => Ok(()),
-            }
-        };
-        match result {
-            Ok(()) => summary.run += 1,
-            Err(e) => {
-                failed.insert(i, e);
-            }
         }
-        cache.commit(std::mem::take(&mut pending))?;
-        table_bar.inc(1);
-    }
-    table_bar.finish();
-    bars.clear();
-    summary.removed = remove_stale_reports(study, cache, &failed)?;
-    if cache.node_files() > 32 {
-        cache.compact()?;
+        Ok(interrupted)
     }
 
-    let order: HashMap<NodeIndex, usize> = dag
-        .graph
-        .node_indices()
-        .enumerate()
-        .map(|(k, i)| (i, k))
-        .collect();
-    let mut failures: Vec<(NodeIndex, NodeFailure)> = failed.into_iter().collect();
-    failures.sort_by_key(|(i, _)| order.get(i).copied());
-    summary.failed = failures.len();
-    summary.failures = failures
-        .into_iter()
-        .map(|(i, failure)| Failed {
-            node: dag.graph[i].id.to_string(),
-            cause: failure.cause(),
-            root_cause: failure.root().cause(),
-            message: failure.to_string(),
-            failure,
-        })
-        .collect();
-    Ok(summary)
+    /// Grade nodes this run takes whose episode is cached: they regrade the stored
+    /// transcript.
+    fn regrades(&self) -> Vec<NodeIndex> {
+        let dag = &self.study.dag;
+        dag.nodes()
+            .filter(|(i, n)| match n.work {
+                Work::Grade { execute, .. } => {
+                    self.runs.contains(i) && !self.runs.contains(&execute)
+                }
+                _ => false,
+            })
+            .map(|(i, _)| i)
+            .collect()
+    }
+
+    /// Stage 2, continued: regrades cached transcripts; ends the episodes stage.
+    fn regrade(
+        &mut self,
+        cache: &mut Cache,
+        variants: &HashMap<NodeIndex, Arc<Variant>>,
+        rows: &mut HashMap<NodeIndex, EpisodeRow>,
+    ) -> Result<(), PipelineError> {
+        let (study, dag) = (self.study, &self.study.dag);
+        let regrades = self.regrades();
+        let mut counts = std::mem::take(&mut self.episode_counts);
+        if !regrades.is_empty() {
+            let keys: Vec<&str> = regrades
+                .iter()
+                .filter_map(|&g| match dag.graph[g].work {
+                    Work::Grade { execute, .. } => Some(dag.graph[execute].key.as_ref()),
+                    _ => None,
+                })
+                .collect();
+            let payloads = cache.payloads(&keys)?;
+            let blobs = BlobStore {
+                blobs: cache.blobs()?.into_iter().collect(),
+            };
+            for &g in &regrades {
+                let Work::Grade { execute, compile } = dag.graph[g].work else {
+                    continue;
+                };
+                let result = match variants.get(&compile) {
+                    None => Err(upstream_failure(dag, &self.failed, compile)),
+                    Some(variant) => regrade(
+                        study,
+                        &dag.graph[execute],
+                        payloads.get(&*dag.graph[execute].key),
+                        &blobs,
+                        variant,
+                        &dag.graph[g].key,
+                    ),
+                };
+                counts.node(
+                    self.reporter,
+                    Stage::Episodes,
+                    &dag.graph[g],
+                    result.is_ok(),
+                );
+                match result {
+                    Ok(row) => {
+                        self.committer.node(&dag.graph[g], &row);
+                        rows.insert(g, row);
+                        self.summary.run += 1;
+                    }
+                    Err(why) => {
+                        self.failed.insert(g, why);
+                    }
+                }
+            }
+            self.committer.flush(cache)?;
+        }
+        counts.finish(self.reporter, Stage::Episodes);
+        Ok(())
+    }
+
+    /// Every grade node's row, in DAG order, placed in the design; with the failure
+    /// that stops the tables when some grade node has none (the first one's cause, and
+    /// how many).
+    fn rows(
+        &self,
+        cache: &Cache,
+        mut graded: HashMap<NodeIndex, EpisodeRow>,
+    ) -> Result<(Vec<EpisodeRow>, Option<NodeFailure>), PipelineError> {
+        let (study, dag) = (self.study, &self.study.dag);
+        let grades: Vec<NodeIndex> = dag
+            .nodes()
+            .filter(|(_, n)| n.kind == NodeKind::Grade)
+            .map(|(i, _)| i)
+            .collect();
+        let missing: Vec<&str> = grades
+            .iter()
+            .filter(|g| !graded.contains_key(g))
+            .map(|&g| dag.graph[g].key.as_ref())
+            .collect();
+        let stored = cache.payloads(&missing)?;
+        let mut all_rows = Vec::with_capacity(grades.len());
+        let mut rowless: Option<(NodeIndex, NodeFailure)> = None;
+        let mut rowless_count = 0;
+        for &g in &grades {
+            let row = match graded.remove(&g) {
+                Some(row) => Ok(row),
+                None => missing_row(dag, &self.failed, &stored, g),
+            };
+            match row {
+                Ok(mut row) => {
+                    row.study = study.manifest.study.clone();
+                    if let Work::Grade { execute, .. } = dag.graph[g].work {
+                        place_in_design(&mut row, &study.manifest, &dag.graph[execute].work);
+                    }
+                    all_rows.push(row);
+                }
+                Err(why) => {
+                    rowless_count += 1;
+                    rowless.get_or_insert((g, why));
+                }
+            }
+        }
+        let incomplete = rowless.map(|(g, why)| NodeFailure::EpisodesIncomplete {
+            count: rowless_count,
+            first: dag.graph[g].id.to_string(),
+            cause: Box::new(why),
+        });
+        Ok((all_rows, incomplete))
+    }
+
+    /// Stage 3: analyses and tables, in DAG order, each committed as it ends.
+    fn finals(
+        &mut self,
+        cache: &mut Cache,
+        variants: &HashMap<NodeIndex, Arc<Variant>>,
+        all_rows: &[EpisodeRow],
+        mut requests: RequestRows,
+        incomplete: Option<&NodeFailure>,
+    ) -> Result<(), PipelineError> {
+        let (study, dag) = (self.study, &self.study.dag);
+        let mut outcomes = Outcomes::default();
+        let finals: Vec<NodeIndex> = dag
+            .nodes()
+            .filter(|(i, n)| {
+                matches!(n.kind, NodeKind::Analysis | NodeKind::Table) && self.runs.contains(i)
+            })
+            .map(|(i, _)| i)
+            .collect();
+        let mut counts = Counts::default();
+        self.reporter.event(&Event::StageStarted {
+            stage: Stage::Analyses,
+            nodes: finals.len() as u64,
+        });
+        for i in finals {
+            let node = &dag.graph[i];
+            // A failed analysis, or a failed requests table, fails what reads it.
+            let upstream = dag
+                .graph
+                .neighbors_directed(i, petgraph::Direction::Incoming)
+                .find(|u| {
+                    self.failed.contains_key(u)
+                        && matches!(
+                            dag.graph[*u].work,
+                            Work::Analysis { .. } | Work::Table(Publish::Requests)
+                        )
+                });
+            let result: Result<(), NodeFailure> = if let Some(why) = incomplete {
+                Err(why.clone())
+            } else if let Some(u) = upstream {
+                Err(upstream_failure(dag, &self.failed, u))
+            } else {
+                match node.work {
+                    Work::Analysis { .. } => outcomes
+                        .run(study, cache, i, all_rows, variants, &mut || {
+                            requests.get(study, cache, variants, all_rows)
+                        })
+                        .map(|payload| self.committer.node_json(node, payload)),
+                    Work::Table(_) => publish(
+                        study,
+                        i,
+                        variants,
+                        all_rows,
+                        &mut requests,
+                        &outcomes,
+                        cache,
+                    )
+                    .map(|files| {
+                        self.summary.files += files.len();
+                        self.committer.node(node, &TablePayload { files });
+                    }),
+                    _ => Ok(()),
+                }
+            };
+            counts.node(self.reporter, Stage::Analyses, node, result.is_ok());
+            match result {
+                Ok(()) => self.summary.run += 1,
+                Err(e) => {
+                    self.failed.insert(i, e);
+                }
+            }
+            self.committer.flush(cache)?;
+        }
+        counts.finish(self.reporter, Stage::Analyses);
+        Ok(())
+    }
+
+    /// Removes the stale report files of failed table nodes, compacts a fragmented
+    /// cache and lists the failures in DAG order.
+    fn finish(mut self, cache: &mut Cache) -> Result<Summary, PipelineError> {
+        let (study, dag) = (self.study, &self.study.dag);
+        self.summary.removed = remove_stale_reports(study, cache, &self.failed)?;
+        if cache.node_files() > 32 {
+            cache.compact()?;
+        }
+        let order: HashMap<NodeIndex, usize> = dag
+            .graph
+            .node_indices()
+            .enumerate()
+            .map(|(k, i)| (i, k))
+            .collect();
+        let mut failures: Vec<(NodeIndex, NodeFailure)> = self.failed.into_iter().collect();
+        failures.sort_by_key(|(i, _)| order.get(i).copied());
+        self.summary.failed = failures.len();
+        self.summary.failures = failures
+            .into_iter()
+            .map(|(i, failure)| Failed {
+                node: dag.graph[i].id.to_string(),
+                cause: failure.cause(),
+                root_cause: failure.root().cause(),
+                message: failure.to_string(),
+                failure,
+            })
+            .collect();
+        Ok(self.summary)
+    }
+}
+
+/// Nodes of a stage that ended, as its events say.
+#[derive(Debug, Default)]
+struct Counts {
+    done: u64,
+    failed: u64,
+}
+
+impl Counts {
+    fn node(&mut self, reporter: &dyn Reporter, stage: Stage, node: &Node, ok: bool) {
+        if ok {
+            self.done += 1;
+        } else {
+            self.failed += 1;
+        }
+        reporter.event(&Event::NodeFinished {
+            stage,
+            node: &node.id,
+            ok,
+        });
+    }
+
+    fn finish(&self, reporter: &dyn Reporter, stage: Stage) {
+        reporter.event(&Event::StageFinished {
+            stage,
+            done: self.done,
+            failed: self.failed,
+        });
+    }
 }
 
 /// Where a row sits in the design — its block, its arm's name and its schedule —
@@ -819,16 +958,6 @@ fn remove_stale_reports(
     Ok(removed)
 }
 
-fn entry<T: Serialize>(node: &Node, payload: &T) -> NewEntry {
-    NewEntry {
-        kind: node.kind,
-        id: node.id.to_string(),
-        key: node.key.to_string(),
-        input: node.input.full().canonical(),
-        payload: serde_json::to_string(payload).unwrap_or_default(),
-    }
-}
-
 /// Takes a live episode's verdict and trace as the harness left them (graded in
 /// memory by [`tbb_harness::run_episode`]) and reads its requests off its transcript
 /// and that trace for the requests table.
@@ -887,16 +1016,8 @@ fn regrade(
     variant: &Arc<Variant>,
     grade_key: &str,
 ) -> Result<EpisodeRow, NodeFailure> {
-    let Work::Execute {
-        config,
-        arm,
-        cap,
-        repeat,
-        ..
-    } = execute.work
-    else {
-        return Err(NodeFailure::internal("not an execute node"));
-    };
+    let spec = ExecuteSpec::of(&study.manifest, &execute.work)
+        .ok_or_else(|| NodeFailure::internal("not an execute node of this manifest"))?;
     let payload: ExecutePayload = payload
         .ok_or_else(|| NodeFailure::internal(format!("{} is not in the cache", execute.id)))
         .and_then(|p| {
@@ -905,15 +1026,7 @@ fn regrade(
                 detail,
             })
         })?;
-    let config = &study.manifest.configurations[config];
-    let spec = EpisodeSpec {
-        variant,
-        config,
-        arm: study.manifest.arms[arm].form,
-        completion_cap: cap,
-        episode_budget: study.manifest.budgets.episode_budget,
-        repeat,
-    };
+    let spec = spec.spec(variant, &study.manifest.configurations[spec.config]);
     let trace = payload
         .transcript
         .trace(blobs, variant)
@@ -943,93 +1056,25 @@ fn regrade(
     Ok(row)
 }
 
-/// Episodes in flight: the sum of every route's concurrency (each route's own limit is
-/// enforced per request by [`RouteLimits`]), at least 1 and at most 256.
-fn in_flight_limit(configs: &[Configuration]) -> usize {
-    let mut by_route: BTreeMap<String, u32> = BTreeMap::new();
-    for c in configs {
-        by_route.entry(c.route()).or_insert(c.concurrency.max(1));
-    }
-    (by_route.values().map(|&n| n as usize).sum::<usize>()).clamp(1, 256)
-}
-
-/// The progress bars of an apply: one per stage that has nodes (a stage with none
-/// draws nothing), and one of provider requests when a live route runs.
-struct Bars {
-    multi: MultiProgress,
-    show: bool,
-}
-
-impl Bars {
-    fn new(show: bool) -> Bars {
-        let multi = MultiProgress::with_draw_target(if show {
-            ProgressDrawTarget::stderr()
-        } else {
-            ProgressDrawTarget::hidden()
-        });
-        Bars { multi, show }
-    }
-
-    fn add(&self, name: &str, len: u64, template: &str) -> ProgressBar {
-        let style = ProgressStyle::with_template(template)
-            .unwrap_or_else(|_| ProgressStyle::default_bar())
-            .progress_chars("=> ");
-        let bar = self.multi.add(ProgressBar::new(len));
-        bar.set_style(style);
-        bar.set_prefix(name.to_string());
-        bar
-    }
-
-    /// The bar of a stage with `len` nodes; hidden when it has none.
-    fn stage(&self, name: &str, len: usize) -> ProgressBar {
-        if !self.show || len == 0 {
-            return ProgressBar::hidden();
-        }
-        self.add(
-            name,
-            len as u64,
-            "{prefix:>9} [{bar:32}] {pos}/{len} {per_sec} ETA {eta}",
-        )
-    }
-
-    /// The bar of provider requests: shown when a configuration is live, its length
-    /// the plan's estimate (grown when the run asks more).
-    fn requests(&self, estimate: u64, configs: &[Configuration]) -> ProgressBar {
-        if !self.show || configs.iter().all(Configuration::wall_time_is_modelled) {
-            return ProgressBar::hidden();
-        }
-        self.add(
-            "requests",
-            estimate.max(1),
-            "{prefix:>9} [{bar:32}] {pos}/≈{len} {msg} ETA {eta}",
-        )
-    }
-
-    fn clear(&self) {
-        let _ = self.multi.clear();
-    }
-}
-
-/// A provider that advances the requests bar as each request (each attempt) ends, with
-/// the tokens per second returned so far. Only wraps when the bar is drawn: the hot
-/// path of a hidden bar stays the provider itself.
+/// A provider that counts each request (each attempt) as it ends, and tells the
+/// reporter when it wants each one. Wraps only live routes' providers: the simulated
+/// panel's hot path stays the provider itself.
 struct Counted {
     inner: Arc<dyn Provider>,
-    bar: ProgressBar,
-    tokens: std::sync::atomic::AtomicU64,
-    started: Instant,
+    reporter: Option<Arc<dyn Reporter>>,
+    sent: Arc<AtomicU64>,
 }
 
 impl Counted {
-    fn wrap(inner: Arc<dyn Provider>, bar: &ProgressBar) -> Arc<dyn Provider> {
-        if bar.is_hidden() {
-            return inner;
-        }
+    fn wrap(
+        inner: Arc<dyn Provider>,
+        reporter: &Arc<dyn Reporter>,
+        sent: &Arc<AtomicU64>,
+    ) -> Arc<dyn Provider> {
         Arc::new(Counted {
             inner,
-            bar: bar.clone(),
-            tokens: std::sync::atomic::AtomicU64::new(0),
-            started: Instant::now(),
+            reporter: reporter.counts_requests().then(|| reporter.clone()),
+            sent: sent.clone(),
         })
     }
 }
@@ -1042,18 +1087,15 @@ impl Provider for Counted {
     {
         Box::pin(async move {
             let result = self.inner.chat(request).await;
-            if let Ok(usage) = result.as_ref().map(|r| r.usage) {
-                let n = usage.map_or(0, |u| u.input_tokens + u.output_tokens);
-                self.tokens.fetch_add(n, Ordering::Relaxed);
+            self.sent.fetch_add(1, Ordering::Relaxed);
+            if let Some(reporter) = &self.reporter {
+                let tokens = result
+                    .as_ref()
+                    .ok()
+                    .and_then(|r| r.usage)
+                    .map_or(0, |u| u.input_tokens + u.output_tokens);
+                reporter.event(&Event::RequestFinished { tokens });
             }
-            self.bar.inc(1);
-            if self.bar.position() > self.bar.length().unwrap_or(0) {
-                self.bar.set_length(self.bar.position());
-            }
-            let seconds = self.started.elapsed().as_secs_f64().max(1e-3);
-            let tokens = self.tokens.load(Ordering::Relaxed) as f64;
-            self.bar
-                .set_message(format!("{:.0} tok/s", tokens / seconds));
             result
         })
     }
@@ -1066,32 +1108,5 @@ impl Provider for Counted {
         &'a self,
     ) -> tbb_provider::BoxFuture<'a, Result<String, tbb_provider::ProviderError>> {
         self.inner.check()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_stage_without_nodes_has_no_bar_and_the_sim_panel_no_request_bar() {
-        let bars = Bars::new(true);
-        assert_eq!(bars.stage("compile", 0).length(), None);
-        assert_eq!(bars.stage("episodes", 3).length(), Some(3));
-        let sim: Configuration = toml::from_str(
-            "name = \"s\"\norganization = \"o\"\nprovider = \"sim\"\nmodel = \"m\"\nsim = {}\n\
-             prices = { input_per_mtok = 0.0, output_per_mtok = 0.0 }",
-        )
-        .unwrap_or_else(|e| panic!("{e}"));
-        let live = Configuration {
-            provider: tbb_provider::ProviderKind::Openai,
-            sim: None,
-            ..sim.clone()
-        };
-        assert_eq!(bars.requests(40, std::slice::from_ref(&sim)).length(), None);
-        assert_eq!(bars.requests(40, &[sim, live.clone()]).length(), Some(40));
-        assert_eq!(bars.requests(0, &[live]).length(), Some(1));
-        // Hidden, it draws nothing at all.
-        assert_eq!(Bars::new(false).stage("compile", 5).length(), None);
     }
 }

@@ -31,10 +31,12 @@
 //! everything stored is `tbb certify` (every episode replayed and re-graded from its
 //! transcript and blobs) and `tbb reproduce` (every table recomputed).
 //!
+//! Storage: the files are kept by a [`Backend`] (a local directory today; the seam of a
+//! remote cache), which this module reads and writes through and never around.
+//!
 //! Never: decides what is stale (the plan does) or interprets payloads (apply does).
 
 use std::collections::{HashMap, HashSet};
-use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
@@ -46,8 +48,9 @@ use rustc_hash::FxHashMap;
 use serde_json::Value;
 use thiserror::Error;
 
+use super::backend::{Backend, Listed};
 use super::key::{KeyInput, NodeKind};
-use tbb_tables::{write_cache_table, write_table, Provenance, StoreError, TableWriter};
+use tbb_tables::StoreError;
 
 /// The cache cannot be read or written.
 #[derive(Debug, Error, miette::Diagnostic)]
@@ -128,7 +131,7 @@ impl Batch {
 /// The cache of one study.
 #[derive(Debug)]
 pub struct Cache {
-    dir: PathBuf,
+    backend: Backend,
     files: Vec<PathBuf>,
     entries: Vec<Entry>,
     /// The `key_input` column of each nodes file, read the first time an entry of that
@@ -153,7 +156,7 @@ impl Cache {
     /// cache. Reads every column but the payloads.
     pub fn open(dir: &Path) -> Result<Cache, CacheError> {
         let mut cache = Cache {
-            dir: dir.to_path_buf(),
+            backend: Backend::Local(dir.to_path_buf()),
             files: Vec::new(),
             entries: Vec::new(),
             key_inputs: Vec::new(),
@@ -163,21 +166,23 @@ impl Cache {
             blob_refs: HashSet::new(),
             next_seq: 1,
         };
-        if !dir.is_dir() {
+        if !cache.backend.exists() {
             return Ok(cache);
         }
-        let listing = list(dir)?;
-        cache.next_seq = listing.iter().map(|(_, seq, _)| seq + 1).max().unwrap_or(1);
-        for (table, _, path) in listing {
+        let listing = cache.backend.list()?;
+        cache.next_seq = listing.iter().map(|l| l.seq + 1).max().unwrap_or(1);
+        for Listed { table, path, .. } in listing {
             match table.as_str() {
                 NODES => cache.index_nodes(&path)?,
                 OBJECTS => {
-                    for row in read_strings_of(&path, read_checked(&path)?, &["hash", "json"])? {
+                    let bytes = cache.read_checked(&path)?;
+                    for row in read_strings_of(&path, bytes, &["hash", "json"])? {
                         cache.objects.insert(row[0].clone(), row[1].clone());
                     }
                 }
                 BLOBS => {
-                    for row in read_strings_of(&path, read_checked(&path)?, &["ref"])? {
+                    let bytes = cache.read_checked(&path)?;
+                    for row in read_strings_of(&path, bytes, &["ref"])? {
                         cache.blob_refs.insert(row[0].clone());
                     }
                 }
@@ -192,7 +197,8 @@ impl Cache {
         self.files.push(path.to_path_buf());
         self.key_inputs.push(OnceLock::new());
         let mut row = 0;
-        for_each_batch(path, &["kind", "id", "key"], &mut |batch| {
+        let file_handle = self.backend.open(path)?;
+        for_each_batch_of(path, file_handle, &["kind", "id", "key"], &mut |batch| {
             let columns = string_columns(path, batch, &["kind", "id", "key"])?;
             self.entries.reserve(batch.num_rows());
             for r in 0..batch.num_rows() {
@@ -224,7 +230,7 @@ impl Cache {
             Some(texts) => texts,
             None => {
                 let path = &self.files[entry.file];
-                let texts = read_strings(path, &["key_input"])?
+                let texts = read_strings_of(path, self.backend.open(path)?, &["key_input"])?
                     .into_iter()
                     .map(|mut row| row.pop().unwrap_or_default())
                     .collect();
@@ -239,7 +245,7 @@ impl Cache {
 
     /// The directory.
     pub fn dir(&self) -> &Path {
-        &self.dir
+        self.backend.root()
     }
 
     /// The committed node with this key.
@@ -292,7 +298,7 @@ impl Cache {
             let path = &self.files[file];
             let mut next = 0;
             let mut offset = 0;
-            for_each_batch(path, &["payload"], &mut |batch| {
+            for_each_batch_of(path, self.backend.open(path)?, &["payload"], &mut |batch| {
                 let column = string_columns(path, batch, &["payload"])?[0];
                 while next < rows.len() && rows[next].0 < offset + batch.num_rows() {
                     let (row, key) = rows[next];
@@ -312,9 +318,9 @@ impl Cache {
     /// Every cached blob's text, by reference.
     pub fn blobs(&self) -> Result<HashMap<String, String>, CacheError> {
         let mut out = HashMap::new();
-        for (table, _, path) in list(&self.dir)? {
+        for Listed { table, path, .. } in self.backend.list()? {
             if table == BLOBS {
-                for row in read_strings_of(&path, read_checked(&path)?, &["ref", "text"])? {
+                for row in read_strings_of(&path, self.read_checked(&path)?, &["ref", "text"])? {
                     let [r, text] =
                         <[String; 2]>::try_from(row).map_err(|_| damaged(&path, "short row"))?;
                     out.insert(r, text);
@@ -329,10 +335,7 @@ impl Cache {
         if batch.is_empty() {
             return Ok(());
         }
-        std::fs::create_dir_all(&self.dir).map_err(|source| CacheError::Io {
-            path: self.dir.clone(),
-            source,
-        })?;
+        self.backend.make_dir(self.backend.root())?;
         if !batch.blobs.is_empty() {
             let (refs, texts): (Vec<&str>, Vec<&str>) = batch
                 .blobs
@@ -393,7 +396,7 @@ impl Cache {
 
     fn next_path(&mut self, table: &str) -> PathBuf {
         let path = self
-            .dir
+            .dir()
             .join(format!("{table}-{:08}.parquet", self.next_seq));
         self.next_seq += 1;
         path
@@ -415,7 +418,7 @@ impl Cache {
                 source: e,
             }
         })?;
-        write_cache_table(&path, &batch)?;
+        self.backend.put_cache_table(&path, &batch)?;
         Ok(path)
     }
 
@@ -426,17 +429,11 @@ impl Cache {
         key: &str,
         tables: &[(String, RecordBatch)],
     ) -> Result<(), CacheError> {
-        let dir = self.dir.join(TABLES).join(key);
-        std::fs::create_dir_all(&dir).map_err(|source| CacheError::Io {
-            path: dir.clone(),
-            source,
-        })?;
+        let dir = self.dir().join(TABLES).join(key);
+        self.backend.make_dir(&dir)?;
         for (name, batch) in tables {
-            write_table(
-                &dir.join(format!("{name}.parquet")),
-                batch,
-                &Provenance::default(),
-            )?;
+            self.backend
+                .put_table(&dir.join(format!("{name}.parquet")), batch)?;
         }
         Ok(())
     }
@@ -444,11 +441,11 @@ impl Cache {
     /// A table of analysis node `key`, as one record batch.
     pub fn table(&self, key: &str, name: &str) -> Result<RecordBatch, CacheError> {
         let path = self
-            .dir
+            .dir()
             .join(TABLES)
             .join(key)
             .join(format!("{name}.parquet"));
-        let file = open_file(&path)?;
+        let file = self.backend.open(&path)?;
         let parquet = |e: parquet::errors::ParquetError| damaged(&path, &e.to_string());
         let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(parquet)?;
         let schema = builder.schema().clone();
@@ -473,7 +470,7 @@ impl Cache {
     /// never decodes another's — holding only the latest entry of each identity; then
     /// deletes the files it replaced.
     pub fn compact(&mut self) -> Result<(), CacheError> {
-        let old = list(&self.dir)?;
+        let old = self.backend.list()?;
         let live: Vec<Entry> = self.latest_entries().into_iter().cloned().collect();
         let mut fresh = Cache::empty_like(self);
         let mut blob_list: Vec<(String, String)> = self.blobs()?.into_iter().collect();
@@ -493,8 +490,8 @@ impl Cache {
         let node_files: Vec<&PathBuf> = old
             .iter()
             .rev()
-            .filter(|(table, ..)| table == NODES)
-            .map(|(_, _, path)| path)
+            .filter(|l| l.table == NODES)
+            .map(|l| &l.path)
             .collect();
         for kind in NodeKind::ALL {
             let mut wanted: HashSet<&str> = live
@@ -506,49 +503,54 @@ impl Cache {
                 continue;
             }
             let path = fresh.next_path(NODES);
-            let mut writer = TableWriter::create_cache(&path, nodes_schema())?;
+            let mut writer = self.backend.cache_table_writer(&path, nodes_schema())?;
             for &file in &node_files {
-                for_each_batch(file, &NODE_COLUMNS, &mut |batch| {
-                    let columns = string_columns(file, batch, &NODE_COLUMNS)?;
-                    let rows: Vec<usize> = (0..batch.num_rows())
-                        .filter(|&r| wanted.remove(columns[2].value(r)))
-                        .collect();
-                    if rows.is_empty() {
-                        return Ok(());
-                    }
-                    let arrays: Vec<Arc<dyn Array>> = columns
-                        .iter()
-                        .map(|c| {
-                            Arc::new(StringArray::from_iter_values(
-                                rows.iter().map(|&r| c.value(r)),
-                            )) as Arc<dyn Array>
-                        })
-                        .collect();
-                    let selected = RecordBatch::try_new(nodes_schema(), arrays).map_err(|e| {
-                        StoreError::Arrow {
-                            table: NODES.into(),
-                            source: e,
+                for_each_batch_of(
+                    file,
+                    self.backend.open(file)?,
+                    &NODE_COLUMNS,
+                    &mut |batch| {
+                        let columns = string_columns(file, batch, &NODE_COLUMNS)?;
+                        let rows: Vec<usize> = (0..batch.num_rows())
+                            .filter(|&r| wanted.remove(columns[2].value(r)))
+                            .collect();
+                        if rows.is_empty() {
+                            return Ok(());
                         }
-                    })?;
-                    writer.write(&selected)?;
-                    Ok(())
-                })?;
+                        let arrays: Vec<Arc<dyn Array>> = columns
+                            .iter()
+                            .map(|c| {
+                                Arc::new(StringArray::from_iter_values(
+                                    rows.iter().map(|&r| c.value(r)),
+                                )) as Arc<dyn Array>
+                            })
+                            .collect();
+                        let selected =
+                            RecordBatch::try_new(nodes_schema(), arrays).map_err(|e| {
+                                StoreError::Arrow {
+                                    table: NODES.into(),
+                                    source: e,
+                                }
+                            })?;
+                        writer.write(&selected)?;
+                        Ok(())
+                    },
+                )?;
             }
             writer.finish()?;
             fresh.index_nodes(&path)?;
         }
-        for (_, _, path) in old {
-            std::fs::remove_file(&path).map_err(|source| CacheError::Io { path, source })?;
+        for listed in old {
+            self.backend.remove(&listed.path)?;
         }
         // Tables of analysis nodes no live entry has.
-        if let Ok(read) = std::fs::read_dir(self.dir.join(TABLES)) {
-            for entry in read.flatten() {
-                let name = entry.file_name().to_string_lossy().to_string();
-                if !fresh.by_key.contains_key(name.as_str()) {
-                    let path = entry.path();
-                    std::fs::remove_dir_all(&path)
-                        .map_err(|source| CacheError::Io { path, source })?;
-                }
+        for path in self.backend.subdirectories(&self.dir().join(TABLES)) {
+            let name = path
+                .file_name()
+                .map(|n| n.to_string_lossy().to_string())
+                .unwrap_or_default();
+            if !fresh.by_key.contains_key(name.as_str()) {
+                self.backend.remove_dir(&path)?;
             }
         }
         *self = fresh;
@@ -557,7 +559,7 @@ impl Cache {
 
     fn empty_like(other: &Cache) -> Cache {
         Cache {
-            dir: other.dir.clone(),
+            backend: other.backend.clone(),
             files: Vec::new(),
             entries: Vec::new(),
             key_inputs: Vec::new(),
@@ -571,16 +573,17 @@ impl Cache {
 
     /// Deletes temporary files a killed run left behind (call under the outputs lock).
     pub fn remove_temporaries(&self) -> Result<(), CacheError> {
-        let Ok(read) = std::fs::read_dir(&self.dir) else {
-            return Ok(());
-        };
-        for entry in read.flatten() {
-            let path = entry.path();
-            if path.extension().is_some_and(|e| e == "tmp") {
-                std::fs::remove_file(&path).map_err(|source| CacheError::Io { path, source })?;
-            }
-        }
-        Ok(())
+        self.backend.remove_temporaries()
+    }
+
+    /// A blobs or objects file, read whole and checked against the digest of its bytes
+    /// that its footer records ([`tbb_tables::check_body_digest`]): a file cut short,
+    /// or with bytes changed anywhere before its footer, is damaged. A file written
+    /// before the digest was (no digest in its footer) is read unchecked.
+    fn read_checked(&self, path: &Path) -> Result<bytes::Bytes, CacheError> {
+        let bytes = self.backend.read(path)?;
+        tbb_tables::check_body_digest(&bytes).map_err(|detail| damaged(path, &detail))?;
+        Ok(bytes)
     }
 }
 
@@ -613,48 +616,6 @@ fn string_columns<'b>(
         .collect()
 }
 
-/// `(table, seq, path)` of every cache file, by sequence number.
-fn list(dir: &Path) -> Result<Vec<(String, u64, PathBuf)>, CacheError> {
-    let read = std::fs::read_dir(dir).map_err(|source| CacheError::Io {
-        path: dir.to_path_buf(),
-        source,
-    })?;
-    let mut out = Vec::new();
-    for entry in read.flatten() {
-        let path = entry.path();
-        let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
-            continue;
-        };
-        let Some(stem) = name.strip_suffix(".parquet") else {
-            continue;
-        };
-        let Some((table, seq)) = stem.rsplit_once('-') else {
-            continue;
-        };
-        if let Ok(seq) = seq.parse::<u64>() {
-            out.push((table.to_string(), seq, path));
-        }
-    }
-    out.sort_by_key(|(_, seq, _)| *seq);
-    Ok(out)
-}
-
-/// Opens a cache file. Anything but a regular file under a cache file's name (a named
-/// pipe, which would block the read forever; a directory; a device) is a damaged
-/// entry, never opened.
-fn open_file(path: &Path) -> Result<File, CacheError> {
-    tbb_diag::input::open_regular(path).map_err(|source| {
-        if source.kind() == std::io::ErrorKind::InvalidInput {
-            damaged(path, &source.to_string())
-        } else {
-            CacheError::Io {
-                path: path.to_path_buf(),
-                source,
-            }
-        }
-    })
-}
-
 fn damaged(path: &Path, detail: &str) -> CacheError {
     CacheError::Damaged {
         path: path.to_path_buf(),
@@ -683,30 +644,7 @@ pub fn blob_rows(bytes: Vec<u8>) -> Result<Vec<(String, String)>, CacheError> {
     Ok(rows)
 }
 
-/// A blobs or objects file, read whole and checked against the digest of its bytes
-/// that its footer records ([`tbb_tables::check_body_digest`]): a file cut short, or
-/// with bytes changed anywhere before its footer, is damaged. A file written before
-/// the digest was (no digest in its footer) is read unchecked.
-fn read_checked(path: &Path) -> Result<bytes::Bytes, CacheError> {
-    use std::io::Read as _;
-    let mut bytes = Vec::new();
-    open_file(path)?
-        .read_to_end(&mut bytes)
-        .map_err(|source| CacheError::Io {
-            path: path.to_path_buf(),
-            source,
-        })?;
-    let bytes = bytes::Bytes::from(bytes);
-    tbb_tables::check_body_digest(&bytes).map_err(|detail| damaged(path, &detail))?;
-    Ok(bytes)
-}
-
-/// Reads the named string columns of a cache file, row by row.
-fn read_strings(path: &Path, columns: &[&str]) -> Result<Vec<Vec<String>>, CacheError> {
-    read_strings_of(path, open_file(path)?, columns)
-}
-
-/// [`read_strings`] of a file already open or read.
+/// Reads the named string columns of a cache file (open or read whole), row by row.
 fn read_strings_of<R: parquet::file::reader::ChunkReader + 'static>(
     path: &Path,
     file: R,
@@ -736,16 +674,7 @@ fn read_strings_of<R: parquet::file::reader::ChunkReader + 'static>(
 }
 
 /// Streams a cache file's columns batch by batch (so that a large file is never held
-/// whole).
-fn for_each_batch(
-    path: &Path,
-    columns: &[&str],
-    each: &mut dyn FnMut(&RecordBatch) -> Result<(), CacheError>,
-) -> Result<(), CacheError> {
-    for_each_batch_of(path, open_file(path)?, columns, each)
-}
-
-/// [`for_each_batch`] of a file already open (or of its bytes); `path` names it.
+/// whole), from the file open or its bytes; `path` names it.
 fn for_each_batch_of<R: parquet::file::reader::ChunkReader + 'static>(
     path: &Path,
     file: R,

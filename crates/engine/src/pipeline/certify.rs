@@ -13,10 +13,11 @@
 //! one that measures the machine rather than the episode (a simulated configuration's
 //! is modelled from its tokens, so it is compared too).
 //!
-//! Owns: the check that a study has been applied and its cache is complete, the one
-//! function that turns an execute node's work item into an [`EpisodeSpec`]
-//! ([`episode_spec`]), the conversion of a stored transcript into replay turns
-//! ([`replay_turns`]), the certificates and `certificates.parquet`.
+//! Owns: the check that a study has been applied and its cache is complete, the
+//! conversion of a stored transcript into replay turns ([`replay_turns`]), the
+//! certificates and `certificates.parquet`. The episode an execute node runs is the
+//! DAG's mapping ([`ExecuteSpec`]), the one apply uses; progress is the caller's
+//! reporter's ([`Stage::Certify`]).
 //!
 //! Never: sends a request to a provider, writes to the cache, or repairs a stored row;
 //! a certificate that fails says which field and where.
@@ -27,15 +28,16 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use arrow_array::RecordBatch;
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use petgraph::graph::NodeIndex;
 use serde_json::Value;
 use thiserror::Error;
 
 use super::apply::place_in_design;
 use super::cache::{Cache, CacheError};
-use super::dag::{Node, Work};
+use super::dag::{ExecuteSpec, Node, Work};
+use super::events::{Event, Stage};
 use super::key::NodeKind;
+use super::reporter::{Reporter, Silent};
 use super::{ExecutePayload, Study};
 use tbb_core::compile::{compile, Variant};
 use tbb_core::grade::trace::{InfraCause, InfraFailure};
@@ -50,12 +52,29 @@ use tbb_tables::{write_table, Provenance, StoreError, TableBuilder};
 pub const CERTIFICATES: &str = "certificates.parquet";
 
 /// How to certify.
-#[derive(Debug, Clone, Default)]
+#[derive(Clone)]
 pub struct Options {
     /// Only these configurations (all when empty).
     pub configurations: Vec<String>,
-    /// Draw a progress bar on stderr.
-    pub progress: bool,
+    /// What renders the progress ([`Silent`] by default).
+    pub reporter: Arc<dyn Reporter>,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            configurations: Vec::new(),
+            reporter: Arc::new(Silent),
+        }
+    }
+}
+
+impl std::fmt::Debug for Options {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Options")
+            .field("configurations", &self.configurations)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Why certification could not run (a failed certificate is not an error of this kind:
@@ -228,32 +247,14 @@ impl Certificate {
     }
 }
 
-/// The episode an execute node runs, for `variant`: the one place certification turns
-/// a DAG work item into an [`EpisodeSpec`] (apply builds the same fields from the same
-/// work item).
+/// The episode an execute node runs, for `variant` ([`ExecuteSpec`], as apply runs it).
 pub fn episode_spec<'a>(
     study: &'a Study,
     work: &Work,
     variant: &'a Variant,
 ) -> Option<EpisodeSpec<'a>> {
-    let Work::Execute {
-        config,
-        arm,
-        cap,
-        repeat,
-        ..
-    } = work
-    else {
-        return None;
-    };
-    Some(EpisodeSpec {
-        variant,
-        config: study.manifest.configurations.get(*config)?,
-        arm: study.manifest.arms.get(*arm)?.form,
-        completion_cap: *cap,
-        episode_budget: study.manifest.budgets.episode_budget,
-        repeat: *repeat,
-    })
+    let spec = ExecuteSpec::of(&study.manifest, work)?;
+    Some(spec.spec(variant, &study.manifest.configurations[spec.config]))
 }
 
 /// One episode to certify.
@@ -406,17 +407,11 @@ pub fn certify(
         tools: Mutex::new(HashMap::new()),
     };
 
-    let bar = if options.progress {
-        ProgressBar::with_draw_target(Some(jobs.len() as u64), ProgressDrawTarget::stderr())
-    } else {
-        ProgressBar::hidden()
-    };
-    bar.set_style(
-        ProgressStyle::with_template("{prefix:>9} [{bar:32}] {pos}/{len} {per_sec} ETA {eta}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar())
-            .progress_chars("=> "),
-    );
-    bar.set_prefix("certify");
+    let reporter = options.reporter.as_ref();
+    reporter.event(&Event::StageStarted {
+        stage: Stage::Certify,
+        nodes: jobs.len() as u64,
+    });
     let next = AtomicUsize::new(0);
     let workers = std::thread::available_parallelism()
         .map(|n| n.get())
@@ -439,8 +434,12 @@ pub fn certify(
                                 failed(study, job, format!("cannot start the async runtime: {e}"))
                             }
                         };
+                        reporter.event(&Event::NodeFinished {
+                            stage: Stage::Certify,
+                            node: &certificate.id,
+                            ok: certificate.passed,
+                        });
                         out.push((k, certificate));
-                        bar.inc(1);
                     }
                     out
                 })
@@ -451,7 +450,6 @@ pub fn certify(
             .flat_map(|h| h.join().unwrap_or_default())
             .collect()
     });
-    bar.finish_and_clear();
     done.sort_by_key(|(k, _)| *k);
     if done.len() != jobs.len() {
         // A worker panicked: the episodes it held are certified as failed, not lost.
@@ -470,6 +468,13 @@ pub fn certify(
         }
         done.sort_by_key(|(k, _)| *k);
     }
+    let passed = done.iter().filter(|(_, c)| c.passed).count() as u64;
+    reporter.event(&Event::StageFinished {
+        stage: Stage::Certify,
+        done: passed,
+        failed: done.len() as u64 - passed,
+    });
+    reporter.event(&Event::Finished);
     Ok(Certification {
         certificates: done.into_iter().map(|(_, c)| c).collect(),
     })

@@ -11,6 +11,11 @@
 //! configurations, arms, caps, repeats) and topological: every node comes after its
 //! inputs, and an ordered schedule's arm after the arm it waits for.
 //!
+//! Building: the manifest is first resolved to units of work (per block, the variants
+//! it compiles and its conditions, each an ordered list of arms at caps), then one
+//! function per node kind adds its nodes and their keys. Owns too the one mapping from
+//! an execute node to the episode it runs ([`ExecuteSpec`]).
+//!
 //! Never: runs, reads the cache or writes anything. Building the DAG reads nothing but
 //! what it is given.
 
@@ -24,8 +29,9 @@ use super::key::{hash_hex, KeyInput, KeyTemplate, NodeInput, NodeKind};
 use crate::manifest::Manifest;
 use tbb_analysis::{AnalysisKind, Input};
 use tbb_core::compile::cell::{level_name, Cell};
+use tbb_core::compile::Variant;
 use tbb_core::family::FamilySet;
-use tbb_harness::Prompts;
+use tbb_harness::{ArmForm, EpisodeSpec, Prompts};
 use tbb_provider::config::ProviderKind;
 use tbb_provider::Configuration;
 
@@ -77,6 +83,61 @@ pub enum Work {
     },
     /// Publish a table.
     Table(Publish),
+}
+
+/// What an execute node runs, by value: the one mapping from the DAG's work item to an
+/// [`EpisodeSpec`], shared by apply (live), regrading and certification (replayed).
+/// The variant and configuration stay the caller's: apply shares them with the
+/// episode's task, certification borrows them.
+#[derive(Debug, Clone, Copy)]
+pub struct ExecuteSpec {
+    /// Index into [`Manifest::configurations`].
+    pub config: usize,
+    /// The arm's components.
+    pub arm: ArmForm,
+    /// Completion cap.
+    pub completion_cap: u32,
+    /// Episode budget in reported tokens.
+    pub episode_budget: u64,
+    /// Repeat index.
+    pub repeat: u32,
+}
+
+impl ExecuteSpec {
+    /// The episode of `work` in `manifest`; `None` when it is not an execute node or
+    /// names an arm or configuration the manifest lacks.
+    pub fn of(manifest: &Manifest, work: &Work) -> Option<ExecuteSpec> {
+        let Work::Execute {
+            config,
+            arm,
+            cap,
+            repeat,
+            ..
+        } = *work
+        else {
+            return None;
+        };
+        manifest.configurations.get(config)?;
+        Some(ExecuteSpec {
+            config,
+            arm: manifest.arms.get(arm)?.form,
+            completion_cap: cap,
+            episode_budget: manifest.budgets.episode_budget,
+            repeat,
+        })
+    }
+
+    /// The episode of `variant` under `config` (the one [`ExecuteSpec::config`] names).
+    pub fn spec<'a>(&self, variant: &'a Variant, config: &'a Configuration) -> EpisodeSpec<'a> {
+        EpisodeSpec {
+            variant,
+            config,
+            arm: self.arm,
+            completion_cap: self.completion_cap,
+            episode_budget: self.episode_budget,
+            repeat: self.repeat,
+        }
+    }
 }
 
 /// What a table node publishes.
@@ -171,60 +232,177 @@ pub struct Inputs<'a> {
     pub upstream: &'a [super::upstream::Pin],
 }
 
+/// A manifest resolved to its units of work, before any node or key: per block, the
+/// variants it compiles and its conditions (cargo's unit graph, before the build plan).
+struct Resolved {
+    blocks: Vec<ResolvedBlock>,
+}
+
+/// One block's work.
+struct ResolvedBlock {
+    /// `(family index, cell)` in the block's order: families, then cells.
+    compiles: Vec<(usize, Cell)>,
+    /// Its conditions: configurations, then repeats.
+    conditions: Vec<Condition>,
+}
+
+/// The arms of one configuration in one repeat, which every variant of the block runs.
+struct Condition {
+    /// Index into [`Manifest::configurations`].
+    config: usize,
+    repeat: u32,
+    /// The `schedule` column.
+    schedule: Arc<str>,
+    /// Its episodes in the order they run.
+    units: Vec<ExecuteUnit>,
+}
+
+/// One episode of a condition: an arm at a cap, at a place in the schedule.
+struct ExecuteUnit {
+    /// Index into [`Manifest::arms`].
+    arm: usize,
+    cap: u32,
+    /// Its place in an ordered schedule (from 1).
+    position: Option<u32>,
+}
+
+/// Resolves `manifest` against the families: names the manifest gives that the
+/// families lack are left out (the manifest's check refuses them first).
+fn resolve(manifest: &Manifest, families: &FamilySet) -> Resolved {
+    let blocks = manifest
+        .blocks
+        .iter()
+        .map(|block| {
+            let compiles = block
+                .families
+                .iter()
+                .filter_map(|name| families.families.iter().position(|f| &f.name == name))
+                .flat_map(|family| block.cells.iter().map(move |cell| (family, *cell)))
+                .collect();
+            let mut conditions = Vec::new();
+            for config_name in &block.configurations {
+                let Some(config) = manifest
+                    .configurations
+                    .iter()
+                    .position(|c| &c.name == config_name)
+                else {
+                    continue;
+                };
+                let units = block.units(&manifest.arms, config_name);
+                for repeat in block.repeat_range() {
+                    let order = block.order(units.len(), repeat);
+                    let names: Vec<String> = order
+                        .iter()
+                        .map(|&k| block.unit_name(&manifest.arms, config_name, units[k]))
+                        .collect();
+                    let ordered = block.schedule.is_ordered();
+                    let schedule: Arc<str> = names.join(if ordered { ">" } else { "|" }).into();
+                    let units = order
+                        .iter()
+                        .enumerate()
+                        .map(|(place, &k)| ExecuteUnit {
+                            arm: units[k].arm,
+                            cap: units[k].cap,
+                            position: ordered.then_some(place as u32 + 1),
+                        })
+                        .collect();
+                    conditions.push(Condition {
+                        config,
+                        repeat,
+                        schedule,
+                        units,
+                    });
+                }
+            }
+            ResolvedBlock {
+                compiles,
+                conditions,
+            }
+        })
+        .collect();
+    Resolved { blocks }
+}
+
+/// A unit's identity fields after the variant's, and its key input short of the
+/// variant: made once per block and shared by every variant.
+type KeyedUnit = (Vec<(&'static str, String)>, Arc<KeyTemplate>);
+
+/// What the tables' nodes give the analyses that read them.
+struct Tables {
+    variants_key: String,
+    episodes_key: String,
+    requests: NodeIndex,
+}
+
+/// A table's key input with the study's provenance (its manifest and lockfile).
+fn provenance(manifest: &Manifest, inputs: &Inputs<'_>, input: KeyInput) -> KeyInput {
+    input
+        .file(
+            format!("manifest {}", short_name(&manifest.path)),
+            manifest.content_hash.clone(),
+        )
+        .file("lockfile", inputs.lockfile_hash.to_string())
+}
+
 impl Dag {
-    /// Builds the DAG of `manifest`.
+    /// Builds the DAG of `manifest`: resolves it to units of work, then adds the nodes
+    /// of each kind in turn (compile, execute and grade, tables, analyses).
     pub fn build(manifest: &Manifest, inputs: &Inputs<'_>) -> Dag {
         let mut dag = Dag {
             graph: DiGraph::new(),
             objects: BTreeMap::new(),
         };
-        let provenance = |input: KeyInput| {
-            input
-                .file(
-                    format!("manifest {}", short_name(&manifest.path)),
-                    manifest.content_hash.clone(),
-                )
-                .file("lockfile", inputs.lockfile_hash.to_string())
-        };
+        let resolved = resolve(manifest, inputs.families);
+        let (compiles, block_compiles) = dag.add_compiles(inputs.families, &resolved);
+        let grades = dag.add_episodes(manifest, inputs, &resolved, &block_compiles);
+        let tables = dag.add_tables(manifest, inputs, &compiles, &grades);
+        dag.add_analyses(manifest, inputs, &tables, &compiles, &grades);
+        dag
+    }
 
-        // Compile nodes: one per (family, cell) some block runs, in the order first
-        // needed.
-        let mut compiles: BTreeMap<(usize, Cell), NodeIndex> = BTreeMap::new();
-        let mut compile_order: Vec<NodeIndex> = Vec::new();
-        let mut block_compiles: Vec<Vec<NodeIndex>> = Vec::new();
-        for block in &manifest.blocks {
-            let mut mine = Vec::new();
-            for name in &block.families {
-                let Some(family) = inputs
-                    .families
-                    .families
+    /// Compile nodes: one per (family, cell) some block runs, in the order first needed.
+    /// Returns them all, and each block's (one per pair it lists).
+    fn add_compiles(
+        &mut self,
+        families: &FamilySet,
+        resolved: &Resolved,
+    ) -> (Vec<NodeIndex>, Vec<Vec<NodeIndex>>) {
+        let mut known: BTreeMap<(usize, Cell), NodeIndex> = BTreeMap::new();
+        let mut order = Vec::new();
+        let per_block = resolved
+            .blocks
+            .iter()
+            .map(|block| {
+                block
+                    .compiles
                     .iter()
-                    .position(|f| &f.name == name)
-                else {
-                    continue;
-                };
-                for cell in &block.cells {
-                    let node = match compiles.get(&(family, *cell)) {
-                        Some(&n) => n,
-                        None => {
-                            let n = dag.add_compile(inputs.families, family, *cell);
-                            compiles.insert((family, *cell), n);
-                            compile_order.push(n);
+                    .map(|&(family, cell)| {
+                        *known.entry((family, cell)).or_insert_with(|| {
+                            let n = self.add_compile(families, family, cell);
+                            order.push(n);
                             n
-                        }
-                    };
-                    mine.push(node);
-                }
-            }
-            block_compiles.push(mine);
-        }
+                        })
+                    })
+                    .collect()
+            })
+            .collect();
+        (order, per_block)
+    }
 
-        // Execute and grade nodes.
+    /// Execute and grade nodes: for each block, each of its variants runs each of its
+    /// conditions, arm after arm; returns the grade nodes in order.
+    fn add_episodes(
+        &mut self,
+        manifest: &Manifest,
+        inputs: &Inputs<'_>,
+        resolved: &Resolved,
+        block_compiles: &[Vec<NodeIndex>],
+    ) -> Vec<NodeIndex> {
         let mut grades = Vec::new();
         let config_objects: Vec<String> = manifest
             .configurations
             .iter()
-            .map(|c| dag.put_object(config_object(c)))
+            .map(|c| self.put_object(config_object(c)))
             .collect();
         let nudge = (
             format!(
@@ -238,132 +416,99 @@ impl Dag {
                 .param("episode_budget", manifest.budgets.episode_budget),
         ));
         let several_blocks = manifest.blocks.len() > 1;
-        for (bi, block) in manifest.blocks.iter().enumerate() {
-            // Every condition of the block once per (configuration, repeat): its units
-            // (arms at caps) in the repeat's schedule, with identity fields and key input
-            // short of the variant; then one execute and one grade node per (variant,
-            // unit).
-            let mut conditions = Vec::new();
-            for config_name in &block.configurations {
-                let Some(ci) = manifest
-                    .configurations
-                    .iter()
-                    .position(|c| &c.name == config_name)
-                else {
-                    continue;
-                };
-                let config = &manifest.configurations[ci];
-                let version = execute_version(config);
-                let units = block.units(&manifest.arms, config_name);
-                for repeat in block.repeat_range() {
-                    let order = block.order(units.len(), repeat);
-                    let names: Vec<String> = order
+        for (bi, (block, resolved)) in manifest.blocks.iter().zip(&resolved.blocks).enumerate() {
+            // Each unit's identity fields and key input short of the variant, made once
+            // and shared by every variant of the block.
+            let keyed: Vec<Vec<KeyedUnit>> = resolved
+                .conditions
+                .iter()
+                .map(|condition| {
+                    let config = &manifest.configurations[condition.config];
+                    let version = execute_version(config);
+                    condition
+                        .units
                         .iter()
-                        .map(|&k| block.unit_name(&manifest.arms, config_name, units[k]))
-                        .collect();
-                    let schedule: Arc<str> = names
-                        .join(if block.schedule.is_ordered() {
-                            ">"
-                        } else {
-                            "|"
-                        })
-                        .into();
-                    let mut condition = Vec::new();
-                    for (place, &k) in order.iter().enumerate() {
-                        let unit = units[k];
-                        let arm = &manifest.arms[unit.arm];
-                        let system = (
-                            format!(
-                                "prompt {}",
-                                short_name(&inputs.prompts_dir.join(arm.form.prompt.file_name()))
-                            ),
-                            hash_hex(inputs.prompts.system(arm.form.prompt).as_bytes()),
-                        );
-                        let mut suffix = Vec::new();
-                        if several_blocks {
-                            suffix.push(("block", block.name.clone()));
-                        }
-                        suffix.extend([
-                            ("arm", arm.name.clone()),
-                            ("cap", unit.cap.to_string()),
-                            ("rep", repeat.to_string()),
-                        ]);
-                        let mut template = KeyInput::new(NodeKind::Execute, &version);
-                        for (component, value) in arm.form.columns() {
-                            template = template.param(component, value);
-                        }
-                        template = template
-                            .param("completion_cap", unit.cap)
-                            .param("episode_budget", manifest.budgets.episode_budget)
-                            .param("repeat", repeat)
-                            .file(system.0.clone(), system.1.clone())
-                            .file(nudge.0.clone(), nudge.1.clone())
-                            .object(
-                                format!("configuration {}", config.name),
-                                config_objects[ci].clone(),
+                        .map(|unit| {
+                            let arm = &manifest.arms[unit.arm];
+                            let system = (
+                                format!(
+                                    "prompt {}",
+                                    short_name(
+                                        &inputs.prompts_dir.join(arm.form.prompt.file_name())
+                                    )
+                                ),
+                                hash_hex(inputs.prompts.system(arm.form.prompt).as_bytes()),
                             );
-                        // The order is part of an ordered design: changing it reruns.
-                        let position = block.schedule.is_ordered().then_some(place as u32 + 1);
-                        if let Some(p) = position {
+                            let mut suffix = Vec::new();
+                            if several_blocks {
+                                suffix.push(("block", block.name.clone()));
+                            }
+                            suffix.extend([
+                                ("arm", arm.name.clone()),
+                                ("cap", unit.cap.to_string()),
+                                ("rep", condition.repeat.to_string()),
+                            ]);
+                            let mut template = KeyInput::new(NodeKind::Execute, &version);
+                            for (component, value) in arm.form.columns() {
+                                template = template.param(component, value);
+                            }
                             template = template
-                                .param("schedule", schedule.to_string())
-                                .param("schedule_position", p);
-                        }
-                        condition.push((
-                            config.name.clone(),
-                            suffix,
-                            Arc::new(KeyTemplate::new(template)),
-                            (
-                                ci,
-                                bi,
-                                unit.arm,
-                                unit.cap,
-                                repeat,
-                                schedule.clone(),
-                                position,
-                            ),
-                        ));
-                    }
-                    conditions.push(condition);
-                }
-            }
+                                .param("completion_cap", unit.cap)
+                                .param("episode_budget", manifest.budgets.episode_budget)
+                                .param("repeat", condition.repeat)
+                                .file(system.0, system.1)
+                                .file(nudge.0.clone(), nudge.1.clone())
+                                .object(
+                                    format!("configuration {}", config.name),
+                                    config_objects[condition.config].clone(),
+                                );
+                            // The order is part of an ordered design: changing it reruns.
+                            if let Some(p) = unit.position {
+                                template = template
+                                    .param("schedule", condition.schedule.to_string())
+                                    .param("schedule_position", p);
+                            }
+                            (suffix, Arc::new(KeyTemplate::new(template)))
+                        })
+                        .collect()
+                })
+                .collect();
             for &compile in &block_compiles[bi] {
-                let compile_fields = dag.graph[compile].fields.clone();
-                let compile_key = dag.graph[compile].key.clone();
-                for condition in &conditions {
+                let compile_fields = self.graph[compile].fields.clone();
+                let compile_key = self.graph[compile].key.clone();
+                for (condition, keyed) in resolved.conditions.iter().zip(&keyed) {
+                    let config = &manifest.configurations[condition.config];
                     let mut previous: Option<NodeIndex> = None;
-                    for (config, suffix, template, unit) in condition {
-                        let (config_index, block_index, arm, cap, repeat, schedule, position) =
-                            unit.clone();
+                    for (unit, (suffix, template)) in condition.units.iter().zip(keyed) {
                         let mut fields = Vec::with_capacity(compile_fields.len() + 5);
-                        fields.push(("cfg", config.clone()));
+                        fields.push(("cfg", config.name.clone()));
                         fields.extend(compile_fields.iter().cloned());
                         fields.extend(suffix.iter().cloned());
                         let input =
                             NodeInput::of(template, vec![("compile", compile_key.to_string())]);
                         let work = Work::Execute {
                             compile,
-                            config: config_index,
-                            block: block_index,
-                            arm,
-                            cap,
-                            repeat,
-                            schedule,
-                            position,
-                            after: previous.filter(|_| position.is_some()),
+                            config: condition.config,
+                            block: bi,
+                            arm: unit.arm,
+                            cap: unit.cap,
+                            repeat: condition.repeat,
+                            schedule: condition.schedule.clone(),
+                            position: unit.position,
+                            after: previous.filter(|_| unit.position.is_some()),
                         };
                         let fields: Arc<[(&'static str, String)]> = fields.into();
                         let execute =
-                            dag.add(NodeKind::Execute, fields.clone(), input, work, &[compile]);
+                            self.add(NodeKind::Execute, fields.clone(), input, work, &[compile]);
                         previous = Some(execute);
                         let input = NodeInput::of(
                             &grade_template,
                             vec![
-                                ("execute", dag.graph[execute].key.to_string()),
+                                ("execute", self.graph[execute].key.to_string()),
                                 ("compile", compile_key.to_string()),
                             ],
                         );
-                        grades.push(dag.add(
+                        grades.push(self.add(
                             NodeKind::Grade,
                             fields,
                             input,
@@ -374,29 +519,41 @@ impl Dag {
                 }
             }
         }
+        grades
+    }
 
-        // Tables of the compiled variants and the graded episodes.
-        let all_compiles = compile_order;
-        let variants_key = dag.keys_hash(&all_compiles);
-        let input = provenance(KeyInput::new(NodeKind::Table, versions::VARIANTS))
-            .input("variants", variants_key.clone());
-        dag.add(
+    /// Tables of the compiled variants and the graded episodes, and of their requests.
+    fn add_tables(
+        &mut self,
+        manifest: &Manifest,
+        inputs: &Inputs<'_>,
+        compiles: &[NodeIndex],
+        grades: &[NodeIndex],
+    ) -> Tables {
+        let variants_key = self.keys_hash(compiles);
+        let input = provenance(
+            manifest,
+            inputs,
+            KeyInput::new(NodeKind::Table, versions::VARIANTS),
+        )
+        .input("variants", variants_key.clone());
+        self.add(
             NodeKind::Table,
             vec![("table", "variants".into())],
             input,
             Work::Table(Publish::Variants),
-            &all_compiles,
+            compiles,
         );
         // The rows also carry where each episode sits in the design (block, arm name,
         // schedule), which no episode key holds: the identities of the grade nodes
         // (which name them) enter too, so a renamed arm republishes the table and
         // reruns the analyses, and no episode.
         let episodes_key = {
-            let mut bytes = dag.keys_hash(&grades).into_bytes();
-            for &g in &grades {
-                bytes.extend_from_slice(dag.graph[g].id.as_bytes());
-                if let Work::Grade { execute, .. } = dag.graph[g].work {
-                    if let Work::Execute { schedule, .. } = &dag.graph[execute].work {
+            let mut bytes = self.keys_hash(grades).into_bytes();
+            for &g in grades {
+                bytes.extend_from_slice(self.graph[g].id.as_bytes());
+                if let Work::Grade { execute, .. } = self.graph[g].work {
+                    if let Work::Execute { schedule, .. } = &self.graph[execute].work {
                         bytes.extend_from_slice(schedule.as_bytes());
                     }
                 }
@@ -404,31 +561,54 @@ impl Dag {
             }
             hash_hex(&bytes)
         };
-        let input = provenance(KeyInput::new(NodeKind::Table, versions::EPISODES))
-            .param("study", manifest.study.clone())
-            .input("episodes", episodes_key.clone());
-        dag.add(
+        let input = provenance(
+            manifest,
+            inputs,
+            KeyInput::new(NodeKind::Table, versions::EPISODES),
+        )
+        .param("study", manifest.study.clone())
+        .input("episodes", episodes_key.clone());
+        self.add(
             NodeKind::Table,
             vec![("table", "episodes".into())],
             input,
             Work::Table(Publish::Episodes),
-            &grades,
+            grades,
         );
         // One row per request of the same episodes, with the same condition columns.
-        let input = provenance(KeyInput::new(NodeKind::Table, versions::REQUESTS))
-            .param("study", manifest.study.clone())
-            .input("episodes", episodes_key.clone());
-        let requests = dag.add(
+        let input = provenance(
+            manifest,
+            inputs,
+            KeyInput::new(NodeKind::Table, versions::REQUESTS),
+        )
+        .param("study", manifest.study.clone())
+        .input("episodes", episodes_key.clone());
+        let requests = self.add(
             NodeKind::Table,
             vec![("table", "requests".into())],
             input,
             Work::Table(Publish::Requests),
-            &grades,
+            grades,
         );
+        Tables {
+            variants_key,
+            episodes_key,
+            requests,
+        }
+    }
 
-        // Analyses over the episodes: each reads what its kind declares — this study's
-        // episodes, variants or requests, the tables of analyses before it, or another study's
-        // table (by content hash: a changed upstream table reruns it).
+    /// Analyses over the episodes, each with the table node publishing its tables: each
+    /// reads what its kind declares — this study's episodes, variants or requests, the
+    /// tables of analyses before it, or another study's table (by content hash: a
+    /// changed upstream table reruns it).
+    fn add_analyses(
+        &mut self,
+        manifest: &Manifest,
+        inputs: &Inputs<'_>,
+        tables: &Tables,
+        compiles: &[NodeIndex],
+        grades: &[NodeIndex],
+    ) {
         let mut analyses: Vec<(String, NodeIndex, AnalysisKind)> = Vec::new();
         // An analysis the design cannot feed gets no node: it would fail only after
         // every episode was paid for (`tbb plan` and `manifest check` say why).
@@ -451,18 +631,18 @@ impl Dag {
             for declared in a.kind.kind().inputs() {
                 match *declared {
                     Input::Episodes => {
-                        input = input.input("episodes", episodes_key.clone());
-                        reads.extend(&grades);
+                        input = input.input("episodes", tables.episodes_key.clone());
+                        reads.extend(grades);
                     }
                     Input::Variants => {
-                        input = input.input("variants", variants_key.clone());
-                        reads.extend(&all_compiles);
+                        input = input.input("variants", tables.variants_key.clone());
+                        reads.extend(compiles);
                     }
                     // The requests table node's key: a new requests layout
                     // (`versions::REQUESTS`) or any changed episode reruns the analysis.
                     Input::Requests => {
-                        input = input.input("requests", self_key(&dag, requests));
-                        reads.push(requests);
+                        input = input.input("requests", self_key(self, tables.requests));
+                        reads.push(tables.requests);
                     }
                     Input::Table(table) => match a.from_study(table) {
                         Some(study) => {
@@ -480,14 +660,14 @@ impl Dag {
                                 .rev()
                                 .find(|(_, _, k)| k.kind().outputs().contains(&table));
                             if let Some((_, node, _)) = writer {
-                                input = input.input(table, self_key(&dag, *node));
+                                input = input.input(table, self_key(self, *node));
                                 reads.push(*node);
                             }
                         }
                     },
                     Input::EveryAnalysis => {
                         for (other, node, _) in &analyses {
-                            input = input.input(other, self_key(&dag, *node));
+                            input = input.input(other, self_key(self, *node));
                             reads.push(*node);
                         }
                     }
@@ -495,16 +675,20 @@ impl Dag {
             }
             reads.sort();
             reads.dedup();
-            let node = dag.add(
+            let node = self.add(
                 NodeKind::Analysis,
                 vec![("analysis", name.clone())],
                 input,
                 Work::Analysis { index },
                 &reads,
             );
-            let input = provenance(KeyInput::new(NodeKind::Table, versions::TABLE))
-                .input("analysis", dag.graph[node].key.to_string());
-            dag.add(
+            let input = provenance(
+                manifest,
+                inputs,
+                KeyInput::new(NodeKind::Table, versions::TABLE),
+            )
+            .input("analysis", self.graph[node].key.to_string());
+            self.add(
                 NodeKind::Table,
                 vec![("table", name.clone())],
                 input,
@@ -513,7 +697,6 @@ impl Dag {
             );
             analyses.push((name, node, a.kind));
         }
-        dag
     }
 
     /// The compile node of one family at one cell.

@@ -1,12 +1,14 @@
 //! The pipeline: a manifest becomes a DAG of content-keyed nodes ([`dag`]), compared
 //! with the cache ([`cache`]) into a plan that says what runs and why ([`plan`]), and
-//! applied with bounded concurrency, committing each finished node atomically
-//! ([`apply`]); analysis results and published files are [`publish`]'s.
+//! applied ([`apply`]): a [`scheduler`] picks the nodes a run takes and the episode
+//! that starts next within each route's slots, a [`committer`] batches finished nodes
+//! into the cache in resumable order, and a [`reporter`] renders the [`events`] the
+//! stages emit; analysis results and published files are [`publish`]'s.
 //!
 //! Owns: everything about caching — keys ([`key`]), the cache under
-//! `outputs/<study>/cache/`, the published tables' freshness, the outputs lock
-//! ([`lock`]) and the lockfiles ([`lockfile`]). It is the only module that knows a
-//! result can be reused.
+//! `outputs/<study>/cache/` and where its files are kept ([`backend`]), the published
+//! tables' freshness, the outputs lock ([`lock`]) and the lockfiles ([`lockfile`]). It
+//! is the only module that knows a result can be reused.
 //!
 //! Invariants: a plan is read-only; a node is recorded only after its result is written
 //! (temporary file, fsync, rename); a plan made right after an apply has nothing to
@@ -16,18 +18,23 @@
 //! the grader and the analyses, and stores what they return.
 
 pub mod apply;
+pub mod backend;
 pub mod cache;
 pub mod certify;
+pub mod committer;
 pub mod context;
 pub mod dag;
+pub mod events;
 pub mod failure;
 pub mod key;
 pub mod lock;
 pub mod lockfile;
 pub mod plan;
 pub mod publish;
+pub mod reporter;
 pub mod reproduce;
 pub mod rows;
+pub mod scheduler;
 pub mod served_prompts;
 pub mod upstream;
 

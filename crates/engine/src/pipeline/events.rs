@@ -1,0 +1,127 @@
+//! What an apply or a certification says while it runs: stages starting and ending,
+//! nodes ending, provider requests ending. The vocabulary between the pipeline, which
+//! emits events, and a [`super::reporter::Reporter`], which renders them.
+//!
+//! Owns: the events and their JSON form (`tbb apply --json` writes one a line on
+//! stderr: `{"event": "stage_started", "stage": "episodes", "nodes": 36288}`); new
+//! events and fields may be added, existing ones keep their names.
+//!
+//! Never: carries a result (rows and payloads go to the committer, not here), or
+//! decides anything: an event is said after the fact, and nothing listens back.
+
+use serde::Serialize;
+
+/// A stage of a run, each with its own progress.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Stage {
+    /// Compiling the variants.
+    Compile,
+    /// Running and grading episodes (and regrading cached ones).
+    Episodes,
+    /// Provider requests of live routes (an estimate of how many beforehand).
+    Requests,
+    /// Analyses and published tables.
+    Analyses,
+    /// Re-deriving stored episodes (`tbb certify`).
+    Certify,
+}
+
+impl Stage {
+    /// Its name, as bars and lines show it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Stage::Compile => "compile",
+            Stage::Episodes => "episodes",
+            Stage::Requests => "requests",
+            Stage::Analyses => "analyses",
+            Stage::Certify => "certify",
+        }
+    }
+}
+
+/// One event.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum Event<'a> {
+    /// A stage starts with `nodes` to do (for [`Stage::Requests`], the plan's estimate).
+    StageStarted {
+        /// The stage.
+        stage: Stage,
+        /// Nodes it will run.
+        nodes: u64,
+    },
+    /// A node of a stage ended.
+    NodeFinished {
+        /// The stage.
+        stage: Stage,
+        /// The node's identity.
+        node: &'a str,
+        /// Whether it succeeded (a failed node is reported in the summary).
+        ok: bool,
+    },
+    /// A provider request (one attempt) ended, with the tokens it reported.
+    RequestFinished {
+        /// Prompt plus completion tokens (0 when it failed or reported none).
+        tokens: u64,
+    },
+    /// A stage ended.
+    StageFinished {
+        /// The stage.
+        stage: Stage,
+        /// Nodes that succeeded (requests sent, for [`Stage::Requests`]).
+        done: u64,
+        /// Nodes that failed.
+        failed: u64,
+    },
+    /// The run is over (completed or interrupted): nothing more will be reported.
+    Finished,
+}
+
+impl Event<'_> {
+    /// The event as one line of JSON.
+    pub fn json(&self) -> String {
+        // Plain data with string keys: serialising cannot fail.
+        serde_json::to_string(self).unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_are_tagged_json_objects_with_snake_case_names() {
+        let lines: Vec<String> = [
+            Event::StageStarted {
+                stage: Stage::Episodes,
+                nodes: 3,
+            },
+            Event::NodeFinished {
+                stage: Stage::Compile,
+                node: "compile[family=f, v=8]",
+                ok: false,
+            },
+            Event::RequestFinished { tokens: 12 },
+            Event::StageFinished {
+                stage: Stage::Analyses,
+                done: 2,
+                failed: 1,
+            },
+            Event::Finished,
+        ]
+        .iter()
+        .map(Event::json)
+        .collect();
+        assert_eq!(
+            lines,
+            [
+                r#"{"event":"stage_started","stage":"episodes","nodes":3}"#,
+                r#"{"event":"node_finished","stage":"compile","node":"compile[family=f, v=8]","ok":false}"#,
+                r#"{"event":"request_finished","tokens":12}"#,
+                r#"{"event":"stage_finished","stage":"analyses","done":2,"failed":1}"#,
+                r#"{"event":"finished"}"#,
+            ]
+        );
+    }
+}
