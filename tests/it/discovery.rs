@@ -3,7 +3,7 @@
 //! alone, an unavailable episode sends nothing and costs nothing, the manifest's `k`
 //! is checked, and the study applies offline with an empty plan after it.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::sync::Mutex;
