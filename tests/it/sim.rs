@@ -840,7 +840,7 @@ fn truncation_grows_with_the_menu_and_vanishes_at_a_sixteenfold_cap() {
 }
 
 /// The catalogue: 21 simulated configurations from 7 organizations, each with its own
-/// parameters, all buildable, plus the lead's marked section.
+/// parameters, all buildable.
 #[test]
 fn the_catalogue_holds_the_simulated_panel() {
     let sims: Vec<_> = catalogue()
@@ -872,8 +872,6 @@ fn the_catalogue_holds_the_simulated_panel() {
         seen.push(a.params().clone());
         assert!(tbb::provider::build(c).is_ok());
     }
-    let text = std::fs::read_to_string("manifests/configurations.toml").unwrap_or_default();
-    assert!(text.contains("# --- live routes (added by the lead) ---"));
     // A bad table is a configuration error, not a panic.
     let mut bad = sims[0].clone();
     bad.sim = toml::from_str("reasoning_bsae = 1.0").ok();
