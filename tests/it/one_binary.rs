@@ -51,9 +51,9 @@ fn every_test_file_is_in_the_one_binary() {
     for entry in entries {
         let path = entry.unwrap_or_else(|e| panic!("{e}")).path();
         let name = path.file_stem().and_then(|n| n.to_str()).unwrap_or("");
-        if path.is_dir() && path.join("mod.rs").is_file() {
-            modules.insert(name.to_string());
-        } else if path.extension().is_some_and(|x| x == "rs") && name != "main" {
+        let module_dir = path.is_dir() && path.join("mod.rs").is_file();
+        let module_file = path.extension().is_some_and(|x| x == "rs") && name != "main";
+        if module_dir || module_file {
             modules.insert(name.to_string());
         }
     }
