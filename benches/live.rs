@@ -21,7 +21,7 @@
 //! server; the key is a dummy in an environment variable of the child only).
 
 // The integration tests' loopback-server starter (and their other helpers, unused here).
-#[path = "../tests/common/mod.rs"]
+#[path = "../tests/it/common/mod.rs"]
 mod common;
 
 use std::collections::HashMap;

@@ -1,5 +1,5 @@
 //! The entry points of the fuzz targets (`fuzz/`, run with cargo-fuzz) and of their
-//! stable smoke test (`tests/fuzz_smoke.rs`): each takes arbitrary bytes, runs one of
+//! stable smoke test (`tests/it/fuzz_smoke.rs`): each takes arbitrary bytes, runs one of
 //! tbb's readers of outside input over them, and must never panic, whatever the bytes.
 //! An error is a correct answer; a panic, a hang or an abort is a defect. Each returns
 //! whether the input was accepted, so that the smoke test can tell that its seeds

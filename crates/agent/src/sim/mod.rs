@@ -10,8 +10,9 @@
 //! policy, state-change instruction and answer schema from the user message text
 //! ([`parse`]), the tools from their public names and descriptions ([`menu`]), and
 //! records from tool results by their JSON structure ([`observe`]). Nothing in this
-//! module tree can name the compiler, the sandbox, the grader or the harness (a test
-//! greps for it), and nothing is keyed on a pressure level: every effect in the results
+//! module tree can name the compiler, the sandbox, the grader or the harness (this crate
+//! does not depend on the crates that hold them; `tests/it/wall.rs` checks the crate
+//! graph), and nothing is keyed on a pressure level: every effect in the results
 //! comes out of a mechanism whose input is something the request shows.
 //!
 //! # Mechanisms (parameters in [`params::Params`])

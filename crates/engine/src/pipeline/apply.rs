@@ -967,7 +967,7 @@ fn remove_stale_reports(
 /// than the episode itself over HTTP, for a check that belongs to certification. `tbb
 /// certify` replays every stored transcript through the episode loop, refuses any
 /// request that is not the recorded one and compares every row field, so a transcript
-/// that does not rebuild the live trace fails there (tests/certify.rs); the harness
+/// that does not rebuild the live trace fails there (tests/it/certify.rs); the harness
 /// tests hold `Transcript::trace` equal to the live trace, and debug builds (every
 /// test run) still check it here.
 fn finish(

@@ -6,7 +6,7 @@
 //!
 //! Every server here is a loopback one on 127.0.0.1.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

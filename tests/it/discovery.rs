@@ -3,7 +3,7 @@
 //! alone, an unavailable episode sends nothing and costs nothing, the manifest's `k`
 //! is checked, and the study applies offline with an empty plan after it.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::sync::Mutex;
@@ -68,7 +68,7 @@ fn available(v: &Variant, menu: Menu) -> bool {
 #[test]
 fn the_router_and_the_retriever_take_public_text_and_schemas_only() {
     // Their signatures: the request's text and wire schemas in, positions out. The
-    // agent crate cannot name a variant (tests/wall.rs), so no core type can reach them.
+    // agent crate cannot name a variant (tests/it/wall.rs), so no core type can reach them.
     let _: fn(&str, &[ToolSchema]) -> Decision = router::route;
     let _: fn(&str, &[ToolSchema], usize) -> Vec<usize> = tbb_agent::discovery::retrieve::top_k;
     // The hook hands them nothing of the ground truth: a variant whose operational

@@ -6,7 +6,7 @@
 //! many, a study not applied); the HTML page; and the report's links to the pages of
 //! failing episodes. The text of one simulated episode is a snapshot.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::sync::OnceLock;

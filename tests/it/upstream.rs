@@ -4,7 +4,7 @@
 //! upstream lines, and apply refusing a missing or stale upstream with the command that
 //! fixes it.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Output;

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, OnceLock};
+use std::sync::OnceLock;
 
 use tbb::family::FamilySet;
 use tbb::harness::Menu;
@@ -20,9 +20,6 @@ fn families() -> &'static FamilySet {
         Err(e) => panic!("{:?}", miette::Report::new(e)),
     })
 }
-
-/// Tests that read or change the process environment hold this.
-static ENV: Mutex<()> = Mutex::new(());
 
 fn sets(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
     pairs
@@ -588,17 +585,42 @@ fn overrides_take_precedence_file_then_env_then_set() {
     );
 }
 
+/// Set in the environment of the child run of
+/// `load_reads_tbb_variables_from_the_process_environment`: the child checks, the
+/// parent only starts it. Not a `TBB_` name, which the manifest would refuse.
+const CHILD_RUN: &str = "MANIFEST_TEST_CHILD_RUN";
+
+/// The variable is set in a child run of this one test, never in this process: every
+/// module of the test binary shares this process's environment, and a `TBB_REPEATS`
+/// inherited by another test's `tbb` would change its study.
 #[test]
 fn load_reads_tbb_variables_from_the_process_environment() {
-    let _guard = ENV.lock().unwrap_or_else(|e| e.into_inner());
-    std::env::set_var("TBB_REPEATS", "2");
+    if std::env::var_os(CHILD_RUN).is_none() {
+        let this_test = format!(
+            "{}::load_reads_tbb_variables_from_the_process_environment",
+            module_path!().split_once("::").map_or("", |(_, m)| m)
+        );
+        let me = std::env::current_exe().unwrap_or_else(|e| panic!("{e}"));
+        let out = std::process::Command::new(me)
+            .args([this_test.as_str(), "--exact", "--test-threads=1"])
+            .env(CHILD_RUN, "1")
+            .env("TBB_REPEATS", "2")
+            .output()
+            .unwrap_or_else(|e| panic!("{e}"));
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && stdout.contains("1 passed"),
+            "the child run of {this_test}: {stdout}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        return;
+    }
     let with_env = Manifest::load(&shipped("smoke.toml"), families(), &[]);
     let with_set = Manifest::load(
         &shipped("smoke.toml"),
         families(),
         &sets(&[("repeats", "4")]),
     );
-    std::env::remove_var("TBB_REPEATS");
     assert_eq!(with_env.unwrap().blocks[0].repeats, 2);
     assert_eq!(with_set.unwrap().blocks[0].repeats, 4);
 }

@@ -3,7 +3,7 @@
 //! prompts, and the `tbb` command run in it with the repository's families and none
 //! of the caller's `TBB_*` overrides.
 //!
-//! Each test crate compiles this module on its own and uses part of it.
+//! `benches/live.rs` compiles this module too and uses part of it.
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};

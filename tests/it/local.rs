@@ -9,7 +9,7 @@
 //! tools, the local default timeout, `--configs` with a manifest, and
 //! `tbb providers check` on a path-listed model.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

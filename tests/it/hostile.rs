@@ -3,7 +3,7 @@
 //! servers whose text and error bodies carry terminal controls. Each must end in a
 //! normal diagnostic or a planned rerun, never a panic, a hang or a driven terminal.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::{Command as StdCommand, Output, Stdio};

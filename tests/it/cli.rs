@@ -6,7 +6,7 @@
 //! nothing touches the network beyond loopback servers on 127.0.0.1 that the tests
 //! start themselves.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};

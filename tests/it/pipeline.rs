@@ -2,7 +2,7 @@
 //! `dag`, on small studies in temporary directories (families from the repository;
 //! manifests, catalogue, prompts, outputs and lockfiles copied or written per test).
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};

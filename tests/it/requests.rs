@@ -2,7 +2,7 @@
 //! provider request of every episode, and each episode's rows add up to its row of
 //! `episodes.parquet`.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -3,7 +3,7 @@
 //! come from mechanisms, not from a broken agent), responses are deterministic, the
 //! truncation mechanism behaves as the paper's panel does (more at 128 schemas than at
 //! 8, mostly gone at a sixteenfold cap). That it cannot see the core is the crate graph's
-//! job (`tests/wall.rs`).
+//! job (`tests/it/wall.rs`).
 //!
 //! The tests drive the agent through the real episode loop (`tbb::harness::run_episode`)
 //! and score it with the real grader: there is no second loop to drift from the
@@ -840,7 +840,7 @@ fn truncation_grows_with_the_menu_and_vanishes_at_a_sixteenfold_cap() {
 }
 
 /// The catalogue: 21 simulated configurations from 7 organizations, each with its own
-/// parameters, all buildable, plus the lead's marked section.
+/// parameters, all buildable.
 #[test]
 fn the_catalogue_holds_the_simulated_panel() {
     let sims: Vec<_> = catalogue()
@@ -872,8 +872,6 @@ fn the_catalogue_holds_the_simulated_panel() {
         seen.push(a.params().clone());
         assert!(tbb::provider::build(c).is_ok());
     }
-    let text = std::fs::read_to_string("manifests/configurations.toml").unwrap_or_default();
-    assert!(text.contains("# --- live routes (added by the lead) ---"));
     // A bad table is a configuration error, not a panic.
     let mut bad = sims[0].clone();
     bad.sim = toml::from_str("reasoning_bsae = 1.0").ok();
@@ -1083,7 +1081,7 @@ fn the_panel_through_the_harness_gives_varied_outcomes() {
 
 /// The whole panel on the 36 core families at the 12 capacity cells (routed, 1,024),
 /// plus the fixed lane and a sixteenfold cap at the endpoint cells, printed as a table.
-/// Run with `cargo test --release --test sim -- --ignored --nocapture panel_report`.
+/// Run with `cargo test --release --test it -- --ignored --nocapture sim::panel_report`.
 #[test]
 #[ignore = "a report, not a check: prints the panel's effects"]
 fn panel_report() {

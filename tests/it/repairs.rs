@@ -4,7 +4,7 @@
 //! wrong-layer control on exactly its repair's cells, R listed as not estimable, and
 //! the sentinel pairs run three times.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;

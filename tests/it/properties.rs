@@ -1,4 +1,4 @@
-//! Property tests: random inputs the exhaustive audits (`tests/audit.rs`) never try —
+//! Property tests: random inputs the exhaustive audits (`tests/it/audit.rs`) never try —
 //! arbitrary records through the encoders, random linear extensions of the reference
 //! program, garbage tool calls against the sandbox, randomly damaged traces against the
 //! grader, and cells outside the studies (any menu size, workflow, encoding, routing and

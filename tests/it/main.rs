@@ -1,0 +1,38 @@
+//! The integration tests, one test binary with a module per subject (ripgrep's and
+//! cargo's shape): they drive the library's public API, the real `tbb` binary and
+//! loopback servers, and CI compiles and links them once instead of once per file.
+//!
+//! Every module's tests share this process and run on its test threads side by side
+//! (under `cargo test`; nextest gives each test its own process). So a test must never
+//! change process-wide state another test can see — environment variables, the current
+//! directory, signal dispositions — and a `tbb` child gets its settings through its own
+//! `Command`, never through this process's environment. A test that needs such state
+//! runs in a child process of this binary (`manifest` has one).
+//!
+//! The root `Cargo.toml` names this binary and turns off the discovery of
+//! `tests/*.rs`; [`one_binary`] fails if a test file lands outside it.
+
+mod audit;
+mod certify;
+mod cli;
+mod common;
+mod controller;
+mod discovery;
+mod fuzz_smoke;
+mod harness;
+mod hostile;
+mod local;
+mod manifest;
+mod one_binary;
+mod panel;
+mod pipeline;
+mod properties;
+mod providers;
+mod refusals;
+mod repairs;
+mod requests;
+mod show;
+mod sim;
+mod standalone;
+mod upstream;
+mod wall;
