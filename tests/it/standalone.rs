@@ -21,6 +21,10 @@ fn files_under(dir: &Path, out: &mut Vec<PathBuf>) {
             .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
             .path();
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        // In a git worktree `.git` is a file naming the main repository's path.
+        if name == ".git" {
+            continue;
+        }
         if path.is_dir() {
             if !matches!(name, ".git" | "target" | "outputs") {
                 files_under(&path, out);
