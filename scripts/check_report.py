@@ -53,7 +53,7 @@ CHROMIUM_FLAGS = [
 ]
 TIMEOUT_SECONDS = 120
 
-# The first series colour of crates/engine/src/report/figures.rs (#0072B2), and how far an
+# The first series colour of crates/report/src/figures.rs (#0072B2), and how far an
 # anti-aliased or translucent (opacity 0.85 over white) pixel may be from it.
 PRIMARY = (0x00, 0x72, 0xB2)
 PRIMARY_TOLERANCE = (45, 30, 20)
