@@ -23,11 +23,10 @@
 
 use std::collections::BTreeMap;
 
-use arrow_array::RecordBatch;
-
 use super::{Context, NoParams, Produced, Typed};
+use tbb_tables::analyses::costs::CostsRow;
 use tbb_tables::rows::EpisodeRow;
-use tbb_tables::TableBuilder;
+use tbb_tables::TableRow;
 
 use super::design;
 use super::truncation::ALL;
@@ -43,75 +42,47 @@ impl Typed for Costs {
     type Params = NoParams;
     const NAME: &'static str = KIND;
     const VERSION: &'static str = "costs/2";
-    const OUTPUTS: &'static [&'static str] = &["costs"];
+    const OUTPUTS: &'static [&'static str] = &[CostsRow::TABLE];
 
     fn run(_params: &NoParams, input: &Context<'_>) -> Result<Produced, AnalysisError> {
         run(input.episodes).map(Produced::from)
     }
 }
 
-/// One row of the `costs` table.
-#[derive(Debug, Clone, PartialEq)]
-pub struct CostRow {
-    /// Configuration or `all`.
-    pub configuration: String,
-    /// Organization or `all`.
-    pub organization: String,
-    /// Lane or `all`.
-    pub lane: String,
-    /// Episodes.
-    pub episodes: u64,
-    /// Successes.
-    pub successes: u64,
-    /// Infrastructure failures.
-    pub infra_failures: u64,
-    /// Prompt tokens.
-    pub prompt_tokens: u64,
-    /// Completion tokens.
-    pub completion_tokens: u64,
-    /// Reasoning tokens (where reported).
-    pub reasoning_tokens: u64,
-    /// Total tokens.
-    pub total_tokens: u64,
-    /// Cost in USD.
-    pub cost_usd: f64,
-}
-
-impl CostRow {
-    fn of(configuration: &str, organization: &str, lane: &str, rows: &[&EpisodeRow]) -> CostRow {
-        let sum =
-            |f: fn(&EpisodeRow) -> u64| rows.iter().map(|r| f(r)).fold(0, u64::saturating_add);
-        let mut costs: Vec<f64> = rows.iter().map(|r| r.cost_usd).collect();
-        costs.sort_by(f64::total_cmp);
-        CostRow {
-            configuration: configuration.into(),
-            organization: organization.into(),
-            lane: lane.into(),
-            episodes: rows.len() as u64,
-            successes: sum(|r| u64::from(design::success(r))),
-            infra_failures: sum(|r| u64::from(r.infra_failure)),
-            prompt_tokens: sum(|r| r.prompt_tokens),
-            completion_tokens: sum(|r| r.completion_tokens),
-            reasoning_tokens: sum(|r| r.reasoning_tokens),
-            total_tokens: sum(|r| r.total_tokens),
-            cost_usd: costs.iter().sum(),
-        }
-    }
-
-    /// `x / n` (`n` is the episodes of a group, never 0).
-    fn per(&self, x: f64, n: u64) -> f64 {
-        x / n as f64
-    }
-
-    /// Cost per success, `None` when nothing succeeded.
-    fn cost_per_success(&self) -> Option<f64> {
-        (self.successes > 0).then(|| self.cost_usd / self.successes as f64)
+/// One group's row of the `costs` table.
+fn cost_row(configuration: &str, organization: &str, lane: &str, rows: &[&EpisodeRow]) -> CostsRow {
+    let sum = |f: fn(&EpisodeRow) -> u64| rows.iter().map(|r| f(r)).fold(0, u64::saturating_add);
+    let mut costs: Vec<f64> = rows.iter().map(|r| r.cost_usd).collect();
+    costs.sort_by(f64::total_cmp);
+    let episodes = rows.len() as u64;
+    let successes = sum(|r| u64::from(design::success(r)));
+    let total_tokens = sum(|r| r.total_tokens);
+    let cost_usd: f64 = costs.iter().sum();
+    // `episodes` is never 0: a group holds at least the row that made it.
+    let per_episode = |x: f64| x / episodes as f64;
+    CostsRow {
+        configuration: configuration.into(),
+        organization: organization.into(),
+        lane: lane.into(),
+        episodes,
+        successes,
+        vts_rate: per_episode(successes as f64),
+        infra_failures: sum(|r| u64::from(r.infra_failure)),
+        prompt_tokens: sum(|r| r.prompt_tokens),
+        completion_tokens: sum(|r| r.completion_tokens),
+        reasoning_tokens: sum(|r| r.reasoning_tokens),
+        total_tokens,
+        tokens_per_episode: per_episode(total_tokens as f64),
+        cost_usd,
+        cost_per_episode_usd: per_episode(cost_usd),
+        cost_per_1000_episodes_usd: 1000.0 * per_episode(cost_usd),
+        cost_per_success_usd: (successes > 0).then(|| cost_usd / successes as f64),
     }
 }
 
 /// The rows: pooled first, then each configuration; within each, lane `all` first,
 /// then the lanes sorted.
-pub fn cost_rows(episodes: &[EpisodeRow]) -> Result<Vec<CostRow>, AnalysisError> {
+pub fn cost_rows(episodes: &[EpisodeRow]) -> Result<Vec<CostsRow>, AnalysisError> {
     design::check_groups(KIND, episodes)?;
     let mut groups: BTreeMap<(bool, &str, &str, bool, &str), Vec<&EpisodeRow>> = BTreeMap::new();
     for row in episodes {
@@ -129,7 +100,7 @@ pub fn cost_rows(episodes: &[EpisodeRow]) -> Result<Vec<CostRow>, AnalysisError>
     }
     Ok(groups
         .iter()
-        .map(|((_, config, org, _, lane), rows)| CostRow::of(config, org, lane, rows))
+        .map(|((_, config, org, _, lane), rows)| cost_row(config, org, lane, rows))
         .collect())
 }
 
@@ -143,49 +114,9 @@ pub fn run(episodes: &[EpisodeRow]) -> Result<Vec<Output>, AnalysisError> {
     }
     let rows = cost_rows(episodes)?;
     Ok(vec![Output {
-        table: "costs",
-        batch: table(&rows)?,
+        table: CostsRow::TABLE,
+        batch: CostsRow::to_batch(&rows)?,
     }])
-}
-
-fn table(rows: &[CostRow]) -> Result<RecordBatch, AnalysisError> {
-    Ok(TableBuilder::new()
-        .text("configuration", rows.iter().map(|r| &r.configuration))
-        .text("organization", rows.iter().map(|r| &r.organization))
-        .text("lane", rows.iter().map(|r| &r.lane))
-        .u64("episodes", rows.iter().map(|r| r.episodes))
-        .u64("successes", rows.iter().map(|r| r.successes))
-        .f64(
-            "vts_rate",
-            rows.iter().map(|r| r.per(r.successes as f64, r.episodes)),
-        )
-        .u64("infra_failures", rows.iter().map(|r| r.infra_failures))
-        .u64("prompt_tokens", rows.iter().map(|r| r.prompt_tokens))
-        .u64(
-            "completion_tokens",
-            rows.iter().map(|r| r.completion_tokens),
-        )
-        .u64("reasoning_tokens", rows.iter().map(|r| r.reasoning_tokens))
-        .u64("total_tokens", rows.iter().map(|r| r.total_tokens))
-        .f64(
-            "tokens_per_episode",
-            rows.iter()
-                .map(|r| r.per(r.total_tokens as f64, r.episodes)),
-        )
-        .f64("cost_usd", rows.iter().map(|r| r.cost_usd))
-        .f64(
-            "cost_per_episode_usd",
-            rows.iter().map(|r| r.per(r.cost_usd, r.episodes)),
-        )
-        .f64(
-            "cost_per_1000_episodes_usd",
-            rows.iter().map(|r| 1000.0 * r.per(r.cost_usd, r.episodes)),
-        )
-        .f64_opt(
-            "cost_per_success_usd",
-            rows.iter().map(CostRow::cost_per_success),
-        )
-        .build("costs")?)
 }
 
 #[cfg(test)]
@@ -234,9 +165,9 @@ mod tests {
         assert_eq!((all.total_tokens, all.completion_tokens), (4_500, 30));
         assert_eq!(all.cost_usd, 1.5);
         // Cost per success: 1.5 / 1; configuration b never succeeds: null.
-        assert_eq!(all.cost_per_success(), Some(1.5));
-        assert_eq!(got[7].cost_per_success(), None);
-        assert_eq!(got[3].per(got[3].cost_usd, got[3].episodes), 0.5);
+        assert_eq!(all.cost_per_success_usd, Some(1.5));
+        assert_eq!(got[7].cost_per_success_usd, None);
+        assert_eq!(got[3].cost_per_episode_usd, 0.5);
     }
 
     #[test]

@@ -111,6 +111,10 @@ pub enum ReportError {
         /// Row index (from 0).
         row: usize,
     },
+    /// A table is not laid out as its row struct says.
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Layout(#[from] tbb_tables::StoreError),
     /// plotters failed to draw a figure.
     #[error("drawing the figure {figure:?} failed: {detail}")]
     #[diagnostic(code(tbb::report::figure))]

@@ -9,7 +9,8 @@ use arrow_array::RecordBatch;
 use super::figures::tests::{dots, strokes};
 use super::figures::SERIES_COLOURS;
 use super::{render, ReportError};
-use tbb_tables::TableBuilder;
+use tbb_tables::analyses::costs::CostsRow;
+use tbb_tables::{TableBuilder, TableRow};
 
 /// The eight contrasts as the analysis names and labels them.
 const CONTRASTS: [(&str, &str); 8] = [
@@ -296,27 +297,72 @@ fn lanes() -> RecordBatch {
     )
 }
 
+fn cost_row(configuration: &str, organization: &str) -> CostsRow {
+    CostsRow {
+        configuration: configuration.into(),
+        organization: organization.into(),
+        lane: "all".into(),
+        episodes: 0,
+        successes: 0,
+        vts_rate: 0.0,
+        infra_failures: 0,
+        prompt_tokens: 0,
+        completion_tokens: 0,
+        reasoning_tokens: 0,
+        total_tokens: 0,
+        tokens_per_episode: 0.0,
+        cost_usd: 0.0,
+        cost_per_episode_usd: 0.0,
+        cost_per_1000_episodes_usd: 0.0,
+        cost_per_success_usd: None,
+    }
+}
+
 fn costs() -> RecordBatch {
-    build(
-        TableBuilder::new()
-            .text("configuration", ["all", "sim-a", "sim-b"])
-            .text("organization", ["all", "Org A", "Org B"])
-            .text("lane", ["all", "all", "all"])
-            .u64("episodes", [864, 432, 432])
-            .u64("successes", [700, 300, 400])
-            .f64("vts_rate", [700.0 / 864.0, 300.0 / 432.0, 400.0 / 432.0])
-            .u64("infra_failures", [1, 1, 0])
-            .u64("prompt_tokens", [10_000_000, 6_000_000, 4_000_000])
-            .u64("completion_tokens", [500_000, 300_000, 200_000])
-            .u64("reasoning_tokens", [0, 0, 0])
-            .u64("total_tokens", [10_500_000, 6_300_000, 4_200_000])
-            .f64("tokens_per_episode", [12_152.78, 14_583.33, 9_722.22])
-            .f64("cost_usd", [768.384, 700.0, 68.384])
-            .f64("cost_per_episode_usd", [0.889, 1.62, 0.158])
-            .f64("cost_per_1000_episodes_usd", [889.33, 1620.37, 158.3])
-            .f64("cost_per_success_usd", [1.0977, 2.333, 0.171]),
-        "costs",
-    )
+    let rows = [
+        (
+            "all", "all", 864, 700, 1, 10_000_000, 500_000, 768.384, 0.889, 889.33, 1.0977,
+        ),
+        (
+            "sim-a", "Org A", 432, 300, 1, 6_000_000, 300_000, 700.0, 1.62, 1620.37, 2.333,
+        ),
+        (
+            "sim-b", "Org B", 432, 400, 0, 4_000_000, 200_000, 68.384, 0.158, 158.3, 0.171,
+        ),
+    ]
+    .map(
+        |(
+            configuration,
+            organization,
+            episodes,
+            successes,
+            infra,
+            prompt,
+            completion,
+            cost,
+            per_episode,
+            per_1000,
+            per_success,
+        )| {
+            let total = prompt + completion;
+            CostsRow {
+                episodes,
+                successes,
+                vts_rate: successes as f64 / episodes as f64,
+                infra_failures: infra,
+                prompt_tokens: prompt,
+                completion_tokens: completion,
+                total_tokens: total,
+                tokens_per_episode: total as f64 / episodes as f64,
+                cost_usd: cost,
+                cost_per_episode_usd: per_episode,
+                cost_per_1000_episodes_usd: per_1000,
+                cost_per_success_usd: Some(per_success),
+                ..cost_row(configuration, organization)
+            }
+        },
+    );
+    CostsRow::to_batch(&rows).unwrap_or_else(|e| panic!("{e}"))
 }
 
 fn first_responses() -> RecordBatch {
@@ -525,22 +571,18 @@ fn the_html_page_loads_nothing_and_escapes_table_text() {
     let mut tables = full_study();
     tables.insert(
         "costs".into(),
-        build(
-            TableBuilder::new()
-                .text("configuration", ["<script>alert(1)</script>"])
-                .text("organization", ["O & P"])
-                .text("lane", ["all"])
-                .u64("episodes", [1])
-                .u64("successes", [1])
-                .f64("vts_rate", [1.0])
-                .u64("infra_failures", [0])
-                .u64("total_tokens", [10])
-                .f64("tokens_per_episode", [10.0])
-                .f64("cost_usd", [0.01])
-                .f64("cost_per_1000_episodes_usd", [10.0])
-                .f64("cost_per_success_usd", [0.01]),
-            "costs",
-        ),
+        CostsRow::to_batch(&[CostsRow {
+            episodes: 1,
+            successes: 1,
+            vts_rate: 1.0,
+            total_tokens: 10,
+            tokens_per_episode: 10.0,
+            cost_usd: 0.01,
+            cost_per_1000_episodes_usd: 10.0,
+            cost_per_success_usd: Some(0.01),
+            ..cost_row("<script>alert(1)</script>", "O & P")
+        }])
+        .unwrap_or_else(|e| panic!("{e}")),
     );
     let r = rendered(&tables);
     assert!(!r.html.contains("<script"));

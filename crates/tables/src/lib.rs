@@ -10,12 +10,15 @@
 //! Never: decides what goes into an episode or analysis row (the harness, the pipeline
 //! and the analyses do), or writes anything outside the path it is given.
 
+pub mod analyses;
 pub mod levels;
 pub mod paths;
 pub mod requests;
 pub mod rows;
+pub mod typed;
 
 pub use rows::{EpisodeRow, Placement, RequestRow};
+pub use typed::TableRow;
 
 use std::fs::File;
 use std::io::Write as _;
@@ -68,6 +71,19 @@ pub enum StoreError {
         table: String,
         /// Cause.
         source: ArrowError,
+    },
+    /// A table read back does not have its row struct's layout (a column missing, of
+    /// another type, or null where a value is required).
+    #[error("the `{table}` table is not laid out as this version of tbb writes it: {detail}")]
+    #[diagnostic(
+        code(tbb::store::layout),
+        help("re-apply the study that writes the table with this version of tbb")
+    )]
+    Layout {
+        /// Table name.
+        table: String,
+        /// What does not fit.
+        detail: String,
     },
 }
 

@@ -8,45 +8,31 @@
 //!
 //! Never: prices tokens or adds costs.
 
+use tbb_tables::analyses::costs::CostsRow;
+
 use super::super::document::{text, Align, Section, Table};
 use super::super::format;
 use super::super::ReportError;
-use super::{configuration_label, table, Tables};
+use super::{configuration_label, rows, Tables};
 
 /// Fills the section.
 pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportError> {
-    let Some(t) = table(tables, "costs") else {
+    let Some(costs) = rows::<CostsRow>(tables)? else {
         return Ok(());
     };
-    let (configuration, organization, lane) = (
-        t.text("configuration")?,
-        t.text("organization")?,
-        t.text("lane")?,
-    );
-    let (episodes, successes, infra, total_tokens) = (
-        t.int("episodes")?,
-        t.int("successes")?,
-        t.int("infra_failures")?,
-        t.int("total_tokens")?,
-    );
-    let (vts, tokens_per_episode, cost, per_1000, per_success) = (
-        t.float("vts_rate")?,
-        t.float("tokens_per_episode")?,
-        t.float("cost_usd")?,
-        t.float("cost_per_1000_episodes_usd")?,
-        t.float("cost_per_success_usd")?,
-    );
-    let pooled = (0..t.len()).find(|&i| configuration[i] == "all" && lane[i] == "all");
-    if let Some(i) = pooled {
+    if let Some(pooled) = costs
+        .iter()
+        .find(|r| r.configuration == "all" && r.lane == "all")
+    {
         s.paragraph(vec![text(format!(
             "At the frozen prices of each configuration (tokens × price, without cache \
              credit), the study's {} episodes cost {} for {} tokens; {} succeeded and {} \
              failed for infrastructure reasons (kept, and counted as failures).",
-            format::count(episodes[i]),
-            format::usd(cost[i]),
-            format::count(total_tokens[i]),
-            format::count(successes[i]),
-            format::count(infra[i])
+            format::count(pooled.episodes),
+            format::usd(pooled.cost_usd),
+            format::count(pooled.total_tokens),
+            format::count(pooled.successes),
+            format::count(pooled.infra_failures)
         ))]);
     }
     let mut table = Table::new(
@@ -65,18 +51,19 @@ pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportErro
             ("Per success", Align::Right),
         ],
     );
-    for i in 0..t.len() {
+    for r in &costs {
         table.push(vec![
-            configuration_label(&configuration[i]),
-            organization[i].clone(),
-            lane[i].clone(),
-            format::count(episodes[i]),
-            format::percent(vts[i]),
-            format::count(infra[i]),
-            format::whole(tokens_per_episode[i]),
-            format::usd(cost[i]),
-            format::usd(per_1000[i]),
-            format::usd(per_success[i]),
+            configuration_label(&r.configuration),
+            r.organization.clone(),
+            r.lane.clone(),
+            format::count(r.episodes),
+            format::percent(r.vts_rate),
+            format::count(r.infra_failures),
+            format::whole(r.tokens_per_episode),
+            format::usd(r.cost_usd),
+            format::usd(r.cost_per_1000_episodes_usd),
+            // No success: no cost per success (the table holds a null).
+            format::usd(r.cost_per_success_usd.unwrap_or(f64::NAN)),
         ]);
     }
     s.table(table);

@@ -33,6 +33,7 @@ pub(crate) mod truncation;
 use std::collections::BTreeMap;
 
 use arrow_array::RecordBatch;
+use tbb_tables::TableRow;
 
 use super::columns::Columns;
 use super::document::{code, text, Inline, Section};
@@ -200,6 +201,12 @@ pub(crate) const SECTIONS: [SectionSpec; 16] = [
         noted_when_absent: false,
     },
 ];
+
+/// The rows of `R`'s table, if the study has that table (a present table of another
+/// layout is an error naming the table and what does not fit).
+pub(crate) fn rows<R: TableRow>(tables: &Tables) -> Result<Option<Vec<R>>, ReportError> {
+    Ok(tables.get(R::TABLE).map(R::from_batch).transpose()?)
+}
 
 /// The columns of `name`, if the study has that table.
 pub(crate) fn table<'a>(tables: &'a Tables, name: &'a str) -> Option<Columns<'a>> {
