@@ -33,19 +33,20 @@ pub struct RunEpisodeArgs {
     family: String,
     #[command(flatten)]
     cell: CellArgs,
-    /// Menu lane.
-    #[arg(long, value_enum, default_value = "routed")]
-    lane: LaneArg,
-    /// System prompt variant.
-    #[arg(long, value_enum, default_value = "base")]
-    prompt: PromptArg,
-    /// How records reach the agent: in the cell's encoding, or canonical (raw).
-    #[arg(long, value_enum, default_value = "native")]
-    delivery: DeliveryArg,
-    /// Who issues the calls: the model, or the public-handoff controller (which
-    /// follows the records' hand-offs and asks the model for the rest).
-    #[arg(long, value_enum, default_value = "model")]
-    actor: ActorArg,
+    /// Menu lane, by its name in the `lane` column: routed, fixed, router, or
+    /// retrieval_k<k> (the k schemas BM25 ranks highest, k from 1 to 128).
+    #[arg(long, default_value = "routed")]
+    lane: Menu,
+    /// System prompt variant, by its manifest name: base, workflow, interface_guide.
+    #[arg(long, default_value = "base")]
+    prompt: PromptVariant,
+    /// How records reach the agent: native (the cell's encoding) or canonical (raw).
+    #[arg(long, default_value = "native")]
+    delivery: Delivery,
+    /// Who issues the calls: model, or controller (the public-handoff controller,
+    /// which follows the records' hand-offs and asks the model for the rest).
+    #[arg(long, default_value = "model")]
+    actor: Actor,
     /// Completion cap per request, in tokens (1 to 1000000).
     #[arg(long, default_value_t = tbb_harness::COMPLETION_CAP,
           value_parser = |s: &str| limits::COMPLETION_CAP.parse::<u32>(s))]
@@ -62,31 +63,6 @@ pub struct RunEpisodeArgs {
     /// Run the configuration even if the catalogue disables it (it may spend money).
     #[arg(long)]
     allow_disabled: bool,
-}
-
-#[derive(Debug, Clone, Copy, clap::ValueEnum)]
-enum LaneArg {
-    Routed,
-    Fixed,
-}
-
-#[derive(Debug, Clone, Copy, clap::ValueEnum)]
-enum DeliveryArg {
-    Native,
-    Canonical,
-}
-
-#[derive(Debug, Clone, Copy, clap::ValueEnum)]
-enum ActorArg {
-    Model,
-    Controller,
-}
-
-#[derive(Debug, Clone, Copy, clap::ValueEnum)]
-enum PromptArg {
-    Base,
-    Workflow,
-    InterfaceGuide,
 }
 
 #[derive(Serialize)]
@@ -143,23 +119,10 @@ pub fn exec(cli: &Cli, args: &RunEpisodeArgs) -> Result<()> {
     let provider = build(config).map_err(|e| miette::miette!("{e}"))?;
     let spec = EpisodeSpec {
         arm: ArmForm {
-            menu: match args.lane {
-                LaneArg::Routed => Menu::Routed,
-                LaneArg::Fixed => Menu::Fixed,
-            },
-            prompt: match args.prompt {
-                PromptArg::Base => PromptVariant::Base,
-                PromptArg::Workflow => PromptVariant::Workflow,
-                PromptArg::InterfaceGuide => PromptVariant::InterfaceGuide,
-            },
-            delivery: match args.delivery {
-                DeliveryArg::Native => Delivery::Native,
-                DeliveryArg::Canonical => Delivery::Canonical,
-            },
-            actor: match args.actor {
-                ActorArg::Model => Actor::Model,
-                ActorArg::Controller => Actor::Controller,
-            },
+            menu: args.lane,
+            prompt: args.prompt,
+            delivery: args.delivery,
+            actor: args.actor,
         },
         completion_cap: args.cap,
         repeat: args.repeat,

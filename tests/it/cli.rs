@@ -1127,6 +1127,56 @@ fn run_episode_shows_the_controllers_calls_and_canonical_delivery_runs() {
     assert!(out["usage"]["requests"].as_u64().unwrap_or(0) > 2, "{out}");
 }
 
+/// The first request's visible tool names of `tbb run-episode ... --lane LANE` at V = 128.
+fn first_menu_of_lane(lane: &str) -> Vec<String> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let trace = dir.path().join("trace.json");
+    let trace_arg = trace.to_string_lossy().to_string();
+    stdout_of(&[
+        "run-episode",
+        "--config",
+        "sim-dunlin-max",
+        "--family",
+        HARBOR,
+        "--v",
+        "128",
+        "--w",
+        "low",
+        "--d",
+        "raw",
+        "--lane",
+        lane,
+        "--trace-out",
+        &trace_arg,
+    ]);
+    let text = std::fs::read_to_string(&trace).expect("the trace is written");
+    let trace: Value = serde_json::from_str(&text).expect("the trace is JSON");
+    trace["turns"][0]["request"]["visible_tools"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no first request in {trace}"))
+        .iter()
+        .map(|t| t.as_str().unwrap_or_default().to_string())
+        .collect()
+}
+
+#[test]
+fn run_episode_runs_the_router_and_retrieval_menus_by_their_lane_names() {
+    assert_eq!(first_menu_of_lane("fixed").len(), 128);
+    assert_eq!(first_menu_of_lane("retrieval_k8").len(), 8);
+    let routed = first_menu_of_lane("router");
+    assert!(!routed.is_empty() && routed.len() < 128, "{routed:?}");
+    let stderr = failure_of(tbb().args([
+        "run-episode",
+        "--config",
+        "sim-dunlin-max",
+        "--family",
+        HARBOR,
+        "--lane",
+        "retrieval_k0",
+    ]));
+    assert!(stderr.contains("retrieval_k<k>"), "{stderr}");
+}
+
 #[test]
 fn run_episode_json_holds_the_verdict_and_usage_totals() {
     let out = json_of(&[

@@ -27,6 +27,9 @@
 //! name a variant; so is the public-handoff controller ([`tbb_agent::controller`]),
 //! handed the visible schemas and the executed calls' observations as delivered.
 
+use std::fmt;
+use std::str::FromStr;
+
 use serde::{Deserialize, Serialize};
 
 pub use super::prompts::PromptVariant;
@@ -290,6 +293,109 @@ fn schemas(variant: &Variant, keep: impl Fn(&tbb_core::compile::Tool) -> bool) -
         .collect()
 }
 
+/// A name that is not one of a component's values.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{value}` is not a {component} (expected one of {expected})")]
+pub struct UnknownComponent {
+    /// Which component (`menu`, `prompt`, ...).
+    pub component: &'static str,
+    /// The name given.
+    pub value: String,
+    /// The names it takes, comma-separated.
+    pub expected: String,
+}
+
+/// The value named `value` in `names`, the component's one table of names.
+fn parse_named<T: Copy>(
+    names: &[(&'static str, T)],
+    component: &'static str,
+    value: &str,
+) -> Result<T, UnknownComponent> {
+    names
+        .iter()
+        .find(|(n, _)| *n == value)
+        .map(|(_, v)| *v)
+        .ok_or_else(|| UnknownComponent {
+            component,
+            value: value.to_string(),
+            expected: names.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", "),
+        })
+}
+
+/// A menu by its row name ([`Menu::name`]): `routed`, `fixed`, `router`, or
+/// `retrieval_k<k>` with `k` from 1 to [`Menu::MAX_K`].
+impl FromStr for Menu {
+    type Err = UnknownComponent;
+
+    fn from_str(s: &str) -> Result<Menu, UnknownComponent> {
+        let unknown = || UnknownComponent {
+            component: "menu",
+            value: s.to_string(),
+            expected: format!(
+                "routed, fixed, router, retrieval_k<k> (k from 1 to {})",
+                Menu::MAX_K
+            ),
+        };
+        if let Some(digits) = s.strip_prefix("retrieval_k") {
+            // One spelling per menu: `retrieval_k08` is not `retrieval_k8`'s name.
+            return match digits.parse::<u16>() {
+                Ok(k) if (1..=Menu::MAX_K).contains(&k) && k.to_string() == digits => {
+                    Ok(Menu::Retrieval { k })
+                }
+                _ => Err(unknown()),
+            };
+        }
+        match parse_named(&Menu::NAMES, "menu", s) {
+            Ok(Menu::Retrieval { .. }) | Err(_) => Err(unknown()),
+            Ok(menu) => Ok(menu),
+        }
+    }
+}
+
+impl fmt::Display for Menu {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.name())
+    }
+}
+
+impl FromStr for Delivery {
+    type Err = UnknownComponent;
+
+    fn from_str(s: &str) -> Result<Delivery, UnknownComponent> {
+        parse_named(&Delivery::NAMES, "delivery", s)
+    }
+}
+
+impl fmt::Display for Delivery {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&name_of(&Delivery::NAMES, *self))
+    }
+}
+
+impl FromStr for Actor {
+    type Err = UnknownComponent;
+
+    fn from_str(s: &str) -> Result<Actor, UnknownComponent> {
+        parse_named(&Actor::NAMES, "actor", s)
+    }
+}
+
+impl fmt::Display for Actor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&name_of(&Actor::NAMES, *self))
+    }
+}
+
+/// A prompt by its manifest name (`base`, `workflow`, `interface_guide`); its name as a
+/// repair in rows is [`PromptVariant::repair_name`].
+impl FromStr for PromptVariant {
+    type Err = UnknownComponent;
+
+    fn from_str(s: &str) -> Result<PromptVariant, UnknownComponent> {
+        parse_named(&PromptVariant::NAMES, "prompt", s)
+    }
+}
+
 /// The manifest name of a component value.
 pub fn name_of<T: PartialEq + Copy>(names: &[(&'static str, T)], value: T) -> String {
     names
@@ -322,5 +428,57 @@ mod tests {
         }
         assert_eq!(Delivery::Native.encoding(), None);
         assert!(Actor::Controller.delegates() && !Actor::Model.delegates());
+    }
+
+    #[test]
+    fn every_component_parses_back_from_its_name() {
+        let menus = [
+            Menu::Routed,
+            Menu::Fixed,
+            Menu::Router,
+            Menu::Retrieval { k: 1 },
+            Menu::Retrieval { k: 8 },
+            Menu::Retrieval { k: Menu::MAX_K },
+        ];
+        for m in menus {
+            assert_eq!(m.to_string().parse::<Menu>(), Ok(m));
+        }
+        for d in Delivery::NAMES.map(|(_, d)| d) {
+            assert_eq!(d.to_string().parse::<Delivery>(), Ok(d));
+        }
+        for a in Actor::NAMES.map(|(_, a)| a) {
+            assert_eq!(a.to_string().parse::<Actor>(), Ok(a));
+        }
+        for (name, p) in PromptVariant::NAMES {
+            assert_eq!(name.parse::<PromptVariant>(), Ok(p));
+        }
+    }
+
+    #[test]
+    fn a_name_that_is_no_component_value_says_what_is() {
+        for bad in [
+            "retrieval",
+            "retrieval_k0",
+            "retrieval_k129",
+            "retrieval_k08",
+            "Routed",
+            "",
+        ] {
+            let e = bad
+                .parse::<Menu>()
+                .err()
+                .unwrap_or_else(|| panic!("{bad:?} parsed"));
+            assert_eq!(e.component, "menu");
+            assert!(e.to_string().contains("retrieval_k<k>"), "{e}");
+        }
+        let e = "canon"
+            .parse::<Delivery>()
+            .err()
+            .unwrap_or_else(|| panic!("parsed"));
+        assert_eq!(
+            e.to_string(),
+            "`canon` is not a delivery (expected one of native, canonical)"
+        );
+        assert!("interface-guide".parse::<PromptVariant>().is_err());
     }
 }

@@ -26,6 +26,13 @@ pub enum PromptVariant {
 }
 
 impl PromptVariant {
+    /// Every variant with its manifest name (an arm's `prompt`).
+    pub const NAMES: [(&'static str, PromptVariant); 3] = [
+        ("base", PromptVariant::Base),
+        ("workflow", PromptVariant::Workflow),
+        ("interface_guide", PromptVariant::InterfaceGuide),
+    ];
+
     /// Its name as a repair in manifests and tables.
     pub fn repair_name(self) -> &'static str {
         match self {

@@ -212,11 +212,7 @@ fn resolve_arms(raw: &RawManifest, sink: &mut Sink<'_>) -> Vec<Arm> {
             Some("give at least one `[[arms]]` entry, or none for the baseline arm".into()),
         );
     }
-    let prompts = [
-        ("base", PromptVariant::Base),
-        ("workflow", PromptVariant::Workflow),
-        ("interface_guide", PromptVariant::InterfaceGuide),
-    ];
+    let prompts = PromptVariant::NAMES;
     let mut out: Vec<Arm> = Vec::new();
     // Sets, not scans of `out`: every duplicate check is linear in the manifest.
     let mut declared = HashSet::new();
