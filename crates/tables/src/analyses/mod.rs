@@ -9,3 +9,18 @@
 //! Never: computes a value (the analyses do) or formats one (the report does).
 
 pub mod costs;
+
+use arrow_schema::FieldRef;
+
+use crate::{StoreError, TableRow};
+
+/// A table's columns, derived from its row struct.
+pub type Layout = fn() -> Result<Vec<FieldRef>, StoreError>;
+
+/// Every table with a row struct here, by name, in the order `docs/tables.md` lists
+/// them. Adding a row struct means adding it here; the documentation test then asks
+/// for `docs/tables.md` to be regenerated.
+pub const TABLES: &[(&str, Layout)] = &[(costs::CostsRow::TABLE, costs::CostsRow::fields)];
+
+#[cfg(test)]
+mod docs;
