@@ -3,6 +3,10 @@
 //!
 //! Run with `cargo bench --bench core`; the figures go into BENCHMARKS.md.
 
+// Test and bench code: a panic is the failure report, so unwrapping is allowed here
+// (the workspace denies it in library code).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::path::Path;
 use std::time::{Duration, Instant};
 

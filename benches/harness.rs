@@ -3,6 +3,10 @@
 //! tool and updating the budgets, against a zero-latency in-process provider that
 //! replays the reference program. Run with `cargo bench --bench harness`.
 
+// Test and bench code: a panic is the failure report, so unwrapping is allowed here
+// (the workspace denies it in library code).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::path::Path;
 use std::time::{Duration, Instant};
 

@@ -4,6 +4,10 @@
 //! `tbb --outputs OUTPUTS_ROOT apply manifests/capacity.toml`; the whole command is
 //! timed by `benches/pipeline.sh`.
 
+// Test and bench code: a panic is the failure report, so unwrapping is allowed here
+// (the workspace denies it in library code).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 

@@ -4,6 +4,10 @@
 //! every call and the public-handoff controller issuing the hand-offs. Run with
 //! `cargo bench --bench sim`.
 
+// Test and bench code: a panic is the failure report, so unwrapping is allowed here
+// (the workspace denies it in library code).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::path::Path;
 use std::time::{Duration, Instant};
 

@@ -167,7 +167,7 @@ fn render(summary: &Summary) -> String {
 
 pub fn exec(cli: &Cli, args: &AuditArgs) -> Result<()> {
     let set = load(&cli.families)?;
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let threads = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
     let summary = audit(&set.families, threads);
     if args.json {
         print_json(&json(&summary));

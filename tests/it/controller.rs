@@ -330,7 +330,7 @@ fn an_invalid_or_empty_handoff_halts_with_a_graded_ending_and_no_guessed_call() 
         ("empty query", |h| h.query.clear()),
         ("unknown connector", |h| h.connector = "zzz_nowhere".into()),
         ("a query that finds nothing", |h| {
-            h.query = "NO-SUCH-REFERENCE".into()
+            h.query = "NO-SUCH-REFERENCE".into();
         }),
     ];
     for v in holdout_at_30(Encoding::Raw) {

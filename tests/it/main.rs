@@ -12,6 +12,10 @@
 //! The root `Cargo.toml` names this binary and turns off the discovery of
 //! `tests/*.rs`; [`one_binary`] fails if a test file lands outside it.
 
+// Test and bench code: a panic is the failure report, so unwrapping is allowed here
+// (the workspace denies it in library code).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod audit;
 mod certify;
 mod cli;

@@ -856,7 +856,7 @@ async fn html_bodies(proto: Proto) {
     let server = Loopback::replies(vec![Reply::raw(200, "text/html", &page)]).await;
     match chat(proto, &server, "").await {
         Err(ProviderError::Decode { message, .. }) => {
-            assert!(message.contains("<!DOCTYPE html>"), "{message}")
+            assert!(message.contains("<!DOCTYPE html>"), "{message}");
         }
         other => panic!("{proto:?}: {other:?}"),
     }

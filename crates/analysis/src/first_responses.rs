@@ -223,7 +223,7 @@ fn table(
         } else {
             organizations
                 .get(c.configuration.as_str())
-                .map_or_else(String::new, |o| o.to_string())
+                .map_or_else(String::new, std::string::ToString::to_string)
         }
     };
     Ok(TableBuilder::new()

@@ -230,7 +230,7 @@ pub fn tost_margin(estimate: f64, draws: &[f64], alpha: f64) -> Option<f64> {
         return Some(0.0);
     }
     let kth_largest = |mut values: Vec<f64>| -> f64 {
-        let (_, &mut x, _) = values.select_nth_unstable_by(b - 1 - k, |a, c| a.total_cmp(c));
+        let (_, &mut x, _) = values.select_nth_unstable_by(b - 1 - k, f64::total_cmp);
         x
     };
     let up = kth_largest(draws.iter().map(|t| t - 2.0 * estimate).collect());

@@ -503,7 +503,7 @@ mod tests {
         assert_eq!(opts(t, "truncated_before_first_call_share")[1], None);
         assert_eq!(
             t.column_by_name("truncated_before_first_call_share")
-                .map(|c| c.null_count()),
+                .map(arrow_array::Array::null_count),
             Some(5)
         );
         // Heavy at V = 128: 12 episodes, 8 truncated.
@@ -554,7 +554,8 @@ mod tests {
         assert!((f64s(t, "pearson_r")[0] + 1.0).abs() < 1e-12);
         assert!((f64s(t, "spearman_rho")[0] + 1.0).abs() < 1e-12);
         assert_eq!(
-            t.column_by_name("pearson_r").map(|c| c.null_count()),
+            t.column_by_name("pearson_r")
+                .map(arrow_array::Array::null_count),
             Some(0)
         );
         assert_eq!(u32s(t, "never_truncating"), [1]);

@@ -124,7 +124,9 @@ fn stored_menu(tools: &[ToolSchema]) -> Memoised<(String, String)> {
 static SCHEMA_COUNTS: Mutex<Option<HashMap<String, (usize, u32)>>> = Mutex::new(None);
 
 fn remember_count(tools_ref: &str, text_len: usize, n: usize) {
-    let mut counts = SCHEMA_COUNTS.lock().unwrap_or_else(|e| e.into_inner());
+    let mut counts = SCHEMA_COUNTS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     counts.get_or_insert_with(HashMap::new).insert(
         tools_ref.to_string(),
         (text_len, u32::try_from(n).unwrap_or(u32::MAX)),
@@ -142,7 +144,9 @@ pub fn schema_count(tools_ref: &str, blobs: &BlobStore) -> u32 {
     };
     {
         // A poisoned lock only means a panic elsewhere mid-insert; entries are facts.
-        let counts = SCHEMA_COUNTS.lock().unwrap_or_else(|e| e.into_inner());
+        let counts = SCHEMA_COUNTS
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Some(&(len, n)) = counts.as_ref().and_then(|c| c.get(tools_ref)) {
             if len == text.len() {
                 return n;

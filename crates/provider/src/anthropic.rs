@@ -458,7 +458,7 @@ mod tests {
         for role in ["system", "user"] {
             match parse_response(body(role)) {
                 Err(ProviderError::Decode { message, .. }) => {
-                    assert!(message.contains("not \"assistant\""), "{message}")
+                    assert!(message.contains("not \"assistant\""), "{message}");
                 }
                 other => panic!("role {role} was taken: {other:?}"),
             }

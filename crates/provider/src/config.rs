@@ -424,7 +424,7 @@ impl Catalogue {
                 src,
                 span,
                 help,
-            })
+            });
         };
         let mut seen = BTreeSet::new();
         for (i, c) in file.configuration.iter().enumerate() {

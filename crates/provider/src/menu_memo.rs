@@ -45,14 +45,20 @@ impl<V> MenuMemo<V> {
         // A poisoned lock only means a panic elsewhere mid-lookup; the entries are
         // immutable, so they are still right.
         let found = {
-            let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+            let entries = self
+                .entries
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
             entries.iter().rev().find(|m| m.0 == tools).cloned()
         };
         if let Some(m) = found {
             return m;
         }
         let made = Arc::new((tools.to_vec(), make(tools)));
-        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        let mut entries = self
+            .entries
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         if entries.len() >= Self::CAPACITY {
             entries.pop_front();
         }

@@ -634,7 +634,10 @@ pub(crate) mod tests {
 
     #[test]
     fn a_dot_and_a_whisker_per_value_and_none_for_a_gap() {
-        let rows: Vec<String> = ["V", "W", "D"].iter().map(|s| s.to_string()).collect();
+        let rows: Vec<String> = ["V", "W", "D"]
+            .iter()
+            .map(std::string::ToString::to_string)
+            .collect();
         let series = vec![
             WhiskerSeries {
                 name: "families".into(),

@@ -134,7 +134,7 @@ impl TableBuilder {
     ) -> Self {
         let mut b = StringBuilder::new();
         for v in values {
-            b.append_option(v.as_ref().map(|s| s.as_ref()));
+            b.append_option(v.as_ref().map(std::convert::AsRef::as_ref));
         }
         self.push(name, DataType::Utf8, true, Arc::new(b.finish()))
     }

@@ -345,7 +345,10 @@ retry = { max_attempts = 2, base_delay_ms = 1, max_delay_ms = 1, retry_on = ["se
             _request: &'a ChatRequest,
         ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
             let n = {
-                let mut sent = self.sent.lock().unwrap_or_else(|e| e.into_inner());
+                let mut sent = self
+                    .sent
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
                 *sent += 1;
                 *sent - 1
             };

@@ -241,12 +241,14 @@ pub fn audit(families: &[Family], threads: usize) -> Summary {
                 let Some(family) = families.get(i) else { break };
                 let summary = audit_family_summary(family);
                 done.lock()
-                    .unwrap_or_else(|e| e.into_inner())
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
                     .push((i, summary));
             });
         }
     });
-    let mut done = done.into_inner().unwrap_or_else(|e| e.into_inner());
+    let mut done = done
+        .into_inner()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     done.sort_by_key(|(i, _)| *i);
     let mut total = Summary::default();
     for (_, s) in done {

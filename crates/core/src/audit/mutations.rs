@@ -47,7 +47,7 @@ pub fn mutations(v: &Variant) -> Vec<Mutation> {
             name,
             trace,
             expect,
-        })
+        });
     };
 
     let mut t = reference.clone();

@@ -658,7 +658,7 @@ fn resolve_family(
     for name in &fam.distractors.collections {
         match collections.get(name) {
             Some(c) if !pools.collections.iter().any(|p| p.name == c.name) => {
-                pools.collections.push(c.clone())
+                pools.collections.push(c.clone());
             }
             Some(_) => sink.at(
                 &fam.name,

@@ -112,8 +112,11 @@ pub fn encode(d: Encoding, tool: &Tool, views: &[View], links: &[Link]) -> Strin
         }
         Encoding::Compact => {
             let names: BTreeSet<&String> = views.iter().flat_map(|v| v.fields.keys()).collect();
-            let mut dictionary: Vec<String> = ENVELOPE.iter().map(|s| s.to_string()).collect();
-            dictionary.extend(names.iter().map(|s| s.to_string()));
+            let mut dictionary: Vec<String> = ENVELOPE
+                .iter()
+                .map(std::string::ToString::to_string)
+                .collect();
+            dictionary.extend(names.iter().map(|s| (*s).clone()));
             dictionary.push(HANDOFF_COLUMN.into());
             let rows: Vec<Json> = views
                 .iter()

@@ -1017,7 +1017,7 @@ fn resolve_caps(sink: &mut Sink<'_>, path: &str, list: &[i64]) -> Vec<u32> {
         let at = format!("{path}.{i}");
         match within(sink, &at, *cap, &limits::COMPLETION_CAP) {
             Some(c) if !seen.insert(c) => {
-                sink.at(&at, format!("completion cap {c} is listed twice"), None)
+                sink.at(&at, format!("completion cap {c} is listed twice"), None);
             }
             Some(c) => caps.push(c),
             None => {}

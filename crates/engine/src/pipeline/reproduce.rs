@@ -466,7 +466,7 @@ fn check_text(outputs: &Path, scratch: &Path, name: &str, text: &str) -> FileChe
         Err(e) => {
             check.difference = Some(format!(
                 "the published file cannot be read ({e}); `tbb apply` publishes it again"
-            ))
+            ));
         }
     }
     check

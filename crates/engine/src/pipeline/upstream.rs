@@ -434,7 +434,7 @@ mod tests {
     fn a_study_maps_to_the_one_manifest_beside_that_declares_it() {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         let write = |name: &str, text: &str| {
-            std::fs::write(dir.path().join(name), text).unwrap_or_else(|e| panic!("{e}"))
+            std::fs::write(dir.path().join(name), text).unwrap_or_else(|e| panic!("{e}"));
         };
         write("sweep.toml", "[study]\nname = \"sweep\"\n");
         write("panel.toml", "[study]\nname = \"capacity\"\n");
