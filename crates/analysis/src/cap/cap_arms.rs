@@ -54,14 +54,14 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use arrow_array::{Array, BooleanArray, RecordBatch, StringArray};
 
-use super::design::{self, Contrast, N_ENDPOINTS};
-use super::stats::{self, ClusterTotals, Interval};
-use super::{AnalysisError, ParamProblem};
+use crate::common::design::{self, Contrast, N_ENDPOINTS};
+use crate::common::stats::{self, ClusterTotals, Interval};
+use crate::{AnalysisError, ParamProblem};
 use tbb_tables::rows::EpisodeRow;
 use tbb_tables::TableBuilder;
 
 /// The lane both studies run.
-pub const LANE: &str = super::lanes::ROUTED;
+pub const LANE: &str = crate::capacity::lanes::ROUTED;
 /// The pseudo-stratum of rows pooling every configuration in a stratum.
 pub const ALL: &str = "all";
 
@@ -166,7 +166,7 @@ pub fn check(draws: Option<u32>, percentages: &[(&str, Option<f64>)]) -> Vec<Par
 }
 
 /// The design needs of both kinds: matched V pairs, and exactly two completion caps.
-pub fn needs_two_caps(design: &super::Design) -> Option<String> {
+pub fn needs_two_caps(design: &crate::Design) -> Option<String> {
     design.needs_v_pairs().or_else(|| {
         (design.completion_caps.len() != 2).then(|| {
             format!(
@@ -844,7 +844,7 @@ pub fn check_selected_present(
 pub(crate) mod testing {
     //! Episodes and strata tables for the cap studies' tests.
     use super::*;
-    use crate::design::testing::unit;
+    use crate::common::design::testing::unit;
 
     /// Every capacity cell of `families` for a configuration at a cap and repeat,
     /// success decided by `f(family, cell index)`.

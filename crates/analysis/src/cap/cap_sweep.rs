@@ -45,7 +45,7 @@ use std::collections::BTreeSet;
 use serde::{Deserialize, Serialize};
 
 use super::cap_arms::{self, Arm, CapRows, ConfigurationRow, Resolved};
-use super::{AnalysisError, Context, Design, Input, Output, ParamProblem, Produced, Typed};
+use crate::{AnalysisError, Context, Design, Input, Output, ParamProblem, Produced, Typed};
 
 /// Name in error messages and the first part of every stream seed.
 const KIND: &str = "cap_sweep";
@@ -224,8 +224,8 @@ mod tests {
     };
 
     use super::*;
-    use crate::cap_arms::testing::{arm_rows, strata};
-    use crate::stats::IndexStream;
+    use crate::cap::cap_arms::testing::{arm_rows, strata};
+    use crate::common::stats::IndexStream;
     use tbb_tables::rows::EpisodeRow;
 
     const FAMILIES: [&str; 5] = ["f1", "f2", "f3", "f4", "f5"];
@@ -557,7 +557,10 @@ mod tests {
         // The stream is the documented one.
         assert_eq!(
             draw_seed,
-            crate::stats::derive_seed(5, &[KIND, "B", "cap_16384_minus_cap_1024", "v_contrast"])
+            crate::common::stats::derive_seed(
+                5,
+                &[KIND, "B", "cap_16384_minus_cap_1024", "v_contrast"]
+            )
         );
     }
 

@@ -45,7 +45,7 @@ use std::collections::BTreeSet;
 use serde::{Deserialize, Serialize};
 
 use super::cap_arms::{self, Arm, CapRows, ConfigurationRow, Resolved};
-use super::{AnalysisError, Context, Design, Input, Output, ParamProblem, Produced, Typed};
+use crate::{AnalysisError, Context, Design, Input, Output, ParamProblem, Produced, Typed};
 
 /// Name in error messages and the first part of every stream seed.
 const KIND: &str = "cap_crossover";
@@ -201,7 +201,7 @@ mod tests {
     use arrow_array::{Array, BooleanArray, Float64Array, RecordBatch, StringArray, UInt32Array};
 
     use super::*;
-    use crate::cap_arms::testing::{arm_rows, strata};
+    use crate::cap::cap_arms::testing::{arm_rows, strata};
     use tbb_tables::rows::EpisodeRow;
 
     const FAMILIES: [&str; 4] = ["f1", "f2", "f3", "f4"];
