@@ -10,10 +10,12 @@
 //! Never: decides what goes into an episode or analysis row (the harness, the pipeline
 //! and the analyses do), or writes anything outside the path it is given.
 
+pub mod chunked;
 pub mod levels;
 pub mod paths;
 pub mod requests;
 pub mod rows;
+pub mod stored_requests;
 
 pub use rows::{EpisodeRow, Placement, RequestRow};
 
