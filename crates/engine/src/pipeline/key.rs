@@ -542,7 +542,7 @@ mod tests {
             execute(1024, "p").input("variants", "kv"),
             KeyInput::new(NodeKind::Table, "t/1").file("manifest m", "h"),
         ];
-        let node_inputs: [Vec<(&'static str, String)>; 4] = [
+        let node_inputs: [Vec<(&'static str, std::sync::Arc<str>)>; 4] = [
             vec![],
             vec![("compile", "k1".into())],
             vec![("execute", "k2".into()), ("compile", "k1".into())],
