@@ -150,6 +150,60 @@ fn the_smoke_apply_writes_one_request_row_per_request_adding_up_to_its_episode()
     assert!(kinds.get("answer").is_some_and(|&n| n > 0), "{kinds:?}");
 }
 
+fn tbb(out: &Path, args: &[&str]) -> assert_cmd::assert::Assert {
+    Command::cargo_bin("tbb")
+        .unwrap_or_else(|e| panic!("{e}"))
+        .current_dir(root())
+        .env("NO_COLOR", "1")
+        .env_remove("TBB_FAMILIES")
+        .env_remove("TBB_PROMPTS")
+        .env_remove("TBB_CONFIGS")
+        .arg("--outputs")
+        .arg(out)
+        .arg("--lockfiles")
+        .arg(out)
+        .args(args)
+        .assert()
+}
+
+/// The cache files of one table (`blobs`, `requests`, ...).
+fn cache_files(cache: &Path, table: &str) -> Vec<std::path::PathBuf> {
+    std::fs::read_dir(cache)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with(&format!("{table}-")) && n.ends_with(".parquet"))
+        })
+        .collect()
+}
+
+#[test]
+fn a_republished_requests_table_is_read_from_the_stored_requests_not_the_transcripts() {
+    let out = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    tbb(out.path(), &["apply", "manifests/smoke.toml"]).success();
+    let study = out.path().join("smoke");
+    let cache = study.join("cache");
+    let published = std::fs::read(study.join("requests.parquet")).ok();
+    assert!(published.is_some());
+    assert!(!cache_files(&cache, "requests").is_empty());
+    // Without the blobs (the menus and prompts the transcripts refer to) no transcript
+    // rebuilds its trace: only the stored requests can give the table again.
+    for blobs in cache_files(&cache, "blobs") {
+        std::fs::remove_file(blobs).unwrap_or_else(|e| panic!("{e}"));
+    }
+    std::fs::remove_file(study.join("requests.parquet")).unwrap_or_else(|e| panic!("{e}"));
+    tbb(out.path(), &["apply", "manifests/smoke.toml"]).success();
+    assert!(
+        std::fs::read(study.join("requests.parquet")).ok() == published,
+        "the republished requests table differs from the one the episodes wrote"
+    );
+    // Reproduction reads the transcripts themselves, which now cannot rebuild.
+    tbb(out.path(), &["reproduce", "manifests/smoke.toml"]).failure();
+}
+
 // ---------------------------------------------------------------------------------
 // Cut first responses on the wire of each protocol, through to Table 8
 // ---------------------------------------------------------------------------------

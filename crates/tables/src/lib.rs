@@ -11,10 +11,12 @@
 //! and the analyses do), or writes anything outside the path it is given.
 
 pub mod analyses;
+pub mod chunked;
 pub mod levels;
 pub mod paths;
 pub mod requests;
 pub mod rows;
+pub mod stored_requests;
 pub mod typed;
 
 pub use rows::{EpisodeRow, Placement, RequestRow};

@@ -83,6 +83,16 @@ pub enum ResponseKind {
 }
 
 impl ResponseKind {
+    /// Every kind.
+    pub const ALL: [ResponseKind; 6] = [
+        ResponseKind::CutInToolCall,
+        ResponseKind::CutInText,
+        ResponseKind::ReasoningOnly,
+        ResponseKind::ToolCall,
+        ResponseKind::Answer,
+        ResponseKind::Empty,
+    ];
+
     /// The kind of a response as the grader read it.
     pub fn of(response: &ResponseRecord) -> ResponseKind {
         let cut = response.finish_reason == FinishReason::Length;
@@ -128,6 +138,16 @@ fn source_name(source: ReasoningSource) -> &'static str {
     }
 }
 
+/// Every name of a reasoning source in the table.
+pub(crate) fn source_names() -> [&'static str; 3] {
+    [
+        ReasoningSource::Reported,
+        ReasoningSource::Derived,
+        ReasoningSource::Unknown,
+    ]
+    .map(source_name)
+}
+
 /// Why an episode's request rows cannot be built.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RequestsError {
@@ -164,6 +184,18 @@ fn finish_name(finish: FinishReason) -> &'static str {
         FinishReason::ContentFilter => "content_filter",
         FinishReason::Other => "other",
     }
+}
+
+/// Every name of a normalised finish reason in the table.
+pub(crate) fn finish_names() -> [&'static str; 5] {
+    [
+        FinishReason::Stop,
+        FinishReason::ToolCalls,
+        FinishReason::Length,
+        FinishReason::ContentFilter,
+        FinishReason::Other,
+    ]
+    .map(finish_name)
 }
 
 /// The requests of one episode, read off its transcript, before they meet the

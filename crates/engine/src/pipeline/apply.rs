@@ -251,7 +251,17 @@ pub(super) fn compile_node(study: &Study, node: &Node) -> Result<Variant, NodeFa
 struct Finished {
     execute: NodeIndex,
     grade: NodeIndex,
-    result: Result<(ExecutePayload, BlobStore, EpisodeRow, EpisodeRequests), NodeFailure>,
+    result: Result<Ran, NodeFailure>,
+}
+
+/// What a live episode leaves: its execute node's payload and blobs, its row, and its
+/// requests (read, and as the record the cache stores beside the transcript).
+struct Ran {
+    payload: ExecutePayload,
+    blobs: BlobStore,
+    row: EpisodeRow,
+    requests: EpisodeRequests,
+    record: String,
 }
 
 /// What the episode stages leave for the rows and the analyses.
@@ -542,13 +552,20 @@ impl Applying<'_> {
             let execute = &dag.graph[done.execute];
             counts.node(self.reporter, Stage::Episodes, execute, done.result.is_ok());
             match done.result {
-                Ok((payload, blobs, row, read)) => {
+                Ok(Ran {
+                    payload,
+                    blobs,
+                    row,
+                    requests: read,
+                    record,
+                }) => {
                     if row.infra_failure {
                         self.summary.infra_failures += 1;
                     }
                     self.committer.episode(
                         cache,
                         blobs.blobs,
+                        record,
                         (execute, &payload),
                         (&dag.graph[done.grade], &row),
                     );
@@ -976,7 +993,7 @@ fn finish(
     study: &str,
     execute_key: &str,
     grade_key: &str,
-) -> Result<(ExecutePayload, BlobStore, EpisodeRow, EpisodeRequests), NodeFailure> {
+) -> Result<Ran, NodeFailure> {
     let trace = &episode.trace;
     if cfg!(debug_assertions) {
         let rebuilt = episode
@@ -996,6 +1013,8 @@ fn finish(
     let row = EpisodeRow::of_episode(&episode, study, spec, execute_key, grade_key);
     let read = requests::read(&episode.transcript, trace, &episode.blobs)
         .map_err(|e| NodeFailure::internal(e.to_string()))?;
+    // Stored once, so that no later apply reads this transcript again for them.
+    let record = tbb_tables::stored_requests::to_json(&read);
     // The episode is moved, not cloned: its menu blob alone is ~60 KiB at V = 128.
     let payload = ExecutePayload {
         episode_key: episode.key,
@@ -1004,7 +1023,13 @@ fn finish(
         attempts: episode.attempts,
         wall_ms: episode.wall_ms,
     };
-    Ok((payload, episode.blobs, row, read))
+    Ok(Ran {
+        payload,
+        blobs: episode.blobs,
+        row,
+        requests: read,
+        record,
+    })
 }
 
 /// Grades a cached transcript.

@@ -4,12 +4,14 @@
 //! Layout: `nodes-<seq>.parquet` (kind, id, key, key_input, payload),
 //! `objects-<seq>.parquet` (hash, json: configurations and other large key inputs),
 //! `blobs-<seq>.parquet` (ref, text: the system prompts and tool menus transcripts refer
-//! to) and `tables/<key>/<table>.parquet` (the tables of an analysis node, as Parquet,
-//! read back as record batches). A batch is committed by writing its blobs and objects
-//! first and its nodes last, each file to a temporary name, fsynced, then renamed; an
-//! analysis node's tables are written the same way before the batch that lists it: a
-//! node is committed exactly when the file that lists it exists, and everything it
-//! refers to exists before it.
+//! to), `requests-<seq>.parquet` (key, layout, record: the requests of an episode as
+//! apply read them, by its execute node's key, so that no later apply reads its
+//! transcript again for them) and `tables/<key>/<table>.parquet` (the tables of an
+//! analysis node, as Parquet, read back as record batches). A batch is committed by
+//! writing its blobs, objects and request records first and its nodes last, each file
+//! to a temporary name, fsynced, then renamed; an analysis node's tables are written
+//! the same way before the batch that lists it: a node is committed exactly when the
+//! file that lists it exists, and everything it refers to exists before it.
 //! A process killed at any point leaves only complete files and ignorable `*.tmp`
 //! files.
 //!
@@ -100,10 +102,11 @@ pub struct Entry {
 pub struct NewEntry {
     /// Kind.
     pub kind: NodeKind,
-    /// Identity.
-    pub id: String,
-    /// Key.
-    pub key: String,
+    /// Identity (shared with the DAG's node, so that the cache's index of what an
+    /// apply commits holds no copy of it).
+    pub id: Arc<str>,
+    /// Key (shared likewise).
+    pub key: Arc<str>,
     /// Canonical JSON of its key input.
     pub input: String,
     /// Its result (JSON).
@@ -119,12 +122,18 @@ pub struct Batch {
     pub objects: Vec<(String, String)>,
     /// Blobs `(ref, text)` not yet in the cache.
     pub blobs: Vec<(String, String)>,
+    /// Stored request records `(execute key, layout, record)` of the episodes among
+    /// `nodes` ([`Cache::stored_requests`]).
+    pub requests: Vec<(String, String, String)>,
 }
 
 impl Batch {
     /// Nothing to write.
     pub fn is_empty(&self) -> bool {
-        self.nodes.is_empty() && self.objects.is_empty() && self.blobs.is_empty()
+        self.nodes.is_empty()
+            && self.objects.is_empty()
+            && self.blobs.is_empty()
+            && self.requests.is_empty()
     }
 }
 
@@ -150,6 +159,10 @@ const NODES: &str = "nodes";
 const TABLES: &str = "tables";
 const OBJECTS: &str = "objects";
 const BLOBS: &str = "blobs";
+/// The request records of episodes, by execute key ([`Cache::stored_requests`]).
+const REQUESTS: &str = "requests";
+/// The columns of a requests file, in order.
+const REQUEST_COLUMNS: [&str; 3] = ["key", "layout", "record"];
 
 impl Cache {
     /// Opens (reads the index of) the cache in `dir`; a missing directory is an empty
@@ -284,6 +297,22 @@ impl Cache {
 
     /// The payloads of the given keys (those committed), read from their files.
     pub fn payloads(&self, keys: &[&str]) -> Result<HashMap<String, String>, CacheError> {
+        let mut out = HashMap::new();
+        self.for_each_payload(keys, &mut |key, payload| {
+            out.insert(key.to_string(), payload.to_string());
+            Ok(())
+        })?;
+        Ok(out)
+    }
+
+    /// Hands `each` the payload of each given key (those committed) as it is read, file
+    /// by file, holding none of them: for a caller that needs each payload only once
+    /// (a plan checks that every stored row still reads).
+    pub fn for_each_payload(
+        &self,
+        keys: &[&str],
+        each: &mut dyn FnMut(&str, &str) -> Result<(), CacheError>,
+    ) -> Result<(), CacheError> {
         let mut wanted: HashMap<usize, Vec<(usize, &str)>> = HashMap::new();
         for &k in keys {
             if let Some(&i) = self.by_key.get(k) {
@@ -291,7 +320,6 @@ impl Cache {
                 wanted.entry(e.file).or_default().push((e.row, k));
             }
         }
-        let mut out = HashMap::new();
         for (file, mut rows) in wanted {
             // Streamed batch by batch, keeping only the wanted rows.
             rows.sort_unstable();
@@ -302,7 +330,7 @@ impl Cache {
                 let column = string_columns(path, batch, &["payload"])?[0];
                 while next < rows.len() && rows[next].0 < offset + batch.num_rows() {
                     let (row, key) = rows[next];
-                    out.insert(key.to_string(), column.value(row - offset).to_string());
+                    each(key, column.value(row - offset))?;
                     next += 1;
                 }
                 offset += batch.num_rows();
@@ -312,7 +340,7 @@ impl Cache {
                 return Err(damaged(path, "payload row missing"));
             }
         }
-        Ok(out)
+        Ok(())
     }
 
     /// Every cached blob's text, by reference.
@@ -330,7 +358,36 @@ impl Cache {
         Ok(out)
     }
 
-    /// Commits a batch: blobs, then objects, then nodes, each file atomically.
+    /// Every stored request record as `(execute key, layout, record)`, oldest first (a
+    /// later record of a key replaces an earlier one), streamed file by file: apply
+    /// commits an episode's record in the batch of its execute and grade nodes, in a
+    /// file written before theirs. What a record holds is the caller's business.
+    pub fn stored_requests(
+        &self,
+        each: &mut dyn FnMut(&str, &str, &str) -> Result<(), CacheError>,
+    ) -> Result<(), CacheError> {
+        for Listed { table, path, .. } in self.backend.list()? {
+            if table != REQUESTS {
+                continue;
+            }
+            let file = self.backend.open(&path)?;
+            for_each_batch_of(&path, file, &REQUEST_COLUMNS, &mut |batch| {
+                let columns = string_columns(&path, batch, &REQUEST_COLUMNS)?;
+                for r in 0..batch.num_rows() {
+                    each(
+                        columns[0].value(r),
+                        columns[1].value(r),
+                        columns[2].value(r),
+                    )?;
+                }
+                Ok(())
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Commits a batch: blobs, then objects, then request records, then nodes, each file
+    /// atomically.
     pub fn commit(&mut self, batch: Batch) -> Result<(), CacheError> {
         if batch.is_empty() {
             return Ok(());
@@ -355,6 +412,19 @@ impl Cache {
             self.write(OBJECTS, &[("hash", &hashes), ("json", &jsons)])?;
             self.objects.extend(batch.objects.iter().cloned());
         }
+        if !batch.requests.is_empty() {
+            let col = |f: fn(&(String, String, String)) -> &str| {
+                batch.requests.iter().map(f).collect::<Vec<&str>>()
+            };
+            self.write(
+                REQUESTS,
+                &[
+                    (REQUEST_COLUMNS[0], &col(|r| &r.0)),
+                    (REQUEST_COLUMNS[1], &col(|r| &r.1)),
+                    (REQUEST_COLUMNS[2], &col(|r| &r.2)),
+                ],
+            )?;
+        }
         if !batch.nodes.is_empty() {
             let col = |f: fn(&NewEntry) -> &str| batch.nodes.iter().map(f).collect::<Vec<&str>>();
             let kinds = col(|n| n.kind.name());
@@ -362,24 +432,20 @@ impl Cache {
                 NODES,
                 &[
                     ("kind", &kinds),
-                    ("id", &col(|n| &n.id)),
-                    ("key", &col(|n| &n.key)),
+                    ("id", &col(|n| &*n.id)),
+                    ("key", &col(|n| &*n.key)),
                     ("key_input", &col(|n| &n.input)),
                     ("payload", &col(|n| &n.payload)),
                 ],
             )?;
             let file = self.files.len();
             self.files.push(path);
-            self.key_inputs.push(OnceLock::from(
-                batch
-                    .nodes
-                    .iter()
-                    .map(|n| n.input.clone())
-                    .collect::<Vec<_>>(),
-            ));
+            // Read back only if one of them is diffed: kept here, every key input an
+            // apply commits would stay in memory to its end.
+            self.key_inputs.push(OnceLock::new());
             for (row, n) in batch.nodes.into_iter().enumerate() {
                 let index = self.entries.len();
-                let (id, key): (Arc<str>, Arc<str>) = (n.id.into(), n.key.into());
+                let (id, key) = (n.id, n.key);
                 self.by_key.insert(key.clone(), index);
                 self.latest.insert(id.clone(), index);
                 self.entries.push(Entry {
@@ -485,7 +551,24 @@ impl Cache {
             nodes: Vec::new(),
             objects: object_list,
             blobs: blob_list,
+            requests: Vec::new(),
         })?;
+        // The latest request record of each live execute node, newest files first.
+        let request_files: Vec<&PathBuf> = old
+            .iter()
+            .rev()
+            .filter(|l| l.table == REQUESTS)
+            .map(|l| &l.path)
+            .collect();
+        let mut executed: HashSet<&str> = live
+            .iter()
+            .filter(|e| e.kind == NodeKind::Execute)
+            .map(|e| e.key.as_ref())
+            .collect();
+        if !request_files.is_empty() && !executed.is_empty() {
+            let path = fresh.next_path(REQUESTS);
+            self.copy_latest(&request_files, &REQUEST_COLUMNS, 0, &mut executed, &path)?;
+        }
         // Newest files first, so that of two copies of a key the latest is kept.
         let node_files: Vec<&PathBuf> = old
             .iter()
@@ -503,41 +586,7 @@ impl Cache {
                 continue;
             }
             let path = fresh.next_path(NODES);
-            let mut writer = self.backend.cache_table_writer(&path, nodes_schema())?;
-            for &file in &node_files {
-                for_each_batch_of(
-                    file,
-                    self.backend.open(file)?,
-                    &NODE_COLUMNS,
-                    &mut |batch| {
-                        let columns = string_columns(file, batch, &NODE_COLUMNS)?;
-                        let rows: Vec<usize> = (0..batch.num_rows())
-                            .filter(|&r| wanted.remove(columns[2].value(r)))
-                            .collect();
-                        if rows.is_empty() {
-                            return Ok(());
-                        }
-                        let arrays: Vec<Arc<dyn Array>> = columns
-                            .iter()
-                            .map(|c| {
-                                Arc::new(StringArray::from_iter_values(
-                                    rows.iter().map(|&r| c.value(r)),
-                                )) as Arc<dyn Array>
-                            })
-                            .collect();
-                        let selected =
-                            RecordBatch::try_new(nodes_schema(), arrays).map_err(|e| {
-                                StoreError::Arrow {
-                                    table: NODES.into(),
-                                    source: e,
-                                }
-                            })?;
-                        writer.write(&selected)?;
-                        Ok(())
-                    },
-                )?;
-            }
-            writer.finish()?;
+            self.copy_latest(&node_files, &NODE_COLUMNS, 2, &mut wanted, &path)?;
             fresh.index_nodes(&path)?;
         }
         for listed in old {
@@ -554,6 +603,50 @@ impl Cache {
             }
         }
         *self = fresh;
+        Ok(())
+    }
+
+    /// Writes into a new file at `path` the rows of `files` (newest first) whose text
+    /// column `key` is in `wanted`, the first row of each key only (the newest), taking
+    /// each key out of `wanted` as it is copied.
+    fn copy_latest(
+        &self,
+        files: &[&PathBuf],
+        columns: &[&str],
+        key: usize,
+        wanted: &mut HashSet<&str>,
+        path: &Path,
+    ) -> Result<(), CacheError> {
+        let schema = text_schema(columns);
+        let mut writer = self.backend.cache_table_writer(path, schema.clone())?;
+        for &file in files {
+            for_each_batch_of(file, self.backend.open(file)?, columns, &mut |batch| {
+                let texts = string_columns(file, batch, columns)?;
+                let rows: Vec<usize> = (0..batch.num_rows())
+                    .filter(|&r| wanted.remove(texts[key].value(r)))
+                    .collect();
+                if rows.is_empty() {
+                    return Ok(());
+                }
+                let arrays: Vec<Arc<dyn Array>> = texts
+                    .iter()
+                    .map(|c| {
+                        Arc::new(StringArray::from_iter_values(
+                            rows.iter().map(|&r| c.value(r)),
+                        )) as Arc<dyn Array>
+                    })
+                    .collect();
+                let selected = RecordBatch::try_new(schema.clone(), arrays).map_err(|e| {
+                    StoreError::Arrow {
+                        table: file.display().to_string(),
+                        source: e,
+                    }
+                })?;
+                writer.write(&selected)?;
+                Ok(())
+            })?;
+        }
+        writer.finish()?;
         Ok(())
     }
 
@@ -590,9 +683,10 @@ impl Cache {
 /// The columns of a nodes file, in order.
 const NODE_COLUMNS: [&str; 5] = ["kind", "id", "key", "key_input", "payload"];
 
-fn nodes_schema() -> arrow_schema::SchemaRef {
+/// The schema of a cache file of text columns.
+fn text_schema(columns: &[&str]) -> arrow_schema::SchemaRef {
     Arc::new(Schema::new(
-        NODE_COLUMNS
+        columns
             .iter()
             .map(|c| Field::new(*c, DataType::Utf8, false))
             .collect::<Vec<_>>(),
@@ -722,6 +816,7 @@ mod tests {
             nodes,
             objects: vec![("h".into(), "{\"a\":1}".into())],
             blobs: vec![("b".into(), "text".into())],
+            requests: Vec::new(),
         };
         cache
             .commit(batch(vec![entry("x", "k1", "p1"), entry("y", "k2", "p2")]))

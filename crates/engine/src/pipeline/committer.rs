@@ -2,10 +2,11 @@
 //! makes a killed run resumable.
 //!
 //! Owns the commit order: the objects the key inputs refer to before any node; an
-//! episode's blobs before the batch that lists it; an execute node and its grade node in
-//! the same batch; a batch written every [`Committer::NODES_PER_BATCH`] nodes or every
-//! [`Committer::INTERVAL`], and whenever a stage ends. Anything not committed reruns
-//! next time, with the same result (every episode is seeded from its key).
+//! episode's blobs and the record of its requests before the batch that lists it; an
+//! execute node and its grade node in the same batch; a batch written every
+//! [`Committer::NODES_PER_BATCH`] nodes or every [`Committer::INTERVAL`], and whenever
+//! a stage ends. Anything not committed reruns next time, with the same result (every
+//! episode is seeded from its key).
 //!
 //! Never: runs or orders nodes (the scheduler does), interprets a payload, or renders
 //! progress.
@@ -54,19 +55,21 @@ impl Committer {
     pub fn node_json(&mut self, node: &Node, payload: String) {
         self.pending.nodes.push(NewEntry {
             kind: node.kind,
-            id: node.id.to_string(),
-            key: node.key.to_string(),
+            id: node.id.clone(),
+            key: node.key.clone(),
             input: node.input.full().canonical(),
             payload,
         });
     }
 
-    /// Adds a finished episode: its blobs the cache lacks, then its execute node and its
+    /// Adds a finished episode: its blobs the cache lacks, the record of its requests
+    /// (`requests`, [`tbb_tables::stored_requests`]), then its execute node and its
     /// grade node together.
     pub fn episode<P: Serialize, R: Serialize>(
         &mut self,
         cache: &Cache,
         blobs: impl IntoIterator<Item = (String, String)>,
+        requests: String,
         execute: (&Node, &P),
         grade: (&Node, &R),
     ) {
@@ -75,6 +78,11 @@ impl Committer {
                 self.pending.blobs.push((r, text));
             }
         }
+        self.pending.requests.push((
+            execute.0.key.to_string(),
+            tbb_tables::stored_requests::LAYOUT.to_string(),
+            requests,
+        ));
         self.node(execute.0, execute.1);
         self.node(grade.0, grade.1);
     }
@@ -102,8 +110,8 @@ impl Committer {
 pub fn entry<T: Serialize>(node: &Node, payload: &T) -> NewEntry {
     NewEntry {
         kind: node.kind,
-        id: node.id.to_string(),
-        key: node.key.to_string(),
+        id: node.id.clone(),
+        key: node.key.clone(),
         input: node.input.full().canonical(),
         // Payloads are plain data with string keys: serialising cannot fail.
         payload: serde_json::to_string(payload).unwrap_or_default(),

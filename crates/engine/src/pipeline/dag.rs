@@ -353,6 +353,18 @@ impl Dag {
             objects: BTreeMap::new(),
         };
         let resolved = resolve(manifest, inputs.families);
+        // Room for every node at once: a node list grown by doubling held up to twice
+        // the nodes of a large study, most of it never used.
+        let episodes: usize = resolved
+            .blocks
+            .iter()
+            .map(|b| b.compiles.len() * b.conditions.iter().map(|c| c.units.len()).sum::<usize>())
+            .sum();
+        let compiles_at_most: usize = resolved.blocks.iter().map(|b| b.compiles.len()).sum();
+        // Three tables, and per analysis a node and its table.
+        let finals = 3 + 2 * manifest.analyses.len();
+        dag.graph
+            .reserve_exact_nodes(compiles_at_most + 2 * episodes + finals);
         let (compiles, block_compiles) = dag.add_compiles(inputs.families, &resolved);
         let grades = dag.add_episodes(manifest, inputs, &resolved, &block_compiles);
         let tables = dag.add_tables(manifest, inputs, &compiles, &grades);
@@ -484,8 +496,7 @@ impl Dag {
                         fields.push(("cfg", config.name.clone()));
                         fields.extend(compile_fields.iter().cloned());
                         fields.extend(suffix.iter().cloned());
-                        let input =
-                            NodeInput::of(template, vec![("compile", compile_key.to_string())]);
+                        let input = NodeInput::of(template, vec![("compile", compile_key.clone())]);
                         let work = Work::Execute {
                             compile,
                             config: condition.config,
@@ -504,8 +515,8 @@ impl Dag {
                         let input = NodeInput::of(
                             &grade_template,
                             vec![
-                                ("execute", self.graph[execute].key.to_string()),
-                                ("compile", compile_key.to_string()),
+                                ("execute", self.graph[execute].key.clone()),
+                                ("compile", compile_key.clone()),
                             ],
                         );
                         grades.push(self.add(

@@ -187,15 +187,16 @@ impl KeyTemplate {
 #[derive(Debug, Clone)]
 pub struct NodeInput {
     template: std::sync::Arc<KeyTemplate>,
-    /// `(role, key)` on top of the template's inputs.
-    inputs: Vec<(&'static str, String)>,
+    /// `(role, key)` on top of the template's inputs (the upstream nodes' own keys,
+    /// shared rather than copied into each node that reads them).
+    inputs: Vec<(&'static str, std::sync::Arc<str>)>,
 }
 
 impl NodeInput {
     /// A node of `template` reading `inputs` (`(role, key)`).
     pub fn of(
         template: &std::sync::Arc<KeyTemplate>,
-        inputs: Vec<(&'static str, String)>,
+        inputs: Vec<(&'static str, std::sync::Arc<str>)>,
     ) -> NodeInput {
         NodeInput {
             template: template.clone(),
@@ -207,7 +208,7 @@ impl NodeInput {
     fn merged_inputs(&self) -> BTreeMap<String, String> {
         let mut all = self.template.input.inputs.clone();
         for (role, key) in &self.inputs {
-            all.insert((*role).to_string(), key.clone());
+            all.insert((*role).to_string(), key.to_string());
         }
         all
     }
@@ -227,7 +228,8 @@ impl NodeInput {
             // The common case (every execute and grade node): the node's own inputs,
             // sorted by role as the map would be, written out by hand and hashed in
             // one update.
-            let mut inputs: Vec<&(&'static str, String)> = self.inputs.iter().collect();
+            let mut inputs: Vec<&(&'static str, std::sync::Arc<str>)> =
+                self.inputs.iter().collect();
             inputs.sort_unstable_by_key(|(role, _)| *role);
             let mut text: Vec<u8> = Vec::with_capacity(16 + 80 * inputs.len());
             for (i, (role, key)) in inputs.into_iter().enumerate() {
@@ -540,7 +542,7 @@ mod tests {
             execute(1024, "p").input("variants", "kv"),
             KeyInput::new(NodeKind::Table, "t/1").file("manifest m", "h"),
         ];
-        let node_inputs: [Vec<(&'static str, String)>; 4] = [
+        let node_inputs: [Vec<(&'static str, std::sync::Arc<str>)>; 4] = [
             vec![],
             vec![("compile", "k1".into())],
             vec![("execute", "k2".into()), ("compile", "k1".into())],
@@ -555,7 +557,7 @@ mod tests {
                 let node = NodeInput::of(&shared, inputs.clone());
                 let mut full = template.clone();
                 for (role, key) in inputs {
-                    full = full.input(role, key.clone());
+                    full = full.input(role, key.to_string());
                 }
                 assert_eq!(node.full(), full);
                 assert_eq!(node.key(), full.key(), "{}", full.canonical());

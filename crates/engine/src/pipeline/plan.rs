@@ -164,7 +164,7 @@ pub fn plan(dag: &Dag, cache: &Cache, outputs: &Path) -> Result<Plan, CacheError
     let objects = |h: &str| cache.object(h).or_else(|| dag.objects.get(h).cloned());
     let table_payloads = table_payloads(dag, cache);
 
-    let mut nodes = Vec::new();
+    let mut nodes = Vec::with_capacity(dag.graph.node_count() + orphans.len());
     for (index, node) in dag.nodes() {
         let (action, reasons) = match cache.get(&node.key) {
             Some(_) if node.kind == NodeKind::Table => {
@@ -333,14 +333,22 @@ fn rerun_if_unreadable(
         return Ok(());
     }
     let keys: Vec<&str> = positions.iter().map(|&p| nodes[p].key.as_ref()).collect();
-    let payloads = cache.payloads(&keys)?;
-    let unreadable: Vec<(usize, String)> = positions
+    let at: HashMap<&str, usize> = positions
         .iter()
-        .filter_map(|&p| {
-            let payload = payloads.get(&*nodes[p].key)?;
-            rows::unreadable(nodes[p].kind, payload).map(|detail| (p, detail))
-        })
+        .map(|&p| (nodes[p].key.as_ref(), p))
         .collect();
+    // Each row is checked as it is read: held all at once, the rows of a large study
+    // were most of a cached plan's memory.
+    let mut unreadable: Vec<(usize, String)> = Vec::new();
+    cache.for_each_payload(&keys, &mut |key, payload| {
+        if let Some(&p) = at.get(key) {
+            if let Some(detail) = rows::unreadable(nodes[p].kind, payload) {
+                unreadable.push((p, detail));
+            }
+        }
+        Ok(())
+    })?;
+    unreadable.sort_unstable_by_key(|(p, _)| *p);
     for (p, detail) in unreadable {
         let reason = Reason::RowUnreadable { detail };
         nodes[p].action = Action::Incomplete;

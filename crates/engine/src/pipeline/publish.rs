@@ -2,10 +2,11 @@
 //!
 //! Owns: what an analysis node records (the names of its tables, kept as Parquet in the
 //! cache, and the text files the report renders), the inputs it is handed (the episodes,
-//! the variants, the request rows, other analyses' tables, another study's table), which
-//! transcripts the requests table is read from (every graded episode's, from the cache,
-//! in DAG order; read once per apply and shared by the table and the analyses that
-//! declare them, [`RequestRows`]),
+//! the variants, the request rows, other analyses' tables, another study's table), where
+//! the requests table is read from (every graded episode's requests, in DAG order: the
+//! record apply stored beside its transcript when it ran, else the transcript itself;
+//! read once per apply and shared by the table and the analyses that declare them,
+//! [`RequestRows`]),
 //! how a table node writes them — Parquet tables with provenance
 //! in their metadata, text files (`report.md`, `report.html`, figure SVGs) ending in a
 //! `tbb.node_key` comment — and how a plan tells a published file is still the one its
@@ -266,19 +267,26 @@ pub fn publish(
             files: Vec::new(),
             episodes: Vec::new(),
         },
-        Publish::Episodes => Outcome {
-            tables: vec![("episodes".into(), tbb_tables::rows::episodes(rows)?)],
-            files: Vec::new(),
-            episodes: Vec::new(),
-        },
-        Publish::Requests => Outcome {
-            tables: vec![(
-                "requests".into(),
-                tbb_tables::rows::requests(&requests.get(study, cache, variants, rows)?)?,
-            )],
-            files: Vec::new(),
-            episodes: Vec::new(),
-        },
+        // The two tables of a row per episode or request, a chunk of rows at a time.
+        Publish::Episodes => {
+            return write_rows(
+                study,
+                "episodes",
+                rows,
+                provenance,
+                tbb_tables::rows::episodes,
+            )
+        }
+        Publish::Requests => {
+            let built = requests.get(study, cache, variants, rows)?;
+            return write_rows(
+                study,
+                "requests",
+                &built,
+                provenance,
+                tbb_tables::rows::requests,
+            );
+        }
         Publish::Analysis(node) => outcomes.get(study, cache, node)?,
     };
     let mut written = Vec::new();
@@ -290,6 +298,25 @@ pub fn publish(
         return Err(failure);
     }
     Ok(written)
+}
+
+/// Writes table `name` of `rows` (as `build` makes it) under `outputs/<study>/` a
+/// chunk of rows at a time ([`tbb_tables::chunked`]); returns its file name.
+fn write_rows<T>(
+    study: &Study,
+    name: &str,
+    rows: &[T],
+    provenance: &Provenance,
+    build: fn(&[T]) -> Result<RecordBatch, tbb_tables::StoreError>,
+) -> Result<Vec<String>, NodeFailure> {
+    let file = format!("{name}.parquet");
+    tbb_tables::chunked::write_table_chunked(
+        &study.outputs().join(&file),
+        rows,
+        provenance,
+        build,
+    )?;
+    Ok(vec![file])
 }
 
 /// Writes an outcome's tables, text files and episode pages under `outputs/<study>/`,
@@ -364,13 +391,29 @@ pub struct RequestRows {
     fresh: FreshRequests,
     /// The rows, once built.
     rows: Option<Arc<Vec<RequestRow>>>,
+    /// Whether every episode's requests are read off its transcript again, the records
+    /// stored beside the transcripts unread (reproduction: the published table must
+    /// follow from the transcripts themselves).
+    from_transcripts: bool,
 }
 
 impl RequestRows {
     /// Rows to build from `fresh` (the requests of the episodes graded in this apply)
-    /// and, for the other episodes, from their stored transcripts.
+    /// and, for the other episodes, from the records stored beside their transcripts
+    /// (from the transcripts themselves for an episode without one).
     pub fn new(fresh: FreshRequests) -> RequestRows {
-        RequestRows { fresh, rows: None }
+        RequestRows {
+            fresh,
+            ..RequestRows::default()
+        }
+    }
+
+    /// Rows to build from every episode's stored transcript.
+    pub fn from_transcripts() -> RequestRows {
+        RequestRows {
+            from_transcripts: true,
+            ..RequestRows::default()
+        }
     }
 
     /// The rows, for every grade node in DAG order (see [`request_rows`]); built on the
@@ -385,10 +428,50 @@ impl RequestRows {
         if let Some(built) = &self.rows {
             return Ok(built.clone());
         }
+        if !self.from_transcripts {
+            stored_requests(study, cache, &mut self.fresh)?;
+        }
         let built = Arc::new(request_rows(study, cache, variants, rows, &mut self.fresh)?);
         self.rows = Some(built.clone());
         Ok(built)
     }
+}
+
+/// Adds to `fresh` the requests of every other episode of the study whose record is
+/// stored beside its transcript, in the layout this build reads
+/// ([`tbb_tables::stored_requests::LAYOUT`]). A record of another layout, or one that
+/// does not read, is left out: that episode's requests are read off its transcript.
+fn stored_requests(
+    study: &Study,
+    cache: &Cache,
+    fresh: &mut FreshRequests,
+) -> Result<(), NodeFailure> {
+    let dag = &study.dag;
+    let wanted: HashMap<&str, NodeIndex> = dag
+        .nodes()
+        .filter_map(|(g, n)| match n.work {
+            Work::Grade { execute, .. } if !fresh.contains_key(&g) => {
+                Some((dag.graph[execute].key.as_ref(), g))
+            }
+            _ => None,
+        })
+        .collect();
+    if wanted.is_empty() {
+        return Ok(());
+    }
+    let layout = tbb_tables::stored_requests::LAYOUT.to_string();
+    cache.stored_requests(&mut |key, stored_layout, record| {
+        if stored_layout == layout {
+            if let Some(&grade) = wanted.get(key) {
+                if let Ok(read) = tbb_tables::stored_requests::from_json(record) {
+                    // A later record of the same episode replaces an earlier one.
+                    fresh.insert(grade, read);
+                }
+            }
+        }
+        Ok(())
+    })?;
+    Ok(())
 }
 
 /// The rows of `requests.parquet`, for every grade node in DAG order (`rows` holds their
@@ -595,8 +678,8 @@ pub fn republish_report(
             let n = &dag.graph[node];
             batch.nodes.push(super::cache::NewEntry {
                 kind: n.kind,
-                id: n.id.to_string(),
-                key: n.key.to_string(),
+                id: n.id.clone(),
+                key: n.key.clone(),
                 input: n.input.full().canonical(),
                 payload: serde_json::to_string(&TablePayload {
                     files: files.clone(),

@@ -280,9 +280,10 @@ pub fn reproduce(study: &Study, cache: &Cache) -> Result<Reproduction, Reproduce
     }
 
     let mut outcomes = Outcomes::default();
-    // Read again from the stored transcripts, as an apply that ran no episode reads
-    // them; shared by the analyses that read them and the requests table.
-    let mut requests = RequestRows::default();
+    // Read again from the stored transcripts (never from the records apply stores
+    // beside them, so that the published table is checked against the transcripts
+    // themselves); shared by the analyses that read them and the requests table.
+    let mut requests = RequestRows::from_transcripts();
     let mut failed_analyses: HashMap<NodeIndex, String> = HashMap::new();
     for (i, n) in dag.nodes() {
         if n.kind == NodeKind::Analysis {
