@@ -9,7 +9,18 @@ use arrow_array::RecordBatch;
 use super::figures::tests::{dots, strokes};
 use super::figures::SERIES_COLOURS;
 use super::{render, ReportError};
+use tbb_tables::analyses::cap_strata::SweepStrataRow;
+use tbb_tables::analyses::contrasts::{
+    ClusterUnit, ContrastsByConfigurationRow, ContrastsRow, ContrastsSignFlipRow, Weighting,
+};
 use tbb_tables::analyses::costs::CostsRow;
+use tbb_tables::analyses::first_responses::FirstResponsesRow;
+use tbb_tables::analyses::lanes::LanesRow;
+use tbb_tables::analyses::strata::StrataRow;
+use tbb_tables::analyses::truncation::{
+    TruncationCorrelationRow, TruncationPairsRow, TruncationRow,
+};
+use tbb_tables::analyses::truncation_strata::TruncationStratum;
 use tbb_tables::{TableBuilder, TableRow};
 
 /// The eight contrasts as the analysis names and labels them.
@@ -29,104 +40,110 @@ fn build(b: TableBuilder, name: &str) -> RecordBatch {
     b.build(name).unwrap_or_else(|e| panic!("{e}"))
 }
 
+/// A `contrasts` row of the routed lane at cap 1,024, unit weights, 756 units.
+fn contrast_row(contrast: usize, cluster_unit: ClusterUnit, n_clusters: u32) -> ContrastsRow {
+    ContrastsRow {
+        analysis: "capacity".into(),
+        lane: "routed".into(),
+        completion_cap: 1024,
+        weighting: Weighting::Unit,
+        contrast: CONTRASTS[contrast].0.into(),
+        label: CONTRASTS[contrast].1.into(),
+        cluster_unit,
+        n_clusters,
+        n_units: 756,
+        estimate_pp: ESTIMATES[contrast],
+        ci_low_pp: ESTIMATES[contrast] - 2.25,
+        ci_high_pp: ESTIMATES[contrast] + 2.5,
+        p_value: 0.0,
+        p_floor: 1e-4,
+        p_holm: 0.0,
+        draws: 10_000,
+        seed: 20_261_202,
+        draw_seed: contrast as u64,
+    }
+}
+
 /// `contrasts`: one stratum (routed, 1024), unit weights, families (36) and intents
 /// (12); the V contrast's p sits at the 1/draws floor.
 fn contrasts() -> RecordBatch {
-    let units = [("family", 36u32), ("intent", 12)];
-    let rows: Vec<(usize, &str, u32)> = units
+    let units = [(ClusterUnit::Family, 36u32), (ClusterUnit::Intent, 12)];
+    let p = |i: usize| if i == 0 { 1e-4 } else { 0.05 * i as f64 };
+    let rows: Vec<ContrastsRow> = units
         .iter()
         .flat_map(|&(u, n)| (0..8).map(move |i| (i, u, n)))
+        .map(|(i, u, n)| ContrastsRow {
+            p_value: p(i),
+            p_holm: (8.0 * p(i)).min(1.0),
+            ..contrast_row(i, u, n)
+        })
         .collect();
-    let p = |i: usize| if i == 0 { 1e-4 } else { 0.05 * i as f64 };
-    build(
-        TableBuilder::new()
-            .text("analysis", rows.iter().map(|_| "capacity"))
-            .text("lane", rows.iter().map(|_| "routed"))
-            .u32("completion_cap", rows.iter().map(|_| 1024))
-            .text("weighting", rows.iter().map(|_| "unit"))
-            .text("contrast", rows.iter().map(|r| CONTRASTS[r.0].0))
-            .text("label", rows.iter().map(|r| CONTRASTS[r.0].1))
-            .text("cluster_unit", rows.iter().map(|r| r.1))
-            .u32("n_clusters", rows.iter().map(|r| r.2))
-            .u32("n_units", rows.iter().map(|_| 756))
-            .f64("estimate_pp", rows.iter().map(|r| ESTIMATES[r.0]))
-            .f64("ci_low_pp", rows.iter().map(|r| ESTIMATES[r.0] - 2.25))
-            .f64("ci_high_pp", rows.iter().map(|r| ESTIMATES[r.0] + 2.5))
-            .f64("p_value", rows.iter().map(|r| p(r.0)))
-            .f64("p_floor", rows.iter().map(|_| 1e-4))
-            .f64("p_holm", rows.iter().map(|r| (8.0 * p(r.0)).min(1.0)))
-            .u32("draws", rows.iter().map(|_| 10_000))
-            .u64("seed", rows.iter().map(|_| 20_261_202))
-            .u64("draw_seed", rows.iter().map(|r| r.0 as u64)),
-        "contrasts",
-    )
+    ContrastsRow::to_batch(&rows).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// `contrasts_sign_flip`: intents only.
 fn contrasts_sign_flip() -> RecordBatch {
     let p = |i: usize| if i == 0 { 2.0 / 4096.0 } else { 0.1 * i as f64 };
-    build(
-        TableBuilder::new()
-            .text("analysis", (0..8).map(|_| "capacity"))
-            .text("lane", (0..8).map(|_| "routed"))
-            .u32("completion_cap", (0..8).map(|_| 1024))
-            .text("weighting", (0..8).map(|_| "unit"))
-            .text("contrast", (0..8).map(|i| CONTRASTS[i].0))
-            .text("cluster_unit", (0..8).map(|_| "intent"))
-            .u32("n_clusters", (0..8).map(|_| 12))
-            .u32("n_units", (0..8).map(|_| 756))
-            .f64("estimate_pp", ESTIMATES)
-            .u64("assignments", (0..8).map(|_| 4096))
-            .f64("p_value", (0..8).map(p))
-            .f64("p_floor", (0..8).map(|_| 2.0 / 4096.0))
-            .f64("p_holm", (0..8).map(|i| (8.0 * p(i)).min(1.0))),
-        "contrasts_sign_flip",
-    )
+    let rows: Vec<ContrastsSignFlipRow> = (0..8)
+        .map(|i| ContrastsSignFlipRow {
+            analysis: "capacity".into(),
+            lane: "routed".into(),
+            completion_cap: 1024,
+            weighting: Weighting::Unit,
+            contrast: CONTRASTS[i].0.into(),
+            cluster_unit: ClusterUnit::Intent,
+            n_clusters: 12,
+            n_units: 756,
+            estimate_pp: ESTIMATES[i],
+            assignments: 4096,
+            p_value: p(i),
+            p_floor: 2.0 / 4096.0,
+            p_holm: (8.0 * p(i)).min(1.0),
+        })
+        .collect();
+    ContrastsSignFlipRow::to_batch(&rows).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// The per-configuration contrasts of two configurations.
 fn contrasts_by_configuration() -> RecordBatch {
-    let rows: Vec<(usize, &str, &str, f64)> = [("sim-a", "Org A", -30.0), ("sim-b", "Org B", 0.0)]
-        .iter()
-        .flat_map(|&(c, o, shift)| (0..8).map(move |i| (i, c, o, shift)))
-        .collect();
-    build(
-        TableBuilder::new()
-            .text("analysis", rows.iter().map(|_| "capacity"))
-            .text("lane", rows.iter().map(|_| "routed"))
-            .u32("completion_cap", rows.iter().map(|_| 1024))
-            .text("configuration", rows.iter().map(|r| r.1))
-            .text("organization", rows.iter().map(|r| r.2))
-            .text("contrast", rows.iter().map(|r| CONTRASTS[r.0].0))
-            .text("label", rows.iter().map(|r| CONTRASTS[r.0].1))
-            .text("cluster_unit", rows.iter().map(|_| "family"))
-            .u32("n_units", rows.iter().map(|_| 36))
-            .f64("estimate_pp", rows.iter().map(|r| ESTIMATES[r.0] + r.3))
-            .f64("ci_low_pp", rows.iter().map(|r| ESTIMATES[r.0] + r.3 - 5.0))
-            .f64(
-                "ci_high_pp",
-                rows.iter().map(|r| ESTIMATES[r.0] + r.3 + 5.0),
-            )
-            .f64("p_value", rows.iter().map(|_| 0.5))
-            .f64("p_floor", rows.iter().map(|_| 1e-4))
-            .u32("draws", rows.iter().map(|_| 10_000))
-            .u64("seed", rows.iter().map(|_| 20_261_202))
-            .u64("draw_seed", rows.iter().map(|r| r.0 as u64)),
-        "contrasts_by_configuration",
-    )
+    let rows: Vec<ContrastsByConfigurationRow> =
+        [("sim-a", "Org A", -30.0), ("sim-b", "Org B", 0.0)]
+            .iter()
+            .flat_map(|&(c, o, shift)| (0..8).map(move |i| (i, c, o, shift)))
+            .map(|(i, c, o, shift)| ContrastsByConfigurationRow {
+                analysis: "capacity".into(),
+                lane: "routed".into(),
+                completion_cap: 1024,
+                configuration: c.into(),
+                organization: o.into(),
+                contrast: CONTRASTS[i].0.into(),
+                label: CONTRASTS[i].1.into(),
+                cluster_unit: ClusterUnit::Family,
+                n_units: 36,
+                estimate_pp: ESTIMATES[i] + shift,
+                ci_low_pp: ESTIMATES[i] + shift - 5.0,
+                ci_high_pp: ESTIMATES[i] + shift + 5.0,
+                p_value: 0.5,
+                p_floor: 1e-4,
+                draws: 10_000,
+                seed: 20_261_202,
+                draw_seed: i as u64,
+            })
+            .collect();
+    ContrastsByConfigurationRow::to_batch(&rows).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// `truncation`: pooled and two configurations at V = 8, 32, 128; `sim-b` never
-/// truncates (its before-first-call share is NaN).
+/// truncates (its before-first-call share is null).
 fn truncation() -> RecordBatch {
     let configs = [("all", "all"), ("sim-a", "Org A"), ("sim-b", "Org B")];
-    let rows: Vec<(&str, &str, u32, u32, u32, u32)> = configs
+    let rows: Vec<TruncationRow> = configs
         .iter()
         .flat_map(|&(c, o)| {
             [(8u32, 7u32), (32, 1), (128, 4)]
                 .into_iter()
-                .map(move |(v, cells)| {
-                    let episodes = cells * 36 * if c == "all" { 2 } else { 1 };
+                .map(move |(v, n_cells)| {
+                    let episodes = n_cells * 36 * if c == "all" { 2 } else { 1 };
                     let truncated = match (c, v) {
                         ("sim-b", _) => 0u32,
                         (_, 8) => 4,
@@ -138,48 +155,26 @@ fn truncation() -> RecordBatch {
                     } else {
                         truncated
                     };
-                    (c, o, v, episodes, truncated, before)
+                    TruncationRow {
+                        lane: "routed".into(),
+                        completion_cap: 1024,
+                        configuration: c.into(),
+                        organization: o.into(),
+                        v,
+                        n_cells,
+                        episodes,
+                        successes: episodes - truncated,
+                        vts_rate: 1.0 - f64::from(truncated) / f64::from(episodes),
+                        truncated,
+                        truncated_share: f64::from(truncated) / f64::from(episodes),
+                        truncated_before_first_call: before,
+                        truncated_before_first_call_share: (truncated > 0)
+                            .then(|| f64::from(before) / f64::from(truncated)),
+                    }
                 })
         })
         .collect();
-    build(
-        TableBuilder::new()
-            .text("lane", rows.iter().map(|_| "routed"))
-            .u32("completion_cap", rows.iter().map(|_| 1024))
-            .text("configuration", rows.iter().map(|r| r.0))
-            .text("organization", rows.iter().map(|r| r.1))
-            .u32("v", rows.iter().map(|r| r.2))
-            .u32(
-                "n_cells",
-                rows.iter().map(|r| {
-                    if r.2 == 8 {
-                        7
-                    } else if r.2 == 32 {
-                        1
-                    } else {
-                        4
-                    }
-                }),
-            )
-            .u32("episodes", rows.iter().map(|r| r.3))
-            .u32("successes", rows.iter().map(|r| r.3 - r.4))
-            .f64(
-                "vts_rate",
-                rows.iter().map(|r| 1.0 - f64::from(r.4) / f64::from(r.3)),
-            )
-            .u32("truncated", rows.iter().map(|r| r.4))
-            .f64(
-                "truncated_share",
-                rows.iter().map(|r| f64::from(r.4) / f64::from(r.3)),
-            )
-            .u32("truncated_before_first_call", rows.iter().map(|r| r.5))
-            .f64_opt(
-                "truncated_before_first_call_share",
-                rows.iter()
-                    .map(|r| (r.4 > 0).then(|| f64::from(r.5) / f64::from(r.4))),
-            ),
-        "truncation",
-    )
+    TruncationRow::to_batch(&rows).unwrap_or_else(|e| panic!("{e}"))
 }
 
 fn truncation_pairs() -> RecordBatch {
@@ -190,111 +185,138 @@ fn truncation_pairs() -> RecordBatch {
         ("sim-b", "Org B", 144, 2, 6, 0, 0),
     ];
     let pp = |x: u32, n: u32| 100.0 * f64::from(x) / f64::from(n);
-    build(
-        TableBuilder::new()
-            .text("lane", rows.iter().map(|_| "routed"))
-            .u32("completion_cap", rows.iter().map(|_| 1024))
-            .text("configuration", rows.iter().map(|r| r.0))
-            .text("organization", rows.iter().map(|r| r.1))
-            .u32("pairs", rows.iter().map(|r| r.2))
-            .u32("lost", rows.iter().map(|r| r.3))
-            .u32("gained", rows.iter().map(|r| r.4))
-            .f64(
-                "v_effect_pp",
-                rows.iter().map(|r| pp(r.4, r.2) - pp(r.3, r.2)),
-            )
-            .f64("lost_pp", rows.iter().map(|r| pp(r.3, r.2)))
-            .f64("gained_pp", rows.iter().map(|r| pp(r.4, r.2)))
-            .u32("lost_truncated_128", rows.iter().map(|r| r.5))
-            .f64("lost_truncated_pp", rows.iter().map(|r| pp(r.5, r.2)))
-            .f64(
-                "loss_share_truncated",
-                rows.iter().map(|r| f64::from(r.5) / f64::from(r.3)),
-            )
-            .u32(
-                "truncated_8",
-                rows.iter().map(|r| if r.6 > 0 { 2 } else { 0 }),
-            )
-            .u32("truncated_128", rows.iter().map(|r| r.6))
-            .f64(
-                "truncation_rate_128",
-                rows.iter().map(|r| f64::from(r.6) / f64::from(r.2)),
-            )
-            .u32(
-                "truncated_128_before_first_call",
-                rows.iter().map(|r| r.6.saturating_sub(5)),
-            ),
-        "truncation_pairs",
-    )
+    let rows: Vec<TruncationPairsRow> = rows
+        .iter()
+        .map(
+            |&(c, o, pairs, lost, gained, lost_truncated, truncated_128)| TruncationPairsRow {
+                lane: "routed".into(),
+                completion_cap: 1024,
+                configuration: c.into(),
+                organization: o.into(),
+                pairs,
+                lost,
+                gained,
+                v_effect_pp: pp(gained, pairs) - pp(lost, pairs),
+                lost_pp: pp(lost, pairs),
+                gained_pp: pp(gained, pairs),
+                lost_truncated_128: lost_truncated,
+                lost_truncated_pp: pp(lost_truncated, pairs),
+                loss_share_truncated: Some(f64::from(lost_truncated) / f64::from(lost)),
+                truncated_8: if truncated_128 > 0 { 2 } else { 0 },
+                truncated_128,
+                truncation_rate_128: f64::from(truncated_128) / f64::from(pairs),
+                truncated_128_before_first_call: truncated_128.saturating_sub(5),
+            },
+        )
+        .collect();
+    TruncationPairsRow::to_batch(&rows).unwrap_or_else(|e| panic!("{e}"))
 }
 
 fn truncation_correlation() -> RecordBatch {
-    build(
-        TableBuilder::new()
-            .text("lane", ["routed"])
-            .u32("completion_cap", [1024])
-            .u32("n_configurations", [2])
-            .f64("pearson_r", [-1.0])
-            .f64("spearman_rho", [-1.0])
-            .u32("never_truncating", [1])
-            .f64("never_truncating_v_effect_min_pp", [2.777_777_777_777_778])
-            .f64("never_truncating_v_effect_max_pp", [2.777_777_777_777_778]),
-        "truncation_correlation",
-    )
+    TruncationCorrelationRow::to_batch(&[TruncationCorrelationRow {
+        lane: "routed".into(),
+        completion_cap: 1024,
+        n_configurations: 2,
+        pearson_r: Some(-1.0),
+        spearman_rho: Some(-1.0),
+        never_truncating: 1,
+        never_truncating_v_effect_min_pp: Some(2.777_777_777_777_778),
+        never_truncating_v_effect_max_pp: Some(2.777_777_777_777_778),
+    }])
+    .unwrap_or_else(|e| panic!("{e}"))
 }
 
 fn strata() -> RecordBatch {
-    build(
-        TableBuilder::new()
-            .text("lane", ["routed", "routed"])
-            .u32("completion_cap", [1024, 1024])
-            .text("configuration", ["all", "sim-a"])
-            .text("organization", ["all", "Org A"])
-            .u32("pairs", [288, 144])
-            .f64("total_effect_pp", [-17.36, -37.5])
-            .u32("pairs_neither_truncated", [231, 87])
-            .f64("neither_truncated_effect_pp", [-1.5, -4.6])
-            .u32("truncated_failures_8", [2, 2])
-            .u32("truncated_failures_128", [55, 55])
-            .u32("truncated_failures_both", [1, 1])
-            .f64("bound_independent_low_pp", [-18.06, -38.9])
-            .f64("bound_independent_high_pp", [1.74, 0.7])
-            .f64("bound_alike_low_pp", [-17.71, -38.2])
-            .f64("bound_alike_high_pp", [1.39, 0.0]),
-        "strata",
-    )
+    let row = |configuration: &str, organization: &str| StrataRow {
+        lane: "routed".into(),
+        completion_cap: 1024,
+        configuration: configuration.into(),
+        organization: organization.into(),
+        pairs: 0,
+        total_effect_pp: 0.0,
+        pairs_neither_truncated: 0,
+        neither_truncated_effect_pp: None,
+        truncated_failures_8: 2,
+        truncated_failures_128: 55,
+        truncated_failures_both: 1,
+        bound_independent_low_pp: 0.0,
+        bound_independent_high_pp: 0.0,
+        bound_alike_low_pp: 0.0,
+        bound_alike_high_pp: 0.0,
+    };
+    StrataRow::to_batch(&[
+        StrataRow {
+            pairs: 288,
+            total_effect_pp: -17.36,
+            pairs_neither_truncated: 231,
+            neither_truncated_effect_pp: Some(-1.5),
+            bound_independent_low_pp: -18.06,
+            bound_independent_high_pp: 1.74,
+            bound_alike_low_pp: -17.71,
+            bound_alike_high_pp: 1.39,
+            ..row("all", "all")
+        },
+        StrataRow {
+            pairs: 144,
+            total_effect_pp: -37.5,
+            pairs_neither_truncated: 87,
+            neither_truncated_effect_pp: Some(-4.6),
+            bound_independent_low_pp: -38.9,
+            bound_independent_high_pp: 0.7,
+            bound_alike_low_pp: -38.2,
+            bound_alike_high_pp: 0.0,
+            ..row("sim-a", "Org A")
+        },
+    ])
+    .unwrap_or_else(|e| panic!("{e}"))
 }
 
 fn lanes() -> RecordBatch {
-    let scopes = ["all", "v=128"];
-    build(
-        TableBuilder::new()
-            .u32("completion_cap", [1024, 1024])
-            .text("scope", scopes)
-            .text("cluster_unit", ["family", "family"])
-            .u32("n_clusters", [36, 36])
-            .u32("n_units", [72, 72])
-            .u32("pairs", [864, 288])
-            .u32("unpaired_routed", [0, 0])
-            .u32("unpaired_fixed", [0, 0])
-            .f64("routed_vts", [0.85, 0.7])
-            .f64("fixed_vts", [0.826, 0.64])
-            .f64("estimate_pp", [2.4, 6.0])
-            .f64("ci_low_pp", [1.1, 2.0])
-            .f64("ci_high_pp", [3.8, 10.0])
-            .f64("p_value", [1e-4, 0.004])
-            .f64("p_floor", [1e-4, 1e-4])
-            .u32("draws", [10_000, 10_000])
-            .u64("seed", [1, 1])
-            .u64("draw_seed", [2, 3])
-            .f64("routed_tokens_per_episode", [12_000.4, 30_000.0])
-            .f64("fixed_tokens_per_episode", [16_699.6, 52_000.0])
-            .f64("fixed_extra_tokens_per_episode", [4_699.2, 22_000.0])
-            .f64("routed_schema_exposures_per_episode", [30.0, 146.0])
-            .f64("fixed_schema_exposures_per_episode", [77.7, 512.0])
-            .f64("fixed_extra_schema_exposures_per_episode", [47.7, 366.0]),
-        "lanes",
-    )
+    let row = LanesRow {
+        completion_cap: 1024,
+        scope: "all".into(),
+        cluster_unit: ClusterUnit::Family,
+        n_clusters: 36,
+        n_units: 72,
+        pairs: 864,
+        unpaired_routed: 0,
+        unpaired_fixed: 0,
+        routed_vts: 0.85,
+        fixed_vts: 0.826,
+        estimate_pp: 2.4,
+        ci_low_pp: 1.1,
+        ci_high_pp: 3.8,
+        p_value: 1e-4,
+        p_floor: 1e-4,
+        draws: 10_000,
+        seed: 1,
+        draw_seed: 2,
+        routed_tokens_per_episode: 12_000.4,
+        fixed_tokens_per_episode: 16_699.6,
+        fixed_extra_tokens_per_episode: 4_699.2,
+        routed_schema_exposures_per_episode: 30.0,
+        fixed_schema_exposures_per_episode: 77.7,
+        fixed_extra_schema_exposures_per_episode: 47.7,
+    };
+    let v128 = LanesRow {
+        scope: "v=128".into(),
+        pairs: 288,
+        routed_vts: 0.7,
+        fixed_vts: 0.64,
+        estimate_pp: 6.0,
+        ci_low_pp: 2.0,
+        ci_high_pp: 10.0,
+        p_value: 0.004,
+        draw_seed: 3,
+        routed_tokens_per_episode: 30_000.0,
+        fixed_tokens_per_episode: 52_000.0,
+        fixed_extra_tokens_per_episode: 22_000.0,
+        routed_schema_exposures_per_episode: 146.0,
+        fixed_schema_exposures_per_episode: 512.0,
+        fixed_extra_schema_exposures_per_episode: 366.0,
+        ..row.clone()
+    };
+    LanesRow::to_batch(&[row, v128]).unwrap_or_else(|e| panic!("{e}"))
 }
 
 fn cost_row(configuration: &str, organization: &str) -> CostsRow {
@@ -366,36 +388,53 @@ fn costs() -> RecordBatch {
 }
 
 fn first_responses() -> RecordBatch {
-    build(
-        TableBuilder::new()
-            .u32("completion_cap", [1024, 1024, 1024])
-            .text("configuration", ["all", "sim-a", "sim-b"])
-            .text("organization", ["all", "Org A", "Org B"])
-            .u32("visible_schemas", [128, 128, 128])
-            .u32("configurations", [2, 1, 1])
-            .u32("first_responses", [576, 288, 288])
-            .u32("infra_failed", [1, 1, 0])
-            .u32("cut", [60, 60, 0])
-            .f64_opt(
-                "cut_share",
-                [Some(60.0 / 576.0), Some(60.0 / 288.0), Some(0.0)],
-            )
-            .u32("reasoning_only", [45, 45, 0])
-            .f64_opt("reasoning_only_share", [Some(0.75), Some(0.75), None])
-            .u32("cut_in_tool_call", [10, 10, 0])
-            .f64_opt(
-                "cut_in_tool_call_share",
-                [Some(10.0 / 60.0), Some(10.0 / 60.0), None],
-            )
-            .u32("cut_in_text", [4, 4, 0])
-            .f64_opt(
-                "cut_in_text_share",
-                [Some(4.0 / 60.0), Some(4.0 / 60.0), None],
-            )
-            .u32("cut_empty", [1, 1, 0])
-            .u32("never_truncating", [1, 0, 1]),
-        "first_responses",
-    )
+    let all = FirstResponsesRow {
+        completion_cap: 1024,
+        configuration: "all".into(),
+        organization: "all".into(),
+        visible_schemas: 128,
+        configurations: 2,
+        first_responses: 576,
+        infra_failed: 1,
+        cut: 60,
+        cut_share: Some(60.0 / 576.0),
+        reasoning_only: 45,
+        reasoning_only_share: Some(0.75),
+        cut_in_tool_call: 10,
+        cut_in_tool_call_share: Some(10.0 / 60.0),
+        cut_in_text: 4,
+        cut_in_text_share: Some(4.0 / 60.0),
+        cut_empty: 1,
+        never_truncating: 1,
+    };
+    let sim_a = FirstResponsesRow {
+        configuration: "sim-a".into(),
+        organization: "Org A".into(),
+        configurations: 1,
+        first_responses: 288,
+        cut_share: Some(60.0 / 288.0),
+        never_truncating: 0,
+        ..all.clone()
+    };
+    let sim_b = FirstResponsesRow {
+        configuration: "sim-b".into(),
+        organization: "Org B".into(),
+        configurations: 1,
+        first_responses: 288,
+        infra_failed: 0,
+        cut: 0,
+        cut_share: Some(0.0),
+        reasoning_only: 0,
+        reasoning_only_share: None,
+        cut_in_tool_call: 0,
+        cut_in_tool_call_share: None,
+        cut_in_text: 0,
+        cut_in_text_share: None,
+        cut_empty: 0,
+        never_truncating: 1,
+        ..all.clone()
+    };
+    FirstResponsesRow::to_batch(&[all, sim_a, sim_b]).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// Every table the report reads.
@@ -544,7 +583,7 @@ fn absent_tables_become_one_line_notes() {
 }
 
 #[test]
-fn a_missing_column_is_an_error_naming_table_and_column() {
+fn a_table_of_another_layout_is_an_error_naming_table_and_column() {
     let mut tables = full_study();
     tables.insert(
         "strata".into(),
@@ -556,13 +595,11 @@ fn a_missing_column_is_an_error_naming_table_and_column() {
         ),
     );
     match render("s", &tables, &[]) {
-        Err(ReportError::MissingColumn { table, column }) => {
-            assert_eq!(
-                (table.as_str(), column.as_str()),
-                ("strata", "configuration")
-            );
+        Err(ReportError::Layout(tbb_tables::StoreError::Layout { table, detail })) => {
+            assert_eq!(table, "strata");
+            assert!(detail.contains("configuration"), "{detail}");
         }
-        other => panic!("expected a missing column, got {other:?}"),
+        other => panic!("expected a layout error, got {other:?}"),
     }
 }
 
@@ -769,22 +806,31 @@ fn render_a_directory() {
 /// a study without the table.
 #[test]
 fn the_cap_study_section_shows_the_rule_reading_and_what_runs() {
-    let strata = build(
-        TableBuilder::new()
-            .text("configuration", ["heavy", "mild", "null", "other"])
-            .u32("upstream_episodes", [144, 144, 144, 144])
-            .u32("upstream_truncated", [72, 14, 0, 0])
-            .f64_opt(
-                "truncated_share",
-                [Some(0.5), Some(14.0 / 144.0), Some(0.0), Some(0.0)],
-            )
-            .f64_opt("v_effect_pp", [Some(-40.0), Some(-9.5), Some(1.4), None])
-            .text_opt("stratum", [Some("B"), Some("M"), Some("N"), None])
-            .u32_opt("candidate_rank", [Some(1), Some(1), Some(1), None])
-            .bool("selected", [true, true, true, false])
-            .bool("in_study", [true, true, true, false]),
-        "sweep_strata",
-    );
+    let row = |configuration: &str, truncated: u32, v_effect_pp: Option<f64>| SweepStrataRow {
+        configuration: configuration.into(),
+        upstream_episodes: 144,
+        upstream_truncated: truncated,
+        truncated_share: Some(f64::from(truncated) / 144.0),
+        v_effect_pp,
+        stratum: None,
+        candidate_rank: None,
+        selected: false,
+        in_study: false,
+    };
+    let chosen = |stratum: TruncationStratum, r: SweepStrataRow| SweepStrataRow {
+        stratum: Some(stratum),
+        candidate_rank: Some(1),
+        selected: true,
+        in_study: true,
+        ..r
+    };
+    let strata = SweepStrataRow::to_batch(&[
+        chosen(TruncationStratum::B, row("heavy", 72, Some(-40.0))),
+        chosen(TruncationStratum::M, row("mild", 14, Some(-9.5))),
+        chosen(TruncationStratum::N, row("null", 0, Some(1.4))),
+        row("other", 0, None),
+    ])
+    .unwrap_or_else(|e| panic!("{e}"));
     let tables = BTreeMap::from([("sweep_strata".to_string(), strata)]);
     let r = rendered(&tables);
     for line in [

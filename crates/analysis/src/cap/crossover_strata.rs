@@ -15,6 +15,8 @@ use serde::{Deserialize, Serialize};
 
 use super::strata_rule::{is_null, preflight, run, Rule, INPUTS, SEED};
 use crate::{AnalysisError, Context, Input, Produced, Typed};
+use tbb_tables::analyses::cap_strata::{CrossoverStrataRow, CrossoverStratum};
+use tbb_tables::TableRow;
 
 /// The crossover's strata.
 pub struct CrossoverStrata;
@@ -47,7 +49,7 @@ pub struct CrossoverParams {
 }
 
 /// The crossover's rule.
-pub fn rule(p: &CrossoverParams) -> Rule {
+pub fn rule(p: &CrossoverParams) -> Rule<CrossoverStratum> {
     let margin = p.null_margin_pp.unwrap_or(3.0);
     let loss = p.loss_pp.unwrap_or(8.0);
     Rule {
@@ -56,19 +58,19 @@ pub fn rule(p: &CrossoverParams) -> Rule {
             if e == 0 {
                 None
             } else if 5 * t >= e {
-                Some("B")
+                Some(CrossoverStratum::B)
             } else if 20 * t <= 3 * e && f.v_effect_pp.is_some_and(|v| v <= -loss) {
-                Some("S")
+                Some(CrossoverStratum::S)
             } else if is_null(f, margin) {
-                Some("N")
+                Some(CrossoverStratum::N)
             } else {
                 None
             }
         }),
         takes: vec![
-            ("B", Some(p.b.unwrap_or(2))),
-            ("S", Some(p.s.unwrap_or(1))),
-            ("N", Some(p.n.unwrap_or(1))),
+            (CrossoverStratum::B, Some(p.b.unwrap_or(2))),
+            (CrossoverStratum::S, Some(p.s.unwrap_or(1))),
+            (CrossoverStratum::N, Some(p.n.unwrap_or(1))),
         ],
         seed: p.seed.unwrap_or(SEED),
     }
@@ -79,7 +81,7 @@ impl Typed for CrossoverStrata {
     const NAME: &'static str = "crossover_strata";
     const VERSION: &'static str = "crossover_strata/1";
     const INPUTS: &'static [Input] = INPUTS;
-    const OUTPUTS: &'static [&'static str] = &["crossover_strata"];
+    const OUTPUTS: &'static [&'static str] = &[CrossoverStrataRow::TABLE];
 
     fn preflight(
         params: &CrossoverParams,
@@ -122,7 +124,7 @@ mod tests {
             ("n", 100, 0, Some(1.0)),
         ]);
         let placed = rule(&CrossoverParams::default()).place(&f);
-        let strata: Vec<Option<&str>> = placed.iter().map(|p| p.0).collect();
+        let strata: Vec<Option<&str>> = placed.iter().map(|p| p.0.map(|s| s.name())).collect();
         assert_eq!(
             strata,
             [
@@ -136,12 +138,19 @@ mod tests {
                 Some("N")
             ]
         );
-        let count = |s: &str| placed.iter().filter(|p| p.0 == Some(s) && p.2).count();
-        assert_eq!((count("B"), count("S"), count("N")), (2, 1, 1));
+        let count = |s: CrossoverStratum| placed.iter().filter(|p| p.0 == Some(s) && p.2).count();
+        assert_eq!(
+            (
+                count(CrossoverStratum::B),
+                count(CrossoverStratum::S),
+                count(CrossoverStratum::N)
+            ),
+            (2, 1, 1)
+        );
         // Ranks run 1.. within each stratum.
         let mut b_ranks: Vec<u32> = placed
             .iter()
-            .filter(|p| p.0 == Some("B"))
+            .filter(|p| p.0 == Some(CrossoverStratum::B))
             .filter_map(|p| p.1)
             .collect();
         b_ranks.sort_unstable();

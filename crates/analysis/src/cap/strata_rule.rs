@@ -37,16 +37,19 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use arrow_array::{Array, Float64Array, RecordBatch, StringArray, UInt32Array};
+use arrow_array::RecordBatch;
 
 use super::truncation_strata::upstream_counts;
 use crate::{AnalysisError, Context, Input, Output, Produced};
-use tbb_tables::TableBuilder;
+use tbb_tables::analyses::cap_strata::CapStrataRow;
+use tbb_tables::analyses::contrasts::ContrastsByConfigurationRow;
+use tbb_tables::analyses::truncation::TruncationRow;
+use tbb_tables::TableRow;
 
 /// The upstream truncation table.
-const TRUNCATION: &str = "truncation";
+const TRUNCATION: &str = TruncationRow::TABLE;
 /// The upstream per-configuration contrasts.
-const CONTRASTS: &str = "contrasts_by_configuration";
+const CONTRASTS: &str = ContrastsByConfigurationRow::TABLE;
 /// What both kinds read: this study's episodes (which configurations it ran) and the
 /// two upstream tables.
 pub(super) const INPUTS: &[Input] = &[
@@ -73,14 +76,15 @@ pub struct Facts {
 }
 
 /// How a rule places one configuration: its stratum, if any.
-pub(super) type Classify = Box<dyn Fn(&Facts) -> Option<&'static str>>;
+pub(super) type Classify<S> = Box<dyn Fn(&Facts) -> Option<S>>;
 
 /// A rule: how a configuration's facts place it, and how many of each stratum run
 /// (`None`: all of them).
-pub struct Rule {
-    pub(super) classify: Classify,
+/// `S` is the stratum level of the kind's table.
+pub struct Rule<S> {
+    pub(super) classify: Classify<S>,
     /// `(stratum, how many run)`, in the order the strata are listed.
-    pub takes: Vec<(&'static str, Option<u32>)>,
+    pub takes: Vec<(S, Option<u32>)>,
     pub(super) seed: u64,
 }
 
@@ -90,11 +94,15 @@ pub(super) fn is_null(f: &Facts, margin: f64) -> bool {
     f.truncated == 0 && f.v_effect_pp.is_some_and(|v| v.abs() <= margin)
 }
 
-impl Rule {
+/// Where a rule places one configuration: its stratum, its rank in its stratum's draw,
+/// and whether it runs.
+pub type Placement<S> = (Option<S>, Option<u32>, bool);
+
+impl<S: Copy + PartialEq> Rule<S> {
     /// Each configuration's stratum, its rank in its stratum's draw, and whether it
     /// runs; in the order given.
-    pub fn place(&self, facts: &[Facts]) -> Vec<(Option<&'static str>, Option<u32>, bool)> {
-        let strata: Vec<Option<&'static str>> = facts.iter().map(|f| (self.classify)(f)).collect();
+    pub fn place(&self, facts: &[Facts]) -> Vec<Placement<S>> {
+        let strata: Vec<Option<S>> = facts.iter().map(|f| (self.classify)(f)).collect();
         let mut placed = vec![(None, None, false); facts.len()];
         for (i, s) in strata.iter().enumerate() {
             placed[i].0 = *s;
@@ -126,14 +134,14 @@ pub(super) fn draw(seed: u64, configuration: &str) -> String {
 }
 
 /// The upstream configurations' facts and where the rule places each.
-type Placed = (Vec<Facts>, Vec<(Option<&'static str>, Option<u32>, bool)>);
+type Placed<S> = (Vec<Facts>, Vec<Placement<S>>);
 
-fn place(
+fn place<S: Copy + PartialEq>(
     kind: &'static str,
-    rule: &Rule,
+    rule: &Rule<S>,
     cap: Option<u32>,
     tables: &BTreeMap<String, RecordBatch>,
-) -> Result<Placed, AnalysisError> {
+) -> Result<Placed<S>, AnalysisError> {
     let cap = cap.unwrap_or(tbb_tables::levels::COMPLETION_CAP);
     let table = |name: &str| {
         tables.get(name).ok_or_else(|| AnalysisError::InputTable {
@@ -159,9 +167,9 @@ fn place(
 
 /// Why the study's configurations are not the rule's selection, naming the list to
 /// write; `None` when they are.
-fn mismatch(
+fn mismatch<S>(
     facts: &[Facts],
-    placed: &[(Option<&'static str>, Option<u32>, bool)],
+    placed: &[Placement<S>],
     in_study: &BTreeSet<&str>,
 ) -> Option<String> {
     let selected: BTreeSet<&str> = facts
@@ -190,9 +198,9 @@ fn mismatch(
 
 /// Why the study's configurations are not `rule`'s selection on the upstream
 /// tables (or why those tables cannot be read); `None` when they are.
-pub(super) fn preflight(
+pub(super) fn preflight<S: Copy + PartialEq>(
     kind: &'static str,
-    rule: &Rule,
+    rule: &Rule<S>,
     cap: Option<u32>,
     upstream: &BTreeMap<String, RecordBatch>,
     configurations: &BTreeSet<String>,
@@ -208,12 +216,15 @@ pub(super) fn preflight(
 
 /// The strata table of `kind`: every upstream configuration, its stratum, rank and
 /// whether it runs; an error when the study does not run exactly the selection.
-pub(super) fn run(
+pub(super) fn run<S: Copy + PartialEq>(
     kind: &'static str,
-    rule: &Rule,
+    rule: &Rule<S>,
     cap: Option<u32>,
     input: &Context<'_>,
-) -> Result<Produced, AnalysisError> {
+) -> Result<Produced, AnalysisError>
+where
+    CapStrataRow<S>: TableRow,
+{
     let (facts, placed) = place(kind, rule, cap, input.tables)?;
     let in_study: BTreeSet<&str> = input
         .episodes
@@ -226,31 +237,27 @@ pub(super) fn run(
             detail,
         });
     }
-    let batch = TableBuilder::new()
-        .text(
-            "configuration",
-            facts.iter().map(|f| f.configuration.as_str()),
-        )
-        .u32("upstream_episodes", facts.iter().map(|f| f.episodes))
-        .u32("upstream_truncated", facts.iter().map(|f| f.truncated))
-        .f64_opt(
-            "truncated_share",
-            facts
-                .iter()
-                .map(|f| (f.episodes > 0).then(|| f64::from(f.truncated) / f64::from(f.episodes))),
-        )
-        .f64_opt("v_effect_pp", facts.iter().map(|f| f.v_effect_pp))
-        .text_opt("stratum", placed.iter().map(|p| p.0))
-        .u32_opt("candidate_rank", placed.iter().map(|p| p.1))
-        .bool("selected", placed.iter().map(|p| p.2))
-        .bool(
-            "in_study",
-            facts
-                .iter()
-                .map(|f| in_study.contains(f.configuration.as_str())),
-        )
-        .build(kind)?;
-    Ok(vec![Output { table: kind, batch }].into())
+    let rows: Vec<CapStrataRow<S>> = facts
+        .iter()
+        .zip(placed)
+        .map(|(f, (stratum, candidate_rank, selected))| CapStrataRow {
+            configuration: f.configuration.clone(),
+            upstream_episodes: f.episodes,
+            upstream_truncated: f.truncated,
+            truncated_share: (f.episodes > 0)
+                .then(|| f64::from(f.truncated) / f64::from(f.episodes)),
+            v_effect_pp: f.v_effect_pp,
+            stratum,
+            candidate_rank,
+            selected,
+            in_study: in_study.contains(f.configuration.as_str()),
+        })
+        .collect();
+    Ok(vec![Output {
+        table: CapStrataRow::<S>::TABLE,
+        batch: CapStrataRow::<S>::to_batch(&rows)?,
+    }]
+    .into())
 }
 
 /// The V contrast (pp) by configuration on the routed menu at `cap`, from an upstream
@@ -260,37 +267,17 @@ fn v_effects(
     table: &RecordBatch,
     cap: u32,
 ) -> Result<BTreeMap<String, f64>, AnalysisError> {
-    let bad = |detail: String| AnalysisError::InputTable {
-        analysis: kind,
-        table: CONTRASTS.into(),
-        detail,
-    };
-    let text = |name: &str| {
-        table
-            .column_by_name(name)
-            .and_then(|c| c.as_any().downcast_ref::<StringArray>())
-            .ok_or_else(|| bad(format!("no text column `{name}`")))
-    };
-    let (lanes, configs, contrasts) = (text("lane")?, text("configuration")?, text("contrast")?);
-    let caps = table
-        .column_by_name("completion_cap")
-        .and_then(|c| c.as_any().downcast_ref::<UInt32Array>())
-        .ok_or_else(|| bad("no u32 column `completion_cap`".into()))?;
-    let estimates = table
-        .column_by_name("estimate_pp")
-        .and_then(|c| c.as_any().downcast_ref::<Float64Array>())
-        .ok_or_else(|| bad("no float column `estimate_pp`".into()))?;
-    let mut out = BTreeMap::new();
-    for i in 0..table.num_rows() {
-        if lanes.value(i) == LANE
-            && caps.value(i) == cap
-            && contrasts.value(i) == "v"
-            && estimates.is_valid(i)
-        {
-            out.insert(configs.value(i).to_string(), estimates.value(i));
-        }
-    }
-    Ok(out)
+    let rows =
+        ContrastsByConfigurationRow::from_batch(table).map_err(|e| AnalysisError::InputTable {
+            analysis: kind,
+            table: CONTRASTS.into(),
+            detail: e.to_string(),
+        })?;
+    Ok(rows
+        .into_iter()
+        .filter(|r| r.lane == LANE && r.completion_cap == cap && r.contrast == "v")
+        .map(|r| (r.configuration, r.estimate_pp))
+        .collect())
 }
 
 /// Hand-built facts for the kinds' rule tests.

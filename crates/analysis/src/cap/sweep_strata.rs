@@ -16,6 +16,9 @@ use serde::{Deserialize, Serialize};
 use super::strata_rule::{is_null, preflight, run, Rule, INPUTS, SEED};
 use super::truncation_strata::stratum;
 use crate::{AnalysisError, Context, Input, Produced, Typed};
+use tbb_tables::analyses::cap_strata::SweepStrataRow;
+use tbb_tables::analyses::truncation_strata::TruncationStratum;
+use tbb_tables::TableRow;
 
 /// The sweep's strata.
 pub struct SweepStrata;
@@ -42,19 +45,19 @@ pub struct SweepParams {
 }
 
 /// The sweep's rule.
-pub fn rule(p: &SweepParams) -> Rule {
+pub fn rule(p: &SweepParams) -> Rule<TruncationStratum> {
     let margin = p.null_margin_pp.unwrap_or(3.0);
     Rule {
         // The truncation strata are `truncation_strata`'s; N also asks for a V
         // effect near zero.
         classify: Box::new(move |f| match stratum(f.episodes, f.truncated) {
-            Some("N") => is_null(f, margin).then_some("N"),
+            Some(TruncationStratum::N) => is_null(f, margin).then_some(TruncationStratum::N),
             other => other,
         }),
         takes: vec![
-            ("B", None),
-            ("M", Some(p.m.unwrap_or(1))),
-            ("N", Some(p.n.unwrap_or(1))),
+            (TruncationStratum::B, None),
+            (TruncationStratum::M, Some(p.m.unwrap_or(1))),
+            (TruncationStratum::N, Some(p.n.unwrap_or(1))),
         ],
         seed: p.seed.unwrap_or(SEED),
     }
@@ -65,7 +68,7 @@ impl Typed for SweepStrata {
     const NAME: &'static str = "sweep_strata";
     const VERSION: &'static str = "sweep_strata/1";
     const INPUTS: &'static [Input] = INPUTS;
-    const OUTPUTS: &'static [&'static str] = &["sweep_strata"];
+    const OUTPUTS: &'static [&'static str] = &[SweepStrataRow::TABLE];
 
     fn preflight(
         params: &SweepParams,
@@ -109,7 +112,7 @@ mod tests {
             ("none", 0, 0, Some(0.0)),
         ]);
         let placed = rule(&SweepParams::default()).place(&f);
-        let strata: Vec<Option<&str>> = placed.iter().map(|p| p.0).collect();
+        let strata: Vec<Option<&str>> = placed.iter().map(|p| p.0.map(|s| s.name())).collect();
         assert_eq!(
             strata,
             [

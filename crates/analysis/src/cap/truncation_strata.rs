@@ -26,16 +26,18 @@
 
 use std::collections::BTreeMap;
 
-use arrow_array::{Array, RecordBatch, StringArray, UInt32Array};
+use arrow_array::RecordBatch;
 use serde::{Deserialize, Serialize};
 
 use crate::{AnalysisError, Context, Input, Output, Produced, Typed};
-use tbb_tables::TableBuilder;
+use tbb_tables::analyses::truncation::TruncationRow;
+use tbb_tables::analyses::truncation_strata::{TruncationStrataRow, TruncationStratum};
+use tbb_tables::TableRow;
 
 /// Name in error messages.
 const KIND: &str = "truncation_strata";
 /// The upstream table it reads.
-const TABLE: &str = "truncation";
+const TABLE: &str = TruncationRow::TABLE;
 
 /// The `truncation_strata` analysis kind.
 pub struct TruncationStrata;
@@ -70,7 +72,7 @@ impl Typed for TruncationStrata {
     const NAME: &'static str = KIND;
     const VERSION: &'static str = "truncation_strata/1";
     const INPUTS: &'static [Input] = &[Input::Episodes, Input::Table(TABLE)];
-    const OUTPUTS: &'static [&'static str] = &["truncation_strata"];
+    const OUTPUTS: &'static [&'static str] = &[TruncationStrataRow::TABLE];
 
     fn run(params: &Params, input: &Context<'_>) -> Result<Produced, AnalysisError> {
         let lane = match params.lane.unwrap_or(Lane::Routed) {
@@ -93,70 +95,46 @@ impl Typed for TruncationStrata {
         for row in input.episodes {
             configurations.insert(&row.configuration, &row.organization);
         }
-        let rows: Vec<Row> = configurations
+        let rows: Vec<TruncationStrataRow> = configurations
             .iter()
             .map(|(&configuration, &organization)| {
                 let counts = upstream.get(configuration).copied();
-                Row {
-                    configuration,
-                    organization,
-                    counts,
+                TruncationStrataRow {
+                    configuration: configuration.into(),
+                    organization: organization.into(),
+                    lane: lane.into(),
+                    completion_cap: cap,
+                    v: V,
+                    upstream_episodes: counts.map(|c| c.0),
+                    upstream_truncated: counts.map(|c| c.1),
+                    truncated_share: counts
+                        .filter(|c| c.0 > 0)
+                        .map(|(e, t)| f64::from(t) / f64::from(e)),
                     stratum: counts.and_then(|(episodes, truncated)| stratum(episodes, truncated)),
                 }
             })
             .collect();
-        let batch = TableBuilder::new()
-            .text("configuration", rows.iter().map(|r| r.configuration))
-            .text("organization", rows.iter().map(|r| r.organization))
-            .text("lane", rows.iter().map(|_| lane))
-            .u32("completion_cap", rows.iter().map(|_| cap))
-            .u32("v", rows.iter().map(|_| V))
-            .u32_opt(
-                "upstream_episodes",
-                rows.iter().map(|r| r.counts.map(|c| c.0)),
-            )
-            .u32_opt(
-                "upstream_truncated",
-                rows.iter().map(|r| r.counts.map(|c| c.1)),
-            )
-            .f64_opt(
-                "truncated_share",
-                rows.iter().map(|r| {
-                    r.counts
-                        .filter(|c| c.0 > 0)
-                        .map(|(e, t)| f64::from(t) / f64::from(e))
-                }),
-            )
-            .text_opt("stratum", rows.iter().map(|r| r.stratum))
-            .build("truncation_strata")?;
         Ok(vec![Output {
-            table: "truncation_strata",
-            batch,
+            table: TruncationStrataRow::TABLE,
+            batch: TruncationStrataRow::to_batch(&rows)?,
         }]
         .into())
     }
 }
 
-struct Row<'a> {
-    configuration: &'a str,
-    organization: &'a str,
-    counts: Option<(u32, u32)>,
-    stratum: Option<&'static str>,
-}
-
 /// The sweep's stratum of `truncated` of `episodes`: B at 20 % or more, M from 5 % to
 /// below 20 %, N with none truncated, `None` otherwise (no episode, or above 0 and
 /// below 5 %).
-pub fn stratum(episodes: u32, truncated: u32) -> Option<&'static str> {
+pub fn stratum(episodes: u32, truncated: u32) -> Option<TruncationStratum> {
     let (e, t) = (u64::from(episodes), u64::from(truncated));
     if e == 0 {
         None
     } else if 5 * t >= e {
-        Some("B")
+        Some(TruncationStratum::B)
     } else if 20 * t >= e {
-        Some("M")
+        Some(TruncationStratum::M)
     } else if t == 0 {
-        Some("N")
+        Some(TruncationStratum::N)
     } else {
         None
     }
@@ -170,38 +148,23 @@ pub(crate) fn upstream_counts(
     lane: &str,
     cap: u32,
 ) -> Result<BTreeMap<String, (u32, u32)>, AnalysisError> {
-    let bad = |detail: String| AnalysisError::InputTable {
+    let rows = TruncationRow::from_batch(table).map_err(|e| AnalysisError::InputTable {
         analysis,
         table: TABLE.into(),
-        detail,
-    };
-    let text = |name: &str| {
-        table
-            .column_by_name(name)
-            .and_then(|c| c.as_any().downcast_ref::<StringArray>())
-            .ok_or_else(|| bad(format!("no text column `{name}`")))
-    };
-    let int = |name: &str| {
-        table
-            .column_by_name(name)
-            .and_then(|c| c.as_any().downcast_ref::<UInt32Array>())
-            .ok_or_else(|| bad(format!("no u32 column `{name}`")))
-    };
-    let (lanes, configs) = (text("lane")?, text("configuration")?);
-    let (caps, vs) = (int("completion_cap")?, int("v")?);
-    let (episodes, truncated) = (int("episodes")?, int("truncated")?);
+        detail: e.to_string(),
+    })?;
     let mut out = BTreeMap::new();
-    for i in 0..table.num_rows() {
-        let config = configs.value(i);
-        if lanes.value(i) != lane
-            || caps.value(i) != cap
-            || vs.value(i) != V
+    for row in &rows {
+        let config = row.configuration.as_str();
+        if row.lane != lane
+            || row.completion_cap != cap
+            || row.v != V
             || config == crate::capacity::truncation::ALL
         {
             continue;
         }
         if out
-            .insert(config.to_string(), (episodes.value(i), truncated.value(i)))
+            .insert(config.to_string(), (row.episodes, row.truncated))
             .is_some()
         {
             return Err(AnalysisError::Inconsistent {
@@ -219,20 +182,21 @@ pub(crate) fn upstream_counts(
 mod tests {
     use super::*;
     use crate::common::design::testing::unit;
-    use arrow_array::Float64Array;
+    use arrow_array::{Array, Float64Array, StringArray};
 
     #[test]
     fn the_sweep_rule_at_its_boundaries() {
         // B opens at exactly 20 %, M at exactly 5 %; N is no truncation at all.
-        assert_eq!(stratum(100, 20), Some("B"));
-        assert_eq!(stratum(5, 1), Some("B"));
-        assert_eq!(stratum(100, 100), Some("B"));
-        assert_eq!(stratum(100, 19), Some("M"));
-        assert_eq!(stratum(100, 5), Some("M"));
-        assert_eq!(stratum(20, 1), Some("M"));
+        use TruncationStratum::{B, M, N};
+        assert_eq!(stratum(100, 20), Some(B));
+        assert_eq!(stratum(5, 1), Some(B));
+        assert_eq!(stratum(100, 100), Some(B));
+        assert_eq!(stratum(100, 19), Some(M));
+        assert_eq!(stratum(100, 5), Some(M));
+        assert_eq!(stratum(20, 1), Some(M));
         assert_eq!(stratum(100, 4), None);
         assert_eq!(stratum(21, 1), None, "1/21 = 4.8 % is below M");
-        assert_eq!(stratum(100, 0), Some("N"));
+        assert_eq!(stratum(100, 0), Some(N));
         assert_eq!(stratum(0, 0), None);
     }
 
@@ -247,15 +211,27 @@ mod tests {
             ("fixed", 1024, "clean", 128, 20, 20),
             ("routed", 4096, "clean", 128, 20, 20),
         ];
-        TableBuilder::new()
-            .text("lane", rows.iter().map(|r| r.0))
-            .u32("completion_cap", rows.iter().map(|r| r.1))
-            .text("configuration", rows.iter().map(|r| r.2))
-            .u32("v", rows.iter().map(|r| r.3))
-            .u32("episodes", rows.iter().map(|r| r.4))
-            .u32("truncated", rows.iter().map(|r| r.5))
-            .build("truncation")
-            .unwrap_or_else(|e| panic!("{e}"))
+        let rows: Vec<TruncationRow> = rows
+            .iter()
+            .map(
+                |&(lane, cap, configuration, v, episodes, truncated)| TruncationRow {
+                    lane: lane.into(),
+                    completion_cap: cap,
+                    configuration: configuration.into(),
+                    organization: configuration.into(),
+                    v,
+                    n_cells: 4,
+                    episodes,
+                    successes: episodes - truncated,
+                    vts_rate: 0.0,
+                    truncated,
+                    truncated_share: 0.0,
+                    truncated_before_first_call: 0,
+                    truncated_before_first_call_share: None,
+                },
+            )
+            .collect();
+        TruncationRow::to_batch(&rows).unwrap_or_else(|e| panic!("{e}"))
     }
 
     #[test]
@@ -317,7 +293,7 @@ mod tests {
     fn a_table_without_the_columns_is_an_input_error() {
         let tables = BTreeMap::from([(
             TABLE.to_string(),
-            TableBuilder::new()
+            tbb_tables::TableBuilder::new()
                 .text("lane", ["routed"])
                 .build("truncation")
                 .unwrap_or_else(|e| panic!("{e}")),

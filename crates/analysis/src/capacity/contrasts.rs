@@ -41,8 +41,11 @@
 
 use crate::common::stats::{Bootstrap, ClusterUnit};
 use crate::{Context, Design, ParamProblem, Produced, Typed};
+use tbb_tables::analyses::contrasts::{
+    ContrastsByConfigurationRow, ContrastsRow, ContrastsSignFlipRow,
+};
 use tbb_tables::rows::EpisodeRow;
-use tbb_tables::TableBuilder;
+use tbb_tables::TableRow;
 
 use crate::common::design::{self, CellMeans, Contrast, Stratum};
 use crate::common::stats::{self, ClusterTotals, Interval, Settings};
@@ -61,9 +64,9 @@ impl Typed for Contrasts {
     const NAME: &'static str = KIND;
     const VERSION: &'static str = "contrasts/1";
     const OUTPUTS: &'static [&'static str] = &[
-        "contrasts",
-        "contrasts_sign_flip",
-        "contrasts_by_configuration",
+        ContrastsRow::TABLE,
+        ContrastsSignFlipRow::TABLE,
+        ContrastsByConfigurationRow::TABLE,
     ];
 
     fn check(params: &Bootstrap) -> Vec<ParamProblem> {
@@ -79,39 +82,21 @@ impl Typed for Contrasts {
     }
 }
 
-/// How units are weighted in a contrast's mean.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Weighting {
-    /// Every family × configuration unit once.
-    Unit,
-    /// Every organization once, every unit once within its organization.
-    OrganizationEqual,
-}
+/// How units are weighted in a contrast's mean (the level lives with the tables'
+/// rows; its weights are computed here).
+pub use tbb_tables::analyses::contrasts::Weighting;
 
-impl Weighting {
-    /// Both, unit first.
-    pub const ALL: [Weighting; 2] = [Weighting::Unit, Weighting::OrganizationEqual];
-
-    /// The name in tables.
-    pub fn name(self) -> &'static str {
-        match self {
-            Weighting::Unit => "unit",
-            Weighting::OrganizationEqual => "organization_equal",
-        }
-    }
-
-    /// The weight of each unit.
-    pub fn weights(self, means: &CellMeans) -> Vec<f64> {
-        match self {
-            Weighting::Unit => vec![1.0; means.units.len()],
-            Weighting::OrganizationEqual => {
-                let orgs: Vec<&str> = means
-                    .units
-                    .iter()
-                    .map(|u| u.organization.as_str())
-                    .collect();
-                stats::equal_group_weights(&orgs)
-            }
+/// The weight of each unit of `means` under `weighting`.
+pub fn unit_weights(weighting: Weighting, means: &CellMeans) -> Vec<f64> {
+    match weighting {
+        Weighting::Unit => vec![1.0; means.units.len()],
+        Weighting::OrganizationEqual => {
+            let orgs: Vec<&str> = means
+                .units
+                .iter()
+                .map(|u| u.organization.as_str())
+                .collect();
+            stats::equal_group_weights(&orgs)
         }
     }
 }
@@ -159,7 +144,7 @@ pub fn bootstrap_contrasts(
     draws: u32,
     seed: u64,
 ) -> Vec<ContrastResult> {
-    let weights = weighting.weights(means);
+    let weights = unit_weights(weighting, means);
     let cap = means.stratum.completion_cap.to_string();
     let mut out = Vec::with_capacity(units.len() * Contrast::ALL.len());
     for &unit in units {
@@ -235,7 +220,7 @@ pub fn sign_flips(
     weighting: Weighting,
     units: &[ClusterUnit],
 ) -> Vec<SignFlipResult> {
-    let weights = weighting.weights(means);
+    let weights = unit_weights(weighting, means);
     let mut out = Vec::new();
     for &unit in units {
         let keys: Vec<&str> = means.units.iter().map(|u| u.cluster(unit)).collect();
@@ -391,102 +376,99 @@ pub fn run(analysis: &Bootstrap, episodes: &[EpisodeRow]) -> Result<Vec<Output>,
     }
     Ok(vec![
         Output {
-            table: "contrasts",
-            batch: contrasts_table(&boot, settings.seed)?,
+            table: ContrastsRow::TABLE,
+            batch: ContrastsRow::to_batch(&contrasts_rows(&boot, settings.seed))?,
         },
         Output {
-            table: "contrasts_sign_flip",
-            batch: sign_flip_table(&flips)?,
+            table: ContrastsSignFlipRow::TABLE,
+            batch: ContrastsSignFlipRow::to_batch(&sign_flip_rows(&flips))?,
         },
         Output {
-            table: "contrasts_by_configuration",
-            batch: configuration_table(&configs, settings.seed)?,
+            table: ContrastsByConfigurationRow::TABLE,
+            batch: ContrastsByConfigurationRow::to_batch(&configuration_rows(
+                &configs,
+                settings.seed,
+            ))?,
         },
     ])
 }
 
-fn contrasts_table(
-    rows: &[ContrastResult],
-    seed: u64,
-) -> Result<arrow_array::RecordBatch, AnalysisError> {
-    Ok(TableBuilder::new()
-        .text("analysis", rows.iter().map(|_| ANALYSIS))
-        .text("lane", rows.iter().map(|r| &r.stratum.lane))
-        .u32(
-            "completion_cap",
-            rows.iter().map(|r| r.stratum.completion_cap),
-        )
-        .text("weighting", rows.iter().map(|r| r.weighting.name()))
-        .text("contrast", rows.iter().map(|r| r.contrast.name()))
-        .text("label", rows.iter().map(|r| r.contrast.label()))
-        .text("cluster_unit", rows.iter().map(|r| r.cluster_unit.name()))
-        .u32("n_clusters", rows.iter().map(|r| r.n_clusters as u32))
-        .u32("n_units", rows.iter().map(|r| r.n_units as u32))
-        .f64("estimate_pp", rows.iter().map(|r| r.interval.estimate))
-        .f64("ci_low_pp", rows.iter().map(|r| r.interval.low))
-        .f64("ci_high_pp", rows.iter().map(|r| r.interval.high))
-        .f64("p_value", rows.iter().map(|r| r.interval.p_value))
-        .f64("p_floor", rows.iter().map(|r| r.interval.p_floor))
-        .f64("p_holm", rows.iter().map(|r| r.p_holm))
-        .u32("draws", rows.iter().map(|r| r.draws))
-        .u64("seed", rows.iter().map(|_| seed))
-        .u64("draw_seed", rows.iter().map(|r| r.draw_seed))
-        .build("contrasts")?)
+/// The `contrasts` rows of bootstrapped contrasts.
+fn contrasts_rows(results: &[ContrastResult], seed: u64) -> Vec<ContrastsRow> {
+    results
+        .iter()
+        .map(|r| ContrastsRow {
+            analysis: ANALYSIS.into(),
+            lane: r.stratum.lane.clone(),
+            completion_cap: r.stratum.completion_cap,
+            weighting: r.weighting,
+            contrast: r.contrast.name().into(),
+            label: r.contrast.label().into(),
+            cluster_unit: r.cluster_unit,
+            n_clusters: r.n_clusters as u32,
+            n_units: r.n_units as u32,
+            estimate_pp: r.interval.estimate,
+            ci_low_pp: r.interval.low,
+            ci_high_pp: r.interval.high,
+            p_value: r.interval.p_value,
+            p_floor: r.interval.p_floor,
+            p_holm: r.p_holm,
+            draws: r.draws,
+            seed,
+            draw_seed: r.draw_seed,
+        })
+        .collect()
 }
 
-fn sign_flip_table(rows: &[SignFlipResult]) -> Result<arrow_array::RecordBatch, AnalysisError> {
-    Ok(TableBuilder::new()
-        .text("analysis", rows.iter().map(|_| ANALYSIS))
-        .text("lane", rows.iter().map(|r| &r.stratum.lane))
-        .u32(
-            "completion_cap",
-            rows.iter().map(|r| r.stratum.completion_cap),
-        )
-        .text("weighting", rows.iter().map(|r| r.weighting.name()))
-        .text("contrast", rows.iter().map(|r| r.contrast.name()))
-        .text("cluster_unit", rows.iter().map(|r| r.cluster_unit.name()))
-        .u32("n_clusters", rows.iter().map(|r| r.n_clusters as u32))
-        .u32("n_units", rows.iter().map(|r| r.n_units as u32))
-        .f64("estimate_pp", rows.iter().map(|r| r.estimate))
-        .u64("assignments", rows.iter().map(|r| 1u64 << r.n_clusters))
-        .f64("p_value", rows.iter().map(|r| r.p_value))
-        .f64(
-            "p_floor",
-            rows.iter().map(|r| stats::sign_flip_floor(r.n_clusters)),
-        )
-        .f64("p_holm", rows.iter().map(|r| r.p_holm))
-        .build("contrasts_sign_flip")?)
+/// The `contrasts_sign_flip` rows of exact tests.
+fn sign_flip_rows(results: &[SignFlipResult]) -> Vec<ContrastsSignFlipRow> {
+    results
+        .iter()
+        .map(|r| ContrastsSignFlipRow {
+            analysis: ANALYSIS.into(),
+            lane: r.stratum.lane.clone(),
+            completion_cap: r.stratum.completion_cap,
+            weighting: r.weighting,
+            contrast: r.contrast.name().into(),
+            cluster_unit: r.cluster_unit,
+            n_clusters: r.n_clusters as u32,
+            n_units: r.n_units as u32,
+            estimate_pp: r.estimate,
+            assignments: 1u64 << r.n_clusters,
+            p_value: r.p_value,
+            p_floor: stats::sign_flip_floor(r.n_clusters),
+            p_holm: r.p_holm,
+        })
+        .collect()
 }
 
-fn configuration_table(
-    rows: &[ConfigurationResult],
+/// The `contrasts_by_configuration` rows of per-configuration contrasts.
+fn configuration_rows(
+    results: &[ConfigurationResult],
     seed: u64,
-) -> Result<arrow_array::RecordBatch, AnalysisError> {
-    Ok(TableBuilder::new()
-        .text("analysis", rows.iter().map(|_| ANALYSIS))
-        .text("lane", rows.iter().map(|r| &r.stratum.lane))
-        .u32(
-            "completion_cap",
-            rows.iter().map(|r| r.stratum.completion_cap),
-        )
-        .text("configuration", rows.iter().map(|r| &r.configuration))
-        .text("organization", rows.iter().map(|r| &r.organization))
-        .text("contrast", rows.iter().map(|r| r.contrast.name()))
-        .text("label", rows.iter().map(|r| r.contrast.label()))
-        .text(
-            "cluster_unit",
-            rows.iter().map(|_| ClusterUnit::Family.name()),
-        )
-        .u32("n_units", rows.iter().map(|r| r.n_units as u32))
-        .f64("estimate_pp", rows.iter().map(|r| r.interval.estimate))
-        .f64("ci_low_pp", rows.iter().map(|r| r.interval.low))
-        .f64("ci_high_pp", rows.iter().map(|r| r.interval.high))
-        .f64("p_value", rows.iter().map(|r| r.interval.p_value))
-        .f64("p_floor", rows.iter().map(|r| r.interval.p_floor))
-        .u32("draws", rows.iter().map(|r| r.draws))
-        .u64("seed", rows.iter().map(|_| seed))
-        .u64("draw_seed", rows.iter().map(|r| r.draw_seed))
-        .build("contrasts_by_configuration")?)
+) -> Vec<ContrastsByConfigurationRow> {
+    results
+        .iter()
+        .map(|r| ContrastsByConfigurationRow {
+            analysis: ANALYSIS.into(),
+            lane: r.stratum.lane.clone(),
+            completion_cap: r.stratum.completion_cap,
+            configuration: r.configuration.clone(),
+            organization: r.organization.clone(),
+            contrast: r.contrast.name().into(),
+            label: r.contrast.label().into(),
+            cluster_unit: ClusterUnit::Family,
+            n_units: r.n_units as u32,
+            estimate_pp: r.interval.estimate,
+            ci_low_pp: r.interval.low,
+            ci_high_pp: r.interval.high,
+            p_value: r.interval.p_value,
+            p_floor: r.interval.p_floor,
+            draws: r.draws,
+            seed,
+            draw_seed: r.draw_seed,
+        })
+        .collect()
 }
 
 #[cfg(test)]

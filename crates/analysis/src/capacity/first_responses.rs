@@ -48,8 +48,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::truncation::ALL;
 use crate::{AnalysisError, Context, Design, Input, NoParams, Output, Produced, Typed};
+use tbb_tables::analyses::first_responses::FirstResponsesRow;
 use tbb_tables::rows::RequestRow;
-use tbb_tables::TableBuilder;
+use tbb_tables::TableRow;
 
 /// Name in error messages and of the table.
 const KIND: &str = "first_responses";
@@ -66,7 +67,7 @@ impl Typed for FirstResponses {
     const VERSION: &'static str = "first_responses/1";
     // The episodes only name each configuration's organization.
     const INPUTS: &'static [Input] = &[Input::Requests, Input::Episodes];
-    const OUTPUTS: &'static [&'static str] = &[KIND];
+    const OUTPUTS: &'static [&'static str] = &[FirstResponsesRow::TABLE];
 
     fn needs(design: &Design) -> Option<String> {
         let has_128 = design
@@ -86,8 +87,12 @@ impl Typed for FirstResponses {
             .map(|e| (e.configuration.as_str(), e.organization.as_str()))
             .collect();
         let rows = count(input.requests)?;
-        let batch = table(&rows, &organizations)?;
-        Ok(vec![Output { table: KIND, batch }].into())
+        let batch = FirstResponsesRow::to_batch(&table_rows(&rows, &organizations))?;
+        Ok(vec![Output {
+            table: FirstResponsesRow::TABLE,
+            batch,
+        }]
+        .into())
     }
 }
 
@@ -213,10 +218,8 @@ fn share(num: u32, den: u32) -> Option<f64> {
     (den > 0).then(|| f64::from(num) / f64::from(den))
 }
 
-fn table(
-    rows: &[Counts],
-    organizations: &BTreeMap<&str, &str>,
-) -> Result<arrow_array::RecordBatch, AnalysisError> {
+/// The table's rows: each count with its organization and shares.
+fn table_rows(rows: &[Counts], organizations: &BTreeMap<&str, &str>) -> Vec<FirstResponsesRow> {
     let organization = |c: &Counts| -> String {
         if c.configuration == ALL {
             ALL.to_string()
@@ -226,37 +229,27 @@ fn table(
                 .map_or_else(String::new, std::string::ToString::to_string)
         }
     };
-    Ok(TableBuilder::new()
-        .u32("completion_cap", rows.iter().map(|r| r.completion_cap))
-        .text("configuration", rows.iter().map(|r| &r.configuration))
-        .text("organization", rows.iter().map(organization))
-        .u32("visible_schemas", rows.iter().map(|_| VISIBLE_SCHEMAS))
-        .u32("configurations", rows.iter().map(|r| r.configurations))
-        .u32("first_responses", rows.iter().map(|r| r.first_responses))
-        .u32("infra_failed", rows.iter().map(|r| r.infra_failed))
-        .u32("cut", rows.iter().map(|r| r.cut))
-        .f64_opt(
-            "cut_share",
-            rows.iter().map(|r| share(r.cut, r.first_responses)),
-        )
-        .u32("reasoning_only", rows.iter().map(|r| r.reasoning_only))
-        .f64_opt(
-            "reasoning_only_share",
-            rows.iter().map(|r| share(r.reasoning_only, r.cut)),
-        )
-        .u32("cut_in_tool_call", rows.iter().map(|r| r.cut_in_tool_call))
-        .f64_opt(
-            "cut_in_tool_call_share",
-            rows.iter().map(|r| share(r.cut_in_tool_call, r.cut)),
-        )
-        .u32("cut_in_text", rows.iter().map(|r| r.cut_in_text))
-        .f64_opt(
-            "cut_in_text_share",
-            rows.iter().map(|r| share(r.cut_in_text, r.cut)),
-        )
-        .u32("cut_empty", rows.iter().map(|r| r.cut_empty))
-        .u32("never_truncating", rows.iter().map(|r| r.never_truncating))
-        .build(KIND)?)
+    rows.iter()
+        .map(|r| FirstResponsesRow {
+            completion_cap: r.completion_cap,
+            configuration: r.configuration.clone(),
+            organization: organization(r),
+            visible_schemas: VISIBLE_SCHEMAS,
+            configurations: r.configurations,
+            first_responses: r.first_responses,
+            infra_failed: r.infra_failed,
+            cut: r.cut,
+            cut_share: share(r.cut, r.first_responses),
+            reasoning_only: r.reasoning_only,
+            reasoning_only_share: share(r.reasoning_only, r.cut),
+            cut_in_tool_call: r.cut_in_tool_call,
+            cut_in_tool_call_share: share(r.cut_in_tool_call, r.cut),
+            cut_in_text: r.cut_in_text,
+            cut_in_text_share: share(r.cut_in_text, r.cut),
+            cut_empty: r.cut_empty,
+            never_truncating: r.never_truncating,
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -412,31 +405,20 @@ mod tests {
     fn the_table_holds_shares_of_the_cut_and_nulls_where_nothing_was_cut() {
         let organizations = BTreeMap::from([("heavy", "H"), ("mild", "M"), ("steady", "S")]);
         let rows = count(&panel()).unwrap_or_else(|e| panic!("{e}"));
-        let batch = table(&rows, &organizations).unwrap_or_else(|e| panic!("{e}"));
-        let f = |name: &str| -> Vec<Option<f64>> {
-            batch
-                .column_by_name(name)
-                .and_then(|c| c.as_any().downcast_ref::<arrow_array::Float64Array>())
-                .unwrap_or_else(|| panic!("{name}"))
-                .iter()
-                .collect()
+        let table = table_rows(&rows, &organizations);
+        let f = |share: fn(&FirstResponsesRow) -> Option<f64>| -> Vec<Option<f64>> {
+            table.iter().map(share).collect()
         };
         assert_eq!(
-            f("reasoning_only_share"),
+            f(|r| r.reasoning_only_share),
             [Some(2.0 / 5.0), Some(2.0 / 4.0), Some(0.0), None]
         );
         assert_eq!(
-            f("cut_share"),
+            f(|r| r.cut_share),
             [Some(5.0 / 10.0), Some(4.0 / 6.0), Some(0.5), Some(0.0)]
         );
-        let orgs = batch
-            .column_by_name("organization")
-            .and_then(|c| c.as_any().downcast_ref::<arrow_array::StringArray>())
-            .map(|c| c.iter().flatten().map(str::to_string).collect::<Vec<_>>());
-        assert_eq!(
-            orgs,
-            Some(vec!["all".into(), "H".into(), "M".into(), "S".into()])
-        );
+        let orgs: Vec<&str> = table.iter().map(|r| r.organization.as_str()).collect();
+        assert_eq!(orgs, ["all", "H", "M", "S"]);
     }
 
     #[test]

@@ -38,15 +38,14 @@
 
 use std::collections::BTreeMap;
 
-use arrow_array::RecordBatch;
-
 use crate::common::stats::Bootstrap;
 use crate::{Context, Design, ParamProblem, Produced, Typed};
+use tbb_tables::analyses::lanes::LanesRow;
 use tbb_tables::rows::EpisodeRow;
-use tbb_tables::TableBuilder;
+use tbb_tables::TableRow;
 
 use crate::common::design::{self, Unit};
-use crate::common::stats::{self, ClusterTotals, Interval, Settings};
+use crate::common::stats::{self, ClusterTotals, Settings};
 use crate::{AnalysisError, Output};
 
 /// Name in error messages.
@@ -59,7 +58,7 @@ impl Typed for Lanes {
     type Params = Bootstrap;
     const NAME: &'static str = KIND;
     const VERSION: &'static str = "lanes/2";
-    const OUTPUTS: &'static [&'static str] = &["lanes"];
+    const OUTPUTS: &'static [&'static str] = &[LanesRow::TABLE];
 
     fn check(params: &Bootstrap) -> Vec<ParamProblem> {
         params.check()
@@ -151,45 +150,6 @@ pub fn pair_lanes<'a>(
     Ok(out)
 }
 
-/// One row of the `lanes` table.
-#[derive(Debug, Clone, PartialEq)]
-pub struct LaneRow {
-    /// Completion cap.
-    pub completion_cap: u32,
-    /// `all` or `v=<size>`.
-    pub scope: String,
-    /// Resampled unit.
-    pub cluster_unit: &'static str,
-    /// Clusters.
-    pub n_clusters: usize,
-    /// Family × configuration units.
-    pub n_units: usize,
-    /// Pairs.
-    pub pairs: usize,
-    /// Routed episodes without a partner, in scope.
-    pub unpaired_routed: usize,
-    /// Fixed episodes without a partner, in scope.
-    pub unpaired_fixed: usize,
-    /// Routed success rate over the pairs.
-    pub routed_vts: f64,
-    /// Fixed success rate over the pairs.
-    pub fixed_vts: f64,
-    /// Routed − fixed, pp, with its interval.
-    pub interval: Interval,
-    /// Draws.
-    pub draws: u32,
-    /// Stream seed.
-    pub draw_seed: u64,
-    /// Mean total tokens per routed episode.
-    pub routed_tokens: f64,
-    /// Mean total tokens per fixed episode.
-    pub fixed_tokens: f64,
-    /// Mean schema exposures per routed episode.
-    pub routed_exposures: f64,
-    /// Mean schema exposures per fixed episode.
-    pub fixed_exposures: f64,
-}
-
 /// The rows of one cap's scope.
 #[allow(clippy::too_many_arguments)]
 fn scope_rows(
@@ -199,7 +159,7 @@ fn scope_rows(
     unpaired_routed: usize,
     unpaired_fixed: usize,
     settings: &Settings,
-) -> Result<Vec<LaneRow>, AnalysisError> {
+) -> Result<Vec<LanesRow>, AnalysisError> {
     design::check_groups(KIND, pairs.iter().flat_map(|p| [p.routed, p.fixed]))?;
     // Units: (family, configuration) -> (unit, Σ diff, n).
     let mut units: BTreeMap<(&str, &str), (Unit, i64, u32)> = BTreeMap::new();
@@ -231,24 +191,32 @@ fn scope_rows(
         let (clusters, names) = stats::cluster_ids(&keys);
         let totals = ClusterTotals::new(&values, &ones, &clusters, names.len());
         let draw_seed = stats::derive_seed(settings.seed, &["lanes", &cap_s, scope, unit.name()]);
-        out.push(LaneRow {
+        let interval = stats::cluster_bootstrap(&totals, settings.draws, draw_seed);
+        out.push(LanesRow {
             completion_cap: cap,
             scope: scope.to_string(),
-            cluster_unit: unit.name(),
-            n_clusters: names.len(),
-            n_units: values.len(),
-            pairs: pairs.len(),
-            unpaired_routed,
-            unpaired_fixed,
+            cluster_unit: unit,
+            n_clusters: names.len() as u32,
+            n_units: values.len() as u32,
+            pairs: pairs.len() as u32,
+            unpaired_routed: unpaired_routed as u32,
+            unpaired_fixed: unpaired_fixed as u32,
             routed_vts,
             fixed_vts,
-            interval: stats::cluster_bootstrap(&totals, settings.draws, draw_seed),
+            estimate_pp: interval.estimate,
+            ci_low_pp: interval.low,
+            ci_high_pp: interval.high,
+            p_value: interval.p_value,
+            p_floor: interval.p_floor,
             draws: settings.draws,
+            seed: settings.seed,
             draw_seed,
-            routed_tokens,
-            fixed_tokens,
-            routed_exposures: routed_exp,
-            fixed_exposures: fixed_exp,
+            routed_tokens_per_episode: routed_tokens,
+            fixed_tokens_per_episode: fixed_tokens,
+            fixed_extra_tokens_per_episode: fixed_tokens - routed_tokens,
+            routed_schema_exposures_per_episode: routed_exp,
+            fixed_schema_exposures_per_episode: fixed_exp,
+            fixed_extra_schema_exposures_per_episode: fixed_exp - routed_exp,
         });
     }
     Ok(out)
@@ -302,62 +270,9 @@ pub fn run(analysis: &Bootstrap, episodes: &[EpisodeRow]) -> Result<Vec<Output>,
         });
     }
     Ok(vec![Output {
-        table: "lanes",
-        batch: table(&rows, settings.seed)?,
+        table: LanesRow::TABLE,
+        batch: LanesRow::to_batch(&rows)?,
     }])
-}
-
-fn table(rows: &[LaneRow], seed: u64) -> Result<RecordBatch, AnalysisError> {
-    Ok(TableBuilder::new()
-        .u32("completion_cap", rows.iter().map(|r| r.completion_cap))
-        .text("scope", rows.iter().map(|r| &r.scope))
-        .text("cluster_unit", rows.iter().map(|r| r.cluster_unit))
-        .u32("n_clusters", rows.iter().map(|r| r.n_clusters as u32))
-        .u32("n_units", rows.iter().map(|r| r.n_units as u32))
-        .u32("pairs", rows.iter().map(|r| r.pairs as u32))
-        .u32(
-            "unpaired_routed",
-            rows.iter().map(|r| r.unpaired_routed as u32),
-        )
-        .u32(
-            "unpaired_fixed",
-            rows.iter().map(|r| r.unpaired_fixed as u32),
-        )
-        .f64("routed_vts", rows.iter().map(|r| r.routed_vts))
-        .f64("fixed_vts", rows.iter().map(|r| r.fixed_vts))
-        .f64("estimate_pp", rows.iter().map(|r| r.interval.estimate))
-        .f64("ci_low_pp", rows.iter().map(|r| r.interval.low))
-        .f64("ci_high_pp", rows.iter().map(|r| r.interval.high))
-        .f64("p_value", rows.iter().map(|r| r.interval.p_value))
-        .f64("p_floor", rows.iter().map(|r| r.interval.p_floor))
-        .u32("draws", rows.iter().map(|r| r.draws))
-        .u64("seed", rows.iter().map(|_| seed))
-        .u64("draw_seed", rows.iter().map(|r| r.draw_seed))
-        .f64(
-            "routed_tokens_per_episode",
-            rows.iter().map(|r| r.routed_tokens),
-        )
-        .f64(
-            "fixed_tokens_per_episode",
-            rows.iter().map(|r| r.fixed_tokens),
-        )
-        .f64(
-            "fixed_extra_tokens_per_episode",
-            rows.iter().map(|r| r.fixed_tokens - r.routed_tokens),
-        )
-        .f64(
-            "routed_schema_exposures_per_episode",
-            rows.iter().map(|r| r.routed_exposures),
-        )
-        .f64(
-            "fixed_schema_exposures_per_episode",
-            rows.iter().map(|r| r.fixed_exposures),
-        )
-        .f64(
-            "fixed_extra_schema_exposures_per_episode",
-            rows.iter().map(|r| r.fixed_exposures - r.routed_exposures),
-        )
-        .build("lanes")?)
 }
 
 #[cfg(test)]

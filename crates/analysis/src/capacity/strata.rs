@@ -33,11 +33,10 @@
 
 use std::collections::BTreeMap;
 
-use arrow_array::RecordBatch;
-
 use crate::{Context, Design, NoParams, Produced, Typed};
+use tbb_tables::analyses::strata::StrataRow;
 use tbb_tables::rows::EpisodeRow;
-use tbb_tables::TableBuilder;
+use tbb_tables::TableRow;
 
 use super::truncation::ALL;
 use crate::common::design::{self, Stratum, VPair};
@@ -53,7 +52,7 @@ impl Typed for Strata {
     type Params = NoParams;
     const NAME: &'static str = KIND;
     const VERSION: &'static str = "strata/2";
-    const OUTPUTS: &'static [&'static str] = &["strata"];
+    const OUTPUTS: &'static [&'static str] = &[StrataRow::TABLE];
 
     fn needs(design: &Design) -> Option<String> {
         design.needs_v_pairs()
@@ -64,9 +63,10 @@ impl Typed for Strata {
     }
 }
 
-/// One row of the `strata` table.
+/// The pair counts and sums of one row of the `strata` table (the row is
+/// [`PairSums::row`]).
 #[derive(Debug, Clone, PartialEq)]
-pub struct StratumRow {
+pub struct PairSums {
     /// Lane and cap.
     pub stratum: Stratum,
     /// Configuration or `all`.
@@ -93,15 +93,15 @@ pub struct StratumRow {
     pub independent_high: i64,
 }
 
-impl StratumRow {
+impl PairSums {
     /// The row of `pairs`.
     pub fn of(
         stratum: &Stratum,
         configuration: &str,
         organization: &str,
         pairs: &[VPair<'_>],
-    ) -> StratumRow {
-        let mut r = StratumRow {
+    ) -> PairSums {
+        let mut r = PairSums {
             stratum: stratum.clone(),
             configuration: configuration.into(),
             organization: organization.into(),
@@ -181,10 +181,33 @@ impl StratumRow {
         );
         (a.min(b), a.max(b))
     }
+
+    /// The `strata` row.
+    pub fn row(&self) -> StrataRow {
+        let (independent_low, independent_high) = self.bound_independent_pp();
+        let (alike_low, alike_high) = self.bound_alike_pp();
+        StrataRow {
+            lane: self.stratum.lane.clone(),
+            completion_cap: self.stratum.completion_cap,
+            configuration: self.configuration.clone(),
+            organization: self.organization.clone(),
+            pairs: self.pairs,
+            total_effect_pp: self.total_effect_pp(),
+            pairs_neither_truncated: self.neither,
+            neither_truncated_effect_pp: self.neither_truncated_effect_pp(),
+            truncated_failures_8: self.free_8,
+            truncated_failures_128: self.free_128,
+            truncated_failures_both: self.free_both,
+            bound_independent_low_pp: independent_low,
+            bound_independent_high_pp: independent_high,
+            bound_alike_low_pp: alike_low,
+            bound_alike_high_pp: alike_high,
+        }
+    }
 }
 
 /// Pooled and per-configuration rows of one stratum's pairs.
-pub fn strata_rows(stratum: &Stratum, pairs: &[VPair<'_>]) -> Vec<StratumRow> {
+pub fn strata_rows(stratum: &Stratum, pairs: &[VPair<'_>]) -> Vec<PairSums> {
     let mut by_config: BTreeMap<(&str, &str), Vec<VPair<'_>>> = BTreeMap::new();
     for p in pairs {
         by_config
@@ -192,11 +215,11 @@ pub fn strata_rows(stratum: &Stratum, pairs: &[VPair<'_>]) -> Vec<StratumRow> {
             .or_default()
             .push(*p);
     }
-    std::iter::once(StratumRow::of(stratum, ALL, ALL, pairs))
+    std::iter::once(PairSums::of(stratum, ALL, ALL, pairs))
         .chain(
             by_config
                 .iter()
-                .map(|((c, o), ps)| StratumRow::of(stratum, c, o, ps)),
+                .map(|((c, o), ps)| PairSums::of(stratum, c, o, ps)),
         )
         .collect()
 }
@@ -215,51 +238,11 @@ pub fn run(episodes: &[EpisodeRow]) -> Result<Vec<Output>, AnalysisError> {
         let pairs = design::v_pairs(KIND, stratum, cell_rows)?;
         rows.extend(strata_rows(stratum, &pairs));
     }
+    let rows: Vec<StrataRow> = rows.iter().map(PairSums::row).collect();
     Ok(vec![Output {
-        table: "strata",
-        batch: table(&rows)?,
+        table: StrataRow::TABLE,
+        batch: StrataRow::to_batch(&rows)?,
     }])
-}
-
-fn table(rows: &[StratumRow]) -> Result<RecordBatch, AnalysisError> {
-    Ok(TableBuilder::new()
-        .text("lane", rows.iter().map(|r| &r.stratum.lane))
-        .u32(
-            "completion_cap",
-            rows.iter().map(|r| r.stratum.completion_cap),
-        )
-        .text("configuration", rows.iter().map(|r| &r.configuration))
-        .text("organization", rows.iter().map(|r| &r.organization))
-        .u32("pairs", rows.iter().map(|r| r.pairs))
-        .f64(
-            "total_effect_pp",
-            rows.iter().map(StratumRow::total_effect_pp),
-        )
-        .u32("pairs_neither_truncated", rows.iter().map(|r| r.neither))
-        .f64_opt(
-            "neither_truncated_effect_pp",
-            rows.iter().map(StratumRow::neither_truncated_effect_pp),
-        )
-        .u32("truncated_failures_8", rows.iter().map(|r| r.free_8))
-        .u32("truncated_failures_128", rows.iter().map(|r| r.free_128))
-        .u32("truncated_failures_both", rows.iter().map(|r| r.free_both))
-        .f64(
-            "bound_independent_low_pp",
-            rows.iter().map(|r| r.bound_independent_pp().0),
-        )
-        .f64(
-            "bound_independent_high_pp",
-            rows.iter().map(|r| r.bound_independent_pp().1),
-        )
-        .f64(
-            "bound_alike_low_pp",
-            rows.iter().map(|r| r.bound_alike_pp().0),
-        )
-        .f64(
-            "bound_alike_high_pp",
-            rows.iter().map(|r| r.bound_alike_pp().1),
-        )
-        .build("strata")?)
 }
 
 #[cfg(test)]
@@ -317,7 +300,7 @@ mod tests {
             lane: "routed".into(),
             completion_cap: 1024,
         };
-        let r = StratumRow::of(&stratum, "all", "all", &pairs);
+        let r = PairSums::of(&stratum, "all", "all", &pairs);
         assert_eq!(r.pairs, 10);
         assert!(close(r.total_effect_pp(), -20.0));
         assert_eq!(r.neither, 5);
@@ -331,8 +314,8 @@ mod tests {
 
     /// A row with the paper's counts: 3,024 pairs, observed −12.3 pp (372 more lost
     /// than gained), 48 truncated failures at V = 8 and 411 at V = 128.
-    fn paper_row() -> StratumRow {
-        StratumRow {
+    fn paper_row() -> PairSums {
+        PairSums {
             stratum: Stratum {
                 lane: "routed".into(),
                 completion_cap: 1024,

@@ -42,11 +42,12 @@
 
 use std::collections::BTreeMap;
 
-use arrow_array::RecordBatch;
-
 use crate::{Context, Design, NoParams, Produced, Typed};
+use tbb_tables::analyses::truncation::{
+    TruncationCorrelationRow, TruncationPairsRow, TruncationRow,
+};
 use tbb_tables::rows::EpisodeRow;
-use tbb_tables::TableBuilder;
+use tbb_tables::TableRow;
 
 use crate::common::design::{self, Stratum, VPair, CELLS};
 use crate::common::stats;
@@ -62,8 +63,11 @@ impl Typed for Truncation {
     type Params = NoParams;
     const NAME: &'static str = KIND;
     const VERSION: &'static str = "truncation/2";
-    const OUTPUTS: &'static [&'static str] =
-        &["truncation", "truncation_pairs", "truncation_correlation"];
+    const OUTPUTS: &'static [&'static str] = &[
+        TruncationRow::TABLE,
+        TruncationPairsRow::TABLE,
+        TruncationCorrelationRow::TABLE,
+    ];
 
     fn needs(design: &Design) -> Option<String> {
         design.needs_v_pairs()
@@ -76,9 +80,10 @@ impl Typed for Truncation {
 /// The `configuration` and `organization` of pooled rows.
 pub const ALL: &str = "all";
 
-/// Truncation counts of one group of episodes at one menu size.
+/// Truncation counts of one group of episodes at one menu size (its `truncation` row
+/// is [`ShareCounts::row`]).
 #[derive(Debug, Clone, PartialEq)]
-pub struct ShareRow {
+pub struct ShareCounts {
     /// Lane and cap.
     pub stratum: Stratum,
     /// Configuration or [`ALL`].
@@ -99,9 +104,10 @@ pub struct ShareRow {
     pub truncated_before_first_call: u32,
 }
 
-/// The matched-pair accounting of one group of pairs.
+/// The matched-pair accounting of one group of pairs (its `truncation_pairs` row is
+/// [`PairCounts::row`]).
 #[derive(Debug, Clone, PartialEq)]
-pub struct PairRow {
+pub struct PairCounts {
     /// Lane and cap.
     pub stratum: Stratum,
     /// Configuration or [`ALL`].
@@ -124,9 +130,9 @@ pub struct PairRow {
     pub truncated_128_before_first_call: u32,
 }
 
-impl PairRow {
-    fn new(stratum: &Stratum, configuration: &str, organization: &str) -> PairRow {
-        PairRow {
+impl PairCounts {
+    fn new(stratum: &Stratum, configuration: &str, organization: &str) -> PairCounts {
+        PairCounts {
             stratum: stratum.clone(),
             configuration: configuration.into(),
             organization: organization.into(),
@@ -167,35 +173,63 @@ impl PairRow {
     pub fn truncation_rate_128(&self) -> f64 {
         f64::from(self.truncated_128) / f64::from(self.pairs)
     }
+
+    /// The `truncation_pairs` row.
+    pub fn row(&self) -> TruncationPairsRow {
+        TruncationPairsRow {
+            lane: self.stratum.lane.clone(),
+            completion_cap: self.stratum.completion_cap,
+            configuration: self.configuration.clone(),
+            organization: self.organization.clone(),
+            pairs: self.pairs,
+            lost: self.lost,
+            gained: self.gained,
+            v_effect_pp: self.v_effect_pp(),
+            lost_pp: self.pp(self.lost),
+            gained_pp: self.pp(self.gained),
+            lost_truncated_128: self.lost_truncated_128,
+            lost_truncated_pp: self.pp(self.lost_truncated_128),
+            loss_share_truncated: share(self.lost_truncated_128, self.lost),
+            truncated_8: self.truncated_8,
+            truncated_128: self.truncated_128,
+            truncation_rate_128: self.truncation_rate_128(),
+            truncated_128_before_first_call: self.truncated_128_before_first_call,
+        }
+    }
 }
 
-/// The correlation across configurations in one stratum.
-#[derive(Debug, Clone, PartialEq)]
-pub struct CorrelationRow {
-    /// Lane and cap.
-    pub stratum: Stratum,
-    /// Configurations.
-    pub n_configurations: u32,
-    /// Pearson's r (`None` when undefined).
-    pub pearson_r: Option<f64>,
-    /// Spearman's ρ (`None` when undefined).
-    pub spearman_rho: Option<f64>,
-    /// Configurations with no truncated V = 128 pair episode.
-    pub never_truncating: u32,
-    /// Their smallest V effect (`None` when there is none).
-    pub never_truncating_min_pp: Option<f64>,
-    /// Their largest V effect (`None` when there is none).
-    pub never_truncating_max_pp: Option<f64>,
+impl ShareCounts {
+    /// The `truncation` row.
+    pub fn row(&self) -> TruncationRow {
+        TruncationRow {
+            lane: self.stratum.lane.clone(),
+            completion_cap: self.stratum.completion_cap,
+            configuration: self.configuration.clone(),
+            organization: self.organization.clone(),
+            v: self.v,
+            n_cells: self.n_cells,
+            episodes: self.episodes,
+            successes: self.successes,
+            vts_rate: ratio(self.successes, self.episodes),
+            truncated: self.truncated,
+            truncated_share: ratio(self.truncated, self.episodes),
+            truncated_before_first_call: self.truncated_before_first_call,
+            truncated_before_first_call_share: share(
+                self.truncated_before_first_call,
+                self.truncated,
+            ),
+        }
+    }
 }
 
 /// Shares by menu size for one stratum: pooled rows first, then per configuration.
-pub fn shares(stratum: &Stratum, rows: &[(&EpisodeRow, usize)]) -> Vec<ShareRow> {
+pub fn shares(stratum: &Stratum, rows: &[(&EpisodeRow, usize)]) -> Vec<ShareCounts> {
     let mut cells_at: BTreeMap<u32, u32> = BTreeMap::new();
     for c in &CELLS {
         *cells_at.entry(c.v).or_default() += 1;
     }
     // Key: (per configuration?, configuration, v): the pooled rows sort first.
-    let mut groups: BTreeMap<(bool, &str, u32), ShareRow> = BTreeMap::new();
+    let mut groups: BTreeMap<(bool, &str, u32), ShareCounts> = BTreeMap::new();
     for &(row, cell) in rows {
         let v = CELLS[cell].v;
         for (pooled, config, org) in [
@@ -204,7 +238,7 @@ pub fn shares(stratum: &Stratum, rows: &[(&EpisodeRow, usize)]) -> Vec<ShareRow>
         ] {
             let g = groups
                 .entry((!pooled, config, v))
-                .or_insert_with(|| ShareRow {
+                .or_insert_with(|| ShareCounts {
                     stratum: stratum.clone(),
                     configuration: config.to_string(),
                     organization: org.to_string(),
@@ -225,14 +259,16 @@ pub fn shares(stratum: &Stratum, rows: &[(&EpisodeRow, usize)]) -> Vec<ShareRow>
 }
 
 /// Pair accounting for one stratum: the pooled row first, then per configuration.
-pub fn pair_accounting(stratum: &Stratum, pairs: &[VPair<'_>]) -> Vec<PairRow> {
-    let mut pooled = PairRow::new(stratum, ALL, ALL);
-    let mut by_config: BTreeMap<&str, PairRow> = BTreeMap::new();
+pub fn pair_accounting(stratum: &Stratum, pairs: &[VPair<'_>]) -> Vec<PairCounts> {
+    let mut pooled = PairCounts::new(stratum, ALL, ALL);
+    let mut by_config: BTreeMap<&str, PairCounts> = BTreeMap::new();
     for p in pairs {
         pooled.add(p);
         by_config
             .entry(&p.small.configuration)
-            .or_insert_with(|| PairRow::new(stratum, &p.small.configuration, &p.small.organization))
+            .or_insert_with(|| {
+                PairCounts::new(stratum, &p.small.configuration, &p.small.organization)
+            })
             .add(p);
     }
     std::iter::once(pooled)
@@ -242,8 +278,8 @@ pub fn pair_accounting(stratum: &Stratum, pairs: &[VPair<'_>]) -> Vec<PairRow> {
 
 /// The V effect against the V = 128 truncation rate across the configurations of
 /// `rows` (per-configuration rows of [`pair_accounting`]).
-pub fn correlation(stratum: &Stratum, rows: &[PairRow]) -> CorrelationRow {
-    let configs: Vec<&PairRow> = rows.iter().filter(|r| r.configuration != ALL).collect();
+pub fn correlation(stratum: &Stratum, rows: &[PairCounts]) -> TruncationCorrelationRow {
+    let configs: Vec<&PairCounts> = rows.iter().filter(|r| r.configuration != ALL).collect();
     let x: Vec<f64> = configs.iter().map(|r| r.truncation_rate_128()).collect();
     let y: Vec<f64> = configs.iter().map(|r| r.v_effect_pp()).collect();
     let never: Vec<f64> = configs
@@ -253,14 +289,15 @@ pub fn correlation(stratum: &Stratum, rows: &[PairRow]) -> CorrelationRow {
         .collect();
     let min = never.iter().copied().reduce(f64::min);
     let max = never.iter().copied().reduce(f64::max);
-    CorrelationRow {
-        stratum: stratum.clone(),
+    TruncationCorrelationRow {
+        lane: stratum.lane.clone(),
+        completion_cap: stratum.completion_cap,
         n_configurations: configs.len() as u32,
         pearson_r: stats::pearson(&x, &y),
         spearman_rho: stats::spearman(&x, &y),
         never_truncating: never.len() as u32,
-        never_truncating_min_pp: min,
-        never_truncating_max_pp: max,
+        never_truncating_v_effect_min_pp: min,
+        never_truncating_v_effect_max_pp: max,
     }
 }
 
@@ -284,18 +321,20 @@ pub fn run(episodes: &[EpisodeRow]) -> Result<Vec<Output>, AnalysisError> {
         corr_rows.push(correlation(stratum, &accounting));
         pair_rows.extend(accounting);
     }
+    let share_rows: Vec<TruncationRow> = share_rows.iter().map(ShareCounts::row).collect();
+    let pair_rows: Vec<TruncationPairsRow> = pair_rows.iter().map(PairCounts::row).collect();
     Ok(vec![
         Output {
-            table: "truncation",
-            batch: share_table(&share_rows)?,
+            table: TruncationRow::TABLE,
+            batch: TruncationRow::to_batch(&share_rows)?,
         },
         Output {
-            table: "truncation_pairs",
-            batch: pair_table(&pair_rows)?,
+            table: TruncationPairsRow::TABLE,
+            batch: TruncationPairsRow::to_batch(&pair_rows)?,
         },
         Output {
-            table: "truncation_correlation",
-            batch: correlation_table(&corr_rows)?,
+            table: TruncationCorrelationRow::TABLE,
+            batch: TruncationCorrelationRow::to_batch(&corr_rows)?,
         },
     ])
 }
@@ -310,106 +349,11 @@ fn ratio(num: u32, den: u32) -> f64 {
     f64::from(num) / f64::from(den)
 }
 
-fn share_table(rows: &[ShareRow]) -> Result<RecordBatch, AnalysisError> {
-    Ok(TableBuilder::new()
-        .text("lane", rows.iter().map(|r| &r.stratum.lane))
-        .u32(
-            "completion_cap",
-            rows.iter().map(|r| r.stratum.completion_cap),
-        )
-        .text("configuration", rows.iter().map(|r| &r.configuration))
-        .text("organization", rows.iter().map(|r| &r.organization))
-        .u32("v", rows.iter().map(|r| r.v))
-        .u32("n_cells", rows.iter().map(|r| r.n_cells))
-        .u32("episodes", rows.iter().map(|r| r.episodes))
-        .u32("successes", rows.iter().map(|r| r.successes))
-        .f64(
-            "vts_rate",
-            rows.iter().map(|r| ratio(r.successes, r.episodes)),
-        )
-        .u32("truncated", rows.iter().map(|r| r.truncated))
-        .f64(
-            "truncated_share",
-            rows.iter().map(|r| ratio(r.truncated, r.episodes)),
-        )
-        .u32(
-            "truncated_before_first_call",
-            rows.iter().map(|r| r.truncated_before_first_call),
-        )
-        .f64_opt(
-            "truncated_before_first_call_share",
-            rows.iter()
-                .map(|r| share(r.truncated_before_first_call, r.truncated)),
-        )
-        .build("truncation")?)
-}
-
-fn pair_table(rows: &[PairRow]) -> Result<RecordBatch, AnalysisError> {
-    Ok(TableBuilder::new()
-        .text("lane", rows.iter().map(|r| &r.stratum.lane))
-        .u32(
-            "completion_cap",
-            rows.iter().map(|r| r.stratum.completion_cap),
-        )
-        .text("configuration", rows.iter().map(|r| &r.configuration))
-        .text("organization", rows.iter().map(|r| &r.organization))
-        .u32("pairs", rows.iter().map(|r| r.pairs))
-        .u32("lost", rows.iter().map(|r| r.lost))
-        .u32("gained", rows.iter().map(|r| r.gained))
-        .f64("v_effect_pp", rows.iter().map(PairRow::v_effect_pp))
-        .f64("lost_pp", rows.iter().map(|r| r.pp(r.lost)))
-        .f64("gained_pp", rows.iter().map(|r| r.pp(r.gained)))
-        .u32(
-            "lost_truncated_128",
-            rows.iter().map(|r| r.lost_truncated_128),
-        )
-        .f64(
-            "lost_truncated_pp",
-            rows.iter().map(|r| r.pp(r.lost_truncated_128)),
-        )
-        .f64_opt(
-            "loss_share_truncated",
-            rows.iter().map(|r| share(r.lost_truncated_128, r.lost)),
-        )
-        .u32("truncated_8", rows.iter().map(|r| r.truncated_8))
-        .u32("truncated_128", rows.iter().map(|r| r.truncated_128))
-        .f64(
-            "truncation_rate_128",
-            rows.iter().map(PairRow::truncation_rate_128),
-        )
-        .u32(
-            "truncated_128_before_first_call",
-            rows.iter().map(|r| r.truncated_128_before_first_call),
-        )
-        .build("truncation_pairs")?)
-}
-
-fn correlation_table(rows: &[CorrelationRow]) -> Result<RecordBatch, AnalysisError> {
-    Ok(TableBuilder::new()
-        .text("lane", rows.iter().map(|r| &r.stratum.lane))
-        .u32(
-            "completion_cap",
-            rows.iter().map(|r| r.stratum.completion_cap),
-        )
-        .u32("n_configurations", rows.iter().map(|r| r.n_configurations))
-        .f64_opt("pearson_r", rows.iter().map(|r| r.pearson_r))
-        .f64_opt("spearman_rho", rows.iter().map(|r| r.spearman_rho))
-        .u32("never_truncating", rows.iter().map(|r| r.never_truncating))
-        .f64_opt(
-            "never_truncating_v_effect_min_pp",
-            rows.iter().map(|r| r.never_truncating_min_pp),
-        )
-        .f64_opt(
-            "never_truncating_v_effect_max_pp",
-            rows.iter().map(|r| r.never_truncating_max_pp),
-        )
-        .build("truncation_correlation")?)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::common::design::testing::unit;
+    use arrow_array::RecordBatch;
     use arrow_array::{Array, Float64Array, StringArray, UInt32Array};
 
     /// Configuration "heavy" truncates (before any call) and fails at V = 128 in
@@ -564,13 +508,13 @@ mod tests {
     }
 
     /// A per-configuration row of 84 pairs with the given counts.
-    fn counted(configuration: &str, gained: u32, lost: u32, truncated_128: u32) -> PairRow {
-        PairRow {
+    fn counted(configuration: &str, gained: u32, lost: u32, truncated_128: u32) -> PairCounts {
+        PairCounts {
             gained,
             lost,
             truncated_128,
             pairs: 84,
-            ..PairRow::new(&stratum(), configuration, configuration)
+            ..PairCounts::new(&stratum(), configuration, configuration)
         }
     }
 

@@ -64,43 +64,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::{AnalysisError, ParamProblem};
 
-/// Units a bootstrap resamples together.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ClusterUnit {
-    /// Task family.
-    Family,
-    /// Intent.
-    Intent,
-    /// Record domain.
-    Domain,
-    /// Configuration.
-    Configuration,
-    /// Organization.
-    Organization,
-}
-
-impl ClusterUnit {
-    /// Every unit.
-    pub const ALL: [ClusterUnit; 5] = [
-        ClusterUnit::Family,
-        ClusterUnit::Intent,
-        ClusterUnit::Domain,
-        ClusterUnit::Configuration,
-        ClusterUnit::Organization,
-    ];
-
-    /// The name written in manifests.
-    pub fn name(self) -> &'static str {
-        match self {
-            ClusterUnit::Family => "family",
-            ClusterUnit::Intent => "intent",
-            ClusterUnit::Domain => "domain",
-            ClusterUnit::Configuration => "configuration",
-            ClusterUnit::Organization => "organization",
-        }
-    }
-}
+/// Units a bootstrap resamples together (the level lives with the tables' rows, whose
+/// `cluster_unit` columns hold it).
+pub use tbb_tables::analyses::contrasts::ClusterUnit;
 
 /// The parameters of an analysis with cluster-bootstrap intervals (`contrasts`,
 /// `lanes`): `None` and an empty list mean the defaults.

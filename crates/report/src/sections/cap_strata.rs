@@ -9,23 +9,21 @@
 //!
 //! Never: applies the rule (the analysis did) or computes a share.
 
+use tbb_tables::analyses::cap_strata::{CapStrataRow, CrossoverStrataRow, SweepStrataRow};
+use tbb_tables::TableRow;
+
 use super::super::document::{text, Align, Section, Table};
 use super::super::format;
 use super::super::ReportError;
-use super::{configuration_label, table, Tables};
+use super::{configuration_label, rows, Tables};
 
-/// `(table, what the paper ran)` for each strata table.
-const STUDIES: [(&str, &str); 2] = [
-    (
-        "sweep_strata",
-        "The paper's sweep ran 8 configurations: 6 in B (every panel configuration with \
-         at least 20% truncation at V = 128), 1 in M and 1 in N.",
-    ),
-    (
-        "crossover_strata",
-        "The paper's crossover ran 4 configurations: 2 in B, 1 in S and 1 in N.",
-    ),
-];
+/// What the paper's sweep ran.
+const PAPER_SWEEP: &str = "The paper's sweep ran 8 configurations: 6 in B (every panel \
+                           configuration with at least 20% truncation at V = 128), 1 in M \
+                           and 1 in N.";
+/// What the paper's crossover ran.
+const PAPER_CROSSOVER: &str =
+    "The paper's crossover ran 4 configurations: 2 in B, 1 in S and 1 in N.";
 
 /// Fills the section.
 pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportError> {
@@ -35,60 +33,66 @@ pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportErro
          from its tables (pinned by hash in this study's lockfile). Where a stratum has \
          more candidates than it takes, a fixed-seed draw (the candidate rank) decides.",
     )]);
-    for (name, paper) in STUDIES {
-        let Some(t) = table(tables, name) else {
-            continue;
-        };
-        let configuration = t.text("configuration")?;
-        let (episodes, truncated) = (t.int("upstream_episodes")?, t.int("upstream_truncated")?);
-        let (share, effect) = (t.float("truncated_share")?, t.float("v_effect_pp")?);
-        let (stratum, rank) = (t.text_opt("stratum")?, t.int_opt("candidate_rank")?);
-        let (selected, in_study) = (t.flag("selected")?, t.flag("in_study")?);
-        let runs = selected.iter().filter(|&&s| s).count() as u64;
-        s.paragraph(vec![text(format!(
-            "The rule selects {} of {} capacity configurations. {paper}",
-            format::count(runs),
-            format::count(configuration.len() as u64),
-        ))]);
-        let mut table = Table::new(
-            format!("Configuration strata ({name})."),
-            &[
-                ("Configuration", Align::Left),
-                ("V = 128 episodes", Align::Right),
-                ("Truncated", Align::Right),
-                ("Share", Align::Right),
-                ("V effect (pp)", Align::Right),
-                ("Stratum", Align::Left),
-                ("Rank", Align::Right),
-                ("Runs", Align::Left),
-            ],
-        );
-        for i in 0..configuration.len() {
-            table.push(vec![
-                configuration_label(&configuration[i]),
-                format::count(episodes[i]),
-                format::count(truncated[i]),
-                if share[i].is_nan() {
-                    "—".into()
-                } else {
-                    format::percent(share[i])
-                },
-                if effect[i].is_nan() {
-                    "—".into()
-                } else {
-                    format::effect_pp(effect[i])
-                },
-                stratum[i].clone().unwrap_or_else(|| "—".into()),
-                rank[i].map_or_else(|| "—".into(), format::count),
-                match (selected[i], in_study[i]) {
-                    (true, true) => "yes".into(),
-                    (false, false) => String::new(),
-                    (true, false) => "selected, not run".into(),
-                    (false, true) => "run, not selected".into(),
-                },
-            ]);
-        }
-        s.table(table);
+    if let Some(rows) = rows::<SweepStrataRow>(tables)? {
+        strata_table(s, SweepStrataRow::TABLE, PAPER_SWEEP, &rows, |x| x.name());
+    }
+    if let Some(rows) = rows::<CrossoverStrataRow>(tables)? {
+        strata_table(s, CrossoverStrataRow::TABLE, PAPER_CROSSOVER, &rows, |x| {
+            x.name()
+        });
     }
     Ok(())
+}
+
+/// The sentence and table of one strata table; `stratum_name` names its level.
+fn strata_table<S: Copy>(
+    s: &mut Section,
+    name: &str,
+    paper: &str,
+    rows: &[CapStrataRow<S>],
+    stratum_name: fn(S) -> &'static str,
+) {
+    let runs = rows.iter().filter(|r| r.selected).count() as u64;
+    s.paragraph(vec![text(format!(
+        "The rule selects {} of {} capacity configurations. {paper}",
+        format::count(runs),
+        format::count(rows.len() as u64),
+    ))]);
+    let mut table = Table::new(
+        format!("Configuration strata ({name})."),
+        &[
+            ("Configuration", Align::Left),
+            ("V = 128 episodes", Align::Right),
+            ("Truncated", Align::Right),
+            ("Share", Align::Right),
+            ("V effect (pp)", Align::Right),
+            ("Stratum", Align::Left),
+            ("Rank", Align::Right),
+            ("Runs", Align::Left),
+        ],
+    );
+    for r in rows {
+        table.push(vec![
+            configuration_label(&r.configuration),
+            format::count(u64::from(r.upstream_episodes)),
+            format::count(u64::from(r.upstream_truncated)),
+            r.truncated_share
+                .filter(|x| !x.is_nan())
+                .map_or_else(|| "—".into(), format::percent),
+            r.v_effect_pp
+                .filter(|x| !x.is_nan())
+                .map_or_else(|| "—".into(), format::effect_pp),
+            r.stratum
+                .map_or_else(|| "—".into(), |x| stratum_name(x).to_string()),
+            r.candidate_rank
+                .map_or_else(|| "—".into(), |k| format::count(u64::from(k))),
+            match (r.selected, r.in_study) {
+                (true, true) => "yes".into(),
+                (false, false) => String::new(),
+                (true, false) => "selected, not run".into(),
+                (false, true) => "run, not selected".into(),
+            },
+        ]);
+    }
+    s.table(table);
 }

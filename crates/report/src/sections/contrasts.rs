@@ -14,21 +14,25 @@
 //!
 //! Never: recomputes an estimate, interval or p-value.
 
+use tbb_tables::analyses::contrasts::{
+    ClusterUnit, ContrastsByConfigurationRow, ContrastsRow, ContrastsSignFlipRow, Weighting,
+};
+
 use super::super::document::{code, text, Align, Figure, Section, Table};
 use super::super::figures::{self, Whisker, WhiskerSeries};
 use super::super::format;
 use super::super::ReportError;
-use super::{absent, and_list, first_seen, strata_of, table, unit_plural, Stratum, Tables};
+use super::{absent, and_list, first_seen, rows, unit_plural, Stratum, Tables};
 
-/// One row of `contrasts` or `contrasts_sign_flip` (the latter has no interval:
-/// `low` and `high` are NaN, and `n_assignments` is set).
+/// One row of `contrasts` or `contrasts_sign_flip`, as the tables lay them out (the
+/// latter has no interval: `low` and `high` are NaN, and `n_assignments` is set).
 #[derive(Debug, Clone)]
 struct TestRow {
     stratum: Stratum,
-    weighting: String,
+    weighting: Weighting,
     contrast: String,
     label: String,
-    cluster_unit: String,
+    cluster_unit: ClusterUnit,
     n_clusters: u64,
     n_units: u64,
     estimate: f64,
@@ -43,186 +47,88 @@ struct TestRow {
 }
 
 fn bootstrap_rows(tables: &Tables) -> Result<Option<Vec<TestRow>>, ReportError> {
-    let Some(t) = table(tables, "contrasts") else {
-        return Ok(None);
-    };
-    let (_, strata) = strata_of(&t)?;
-    let (weighting, contrast, label, unit) = (
-        t.text("weighting")?,
-        t.text("contrast")?,
-        t.text("label")?,
-        t.text("cluster_unit")?,
-    );
-    let (n_clusters, n_units, draws, seed) = (
-        t.int("n_clusters")?,
-        t.int("n_units")?,
-        t.int("draws")?,
-        t.int("seed")?,
-    );
-    let (estimate, low, high) = (
-        t.float("estimate_pp")?,
-        t.float("ci_low_pp")?,
-        t.float("ci_high_pp")?,
-    );
-    let (p, p_floor, p_holm) = (t.float("p_value")?, t.float("p_floor")?, t.float("p_holm")?);
-    Ok(Some(
-        (0..t.len())
-            .map(|i| TestRow {
-                stratum: strata[i].clone(),
-                weighting: weighting[i].clone(),
-                contrast: contrast[i].clone(),
-                label: label[i].clone(),
-                cluster_unit: unit[i].clone(),
-                n_clusters: n_clusters[i],
-                n_units: n_units[i],
-                estimate: estimate[i],
-                low: low[i],
-                high: high[i],
-                p: p[i],
-                p_floor: p_floor[i],
-                p_holm: p_holm[i],
-                draws: draws[i],
-                seed: seed[i],
+    Ok(rows::<ContrastsRow>(tables)?.map(|rows| {
+        rows.into_iter()
+            .map(|r| TestRow {
+                stratum: Stratum::new(&r.lane, u64::from(r.completion_cap)),
+                weighting: r.weighting,
+                contrast: r.contrast,
+                label: r.label,
+                cluster_unit: r.cluster_unit,
+                n_clusters: u64::from(r.n_clusters),
+                n_units: u64::from(r.n_units),
+                estimate: r.estimate_pp,
+                low: r.ci_low_pp,
+                high: r.ci_high_pp,
+                p: r.p_value,
+                p_floor: r.p_floor,
+                p_holm: r.p_holm,
+                draws: u64::from(r.draws),
+                seed: r.seed,
                 n_assignments: 0,
             })
-            .collect(),
-    ))
+            .collect()
+    }))
 }
 
 fn sign_flip_rows(tables: &Tables) -> Result<Option<Vec<TestRow>>, ReportError> {
-    let Some(t) = table(tables, "contrasts_sign_flip") else {
-        return Ok(None);
-    };
-    let (_, strata) = strata_of(&t)?;
-    let (weighting, contrast, unit) = (
-        t.text("weighting")?,
-        t.text("contrast")?,
-        t.text("cluster_unit")?,
-    );
-    let (n_clusters, n_units, assignments) = (
-        t.int("n_clusters")?,
-        t.int("n_units")?,
-        t.int("assignments")?,
-    );
-    let (estimate, p, p_floor, p_holm) = (
-        t.float("estimate_pp")?,
-        t.float("p_value")?,
-        t.float("p_floor")?,
-        t.float("p_holm")?,
-    );
-    Ok(Some(
-        (0..t.len())
-            .map(|i| TestRow {
-                stratum: strata[i].clone(),
-                weighting: weighting[i].clone(),
+    Ok(rows::<ContrastsSignFlipRow>(tables)?.map(|rows| {
+        rows.into_iter()
+            .map(|r| TestRow {
+                stratum: Stratum::new(&r.lane, u64::from(r.completion_cap)),
+                weighting: r.weighting,
                 // The sign-flip table has no label column; the bootstrap table's
                 // label is looked up by contrast name when the table is laid out.
-                label: contrast[i].clone(),
-                contrast: contrast[i].clone(),
-                cluster_unit: unit[i].clone(),
-                n_clusters: n_clusters[i],
-                n_units: n_units[i],
-                estimate: estimate[i],
+                label: r.contrast.clone(),
+                contrast: r.contrast,
+                cluster_unit: r.cluster_unit,
+                n_clusters: u64::from(r.n_clusters),
+                n_units: u64::from(r.n_units),
+                estimate: r.estimate_pp,
                 low: f64::NAN,
                 high: f64::NAN,
-                p: p[i],
-                p_floor: p_floor[i],
-                p_holm: p_holm[i],
+                p: r.p_value,
+                p_floor: r.p_floor,
+                p_holm: r.p_holm,
                 draws: 0,
                 seed: 0,
-                n_assignments: assignments[i],
+                n_assignments: r.assignments,
             })
-            .collect(),
-    ))
-}
-
-/// One row of `contrasts_by_configuration`.
-#[derive(Debug, Clone)]
-pub(crate) struct ConfigurationRow {
-    /// Lane and cap.
-    pub stratum: Stratum,
-    /// Configuration.
-    pub configuration: String,
-    /// Its organization.
-    pub organization: String,
-    /// Contrast name (`v`, `w`, …).
-    pub contrast: String,
-    /// Contrast label.
-    pub label: String,
-    /// Estimate (pp).
-    pub estimate: f64,
-    /// Interval (pp).
-    pub low: f64,
-    /// Interval (pp).
-    pub high: f64,
+            .collect()
+    }))
 }
 
 /// The rows of `contrasts_by_configuration`, if the study has it (the truncation
 /// section plots the W effects from it).
 pub(crate) fn configuration_rows(
     tables: &Tables,
-) -> Result<Option<Vec<ConfigurationRow>>, ReportError> {
-    let Some(t) = table(tables, "contrasts_by_configuration") else {
-        return Ok(None);
-    };
-    let (_, strata) = strata_of(&t)?;
-    let (configuration, organization, contrast, label) = (
-        t.text("configuration")?,
-        t.text("organization")?,
-        t.text("contrast")?,
-        t.text("label")?,
-    );
-    let (estimate, low, high) = (
-        t.float("estimate_pp")?,
-        t.float("ci_low_pp")?,
-        t.float("ci_high_pp")?,
-    );
-    Ok(Some(
-        (0..t.len())
-            .map(|i| ConfigurationRow {
-                stratum: strata[i].clone(),
-                configuration: configuration[i].clone(),
-                organization: organization[i].clone(),
-                contrast: contrast[i].clone(),
-                label: label[i].clone(),
-                estimate: estimate[i],
-                low: low[i],
-                high: high[i],
-            })
-            .collect(),
-    ))
+) -> Result<Option<Vec<ContrastsByConfigurationRow>>, ReportError> {
+    rows::<ContrastsByConfigurationRow>(tables)
 }
 
 /// The cluster units of `rows` in report order: family first, then as written.
-fn cluster_units(rows: &[&TestRow]) -> Vec<String> {
-    let mut units = first_seen(
-        &rows
-            .iter()
-            .map(|r| r.cluster_unit.clone())
-            .collect::<Vec<_>>(),
-    );
-    if let Some(i) = units.iter().position(|u| u == "family") {
+fn cluster_units(rows: &[&TestRow]) -> Vec<ClusterUnit> {
+    let mut units = first_seen(&rows.iter().map(|r| r.cluster_unit).collect::<Vec<_>>());
+    if let Some(i) = units.iter().position(|u| *u == ClusterUnit::Family) {
         let family = units.remove(i);
         units.insert(0, family);
     }
     units
 }
 
-fn weighting_phrase(weighting: &str) -> String {
+fn weighting_phrase(weighting: Weighting) -> &'static str {
     match weighting {
-        "unit" => "each family × configuration unit weighted equally".into(),
-        "organization_equal" => {
-            "each organization weighted equally, and each unit equally within it".into()
+        Weighting::Unit => "each family × configuration unit weighted equally",
+        Weighting::OrganizationEqual => {
+            "each organization weighted equally, and each unit equally within it"
         }
-        other => format!("weighting {other}"),
     }
 }
 
-fn weighting_title(weighting: &str) -> String {
+fn weighting_title(weighting: Weighting) -> &'static str {
     match weighting {
-        "unit" => "unit weights".into(),
-        "organization_equal" => "organization-equal weights".into(),
-        other => format!("{other} weights"),
+        Weighting::Unit => "unit weights",
+        Weighting::OrganizationEqual => "organization-equal weights",
     }
 }
 
@@ -266,7 +172,10 @@ pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportErro
         strata.extend(rows.iter().map(|r| r.stratum.clone()));
     }
     if let Some(rows) = &by_configuration {
-        strata.extend(rows.iter().map(|r| r.stratum.clone()));
+        strata.extend(
+            rows.iter()
+                .map(|r| Stratum::new(&r.lane, u64::from(r.completion_cap))),
+        );
     }
     strata.sort();
     strata.dedup();
@@ -276,16 +185,15 @@ pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportErro
         let labels = labels_of(bootstrap.as_deref(), by_configuration.as_deref());
         if let Some(rows) = &bootstrap {
             let mine: Vec<&TestRow> = rows.iter().filter(|r| &r.stratum == stratum).collect();
-            let weightings =
-                first_seen(&mine.iter().map(|r| r.weighting.clone()).collect::<Vec<_>>());
-            for weighting in &weightings {
+            let weightings = first_seen(&mine.iter().map(|r| r.weighting).collect::<Vec<_>>());
+            for &weighting in &weightings {
                 let rows: Vec<&TestRow> = mine
                     .iter()
                     .copied()
-                    .filter(|r| &r.weighting == weighting)
+                    .filter(|r| r.weighting == weighting)
                     .collect();
                 s.table(bootstrap_table(stratum, weighting, &rows));
-                if weighting == "unit" || weightings.len() == 1 {
+                if weighting == Weighting::Unit || weightings.len() == 1 {
                     s.figure(contrast_figure(stratum, weighting, &rows)?);
                 }
             }
@@ -293,13 +201,12 @@ pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportErro
         match &sign_flip {
             Some(rows) => {
                 let mine: Vec<&TestRow> = rows.iter().filter(|r| &r.stratum == stratum).collect();
-                let weightings =
-                    first_seen(&mine.iter().map(|r| r.weighting.clone()).collect::<Vec<_>>());
-                for weighting in &weightings {
+                let weightings = first_seen(&mine.iter().map(|r| r.weighting).collect::<Vec<_>>());
+                for &weighting in &weightings {
                     let rows: Vec<&TestRow> = mine
                         .iter()
                         .copied()
-                        .filter(|r| &r.weighting == weighting)
+                        .filter(|r| r.weighting == weighting)
                         .collect();
                     s.table(sign_flip_table(stratum, weighting, &rows, &labels));
                 }
@@ -312,8 +219,10 @@ pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportErro
         }
         match &by_configuration {
             Some(rows) => {
-                let mine: Vec<&ConfigurationRow> =
-                    rows.iter().filter(|r| &r.stratum == stratum).collect();
+                let mine: Vec<&ContrastsByConfigurationRow> = rows
+                    .iter()
+                    .filter(|r| &Stratum::new(&r.lane, u64::from(r.completion_cap)) == stratum)
+                    .collect();
                 s.table(configuration_table(stratum, &mine));
             }
             None => s.note(absent(
@@ -329,7 +238,7 @@ pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportErro
 /// Contrast name → label, from whichever table has labels.
 fn labels_of(
     bootstrap: Option<&[TestRow]>,
-    by_configuration: Option<&[ConfigurationRow]>,
+    by_configuration: Option<&[ContrastsByConfigurationRow]>,
 ) -> Vec<(String, String)> {
     let mut out: Vec<(String, String)> = Vec::new();
     let pairs = bootstrap
@@ -357,7 +266,7 @@ fn label_for(labels: &[(String, String)], contrast: &str) -> String {
         .map_or_else(|| contrast.to_string(), |(_, l)| l.clone())
 }
 
-fn bootstrap_table(stratum: &Stratum, weighting: &str, rows: &[&TestRow]) -> Table {
+fn bootstrap_table(stratum: &Stratum, weighting: Weighting, rows: &[&TestRow]) -> Table {
     let units = cluster_units(rows);
     let n_units = rows.first().map_or(0, |r| r.n_units);
     let mut t = Table::new(
@@ -373,20 +282,27 @@ fn bootstrap_table(stratum: &Stratum, weighting: &str, rows: &[&TestRow]) -> Tab
     for unit in &units {
         let n = rows
             .iter()
-            .find(|r| &r.cluster_unit == unit)
+            .find(|r| r.cluster_unit == *unit)
             .map_or(0, |r| r.n_clusters);
         t.push_column(
-            format!("95% CI, {} ({})", unit_plural(unit), format::count(n)),
+            format!(
+                "95% CI, {} ({})",
+                unit_plural(unit.name()),
+                format::count(n)
+            ),
             Align::Right,
         );
-        t.push_column(format!("Holm p, {}", unit_plural(unit)), Align::Right);
+        t.push_column(
+            format!("Holm p, {}", unit_plural(unit.name())),
+            Align::Right,
+        );
     }
     for contrast in first_seen(&rows.iter().map(|r| r.contrast.clone()).collect::<Vec<_>>()) {
         let of: Vec<&&TestRow> = rows.iter().filter(|r| r.contrast == contrast).collect();
         let Some(first) = of.first() else { continue };
         let mut cells = vec![first.label.clone(), format::effect_pp(first.estimate)];
         for unit in &units {
-            match of.iter().find(|r| &r.cluster_unit == unit) {
+            match of.iter().find(|r| r.cluster_unit == *unit) {
                 Some(r) => {
                     cells.push(format::interval_pp(r.low, r.high));
                     // Holm p is floored through its raw p: see the section preamble.
@@ -406,7 +322,7 @@ fn bootstrap_table(stratum: &Stratum, weighting: &str, rows: &[&TestRow]) -> Tab
 
 fn contrast_figure(
     stratum: &Stratum,
-    weighting: &str,
+    weighting: Weighting,
     rows: &[&TestRow],
 ) -> Result<Figure, ReportError> {
     let units = cluster_units(rows);
@@ -424,15 +340,15 @@ fn contrast_figure(
         .map(|unit| {
             let n = rows
                 .iter()
-                .find(|r| &r.cluster_unit == unit)
+                .find(|r| r.cluster_unit == *unit)
                 .map_or(0, |r| r.n_clusters);
             WhiskerSeries {
-                name: format!("{} (n = {})", unit_plural(unit), format::count(n)),
+                name: format!("{} (n = {})", unit_plural(unit.name()), format::count(n)),
                 values: contrasts
                     .iter()
                     .map(|c| {
                         rows.iter()
-                            .find(|r| &r.contrast == c && &r.cluster_unit == unit)
+                            .find(|r| &r.contrast == c && r.cluster_unit == *unit)
                             .map(|r| Whisker {
                                 estimate: r.estimate,
                                 low: r.low,
@@ -444,7 +360,12 @@ fn contrast_figure(
         })
         .collect();
     let draws = rows.first().map_or(0, |r| r.draws);
-    let resampling = and_list(&units.iter().map(|u| unit_plural(u)).collect::<Vec<_>>());
+    let resampling = and_list(
+        &units
+            .iter()
+            .map(|u| unit_plural(u.name()))
+            .collect::<Vec<_>>(),
+    );
     let title = format!("Capacity contrasts, {}", stratum.short());
     Ok(Figure {
         file_name: format!("report-contrasts-{}.svg", stratum.slug()),
@@ -464,7 +385,7 @@ fn contrast_figure(
 
 fn sign_flip_table(
     stratum: &Stratum,
-    weighting: &str,
+    weighting: Weighting,
     rows: &[&TestRow],
     labels: &[(String, String)],
 ) -> Table {
@@ -482,18 +403,21 @@ fn sign_flip_table(
     for unit in &units {
         let (n, assignments) = rows
             .iter()
-            .find(|r| &r.cluster_unit == unit)
+            .find(|r| r.cluster_unit == *unit)
             .map_or((0, 0), |r| (r.n_clusters, r.n_assignments));
         t.push_column(
             format!(
                 "p, {} ({}; {} assignments)",
-                unit_plural(unit),
+                unit_plural(unit.name()),
                 format::count(n),
                 format::count(assignments)
             ),
             Align::Right,
         );
-        t.push_column(format!("Holm p, {}", unit_plural(unit)), Align::Right);
+        t.push_column(
+            format!("Holm p, {}", unit_plural(unit.name())),
+            Align::Right,
+        );
     }
     for contrast in first_seen(&rows.iter().map(|r| r.contrast.clone()).collect::<Vec<_>>()) {
         let of: Vec<&&TestRow> = rows.iter().filter(|r| r.contrast == contrast).collect();
@@ -503,7 +427,7 @@ fn sign_flip_table(
             format::effect_pp(first.estimate),
         ];
         for unit in &units {
-            match of.iter().find(|r| &r.cluster_unit == unit) {
+            match of.iter().find(|r| r.cluster_unit == *unit) {
                 Some(r) => {
                     cells.push(format::p_value(r.p, r.p_floor));
                     cells.push(format::plain_p(r.p_holm));
@@ -516,7 +440,7 @@ fn sign_flip_table(
     t
 }
 
-fn configuration_table(stratum: &Stratum, rows: &[&ConfigurationRow]) -> Table {
+fn configuration_table(stratum: &Stratum, rows: &[&ContrastsByConfigurationRow]) -> Table {
     let contrasts = first_seen(&rows.iter().map(|r| r.contrast.clone()).collect::<Vec<_>>());
     let mut t = Table::new(
         format!(
@@ -543,7 +467,7 @@ fn configuration_table(stratum: &Stratum, rows: &[&ConfigurationRow]) -> Table {
             .collect::<Vec<_>>(),
     );
     for configuration in configurations {
-        let of: Vec<&&ConfigurationRow> = rows
+        let of: Vec<&&ContrastsByConfigurationRow> = rows
             .iter()
             .filter(|r| r.configuration == configuration)
             .collect();
@@ -554,7 +478,7 @@ fn configuration_table(stratum: &Stratum, rows: &[&ConfigurationRow]) -> Table {
         for c in &contrasts {
             cells.push(of.iter().find(|r| &r.contrast == c).map_or_else(
                 || format::MISSING.to_string(),
-                |r| format::effect_with_interval(r.estimate, r.low, r.high),
+                |r| format::effect_with_interval(r.estimate_pp, r.ci_low_pp, r.ci_high_pp),
             ));
         }
         t.push(cells);

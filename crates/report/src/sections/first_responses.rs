@@ -13,10 +13,12 @@
 //!
 //! Never: counts or divides; every number of this study is a cell of the table.
 
+use tbb_tables::analyses::first_responses::FirstResponsesRow;
+
 use super::super::document::{code, text, Align, Section, Table};
 use super::super::format;
 use super::super::ReportError;
-use super::{configuration_label, table, Tables};
+use super::{configuration_label, rows, Tables};
 
 /// The paper's Table 8: real providers at the frozen 1,024-token cap.
 pub(crate) struct PaperTable8 {
@@ -49,28 +51,12 @@ pub(crate) const PAPER: PaperTable8 = PaperTable8 {
 
 /// Fills the section.
 pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportError> {
-    let Some(t) = table(tables, "first_responses") else {
+    let Some(rows) = rows::<FirstResponsesRow>(tables)? else {
         return Ok(());
     };
-    let (cap, configuration, organization) = (
-        t.int("completion_cap")?,
-        t.text("configuration")?,
-        t.text("organization")?,
-    );
-    let (configurations, first, infra, cut) = (
-        t.int("configurations")?,
-        t.int("first_responses")?,
-        t.int("infra_failed")?,
-        t.int("cut")?,
-    );
-    let (reasoning, in_call, in_text, empty, never) = (
-        t.int("reasoning_only")?,
-        t.int("cut_in_tool_call")?,
-        t.int("cut_in_text")?,
-        t.int("cut_empty")?,
-        t.int("never_truncating")?,
-    );
-    let (cut_share, reasoning_share) = (t.float("cut_share")?, t.float("reasoning_only_share")?);
+    let n = |x: u32| format::count(u64::from(x));
+    // A share of nothing is a null in the table, shown as missing.
+    let share = |x: Option<f64>| format::percent(x.unwrap_or(f64::NAN));
     s.paragraph(vec![
         text(
             "The first response of every episode whose first request carried 128 tool \
@@ -86,29 +72,28 @@ pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportErro
              counted among the first responses and never as cut.",
         ),
     ]);
-    let pooled: Vec<usize> = (0..t.len())
-        .filter(|&i| configuration[i] == "all")
-        .collect();
-    for &i in &pooled {
+    let pooled: Vec<&FirstResponsesRow> =
+        rows.iter().filter(|r| r.configuration == "all").collect();
+    for r in &pooled {
         s.paragraph(vec![text(format!(
             "This study, completion cap {}: of {} first responses from {} reporting \
              configurations ({} failed for infrastructure reasons), {} ended at the cap \
              ({}): {} ({}) held reasoning tokens only, {} ended inside a tool call, {} \
              inside visible text and {} after no completion token; {} of the {} \
              configurations never truncated a first response.",
-            format::count(cap[i]),
-            format::count(first[i]),
-            format::count(configurations[i]),
-            format::count(infra[i]),
-            format::count(cut[i]),
-            format::percent(cut_share[i]),
-            format::count(reasoning[i]),
-            format::percent(reasoning_share[i]),
-            format::count(in_call[i]),
-            format::count(in_text[i]),
-            format::count(empty[i]),
-            format::count(never[i]),
-            format::count(configurations[i]),
+            n(r.completion_cap),
+            n(r.first_responses),
+            n(r.configurations),
+            n(r.infra_failed),
+            n(r.cut),
+            share(r.cut_share),
+            n(r.reasoning_only),
+            share(r.reasoning_only_share),
+            n(r.cut_in_tool_call),
+            n(r.cut_in_text),
+            n(r.cut_empty),
+            n(r.never_truncating),
+            n(r.configurations),
         ))]);
     }
     s.paragraph(vec![text(format!(
@@ -136,45 +121,41 @@ pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportErro
             ("Paper (Table 8)", Align::Right),
         ],
     );
-    for &i in &pooled {
-        let rows: [(&str, String, String); 6] = [
+    for r in &pooled {
+        let quantities: [(&str, String, String); 6] = [
             (
                 "Reporting configurations",
-                format::count(configurations[i]),
+                n(r.configurations),
                 PAPER.configurations.to_string(),
             ),
-            (
-                "Cut at the cap",
-                format::count(cut[i]),
-                PAPER.cut.to_string(),
-            ),
+            ("Cut at the cap", n(r.cut), PAPER.cut.to_string()),
             (
                 "Reasoning-only",
                 format!(
                     "{} ({})",
-                    format::count(reasoning[i]),
-                    format::percent(reasoning_share[i])
+                    n(r.reasoning_only),
+                    share(r.reasoning_only_share)
                 ),
                 format!("{} ({})", PAPER.reasoning_only, PAPER.reasoning_only_share),
             ),
             (
                 "Inside a tool call",
-                format::count(in_call[i]),
+                n(r.cut_in_tool_call),
                 PAPER.cut_in_tool_call.to_string(),
             ),
             (
                 "Inside visible text",
-                format::count(in_text[i]),
+                n(r.cut_in_text),
                 PAPER.cut_in_text.to_string(),
             ),
             (
                 "Never truncating",
-                format::count(never[i]),
+                n(r.never_truncating),
                 PAPER.never_truncating.to_string(),
             ),
         ];
-        for (what, ours, paper) in rows {
-            compare.push(vec![what.to_string(), format::count(cap[i]), ours, paper]);
+        for (what, ours, paper) in quantities {
+            compare.push(vec![what.to_string(), n(r.completion_cap), ours, paper]);
         }
     }
     s.table(compare);
@@ -197,20 +178,20 @@ pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportErro
             ("Empty", Align::Right),
         ],
     );
-    for i in 0..t.len() {
+    for r in &rows {
         per.push(vec![
-            configuration_label(&configuration[i]),
-            organization[i].clone(),
-            format::count(cap[i]),
-            format::count(first[i]),
-            format::count(infra[i]),
-            format::count(cut[i]),
-            format::percent(cut_share[i]),
-            format::count(reasoning[i]),
-            format::percent(reasoning_share[i]),
-            format::count(in_call[i]),
-            format::count(in_text[i]),
-            format::count(empty[i]),
+            configuration_label(&r.configuration),
+            r.organization.clone(),
+            n(r.completion_cap),
+            n(r.first_responses),
+            n(r.infra_failed),
+            n(r.cut),
+            share(r.cut_share),
+            n(r.reasoning_only),
+            share(r.reasoning_only_share),
+            n(r.cut_in_tool_call),
+            n(r.cut_in_text),
+            n(r.cut_empty),
         ]);
     }
     s.table(per);

@@ -10,92 +10,12 @@
 //!
 //! Never: computes a difference, interval or exposure.
 
+use tbb_tables::analyses::lanes::LanesRow;
+
 use super::super::document::{text, Align, Section, Table};
 use super::super::format;
 use super::super::ReportError;
-use super::{first_seen, table, unit_plural, Tables};
-
-/// One row of `lanes`.
-struct LaneRow {
-    cap: u64,
-    scope: String,
-    cluster_unit: String,
-    n_clusters: u64,
-    pairs: u64,
-    unpaired_routed: u64,
-    unpaired_fixed: u64,
-    routed_vts: f64,
-    fixed_vts: f64,
-    estimate: f64,
-    low: f64,
-    high: f64,
-    p: f64,
-    p_floor: f64,
-    draws: u64,
-    routed_tokens: f64,
-    fixed_tokens: f64,
-    extra_tokens: f64,
-    routed_exposures: f64,
-    fixed_exposures: f64,
-    extra_exposures: f64,
-}
-
-fn rows(tables: &Tables) -> Result<Vec<LaneRow>, ReportError> {
-    let Some(t) = table(tables, "lanes") else {
-        return Ok(Vec::new());
-    };
-    let (scope, unit) = (t.text("scope")?, t.text("cluster_unit")?);
-    let (cap, n_clusters, pairs, ur, uf, draws) = (
-        t.int("completion_cap")?,
-        t.int("n_clusters")?,
-        t.int("pairs")?,
-        t.int("unpaired_routed")?,
-        t.int("unpaired_fixed")?,
-        t.int("draws")?,
-    );
-    let (routed_vts, fixed_vts, estimate, low, high, p, p_floor) = (
-        t.float("routed_vts")?,
-        t.float("fixed_vts")?,
-        t.float("estimate_pp")?,
-        t.float("ci_low_pp")?,
-        t.float("ci_high_pp")?,
-        t.float("p_value")?,
-        t.float("p_floor")?,
-    );
-    let (rt, ft, et, re, fe, ee) = (
-        t.float("routed_tokens_per_episode")?,
-        t.float("fixed_tokens_per_episode")?,
-        t.float("fixed_extra_tokens_per_episode")?,
-        t.float("routed_schema_exposures_per_episode")?,
-        t.float("fixed_schema_exposures_per_episode")?,
-        t.float("fixed_extra_schema_exposures_per_episode")?,
-    );
-    Ok((0..t.len())
-        .map(|i| LaneRow {
-            cap: cap[i],
-            scope: scope[i].clone(),
-            cluster_unit: unit[i].clone(),
-            n_clusters: n_clusters[i],
-            pairs: pairs[i],
-            unpaired_routed: ur[i],
-            unpaired_fixed: uf[i],
-            routed_vts: routed_vts[i],
-            fixed_vts: fixed_vts[i],
-            estimate: estimate[i],
-            low: low[i],
-            high: high[i],
-            p: p[i],
-            p_floor: p_floor[i],
-            draws: draws[i],
-            routed_tokens: rt[i],
-            fixed_tokens: ft[i],
-            extra_tokens: et[i],
-            routed_exposures: re[i],
-            fixed_exposures: fe[i],
-            extra_exposures: ee[i],
-        })
-        .collect())
-}
+use super::{first_seen, rows, unit_plural, Tables};
 
 /// `all` reads as "all cells"; `v=128` as "V = 128".
 fn scope_label(scope: &str) -> String {
@@ -108,7 +28,7 @@ fn scope_label(scope: &str) -> String {
 
 /// Fills the section.
 pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportError> {
-    let rows = rows(tables)?;
+    let rows = rows::<LanesRow>(tables)?.unwrap_or_default();
     s.paragraph(vec![text(
         "The routed lane shows the full menu until the first executed call to an \
          operational tool, then only the operational tools; the fixed lane keeps the \
@@ -116,32 +36,32 @@ pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportErro
          repeat in both lanes. A schema exposure is one tool schema sent in one \
          request, counted over every request of the episode.",
     )]);
-    let mut caps: Vec<u64> = rows.iter().map(|r| r.cap).collect();
+    let mut caps: Vec<u32> = rows.iter().map(|r| r.completion_cap).collect();
     caps.sort_unstable();
     caps.dedup();
     for cap in caps {
-        s.heading(format!("Completion cap {}", format::count(cap)));
-        let mine: Vec<&LaneRow> = rows.iter().filter(|r| r.cap == cap).collect();
+        s.heading(format!("Completion cap {}", format::count(u64::from(cap))));
+        let mine: Vec<&LanesRow> = rows.iter().filter(|r| r.completion_cap == cap).collect();
         if let Some(all) = mine.iter().find(|r| r.scope == "all") {
             s.paragraph(vec![text(format!(
                 "Over {} paired episodes, the routed lane's VTS minus the fixed lane's is \
                  {} pp {} resampling {}, and the fixed lane uses {} more tokens and {} \
                  more schema exposures per episode.",
-                format::count(all.pairs),
-                format::effect_pp(all.estimate),
-                format::interval_pp(all.low, all.high),
-                unit_plural(&all.cluster_unit),
-                format::whole(all.extra_tokens),
-                format::fixed(all.extra_exposures, 1)
+                format::count(u64::from(all.pairs)),
+                format::effect_pp(all.estimate_pp),
+                format::interval_pp(all.ci_low_pp, all.ci_high_pp),
+                unit_plural(all.cluster_unit.name()),
+                format::whole(all.fixed_extra_tokens_per_episode),
+                format::fixed(all.fixed_extra_schema_exposures_per_episode, 1)
             ))]);
         }
-        let draws = mine.first().map_or(0, |r| r.draws);
+        let draws = mine.first().map_or(0, |r| u64::from(r.draws));
         let mut success = Table::new(
             format!(
                 "Routed minus fixed lane, completion cap {}: VTS of each lane over the \
                  pairs and the paired difference with its 95% cluster-bootstrap interval \
                  ({} draws) and unadjusted p.",
-                format::count(cap),
+                format::count(u64::from(cap)),
                 format::count(draws)
             ),
             &[
@@ -161,27 +81,27 @@ pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportErro
                 scope_label(&r.scope),
                 format!(
                     "{} ({})",
-                    unit_plural(&r.cluster_unit),
-                    format::count(r.n_clusters)
+                    unit_plural(r.cluster_unit.name()),
+                    format::count(u64::from(r.n_clusters))
                 ),
-                format::count(r.pairs),
+                format::count(u64::from(r.pairs)),
                 format!(
                     "{} / {}",
-                    format::count(r.unpaired_routed),
-                    format::count(r.unpaired_fixed)
+                    format::count(u64::from(r.unpaired_routed)),
+                    format::count(u64::from(r.unpaired_fixed))
                 ),
                 format::percent(r.routed_vts),
                 format::percent(r.fixed_vts),
-                format::effect_pp(r.estimate),
-                format::interval_pp(r.low, r.high),
-                format::p_value(r.p, r.p_floor),
+                format::effect_pp(r.estimate_pp),
+                format::interval_pp(r.ci_low_pp, r.ci_high_pp),
+                format::p_value(r.p_value, r.p_floor),
             ]);
         }
         s.table(success);
         let mut cost = Table::new(
             format!(
                 "Tokens and schema exposures per episode by lane, completion cap {}.",
-                format::count(cap)
+                format::count(u64::from(cap))
             ),
             &[
                 ("Scope", Align::Left),
@@ -198,12 +118,12 @@ pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportErro
             if let Some(r) = mine.iter().find(|r| r.scope == scope) {
                 cost.push(vec![
                     scope_label(&r.scope),
-                    format::whole(r.routed_tokens),
-                    format::whole(r.fixed_tokens),
-                    format::whole(r.extra_tokens),
-                    format::fixed(r.routed_exposures, 1),
-                    format::fixed(r.fixed_exposures, 1),
-                    format::fixed(r.extra_exposures, 1),
+                    format::whole(r.routed_tokens_per_episode),
+                    format::whole(r.fixed_tokens_per_episode),
+                    format::whole(r.fixed_extra_tokens_per_episode),
+                    format::fixed(r.routed_schema_exposures_per_episode, 1),
+                    format::fixed(r.fixed_schema_exposures_per_episode, 1),
+                    format::fixed(r.fixed_extra_schema_exposures_per_episode, 1),
                 ]);
             }
         }

@@ -277,25 +277,9 @@ impl Stratum {
     }
 }
 
-/// The strata of a table with `lane` and `completion_cap` columns, in report order,
-/// and each row's stratum.
-pub(crate) fn strata_of(t: &Columns<'_>) -> Result<(Vec<Stratum>, Vec<Stratum>), ReportError> {
-    let lanes = t.text("lane")?;
-    let caps = t.int("completion_cap")?;
-    let per_row: Vec<Stratum> = lanes
-        .iter()
-        .zip(&caps)
-        .map(|(l, &c)| Stratum::new(l, c))
-        .collect();
-    let mut order = per_row.clone();
-    order.sort();
-    order.dedup();
-    Ok((order, per_row))
-}
-
 /// The distinct values of `values` in order of first appearance.
-pub(crate) fn first_seen(values: &[String]) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
+pub(crate) fn first_seen<T: Clone + PartialEq>(values: &[T]) -> Vec<T> {
+    let mut out: Vec<T> = Vec::new();
     for v in values {
         if !out.contains(v) {
             out.push(v.clone());

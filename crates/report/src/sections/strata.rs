@@ -8,71 +8,16 @@
 //!
 //! Never: computes an effect or a bound.
 
+use tbb_tables::analyses::strata::StrataRow;
+
 use super::super::document::{text, Align, Section, Table};
 use super::super::format;
 use super::super::ReportError;
-use super::{configuration_label, strata_of, table, Stratum, Tables};
-
-/// One row of `strata`.
-struct StratumRow {
-    stratum: Stratum,
-    configuration: String,
-    organization: String,
-    pairs: u64,
-    total: f64,
-    neither: u64,
-    neither_effect: f64,
-    failures_8: u64,
-    failures_128: u64,
-    failures_both: u64,
-    independent: (f64, f64),
-    alike: (f64, f64),
-}
-
-fn rows(tables: &Tables) -> Result<Vec<StratumRow>, ReportError> {
-    let Some(t) = table(tables, "strata") else {
-        return Ok(Vec::new());
-    };
-    let (_, strata) = strata_of(&t)?;
-    let (configuration, organization) = (t.text("configuration")?, t.text("organization")?);
-    let (pairs, neither, f8, f128, both) = (
-        t.int("pairs")?,
-        t.int("pairs_neither_truncated")?,
-        t.int("truncated_failures_8")?,
-        t.int("truncated_failures_128")?,
-        t.int("truncated_failures_both")?,
-    );
-    let (total, neither_effect) = (
-        t.float("total_effect_pp")?,
-        t.float("neither_truncated_effect_pp")?,
-    );
-    let (il, ih, al, ah) = (
-        t.float("bound_independent_low_pp")?,
-        t.float("bound_independent_high_pp")?,
-        t.float("bound_alike_low_pp")?,
-        t.float("bound_alike_high_pp")?,
-    );
-    Ok((0..t.len())
-        .map(|i| StratumRow {
-            stratum: strata[i].clone(),
-            configuration: configuration[i].clone(),
-            organization: organization[i].clone(),
-            pairs: pairs[i],
-            total: total[i],
-            neither: neither[i],
-            neither_effect: neither_effect[i],
-            failures_8: f8[i],
-            failures_128: f128[i],
-            failures_both: both[i],
-            independent: (il[i], ih[i]),
-            alike: (al[i], ah[i]),
-        })
-        .collect())
-}
+use super::{configuration_label, rows, Stratum, Tables};
 
 /// Fills the section.
 pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportError> {
-    let rows = rows(tables)?;
+    let rows = rows::<StrataRow>(tables)?.unwrap_or_default();
     s.paragraph(vec![text(
         "Truncation depends on the assigned menu size, so the menu effect is split by \
          it: the pairs that neither menu truncated form a stratum the paired design \
@@ -82,23 +27,32 @@ pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportErro
          which is the observed effect, or every one succeeding). They say nothing \
          about what a larger cap would do.",
     )]);
-    let mut strata: Vec<Stratum> = rows.iter().map(|r| r.stratum.clone()).collect();
+    let mut strata: Vec<Stratum> = rows
+        .iter()
+        .map(|r| Stratum::new(&r.lane, u64::from(r.completion_cap)))
+        .collect();
     strata.sort();
     strata.dedup();
     for stratum in &strata {
         s.heading(stratum.title());
-        let mine: Vec<&StratumRow> = rows.iter().filter(|r| &r.stratum == stratum).collect();
+        let mine: Vec<&StrataRow> = rows
+            .iter()
+            .filter(|r| &Stratum::new(&r.lane, u64::from(r.completion_cap)) == stratum)
+            .collect();
         if let Some(pooled) = mine.iter().find(|r| r.configuration == "all") {
             s.paragraph(vec![text(format!(
                 "The {} pairs that neither menu truncated have a menu effect of {} pp. \
                  With each truncated failure free to go either way, worst-case bounds \
                  place the total menu effect (observed {} pp) in {} pp with independent \
                  arms and in {} pp with the arms resolving alike.",
-                format::count(pooled.neither),
-                format::effect_pp(pooled.neither_effect),
-                format::effect_pp(pooled.total),
-                format::interval_pp(pooled.independent.0, pooled.independent.1),
-                format::interval_pp(pooled.alike.0, pooled.alike.1)
+                format::count(u64::from(pooled.pairs_neither_truncated)),
+                format::effect_pp(neither_effect(pooled)),
+                format::effect_pp(pooled.total_effect_pp),
+                format::interval_pp(
+                    pooled.bound_independent_low_pp,
+                    pooled.bound_independent_high_pp
+                ),
+                format::interval_pp(pooled.bound_alike_low_pp, pooled.bound_alike_high_pp)
             ))]);
         }
         let mut t = Table::new(
@@ -125,18 +79,24 @@ pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportErro
             t.push(vec![
                 configuration_label(&r.configuration),
                 r.organization.clone(),
-                format::count(r.pairs),
-                format::effect_pp(r.total),
-                format::count(r.neither),
-                format::effect_pp(r.neither_effect),
-                format::count(r.failures_8),
-                format::count(r.failures_128),
-                format::count(r.failures_both),
-                format::interval_pp(r.independent.0, r.independent.1),
-                format::interval_pp(r.alike.0, r.alike.1),
+                format::count(u64::from(r.pairs)),
+                format::effect_pp(r.total_effect_pp),
+                format::count(u64::from(r.pairs_neither_truncated)),
+                format::effect_pp(neither_effect(r)),
+                format::count(u64::from(r.truncated_failures_8)),
+                format::count(u64::from(r.truncated_failures_128)),
+                format::count(u64::from(r.truncated_failures_both)),
+                format::interval_pp(r.bound_independent_low_pp, r.bound_independent_high_pp),
+                format::interval_pp(r.bound_alike_low_pp, r.bound_alike_high_pp),
             ]);
         }
         s.table(t);
     }
     Ok(())
+}
+
+/// The effect within the pairs neither menu truncated; with no such pair the table
+/// holds a null, shown as missing.
+fn neither_effect(r: &StrataRow) -> f64 {
+    r.neither_truncated_effect_pp.unwrap_or(f64::NAN)
 }

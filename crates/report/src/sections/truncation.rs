@@ -17,158 +17,22 @@
 //!
 //! Never: computes a share, effect or correlation.
 
+use tbb_tables::analyses::truncation::{
+    TruncationCorrelationRow, TruncationPairsRow, TruncationRow,
+};
+
 use super::super::document::{text, Align, Figure, Section, Table};
 use super::super::figures::{self, Point};
 use super::super::format;
 use super::super::ReportError;
 use super::contrasts::configuration_rows;
-use super::{absent, and_list, configuration_label, first_seen, strata_of, table, Stratum, Tables};
-
-/// One row of `truncation`.
-struct ShareRow {
-    stratum: Stratum,
-    configuration: String,
-    organization: String,
-    v: u64,
-    episodes: u64,
-    truncated: u64,
-    share: f64,
-    before_first_call: u64,
-}
-
-fn share_rows(tables: &Tables) -> Result<Option<Vec<ShareRow>>, ReportError> {
-    let Some(t) = table(tables, "truncation") else {
-        return Ok(None);
-    };
-    let (_, strata) = strata_of(&t)?;
-    let (configuration, organization) = (t.text("configuration")?, t.text("organization")?);
-    let (v, episodes, truncated, before) = (
-        t.int("v")?,
-        t.int("episodes")?,
-        t.int("truncated")?,
-        t.int("truncated_before_first_call")?,
-    );
-    let share = t.float("truncated_share")?;
-    Ok(Some(
-        (0..t.len())
-            .map(|i| ShareRow {
-                stratum: strata[i].clone(),
-                configuration: configuration[i].clone(),
-                organization: organization[i].clone(),
-                v: v[i],
-                episodes: episodes[i],
-                truncated: truncated[i],
-                share: share[i],
-                before_first_call: before[i],
-            })
-            .collect(),
-    ))
-}
-
-/// One row of `truncation_pairs`.
-struct PairRow {
-    stratum: Stratum,
-    configuration: String,
-    organization: String,
-    pairs: u64,
-    lost: u64,
-    gained: u64,
-    v_effect: f64,
-    lost_pp: f64,
-    lost_truncated: u64,
-    lost_truncated_pp: f64,
-    loss_share_truncated: f64,
-    truncated_128: u64,
-    truncation_rate_128: f64,
-    before_first_call_128: u64,
-}
-
-fn pair_rows(tables: &Tables) -> Result<Option<Vec<PairRow>>, ReportError> {
-    let Some(t) = table(tables, "truncation_pairs") else {
-        return Ok(None);
-    };
-    let (_, strata) = strata_of(&t)?;
-    let (configuration, organization) = (t.text("configuration")?, t.text("organization")?);
-    let (pairs, lost, gained, lost_truncated, truncated_128, before) = (
-        t.int("pairs")?,
-        t.int("lost")?,
-        t.int("gained")?,
-        t.int("lost_truncated_128")?,
-        t.int("truncated_128")?,
-        t.int("truncated_128_before_first_call")?,
-    );
-    let (v_effect, lost_pp, lost_truncated_pp, loss_share, rate) = (
-        t.float("v_effect_pp")?,
-        t.float("lost_pp")?,
-        t.float("lost_truncated_pp")?,
-        t.float("loss_share_truncated")?,
-        t.float("truncation_rate_128")?,
-    );
-    Ok(Some(
-        (0..t.len())
-            .map(|i| PairRow {
-                stratum: strata[i].clone(),
-                configuration: configuration[i].clone(),
-                organization: organization[i].clone(),
-                pairs: pairs[i],
-                lost: lost[i],
-                gained: gained[i],
-                v_effect: v_effect[i],
-                lost_pp: lost_pp[i],
-                lost_truncated: lost_truncated[i],
-                lost_truncated_pp: lost_truncated_pp[i],
-                loss_share_truncated: loss_share[i],
-                truncated_128: truncated_128[i],
-                truncation_rate_128: rate[i],
-                before_first_call_128: before[i],
-            })
-            .collect(),
-    ))
-}
-
-/// One row of `truncation_correlation`.
-struct CorrelationRow {
-    stratum: Stratum,
-    n_configurations: u64,
-    pearson: f64,
-    spearman: f64,
-    never_truncating: u64,
-    never_min: f64,
-    never_max: f64,
-}
-
-fn correlation_rows(tables: &Tables) -> Result<Option<Vec<CorrelationRow>>, ReportError> {
-    let Some(t) = table(tables, "truncation_correlation") else {
-        return Ok(None);
-    };
-    let (_, strata) = strata_of(&t)?;
-    let (n, never) = (t.int("n_configurations")?, t.int("never_truncating")?);
-    let (pearson, spearman, min, max) = (
-        t.float("pearson_r")?,
-        t.float("spearman_rho")?,
-        t.float("never_truncating_v_effect_min_pp")?,
-        t.float("never_truncating_v_effect_max_pp")?,
-    );
-    Ok(Some(
-        (0..t.len())
-            .map(|i| CorrelationRow {
-                stratum: strata[i].clone(),
-                n_configurations: n[i],
-                pearson: pearson[i],
-                spearman: spearman[i],
-                never_truncating: never[i],
-                never_min: min[i],
-                never_max: max[i],
-            })
-            .collect(),
-    ))
-}
+use super::{absent, and_list, configuration_label, first_seen, rows, Stratum, Tables};
 
 /// Fills the section.
 pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportError> {
-    let shares = share_rows(tables)?;
-    let pairs = pair_rows(tables)?;
-    let correlations = correlation_rows(tables)?;
+    let shares = rows::<TruncationRow>(tables)?;
+    let pairs = rows::<TruncationPairsRow>(tables)?;
+    let correlations = rows::<TruncationCorrelationRow>(tables)?;
     let by_configuration = configuration_rows(tables)?;
 
     s.paragraph(vec![text(
@@ -197,16 +61,34 @@ pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportErro
     }
 
     let mut strata: Vec<Stratum> = Vec::new();
-    strata.extend(shares.iter().flatten().map(|r| r.stratum.clone()));
-    strata.extend(pairs.iter().flatten().map(|r| r.stratum.clone()));
-    strata.extend(correlations.iter().flatten().map(|r| r.stratum.clone()));
+    strata.extend(
+        shares
+            .iter()
+            .flatten()
+            .map(|r| Stratum::new(&r.lane, u64::from(r.completion_cap))),
+    );
+    strata.extend(
+        pairs
+            .iter()
+            .flatten()
+            .map(|r| Stratum::new(&r.lane, u64::from(r.completion_cap))),
+    );
+    strata.extend(
+        correlations
+            .iter()
+            .flatten()
+            .map(|r| Stratum::new(&r.lane, u64::from(r.completion_cap))),
+    );
     strata.sort();
     strata.dedup();
 
     for stratum in &strata {
         s.heading(stratum.title());
         if let Some(rows) = &shares {
-            let mine: Vec<&ShareRow> = rows.iter().filter(|r| &r.stratum == stratum).collect();
+            let mine: Vec<&TruncationRow> = rows
+                .iter()
+                .filter(|r| &Stratum::new(&r.lane, u64::from(r.completion_cap)) == stratum)
+                .collect();
             if let Some(sentence) = share_sentence(&mine) {
                 s.paragraph(vec![text(sentence)]);
             }
@@ -216,9 +98,12 @@ pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportErro
         let correlation = correlations
             .iter()
             .flatten()
-            .find(|r| &r.stratum == stratum);
+            .find(|r| &Stratum::new(&r.lane, u64::from(r.completion_cap)) == stratum);
         if let Some(rows) = &pairs {
-            let mine: Vec<&PairRow> = rows.iter().filter(|r| &r.stratum == stratum).collect();
+            let mine: Vec<&TruncationPairsRow> = rows
+                .iter()
+                .filter(|r| &Stratum::new(&r.lane, u64::from(r.completion_cap)) == stratum)
+                .collect();
             if let Some(pooled) = mine.iter().find(|r| r.configuration == "all") {
                 s.paragraph(vec![text(pair_sentence(pooled))]);
             }
@@ -226,7 +111,7 @@ pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportErro
             if let Some(c) = correlation {
                 s.paragraph(vec![text(correlation_sentence(c))]);
             }
-            let configurations: Vec<&&PairRow> =
+            let configurations: Vec<&&TruncationPairsRow> =
                 mine.iter().filter(|r| r.configuration != "all").collect();
             s.figure(v_figure(stratum, &configurations, correlation)?);
             match &by_configuration {
@@ -237,13 +122,13 @@ pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportErro
                             effects
                                 .iter()
                                 .find(|e| {
-                                    e.stratum == *stratum
+                                    &Stratum::new(&e.lane, u64::from(e.completion_cap)) == stratum
                                         && e.contrast == "w"
                                         && e.configuration == p.configuration
                                 })
                                 .map(|e| Point {
                                     x: p.truncation_rate_128,
-                                    y: e.estimate,
+                                    y: e.estimate_pp,
                                 })
                         })
                         .collect();
@@ -264,26 +149,27 @@ pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportErro
 
 /// "The share of episodes truncated at the cap is 1.6% at V = 8 and 13.6% at
 /// V = 128; 391 of the 411 truncated episodes at V = 128 end before the first call."
-fn share_sentence(rows: &[&ShareRow]) -> Option<String> {
-    let mut pooled: Vec<&&ShareRow> = rows.iter().filter(|r| r.configuration == "all").collect();
+fn share_sentence(rows: &[&TruncationRow]) -> Option<String> {
+    let mut pooled: Vec<&&TruncationRow> =
+        rows.iter().filter(|r| r.configuration == "all").collect();
     pooled.sort_by_key(|r| r.v);
     let largest = pooled.last()?;
     let at: Vec<String> = pooled
         .iter()
-        .map(|r| format!("{} at V = {}", format::percent(r.share), r.v))
+        .map(|r| format!("{} at V = {}", format::percent(r.truncated_share), r.v))
         .collect();
     let listed = and_list(&at);
     Some(format!(
         "Pooled over configurations, the share of episodes truncated at the cap is \
          {listed}; {} of the {} truncated episodes at V = {} end before the first call.",
-        format::count(largest.before_first_call),
-        format::count(largest.truncated),
+        format::count(u64::from(largest.truncated_before_first_call)),
+        format::count(u64::from(largest.truncated)),
         largest.v
     ))
 }
 
-fn share_table(stratum: &Stratum, rows: &[&ShareRow]) -> Table {
-    let mut sizes: Vec<u64> = rows.iter().map(|r| r.v).collect();
+fn share_table(stratum: &Stratum, rows: &[&TruncationRow]) -> Table {
+    let mut sizes: Vec<u64> = rows.iter().map(|r| u64::from(r.v)).collect();
     sizes.sort_unstable();
     sizes.dedup();
     let largest = sizes.last().copied().unwrap_or(0);
@@ -312,7 +198,7 @@ fn share_table(stratum: &Stratum, rows: &[&ShareRow]) -> Table {
             .collect::<Vec<_>>(),
     );
     for configuration in configurations {
-        let of: Vec<&&ShareRow> = rows
+        let of: Vec<&&TruncationRow> = rows
             .iter()
             .filter(|r| r.configuration == configuration)
             .collect();
@@ -321,13 +207,13 @@ fn share_table(stratum: &Stratum, rows: &[&ShareRow]) -> Table {
             .map_or_else(String::new, |r| r.organization.clone());
         let mut cells = vec![configuration_label(&configuration), organization];
         for v in &sizes {
-            cells.push(of.iter().find(|r| r.v == *v).map_or_else(
+            cells.push(of.iter().find(|r| u64::from(r.v) == *v).map_or_else(
                 || format::MISSING.to_string(),
                 |r| {
                     format!(
                         "{} ({})",
-                        format::percent(r.share),
-                        format::ratio(r.truncated, r.episodes)
+                        format::percent(r.truncated_share),
+                        format::ratio(u64::from(r.truncated), u64::from(r.episodes))
                     )
                 },
             ));
@@ -335,10 +221,15 @@ fn share_table(stratum: &Stratum, rows: &[&ShareRow]) -> Table {
         // "0/0" would read as a count; with nothing truncated the share is undefined.
         cells.push(
             of.iter()
-                .find(|r| r.v == largest && r.truncated > 0)
+                .find(|r| u64::from(r.v) == largest && r.truncated > 0)
                 .map_or_else(
                     || format::MISSING.to_string(),
-                    |r| format::ratio(r.before_first_call, r.truncated),
+                    |r| {
+                        format::ratio(
+                            u64::from(r.truncated_before_first_call),
+                            u64::from(r.truncated),
+                        )
+                    },
                 ),
         );
         t.push(cells);
@@ -346,8 +237,8 @@ fn share_table(stratum: &Stratum, rows: &[&ShareRow]) -> Table {
     t
 }
 
-fn share_figure(stratum: &Stratum, rows: &[&ShareRow]) -> Result<Figure, ReportError> {
-    let mut sizes: Vec<u64> = rows.iter().map(|r| r.v).collect();
+fn share_figure(stratum: &Stratum, rows: &[&TruncationRow]) -> Result<Figure, ReportError> {
+    let mut sizes: Vec<u64> = rows.iter().map(|r| u64::from(r.v)).collect();
     sizes.sort_unstable();
     sizes.dedup();
     let line = |configuration: &str| -> Vec<f64> {
@@ -355,8 +246,8 @@ fn share_figure(stratum: &Stratum, rows: &[&ShareRow]) -> Result<Figure, ReportE
             .iter()
             .map(|v| {
                 rows.iter()
-                    .find(|r| r.configuration == configuration && r.v == *v)
-                    .map_or(f64::NAN, |r| r.share)
+                    .find(|r| r.configuration == configuration && u64::from(r.v) == *v)
+                    .map_or(f64::NAN, |r| r.truncated_share)
             })
             .collect()
     };
@@ -386,22 +277,22 @@ fn share_figure(stratum: &Stratum, rows: &[&ShareRow]) -> Result<Figure, ReportE
 
 /// "Of the 3,024 matched pairs, 472 lose success at V = 128 and 101 gain it. The 343
 /// lost pairs whose V = 128 episode was truncated carry 11.3 of the 15.6 pp lost."
-fn pair_sentence(r: &PairRow) -> String {
+fn pair_sentence(r: &TruncationPairsRow) -> String {
     format!(
         "Of the {} matched pairs, {} lose success at V = 128 and {} gain it (V effect \
          {} pp). The {} lost pairs whose V = 128 episode was truncated carry {} of the \
          {} pp lost.",
-        format::count(r.pairs),
-        format::count(r.lost),
-        format::count(r.gained),
-        format::effect_pp(r.v_effect),
-        format::count(r.lost_truncated),
+        format::count(u64::from(r.pairs)),
+        format::count(u64::from(r.lost)),
+        format::count(u64::from(r.gained)),
+        format::effect_pp(r.v_effect_pp),
+        format::count(u64::from(r.lost_truncated_128)),
         format::fixed(r.lost_truncated_pp, 1),
         format::fixed(r.lost_pp, 1)
     )
 }
 
-fn pair_table(stratum: &Stratum, rows: &[&PairRow]) -> Table {
+fn pair_table(stratum: &Stratum, rows: &[&TruncationPairsRow]) -> Table {
     let mut t = Table::new(
         format!(
             "Matched V = 8 / V = 128 pairs, {}: losses and gains, the V effect over \
@@ -428,31 +319,37 @@ fn pair_table(stratum: &Stratum, rows: &[&PairRow]) -> Table {
         t.push(vec![
             configuration_label(&r.configuration),
             r.organization.clone(),
-            format::count(r.pairs),
-            format::count(r.lost),
-            format::count(r.gained),
-            format::effect_pp(r.v_effect),
+            format::count(u64::from(r.pairs)),
+            format::count(u64::from(r.lost)),
+            format::count(u64::from(r.gained)),
+            format::effect_pp(r.v_effect_pp),
             format::fixed(r.lost_pp, 1),
-            format::count(r.lost_truncated),
+            format::count(u64::from(r.lost_truncated_128)),
             format::fixed(r.lost_truncated_pp, 1),
-            format::percent(r.loss_share_truncated),
+            // No loss: no share (the table holds a null).
+            format::percent(r.loss_share_truncated.unwrap_or(f64::NAN)),
             format!(
                 "{} ({})",
                 format::percent(r.truncation_rate_128),
-                format::ratio(r.truncated_128, r.pairs)
+                format::ratio(u64::from(r.truncated_128), u64::from(r.pairs))
             ),
-            format::count(r.before_first_call_128),
+            format::count(u64::from(r.truncated_128_before_first_call)),
         ]);
     }
     t
 }
 
-fn correlation_phrase(c: &CorrelationRow) -> String {
-    if c.pearson.is_finite() || c.spearman.is_finite() {
+fn correlation_phrase(c: &TruncationCorrelationRow) -> String {
+    // An undefined correlation is a null in the table, shown as missing.
+    let (pearson, spearman) = (
+        c.pearson_r.unwrap_or(f64::NAN),
+        c.spearman_rho.unwrap_or(f64::NAN),
+    );
+    if pearson.is_finite() || spearman.is_finite() {
         format!(
             "Pearson r = {}, Spearman ρ = {}",
-            format::correlation(c.pearson),
-            format::correlation(c.spearman)
+            format::correlation(pearson),
+            format::correlation(spearman)
         )
     } else {
         "the correlations are undefined (fewer than two configurations, or a constant \
@@ -461,39 +358,44 @@ fn correlation_phrase(c: &CorrelationRow) -> String {
     }
 }
 
-fn correlation_sentence(c: &CorrelationRow) -> String {
+fn correlation_sentence(c: &TruncationCorrelationRow) -> String {
+    // With no never-truncating configuration the range is null; it is not shown then.
+    let (never_min, never_max) = (
+        c.never_truncating_v_effect_min_pp.unwrap_or(f64::NAN),
+        c.never_truncating_v_effect_max_pp.unwrap_or(f64::NAN),
+    );
     let never = match c.never_truncating {
         0 => "Every configuration truncates some V = 128 pair episode.".to_string(),
         1 => format!(
             "The one configuration that never truncates at V = 128 has a V effect of {} pp.",
-            format::effect_pp(c.never_min)
+            format::effect_pp(never_min)
         ),
         n => format!(
             "The {} configurations that never truncate at V = 128 have V effects between \
              {} and {} pp.",
-            format::count(n),
-            format::effect_pp(c.never_min),
-            format::effect_pp(c.never_max)
+            format::count(u64::from(n)),
+            format::effect_pp(never_min),
+            format::effect_pp(never_max)
         ),
     };
     format!(
         "Across the {} configurations, the V effect against the truncation rate at \
          V = 128: {}. {never}",
-        format::count(c.n_configurations),
+        format::count(u64::from(c.n_configurations)),
         correlation_phrase(c)
     )
 }
 
 fn v_figure(
     stratum: &Stratum,
-    rows: &[&&PairRow],
-    correlation: Option<&CorrelationRow>,
+    rows: &[&&TruncationPairsRow],
+    correlation: Option<&TruncationCorrelationRow>,
 ) -> Result<Figure, ReportError> {
     let points: Vec<Point> = rows
         .iter()
         .map(|r| Point {
             x: r.truncation_rate_128,
-            y: r.v_effect,
+            y: r.v_effect_pp,
         })
         .collect();
     let title = format!("V effect against truncation, {}", stratum.short());

@@ -8,7 +8,14 @@
 //!
 //! Never: computes a value (the analyses do) or formats one (the report does).
 
+pub mod cap_strata;
+pub mod contrasts;
 pub mod costs;
+pub mod first_responses;
+pub mod lanes;
+pub mod strata;
+pub mod truncation;
+pub mod truncation_strata;
 
 use arrow_schema::FieldRef;
 
@@ -20,7 +27,51 @@ pub type Layout = fn() -> Result<Vec<FieldRef>, StoreError>;
 /// Every table with a row struct here, by name, in the order `docs/tables.md` lists
 /// them. Adding a row struct means adding it here; the documentation test then asks
 /// for `docs/tables.md` to be regenerated.
-pub const TABLES: &[(&str, Layout)] = &[(costs::CostsRow::TABLE, costs::CostsRow::fields)];
+pub const TABLES: &[(&str, Layout)] = &[
+    (
+        contrasts::ContrastsRow::TABLE,
+        contrasts::ContrastsRow::fields,
+    ),
+    (
+        contrasts::ContrastsSignFlipRow::TABLE,
+        contrasts::ContrastsSignFlipRow::fields,
+    ),
+    (
+        contrasts::ContrastsByConfigurationRow::TABLE,
+        contrasts::ContrastsByConfigurationRow::fields,
+    ),
+    (
+        truncation::TruncationRow::TABLE,
+        truncation::TruncationRow::fields,
+    ),
+    (
+        truncation::TruncationPairsRow::TABLE,
+        truncation::TruncationPairsRow::fields,
+    ),
+    (
+        truncation::TruncationCorrelationRow::TABLE,
+        truncation::TruncationCorrelationRow::fields,
+    ),
+    (strata::StrataRow::TABLE, strata::StrataRow::fields),
+    (lanes::LanesRow::TABLE, lanes::LanesRow::fields),
+    (costs::CostsRow::TABLE, costs::CostsRow::fields),
+    (
+        first_responses::FirstResponsesRow::TABLE,
+        first_responses::FirstResponsesRow::fields,
+    ),
+    (
+        truncation_strata::TruncationStrataRow::TABLE,
+        truncation_strata::TruncationStrataRow::fields,
+    ),
+    (
+        cap_strata::SweepStrataRow::TABLE,
+        cap_strata::SweepStrataRow::fields,
+    ),
+    (
+        cap_strata::CrossoverStrataRow::TABLE,
+        cap_strata::CrossoverStrataRow::fields,
+    ),
+];
 
 #[cfg(test)]
 mod docs;
