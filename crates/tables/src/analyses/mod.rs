@@ -9,6 +9,10 @@
 //! Never: computes a value (the analyses do) or formats one (the report does).
 
 pub mod costs;
+pub mod decoders;
+pub mod holdout;
+pub mod repairs;
+pub mod sentinel;
 
 use arrow_schema::FieldRef;
 
@@ -20,7 +24,29 @@ pub type Layout = fn() -> Result<Vec<FieldRef>, StoreError>;
 /// Every table with a row struct here, by name, in the order `docs/tables.md` lists
 /// them. Adding a row struct means adding it here; the documentation test then asks
 /// for `docs/tables.md` to be regenerated.
-pub const TABLES: &[(&str, Layout)] = &[(costs::CostsRow::TABLE, costs::CostsRow::fields)];
+pub const TABLES: &[(&str, Layout)] = &[
+    (costs::CostsRow::TABLE, costs::CostsRow::fields),
+    (repairs::RepairsRow::TABLE, repairs::RepairsRow::fields),
+    (sentinel::SentinelRow::TABLE, sentinel::SentinelRow::fields),
+    (holdout::HoldoutRow::TABLE, holdout::HoldoutRow::fields),
+    (
+        holdout::HoldoutArmsRow::TABLE,
+        holdout::HoldoutArmsRow::fields,
+    ),
+    (decoders::DecodersRow::TABLE, decoders::DecodersRow::fields),
+    (
+        decoders::DecoderGainsRow::TABLE,
+        decoders::DecoderGainsRow::fields,
+    ),
+    (
+        decoders::DecoderPacketsRow::TABLE,
+        decoders::DecoderPacketsRow::fields,
+    ),
+    (
+        decoders::DecoderMultiRow::TABLE,
+        decoders::DecoderMultiRow::fields,
+    ),
+];
 
 #[cfg(test)]
 mod docs;
