@@ -38,7 +38,7 @@
 //! An episode at depth `d` is paired with the depth-2 episode of the same block, arm,
 //! configuration, family, completion cap and repeat; an episode without its partner is
 //! left out. The estimate is the mean paired difference of success, in pp; the
-//! interval is the 95% percentile bootstrap of [`super::stats`] over family clusters
+//! interval is the 95% percentile bootstrap of [`crate::common::stats`] over family clusters
 //! (each pair belongs to its family; a draw resamples the families with replacement
 //! and recomputes the mean of the pairs it holds). A row's stream hashes
 //! `["frontier", cap, depth]` (cap and depth in decimal) with the manifest's seed.
@@ -73,8 +73,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use arrow_array::{Array, RecordBatch, StringArray, UInt32Array};
 use serde::{Deserialize, Serialize};
 
-use super::stats::{self, ClusterTotals, Interval};
 use super::{AnalysisError, Context, Design, Input, Output, ParamProblem, Produced, Typed};
+use crate::common::stats::{self, ClusterTotals, Interval};
 use tbb_tables::rows::{EpisodeRow, RequestRow};
 use tbb_tables::TableBuilder;
 
@@ -638,7 +638,7 @@ pub mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::design::testing;
+    use crate::common::design::testing;
     use tbb_tables::rows::{EpisodeColumns, RequestColumns};
 
     /// A frontier episode of `config` and `family` at `depth` (call limit depth + 2):

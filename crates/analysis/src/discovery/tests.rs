@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use super::*;
-use crate::design::testing;
+use crate::common::design::testing;
 
 /// An episode of `arm` for `family` at R level `r`.
 fn ep(arm: &str, family: &str, intent: &str, r: &str, available: bool, vts: bool) -> EpisodeRow {

@@ -346,7 +346,7 @@ fn arms(rows: &[HoldoutArmsRow], s: &mut Section) -> Result<(), ReportError> {
 
 #[cfg(test)]
 mod tests {
-    use tbb_analysis::holdout;
+    use tbb_analysis::repair::holdout;
 
     /// The section, rendered from the analysis's tables on the hand-built episodes of
     /// its own tests.
