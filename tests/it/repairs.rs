@@ -9,9 +9,11 @@ use crate::common;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
-use arrow_array::{Array, BooleanArray, Float64Array, RecordBatch, StringArray, UInt32Array};
+use arrow_array::{Array, RecordBatch, StringArray, UInt32Array};
 use common::{repo, scratch, tbb_in};
-use tbb::tables::read_table;
+use tbb::tables::analyses::repairs::{RepairsRow, Role};
+use tbb::tables::analyses::sentinel::SentinelRow;
+use tbb::tables::{read_table, TableRow};
 
 /// A shipped manifest with `edits` applied; each edit must match.
 fn shrunk(name: &str, edits: &[(&str, &str)]) -> String {
@@ -78,16 +80,6 @@ fn text(t: &RecordBatch, c: &str) -> Vec<Option<String>> {
         .unwrap_or_else(|| panic!("{c}"));
     (0..a.len())
         .map(|i| (!a.is_null(i)).then(|| a.value(i).to_string()))
-        .collect()
-}
-
-fn float(t: &RecordBatch, c: &str) -> Vec<Option<f64>> {
-    let a = t
-        .column_by_name(c)
-        .and_then(|a| a.as_any().downcast_ref::<Float64Array>())
-        .unwrap_or_else(|| panic!("{c}"));
-    (0..a.len())
-        .map(|i| (!a.is_null(i)).then(|| a.value(i)))
         .collect()
 }
 
@@ -177,14 +169,8 @@ fn the_repairs_study_applies_and_every_control_runs_on_its_repairs_cells() {
 
     // The table: each layer's repair then its three wrong-layer controls on the same
     // cells, the benchmark last.
-    let t = s.table("repairs");
-    let (layer, role, cells) = (text(&t, "layer"), text(&t, "role"), text(&t, "cells"));
-    let n = int(&t, "n_episodes_per_arm");
-    let estimable = t
-        .column_by_name("estimable")
-        .and_then(|a| a.as_any().downcast_ref::<BooleanArray>())
-        .unwrap_or_else(|| panic!("estimable"));
-    let layers: Vec<&str> = layer.iter().map(unwrap_str).collect();
+    let t = RepairsRow::from_batch(&s.table("repairs")).unwrap_or_else(|e| panic!("{e}"));
+    let layers: Vec<&str> = t.iter().map(|r| r.layer.as_str()).collect();
     assert_eq!(
         layers,
         ["V", "V", "V", "W", "W", "W", "D", "D", "D", "R", "R", "R", "R", "generic"]
@@ -195,29 +181,28 @@ fn the_repairs_study_applies_and_every_control_runs_on_its_repairs_cells() {
         ("D", 3 * 2 * 8),
         ("R", 3 * 2 * 2),
     ] {
-        let own = (0..t.num_rows())
-            .find(|&i| layers[i] == l && unwrap_str(&role[i]) == "repair")
+        let own = t
+            .iter()
+            .find(|r| r.layer == l && r.role == Role::Repair)
             .unwrap_or_else(|| panic!("{l}"));
-        assert_eq!(n[own], per_arm, "{l}");
-        assert!(estimable.value(own), "{l}");
-        for i in (0..t.num_rows()).filter(|&i| layers[i] == l && i != own) {
-            assert_eq!(unwrap_str(&role[i]), "wrong_layer_control");
-            assert_eq!((&cells[i], n[i]), (&cells[own], n[own]), "{l}");
+        assert_eq!(own.n_episodes_per_arm, per_arm, "{l}");
+        assert!(own.estimable, "{l}");
+        for r in t.iter().filter(|r| r.layer == l && r.role != Role::Repair) {
+            assert_eq!(r.role, Role::WrongLayerControl);
+            assert_eq!(
+                (&r.cells, r.n_episodes_per_arm),
+                (&own.cells, own.n_episodes_per_arm),
+                "{l}"
+            );
         }
     }
-    let l = float(&t, "l_pp");
-    let (g, sg) = (float(&t, "gamma_pp"), float(&t, "sigma_pp"));
+    let benchmark = &t[13];
     let close = |x: Option<f64>, y: f64| x.is_some_and(|x| (x - y).abs() < 1e-9);
-    assert!(close(l[13], 40.0) && close(g[13], 30.0) && close(sg[13], 20.0));
-    for c in [
-        "p_iut",
-        "p_holm",
-        "tost_margin_pp",
-        "delta_pp_ci_low",
-        "l_pp_ci_high",
-    ] {
-        assert_eq!(float(&t, c).len(), 14, "{c}");
-    }
+    assert!(
+        close(benchmark.l_pp, 40.0)
+            && close(benchmark.gamma_pp, 30.0)
+            && close(benchmark.sigma_pp, 20.0)
+    );
     // The switch comparison: each of the four repairs, both configurations incumbents.
     let summary = s.table("switch_summary");
     let repairs: Vec<String> = text(&summary, "repair")
@@ -246,31 +231,24 @@ fn the_sentinel_study_runs_each_pair_three_times() {
     let s = Study::new("sentinel", &manifest);
     s.tbb("apply");
     plan_is_empty(&s);
-    let t = s.table("sentinel");
-    let scope = text(&t, "scope");
-    let scopes: Vec<&str> = scope.iter().map(unwrap_str).collect();
+    let t = SentinelRow::from_batch(&s.table("sentinel")).unwrap_or_else(|e| panic!("{e}"));
+    let scopes: Vec<&str> = t.iter().map(|r| r.scope.as_str()).collect();
     assert_eq!(scopes, ["V", "W", "D", "all"]);
     // 4 families × 2 configurations × 2 arms per pair; 3 runs each.
-    assert_eq!(int(&t, "n_groups"), [16, 16, 16, 48]);
-    assert_eq!(int(&t, "n_runs"), [48, 48, 48, 144]);
-    assert_eq!(int(&t, "runs_min"), [3, 3, 3, 3]);
-    let (pass, all, any, dis) = (
-        float(&t, "pass_at_1"),
-        float(&t, "all_runs"),
-        float(&t, "any_run"),
-        float(&t, "disagreement"),
-    );
-    for i in 0..4 {
-        let (a, y, d) = (
-            all[i].unwrap_or(-1.0),
-            any[i].unwrap_or(-1.0),
-            dis[i].unwrap_or(-1.0),
-        );
+    let of = |f: fn(&SentinelRow) -> u32| t.iter().map(f).collect::<Vec<u32>>();
+    assert_eq!(of(|r| r.n_groups), [16, 16, 16, 48]);
+    assert_eq!(of(|r| r.n_runs), [48, 48, 48, 144]);
+    assert_eq!(of(|r| r.runs_min), [3, 3, 3, 3]);
+    for (i, r) in t.iter().enumerate() {
         // Disagreement is exactly "some run but not every run".
-        assert!((y - a - d).abs() < 1e-12, "{i}");
-        let p = pass[i].unwrap_or(-1.0);
-        assert!(a <= p && p <= y, "pass@1 lies between all-runs and any-run");
+        assert!(
+            (r.any_run - r.all_runs - r.disagreement).abs() < 1e-12,
+            "{i}"
+        );
+        assert!(
+            r.all_runs <= r.pass_at_1 && r.pass_at_1 <= r.any_run,
+            "pass@1 lies between all-runs and any-run"
+        );
     }
-    let gain = float(&t, "gain_pp");
-    assert!(gain[..3].iter().all(Option::is_some) && gain[3].is_none());
+    assert!(t[..3].iter().all(|r| r.gain_pp.is_some()) && t[3].gain_pp.is_none());
 }

@@ -7,8 +7,8 @@
 //! fitted with one intent held out per fold, and its out-of-fold predictions are
 //! scored by balanced accuracy.
 //!
-//! Owns: the `decoders`, `decoder_gains`, `decoder_packets` and `decoder_multi`
-//! tables, the packet rule, the feature sets ([`FEATURE_SETS`]), the classifier
+//! Owns: the rows of the `decoders`, `decoder_gains`, `decoder_packets` and
+//! `decoder_multi` tables ([`DecodersRow`], …), the packet rule, the feature sets ([`FEATURE_SETS`]), the classifier
 //! ([`fit`], [`predict`]) and their statistics.
 //!
 //! # Packets
@@ -45,19 +45,22 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use arrow_array::RecordBatch;
 use serde::{Deserialize, Serialize};
 
 use crate::common::needs;
 use crate::common::stats::{self, check_draws, IndexStream, DEFAULT_DRAWS, DEFAULT_SEED};
 use crate::{AnalysisError, Context, Design, Names, Output, ParamProblem, Produced, Typed};
+use tbb_tables::analyses::decoders::{
+    DecoderGainsRow, DecoderMultiRow, DecoderPacketsRow, DecodersRow, FeatureSet, PacketCount,
+    Pressure,
+};
 use tbb_tables::rows::EpisodeRow;
-use tbb_tables::TableBuilder;
+use tbb_tables::TableRow;
 
 const KIND: &str = "decoders";
 
 /// The pressures, in tie-breaking order.
-pub const LABELS: [&str; 3] = ["V", "W", "D"];
+pub const LABELS: [Pressure; 3] = [Pressure::V, Pressure::W, Pressure::D];
 
 /// The baseline cell and the stressed cell of each label: (v, w, d).
 const BASELINE: (u32, &str, &str) = (8, "low", "raw");
@@ -67,39 +70,44 @@ const STRESSED: [(u32, &str, &str); 3] = [
     (8, "low", "linked"),
 ];
 
-/// A feature set: its name, whether it reads the treatment (a reference, not a
+/// A feature set: which, whether it reads the treatment (a reference, not a
 /// diagnostic), and the tuple of a failing row.
-pub type FeatureSet = (&'static str, bool, fn(&EpisodeRow) -> String);
+pub type Features = (FeatureSet, bool, fn(&EpisodeRow) -> String);
 
 /// Every feature set, in table order.
-pub const FEATURE_SETS: [FeatureSet; 9] = [
-    ("first_unmet", false, |r| first_unmet(r)),
-    ("terminal_flag", false, |r| terminal(r)),
-    ("first_unmet+terminal_flag", false, |r| {
+pub const FEATURE_SETS: [Features; 9] = [
+    (FeatureSet::FirstUnmet, false, |r| first_unmet(r)),
+    (FeatureSet::TerminalFlag, false, |r| terminal(r)),
+    (FeatureSet::FirstUnmetAndTerminalFlag, false, |r| {
         format!("{}|{}", first_unmet(r), terminal(r))
     }),
-    ("first_unmet+terminal_flag+trace_shape", false, |r| {
-        format!("{}|{}|{}", first_unmet(r), terminal(r), shape(r))
-    }),
-    ("trace_shape", false, shape),
-    ("call_counts", false, |r| calls_bin(r.calls).into()),
-    ("obligation_vector", false, |r| {
+    (
+        FeatureSet::FirstUnmetTerminalFlagAndTraceShape,
+        false,
+        |r| format!("{}|{}|{}", first_unmet(r), terminal(r), shape(r)),
+    ),
+    (FeatureSet::TraceShape, false, shape),
+    (FeatureSet::CallCounts, false, |r| calls_bin(r.calls).into()),
+    (FeatureSet::ObligationVector, false, |r| {
         r.ok.iter().map(|ok| if *ok { '1' } else { '0' }).collect()
     }),
-    ("termination_aware", false, termination_aware),
-    ("menu_size_proxy", true, |r| r.v.to_string()),
+    (FeatureSet::TerminationAware, false, termination_aware),
+    (FeatureSet::MenuSizeProxy, true, |r| r.v.to_string()),
 ];
 
 /// The five exploratory comparisons: (set, against).
-pub const COMPARISONS: [(&str, &str); 5] = [
-    ("first_unmet+terminal_flag", "first_unmet"),
+pub const COMPARISONS: [(FeatureSet, FeatureSet); 5] = [
     (
-        "first_unmet+terminal_flag+trace_shape",
-        "first_unmet+terminal_flag",
+        FeatureSet::FirstUnmetAndTerminalFlag,
+        FeatureSet::FirstUnmet,
     ),
-    ("trace_shape", "first_unmet"),
-    ("call_counts", "first_unmet"),
-    ("obligation_vector", "first_unmet"),
+    (
+        FeatureSet::FirstUnmetTerminalFlagAndTraceShape,
+        FeatureSet::FirstUnmetAndTerminalFlag,
+    ),
+    (FeatureSet::TraceShape, FeatureSet::FirstUnmet),
+    (FeatureSet::CallCounts, FeatureSet::FirstUnmet),
+    (FeatureSet::ObligationVector, FeatureSet::FirstUnmet),
 ];
 
 fn first_unmet(r: &EpisodeRow) -> String {
@@ -176,10 +184,10 @@ impl Typed for Decoders {
     const NAME: &'static str = KIND;
     const VERSION: &'static str = "decoders/1";
     const OUTPUTS: &'static [&'static str] = &[
-        "decoders",
-        "decoder_gains",
-        "decoder_packets",
-        "decoder_multi",
+        DecodersRow::TABLE,
+        DecoderGainsRow::TABLE,
+        DecoderPacketsRow::TABLE,
+        DecoderMultiRow::TABLE,
     ];
 
     fn check(params: &Params) -> Vec<ParamProblem> {
@@ -241,24 +249,22 @@ impl Typed for Decoders {
             });
         }
         let scores = score(&packets.labelled, draws, seed);
-        let gains = gains(&scores);
-        let multi = multi(&packets);
         Ok(vec![
             Output {
-                table: "decoders",
-                batch: decoders_table(&scores, lane, cap, draws, seed)?,
+                table: DecodersRow::TABLE,
+                batch: DecodersRow::to_batch(&decoders_rows(&scores, lane, cap, draws, seed))?,
             },
             Output {
-                table: "decoder_gains",
-                batch: gains_table(&gains, draws, seed)?,
+                table: DecoderGainsRow::TABLE,
+                batch: DecoderGainsRow::to_batch(&gains(&scores, draws, seed))?,
             },
             Output {
-                table: "decoder_packets",
-                batch: packets_table(&packets, lane, cap)?,
+                table: DecoderPacketsRow::TABLE,
+                batch: DecoderPacketsRow::to_batch(&packets_rows(&packets, lane, cap))?,
             },
             Output {
-                table: "decoder_multi",
-                batch: multi_table(&multi)?,
+                table: DecoderMultiRow::TABLE,
+                batch: DecoderMultiRow::to_batch(&multi_rows(&multi(&packets)))?,
             },
         ]
         .into())
@@ -442,7 +448,7 @@ pub fn balanced_accuracy(
 #[derive(Debug, Clone)]
 pub struct Score {
     /// The feature set.
-    pub name: &'static str,
+    pub name: FeatureSet,
     /// Whether it reads the treatment.
     pub reference: bool,
     /// Balanced accuracy (share).
@@ -501,7 +507,7 @@ pub fn score(packets: &[Packet<'_>], draws: u32, seed: u64) -> Vec<Score> {
             let draws: Vec<f64> = picks.iter().map(|m| outcomes(&|k| m[k]).0).collect();
             let tuples: BTreeSet<String> = packets.iter().map(|p| features(p.row)).collect();
             Score {
-                name,
+                name: *name,
                 reference: *reference,
                 balanced_accuracy: ba,
                 recall,
@@ -513,31 +519,15 @@ pub fn score(packets: &[Packet<'_>], draws: u32, seed: u64) -> Vec<Score> {
         .collect()
 }
 
-/// A paired gain between two feature sets.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Gain {
-    /// The set.
-    pub set: &'static str,
-    /// Against.
-    pub against: &'static str,
-    /// Difference in balanced accuracy, pp.
-    pub gain_pp: f64,
-    /// Bonferroni-adjusted interval, pp.
-    pub ci_low_pp: f64,
-    /// Upper end.
-    pub ci_high_pp: f64,
-    /// The interval's level.
-    pub level: f64,
-}
-
-/// The gains of [`COMPARISONS`], Bonferroni over them.
-pub fn gains(scores: &[Score]) -> Vec<Gain> {
+/// The gains of [`COMPARISONS`], Bonferroni over them, from the scores' bootstrap
+/// `draws` and `seed`.
+pub fn gains(scores: &[Score], draws: u32, seed: u64) -> Vec<DecoderGainsRow> {
     let level = 1.0 - 0.05 / COMPARISONS.len() as f64;
-    let get = |name: &str| scores.iter().find(|s| s.name == name);
+    let get = |name: FeatureSet| scores.iter().find(|s| s.name == name);
     COMPARISONS
         .iter()
         .filter_map(|(set, against)| {
-            let (a, b) = (get(set)?, get(against)?);
+            let (a, b) = (get(*set)?, get(*against)?);
             let mut diffs: Vec<f64> = a
                 .draws
                 .iter()
@@ -551,13 +541,16 @@ pub fn gains(scores: &[Score]) -> Vec<Gain> {
             } else {
                 stats::quantile_pair(&mut diffs, tail, 1.0 - tail)
             };
-            Some(Gain {
-                set: a.name,
+            Some(DecoderGainsRow {
+                feature_set: a.name,
                 against: b.name,
                 gain_pp: 100.0 * (a.balanced_accuracy - b.balanced_accuracy),
-                ci_low_pp: low,
-                ci_high_pp: high,
+                ci_low_pp: finite(low),
+                ci_high_pp: finite(high),
                 level,
+                comparisons: COMPARISONS.len() as u32,
+                draws,
+                seed,
             })
         })
         .collect()
@@ -586,98 +579,86 @@ pub fn multi(packets: &Packets<'_>) -> BTreeMap<(usize, usize), u32> {
     out
 }
 
-fn decoders_table(
+/// A value of the tables: a number that is not finite is null.
+fn finite(x: f64) -> Option<f64> {
+    x.is_finite().then_some(x)
+}
+
+/// The `decoders` rows: each feature set's score with its 95% interval.
+fn decoders_rows(
     scores: &[Score],
     lane: &str,
     cap: u32,
     draws: u32,
     seed: u64,
-) -> Result<RecordBatch, AnalysisError> {
-    let interval: Vec<(f64, f64)> = scores
+) -> Vec<DecodersRow> {
+    scores
         .iter()
         .map(|s| {
             let mut d: Vec<f64> = s.draws.iter().copied().filter(|x| x.is_finite()).collect();
-            if d.is_empty() {
+            let (low, high) = if d.is_empty() {
                 (f64::NAN, f64::NAN)
             } else {
                 stats::quantile_pair(&mut d, 0.025, 0.975)
+            };
+            DecodersRow {
+                lane: lane.to_string(),
+                completion_cap: cap,
+                feature_set: s.name,
+                reads_treatment: s.reference,
+                n_packets: s.n.iter().sum::<u32>(),
+                n_v: s.n[0],
+                n_w: s.n[1],
+                n_d: s.n[2],
+                n_tuples: s.n_tuples,
+                balanced_accuracy: s.balanced_accuracy,
+                ci_low: finite(low),
+                ci_high: finite(high),
+                recall_v: finite(s.recall[0]),
+                recall_w: finite(s.recall[1]),
+                recall_d: finite(s.recall[2]),
+                draws,
+                seed,
             }
         })
-        .collect();
-    let finite = |x: f64| x.is_finite().then_some(x);
-    Ok(TableBuilder::new()
-        .text("lane", scores.iter().map(|_| lane))
-        .u32("completion_cap", scores.iter().map(|_| cap))
-        .text("feature_set", scores.iter().map(|s| s.name))
-        .bool("reads_treatment", scores.iter().map(|s| s.reference))
-        .u32("n_packets", scores.iter().map(|s| s.n.iter().sum::<u32>()))
-        .u32("n_v", scores.iter().map(|s| s.n[0]))
-        .u32("n_w", scores.iter().map(|s| s.n[1]))
-        .u32("n_d", scores.iter().map(|s| s.n[2]))
-        .u32("n_tuples", scores.iter().map(|s| s.n_tuples))
-        .f64(
-            "balanced_accuracy",
-            scores.iter().map(|s| s.balanced_accuracy),
-        )
-        .f64_opt("ci_low", interval.iter().map(|i| finite(i.0)))
-        .f64_opt("ci_high", interval.iter().map(|i| finite(i.1)))
-        .f64_opt("recall_v", scores.iter().map(|s| finite(s.recall[0])))
-        .f64_opt("recall_w", scores.iter().map(|s| finite(s.recall[1])))
-        .f64_opt("recall_d", scores.iter().map(|s| finite(s.recall[2])))
-        .u32("draws", scores.iter().map(|_| draws))
-        .u64("seed", scores.iter().map(|_| seed))
-        .build("decoders")?)
+        .collect()
 }
 
-fn gains_table(gains: &[Gain], draws: u32, seed: u64) -> Result<RecordBatch, AnalysisError> {
-    let finite = |x: f64| x.is_finite().then_some(x);
-    Ok(TableBuilder::new()
-        .text("feature_set", gains.iter().map(|g| g.set))
-        .text("against", gains.iter().map(|g| g.against))
-        .f64("gain_pp", gains.iter().map(|g| g.gain_pp))
-        .f64_opt("ci_low_pp", gains.iter().map(|g| finite(g.ci_low_pp)))
-        .f64_opt("ci_high_pp", gains.iter().map(|g| finite(g.ci_high_pp)))
-        .f64("level", gains.iter().map(|g| g.level))
-        .u32(
-            "comparisons",
-            gains.iter().map(|_| COMPARISONS.len() as u32),
-        )
-        .u32("draws", gains.iter().map(|_| draws))
-        .u64("seed", gains.iter().map(|_| seed))
-        .build("decoder_gains")?)
-}
-
-fn packets_table(p: &Packets<'_>, lane: &str, cap: u32) -> Result<RecordBatch, AnalysisError> {
+/// The `decoder_packets` rows: what was labelled and what was left out, and why.
+fn packets_rows(p: &Packets<'_>, lane: &str, cap: u32) -> Vec<DecoderPacketsRow> {
     let count = |label: usize| p.labelled.iter().filter(|x| x.label == label).count() as u32;
-    let rows: [(&str, u32); 9] = [
-        ("labelled", p.labelled.len() as u32),
-        ("labelled_v", count(0)),
-        ("labelled_w", count(1)),
-        ("labelled_d", count(2)),
-        ("excluded_multi_failure", p.n_multi),
-        ("excluded_infra_failure", p.n_infra),
-        ("baseline_failed", p.n_baseline_failed),
-        ("no_failure", p.n_no_failure),
-        ("incomplete", p.n_incomplete),
-    ];
-    Ok(TableBuilder::new()
-        .text("lane", rows.iter().map(|_| lane))
-        .u32("completion_cap", rows.iter().map(|_| cap))
-        .text("packets", rows.iter().map(|r| r.0))
-        .u32("n", rows.iter().map(|r| r.1))
-        .build("decoder_packets")?)
+    [
+        (PacketCount::Labelled, p.labelled.len() as u32),
+        (PacketCount::LabelledV, count(0)),
+        (PacketCount::LabelledW, count(1)),
+        (PacketCount::LabelledD, count(2)),
+        (PacketCount::ExcludedMultiFailure, p.n_multi),
+        (PacketCount::ExcludedInfraFailure, p.n_infra),
+        (PacketCount::BaselineFailed, p.n_baseline_failed),
+        (PacketCount::NoFailure, p.n_no_failure),
+        (PacketCount::Incomplete, p.n_incomplete),
+    ]
+    .into_iter()
+    .map(|(packets, n)| DecoderPacketsRow {
+        lane: lane.to_string(),
+        completion_cap: cap,
+        packets,
+        n,
+    })
+    .collect()
 }
 
-fn multi_table(m: &BTreeMap<(usize, usize), u32>) -> Result<RecordBatch, AnalysisError> {
-    let rows: Vec<(&str, &str, u32)> = m
-        .iter()
-        .map(|((t, p), n)| (LABELS[*t], LABELS[*p], *n))
-        .collect();
-    Ok(TableBuilder::new()
-        .text("pressure", rows.iter().map(|r| r.0))
-        .text("predicted", rows.iter().map(|r| r.1))
-        .u32("n_rows", rows.iter().map(|r| r.2))
-        .build("decoder_multi")?)
+/// The `decoder_multi` rows of [`multi`]'s counts.
+fn multi_rows(m: &BTreeMap<(usize, usize), u32>) -> Vec<DecoderMultiRow> {
+    m.iter()
+        .filter_map(|((t, p), n)| {
+            Some(DecoderMultiRow {
+                pressure: *LABELS.get(*t)?,
+                predicted: *LABELS.get(*p)?,
+                n_rows: *n,
+            })
+        })
+        .collect()
 }
 
 // The report crate's tests render sections from these panels (feature `fixtures`).

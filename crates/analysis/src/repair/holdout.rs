@@ -7,7 +7,8 @@
 //! and, per arm and depth, success, calls (and the controller's share) and model
 //! requests per episode.
 //!
-//! Owns: the `holdout` and `holdout_arms` tables. The formulas and the design reading
+//! Owns: the `holdout` and `holdout_arms` tables' rows ([`HoldoutRow`],
+//! [`HoldoutArmsRow`]). The formulas and the design reading
 //! are the repairs study's ([`super::repairs::rows_for`] over
 //! [`super::repairs::HOLDOUT_LAYERS`]): the depth layer (2 → 30 calls, repair
 //! `actor = controller`) and the encoding layer (raw → compact, repair
@@ -21,15 +22,16 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use arrow_array::RecordBatch;
 use serde::{Deserialize, Serialize};
 
-use super::repairs::{self, arm_in, RepairRow, HOLDOUT_LAYERS};
+use super::repairs::{self, arm_in, HOLDOUT_LAYERS};
 use crate::common::stats::{check_draws, DEFAULT_DRAWS, DEFAULT_SEED};
 use crate::{AnalysisError, Context, Design, Names, Output, ParamProblem, Produced, Typed};
+use tbb_tables::analyses::holdout::{ArmRole, HoldoutArmsRow, HoldoutRow, Population};
+use tbb_tables::analyses::repairs::Role;
 use tbb_tables::levels::{Actor, Menu};
 use tbb_tables::rows::EpisodeRow;
-use tbb_tables::TableBuilder;
+use tbb_tables::TableRow;
 
 const KIND: &str = "holdout";
 
@@ -59,7 +61,7 @@ impl Typed for Holdout {
     type Params = Params;
     const NAME: &'static str = KIND;
     const VERSION: &'static str = "holdout/1";
-    const OUTPUTS: &'static [&'static str] = &["holdout", "holdout_arms"];
+    const OUTPUTS: &'static [&'static str] = &[HoldoutRow::TABLE, HoldoutArmsRow::TABLE];
 
     fn check(params: &Params) -> Vec<ParamProblem> {
         let mut out: Vec<ParamProblem> = check_draws(params.draws).into_iter().collect();
@@ -141,12 +143,12 @@ impl Typed for Holdout {
         let rows = rows(input.episodes, &params.confirmatory, draws, seed)?;
         Ok(vec![
             Output {
-                table: "holdout",
-                batch: repairs::table(&rows, draws, seed, "holdout", true)?,
+                table: HoldoutRow::TABLE,
+                batch: HoldoutRow::to_batch(&rows)?,
             },
             Output {
-                table: "holdout_arms",
-                batch: arms_table(&arm_rows(input.episodes))?,
+                table: HoldoutArmsRow::TABLE,
+                batch: HoldoutArmsRow::to_batch(&arm_rows(input.episodes))?,
             },
         ]
         .into())
@@ -159,91 +161,68 @@ pub fn rows(
     confirmatory: &[String],
     draws: u32,
     seed: u64,
-) -> Result<Vec<RepairRow>, AnalysisError> {
+) -> Result<Vec<HoldoutRow>, AnalysisError> {
     let mut out = Vec::new();
-    for (population, only_confirmatory) in [("all", false), ("confirmatory", true)] {
+    for (population, only_confirmatory) in
+        [(Population::All, false), (Population::Confirmatory, true)]
+    {
         let keep = |r: &&EpisodeRow| !only_confirmatory || confirmatory.contains(&r.configuration);
-        let mut rows = repairs::rows_for(
+        let rows = repairs::rows_for(
             episodes.iter().filter(keep),
             &HOLDOUT_LAYERS,
             KIND,
             draws,
             seed,
         )?;
-        for r in &mut rows {
-            r.population = Some(population.into());
-            if r.layer == HOLDOUT_LAYERS[0].name && r.role == "repair" && r.estimable {
+        for mut r in rows {
+            if r.layer == HOLDOUT_LAYERS[0].name && r.role == Role::Repair && r.estimable {
                 r.note = Some(match r.note.take() {
                     Some(n) => format!("{n}; {DELTA_RANGE}"),
                     None => DELTA_RANGE.into(),
                 });
             }
+            out.push(HoldoutRow {
+                population: Some(population),
+                effects: r,
+            });
         }
-        out.extend(rows);
     }
     Ok(out)
 }
 
-/// One row of `holdout_arms`: an arm at a depth, pooled over encodings.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ArmRow {
-    /// Completion cap.
-    pub completion_cap: u32,
-    /// The arm's role: `baseline`, `controller` or `canonical_delivery`.
-    pub role: String,
-    /// The arm's names in the manifest.
-    pub arm: String,
-    /// Depth.
-    pub depth: u32,
-    /// Episodes.
-    pub n_episodes: u32,
-    /// Configurations.
-    pub n_configurations: u32,
-    /// Share of successes.
-    pub vts: f64,
-    /// Executed calls per episode.
-    pub calls_per_episode: f64,
-    /// Of which the controller issued.
-    pub controller_calls_per_episode: f64,
-    /// Model requests per episode.
-    pub requests_per_episode: f64,
-    /// Reported tokens per episode.
-    pub tokens_per_episode: f64,
-    /// Episodes stopped at the episode budget or the call limit.
-    pub n_budget_or_call_limit: u32,
-}
+/// The role of each repair of [`HOLDOUT_LAYERS`] as an arm of the design.
+const REPAIR_ROLES: [ArmRole; 2] = [ArmRole::Controller, ArmRole::CanonicalDelivery];
 
 /// Per arm of the holdout design (baseline, controller, canonical delivery), cap and
 /// depth.
-pub fn arm_rows(episodes: &[EpisodeRow]) -> Vec<ArmRow> {
+pub fn arm_rows(episodes: &[EpisodeRow]) -> Vec<HoldoutArmsRow> {
     let role = |r: &EpisodeRow| match arm_in(r, &HOLDOUT_LAYERS)? {
-        None => Some("baseline"),
-        Some(i) => Some(HOLDOUT_LAYERS[i].repair),
+        None => Some(ArmRole::Baseline),
+        Some(i) => REPAIR_ROLES.get(i).copied(),
     };
-    type Key = (u32, usize, u32);
-    let order = ["baseline", "controller", "canonical_delivery"];
+    // Roles sort in their declared order: baseline, controller, canonical delivery.
+    type Key = (u32, ArmRole, u32);
     let mut groups: BTreeMap<Key, Vec<&EpisodeRow>> = BTreeMap::new();
     for r in episodes {
         let (Some(role), Some(depth)) = (role(r), r.depth) else {
             continue;
         };
-        let k = order.iter().position(|o| *o == role).unwrap_or(order.len());
         groups
-            .entry((r.completion_cap, k, depth))
+            .entry((r.completion_cap, role, depth))
             .or_default()
             .push(r);
     }
     groups
         .into_iter()
-        .map(|((cap, k, depth), rows)| {
+        .map(|((cap, role, depth), rows)| {
             let n = rows.len() as f64;
             let mean = |f: &dyn Fn(&EpisodeRow) -> f64| rows.iter().map(|r| f(r)).sum::<f64>() / n;
             let names: BTreeSet<&str> = rows.iter().map(|r| r.arm.as_str()).collect();
             let configurations: BTreeSet<&str> =
                 rows.iter().map(|r| r.configuration.as_str()).collect();
-            ArmRow {
+            HoldoutArmsRow {
                 completion_cap: cap,
-                role: order.get(k).copied().unwrap_or("other").into(),
+                role,
                 arm: names.into_iter().collect::<Vec<_>>().join("+"),
                 depth,
                 n_episodes: rows.len() as u32,
@@ -260,38 +239,6 @@ pub fn arm_rows(episodes: &[EpisodeRow]) -> Vec<ArmRow> {
             }
         })
         .collect()
-}
-
-fn arms_table(rows: &[ArmRow]) -> Result<RecordBatch, AnalysisError> {
-    Ok(TableBuilder::new()
-        .u32("completion_cap", rows.iter().map(|r| r.completion_cap))
-        .text("role", rows.iter().map(|r| &r.role))
-        .text("arm", rows.iter().map(|r| &r.arm))
-        .u32("depth", rows.iter().map(|r| r.depth))
-        .u32("n_episodes", rows.iter().map(|r| r.n_episodes))
-        .u32("n_configurations", rows.iter().map(|r| r.n_configurations))
-        .f64("vts", rows.iter().map(|r| r.vts))
-        .f64(
-            "calls_per_episode",
-            rows.iter().map(|r| r.calls_per_episode),
-        )
-        .f64(
-            "controller_calls_per_episode",
-            rows.iter().map(|r| r.controller_calls_per_episode),
-        )
-        .f64(
-            "requests_per_episode",
-            rows.iter().map(|r| r.requests_per_episode),
-        )
-        .f64(
-            "tokens_per_episode",
-            rows.iter().map(|r| r.tokens_per_episode),
-        )
-        .u32(
-            "n_budget_or_call_limit",
-            rows.iter().map(|r| r.n_budget_or_call_limit),
-        )
-        .build("holdout_arms")?)
 }
 
 // The report crate's tests render sections from these panels (feature `fixtures`).

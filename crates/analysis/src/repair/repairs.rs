@@ -4,7 +4,7 @@
 //! correction over the layers, and the smallest equivalence margins of the repairs that
 //! do not activate. The formulas are [`super::repair_stats`].
 //!
-//! Owns: the `repairs` table. The design it reads — the [`LAYERS`] (which axis each
+//! Owns: the `repairs` table's rows ([`RepairsRow`]). The design it reads — the [`LAYERS`] (which axis each
 //! layer stresses, its unstressed and stressed levels, the arm component its repair
 //! changes) and which arm a row belongs to ([`arm_of`]) — is in `repairs/layers.rs`,
 //! shared with [`super::sentinel`].
@@ -43,13 +43,12 @@ mod layers;
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use arrow_array::RecordBatch;
-
 use super::repair_stats::{self, Effects, FamilyTallies, Summary, Tally, ALPHA};
 use crate::common::stats::{self, check_draws};
 use crate::{AnalysisError, Context, Design, Output, ParamProblem, Produced, Typed};
+use tbb_tables::analyses::repairs::{RepairsRow, Role};
 use tbb_tables::rows::EpisodeRow;
-use tbb_tables::TableBuilder;
+use tbb_tables::TableRow;
 
 pub use layers::{arm_in, arm_of, needs_a_repair_design, Axis, Column, Layer, Params};
 pub use layers::{HOLDOUT_LAYERS, LAYERS};
@@ -65,7 +64,7 @@ impl Typed for Repairs {
     type Params = Params;
     const NAME: &'static str = KIND;
     const VERSION: &'static str = "repairs/1";
-    const OUTPUTS: &'static [&'static str] = &["repairs"];
+    const OUTPUTS: &'static [&'static str] = &[RepairsRow::TABLE];
 
     fn check(params: &Params) -> Vec<ParamProblem> {
         check_draws(params.draws).into_iter().collect()
@@ -79,102 +78,97 @@ impl Typed for Repairs {
         let (draws, seed) = params.resolved();
         let rows = rows(input.episodes, draws, seed)?;
         Ok(vec![Output {
-            table: "repairs",
-            batch: table(&rows, draws, seed, "repairs", false)?,
+            table: RepairsRow::TABLE,
+            batch: RepairsRow::to_batch(&rows)?,
         }]
         .into())
     }
 }
 
-/// One row of the `repairs` table (and of the `holdout` table, which adds the
-/// population).
-#[derive(Debug, Clone, PartialEq)]
-pub struct RepairRow {
-    /// The configurations the row pools (`holdout` only: `all`, `confirmatory`).
-    pub population: Option<String>,
-    /// Completion cap (null on the benchmark row).
-    pub completion_cap: Option<u32>,
-    /// Layer (`V`, `W`, `D`, `R`; `generic` on the benchmark row).
-    pub layer: String,
-    /// "v 8→128".
-    pub pressure: String,
-    /// The repair (`routed_menu`, ...).
-    pub repair: String,
-    /// `repair`, `wrong_layer_control` or `generic_rescue_benchmark`.
-    pub role: &'static str,
-    /// The repair arm's name in the manifest.
-    pub repair_arm: Option<String>,
-    /// The no-repair arm's name in the manifest.
-    pub no_repair_arm: Option<String>,
-    /// The strata (cells without the layer's axis) the row pools.
-    pub cells: String,
-    /// Cells (strata × 2 levels).
-    pub n_cells: u32,
-    /// Families (clusters).
-    pub n_families: u32,
-    /// Configurations.
-    pub n_configurations: u32,
-    /// Episodes per arm.
-    pub n_episodes_per_arm: u32,
-    /// Whether the numbers exist.
-    pub estimable: bool,
-    /// Why not, or what was left out.
-    pub note: Option<String>,
-    /// μ⁰₀, μ⁰₁, μᵃ₀, μᵃ₁ (shares).
-    pub means: Option<[f64; 4]>,
-    /// L.
-    pub l: Option<Summary>,
-    /// Γ.
-    pub gamma: Option<Summary>,
-    /// Σ.
-    pub sigma: Option<Summary>,
-    /// Δ (own repair with at least one control).
-    pub delta: Option<Summary>,
-    /// Intersection-union p.
-    pub p_iut: Option<f64>,
-    /// Holm over the layers.
-    pub p_holm: Option<f64>,
-    /// Activates (own repairs).
-    pub activates: Option<bool>,
-    /// Smallest TOST margin on Γ.
-    pub tost_margin: Option<f64>,
-    /// Smallest TOST margin on Σ.
-    pub tost_margin_sigma: Option<f64>,
-    /// Stream seed.
-    pub draw_seed: Option<u64>,
+/// A row of no numbers: a layer that is not estimable, before its note (and before a
+/// layer's numbers are filled in).
+fn empty_row(cap: Option<u32>, layer: &Layer, role: Role, draws: u32, seed: u64) -> RepairsRow {
+    RepairsRow {
+        completion_cap: cap,
+        layer: layer.name.into(),
+        pressure: layer.pressure(),
+        repair: layer.repair.into(),
+        role,
+        repair_arm: None,
+        no_repair_arm: None,
+        cells: String::new(),
+        n_cells: 0,
+        n_families: 0,
+        n_configurations: 0,
+        n_episodes_per_arm: 0,
+        estimable: false,
+        note: None,
+        no_repair_unstressed_vts: None,
+        no_repair_stressed_vts: None,
+        repair_unstressed_vts: None,
+        repair_stressed_vts: None,
+        l_pp: None,
+        l_pp_ci_low: None,
+        l_pp_ci_high: None,
+        gamma_pp: None,
+        gamma_pp_ci_low: None,
+        gamma_pp_ci_high: None,
+        sigma_pp: None,
+        sigma_pp_ci_low: None,
+        sigma_pp_ci_high: None,
+        delta_pp: None,
+        delta_pp_ci_low: None,
+        delta_pp_ci_high: None,
+        p_l_positive: None,
+        p_gamma_positive: None,
+        p_sigma_positive: None,
+        p_iut: None,
+        p_holm: None,
+        p_floor: 1.0 / f64::from(draws.max(1)),
+        activates: None,
+        tost_margin_pp: None,
+        tost_margin_sigma_pp: None,
+        draws,
+        seed,
+        draw_seed: None,
+    }
 }
 
-impl RepairRow {
-    fn empty(cap: Option<u32>, layer: &Layer, role: &'static str) -> RepairRow {
-        RepairRow {
-            population: None,
-            completion_cap: cap,
-            layer: layer.name.into(),
-            pressure: layer.pressure(),
-            repair: layer.repair.into(),
-            role,
-            repair_arm: None,
-            no_repair_arm: None,
-            cells: String::new(),
-            n_cells: 0,
-            n_families: 0,
-            n_configurations: 0,
-            n_episodes_per_arm: 0,
-            estimable: false,
-            note: None,
-            means: None,
-            l: None,
-            gamma: None,
-            sigma: None,
-            delta: None,
-            p_iut: None,
-            p_holm: None,
-            activates: None,
-            tost_margin: None,
-            tost_margin_sigma: None,
-            draw_seed: None,
-        }
-    }
+/// A value of the table: a number that is not finite is null.
+fn finite(x: f64) -> Option<f64> {
+    x.is_finite().then_some(x)
+}
+
+/// Writes L, Γ, Σ and Δ (estimate, interval, one-sided p) into a row.
+fn put_effects(
+    row: &mut RepairsRow,
+    l: Option<Summary>,
+    gamma: Option<Summary>,
+    sigma: Option<Summary>,
+    delta: Option<Summary>,
+) {
+    let parts = |s: Option<Summary>| {
+        s.map_or([None; 4], |s| {
+            [s.estimate, s.low, s.high, s.p_positive].map(finite)
+        })
+    };
+    let [l_pp, l_low, l_high, p_l] = parts(l);
+    let [gamma_pp, gamma_low, gamma_high, p_gamma] = parts(gamma);
+    let [sigma_pp, sigma_low, sigma_high, p_sigma] = parts(sigma);
+    let [delta_pp, delta_low, delta_high, _] = parts(delta);
+    (row.l_pp, row.l_pp_ci_low, row.l_pp_ci_high) = (l_pp, l_low, l_high);
+    (row.gamma_pp, row.gamma_pp_ci_low, row.gamma_pp_ci_high) = (gamma_pp, gamma_low, gamma_high);
+    (row.sigma_pp, row.sigma_pp_ci_low, row.sigma_pp_ci_high) = (sigma_pp, sigma_low, sigma_high);
+    (row.delta_pp, row.delta_pp_ci_low, row.delta_pp_ci_high) = (delta_pp, delta_low, delta_high);
+    (row.p_l_positive, row.p_gamma_positive, row.p_sigma_positive) = (p_l, p_gamma, p_sigma);
+}
+
+/// Writes μ⁰₀, μ⁰₁, μᵃ₀, μᵃ₁ into a row.
+fn put_means(row: &mut RepairsRow, means: [f64; 4]) {
+    row.no_repair_unstressed_vts = Some(means[0]);
+    row.no_repair_stressed_vts = Some(means[1]);
+    row.repair_unstressed_vts = Some(means[2]);
+    row.repair_stressed_vts = Some(means[3]);
 }
 
 /// A condition of one layer: (configuration, family, stratum, level, repeat).
@@ -185,9 +179,9 @@ pub fn rows(
     episodes: &[EpisodeRow],
     draws: u32,
     seed: u64,
-) -> Result<Vec<RepairRow>, AnalysisError> {
+) -> Result<Vec<RepairsRow>, AnalysisError> {
     let mut out = rows_for(episodes.iter(), &LAYERS, KIND, draws, seed)?;
-    out.push(benchmark_row());
+    out.push(benchmark_row(draws, seed));
     Ok(out)
 }
 
@@ -200,7 +194,7 @@ pub fn rows_for<'r>(
     kind: &'static str,
     draws: u32,
     seed: u64,
-) -> Result<Vec<RepairRow>, AnalysisError> {
+) -> Result<Vec<RepairsRow>, AnalysisError> {
     let mut by_cap: BTreeMap<u32, Vec<&EpisodeRow>> = BTreeMap::new();
     for row in episodes {
         if arm_in(row, layers).is_some() {
@@ -223,7 +217,7 @@ pub fn rows_for<'r>(
         }
         // Holm over the estimable own repairs of this cap.
         let own: Vec<usize> = (first..out.len())
-            .filter(|&i| out[i].role == "repair" && out[i].estimable)
+            .filter(|&i| out[i].role == Role::Repair && out[i].estimable)
             .collect();
         let p: Vec<f64> = own
             .iter()
@@ -236,8 +230,8 @@ pub fn rows_for<'r>(
         }
         for r in &mut out[first..] {
             if !r.estimable || r.activates == Some(true) {
-                r.tost_margin = None;
-                r.tost_margin_sigma = None;
+                r.tost_margin_pp = None;
+                r.tost_margin_sigma_pp = None;
             }
         }
     }
@@ -245,7 +239,7 @@ pub fn rows_for<'r>(
 }
 
 /// The paper's generic-rescue check as a row.
-fn benchmark_row() -> RepairRow {
+fn benchmark_row(draws: u32, seed: u64) -> RepairsRow {
     let e = repair_stats::generic_rescue(0.8, 0.4, 0.5);
     let point = |x: f64| Summary {
         estimate: x,
@@ -253,38 +247,28 @@ fn benchmark_row() -> RepairRow {
         high: f64::NAN,
         p_positive: f64::NAN,
     };
-    RepairRow {
-        population: None,
-        completion_cap: None,
+    let mut row = RepairsRow {
         layer: "generic".into(),
         pressure: "p0 = 0.8, p1 = 0.4".into(),
         repair: "generic_rescue_r0.5".into(),
-        role: "generic_rescue_benchmark",
-        repair_arm: None,
-        no_repair_arm: None,
-        cells: String::new(),
-        n_cells: 0,
-        n_families: 0,
-        n_configurations: 0,
-        n_episodes_per_arm: 0,
         estimable: true,
         note: Some(
             "a repair that rescues half of all failures whatever their layer, at baseline \
              success 0.8 unstressed and 0.4 stressed"
                 .into(),
         ),
-        means: Some([0.8, 0.4, 0.9, 0.7]),
-        l: Some(point(e.loss)),
-        gamma: e.gamma.get(1).copied().map(point),
-        sigma: e.sigma.get(1).copied().map(point),
-        delta: None,
-        p_iut: None,
-        p_holm: None,
-        activates: None,
-        tost_margin: None,
-        tost_margin_sigma: None,
-        draw_seed: None,
-    }
+        // The benchmark has no layer: the one given is only there to be replaced above.
+        ..empty_row(None, &LAYERS[0], Role::GenericRescueBenchmark, draws, seed)
+    };
+    put_means(&mut row, [0.8, 0.4, 0.9, 0.7]);
+    put_effects(
+        &mut row,
+        Some(point(e.loss)),
+        e.gamma.get(1).copied().map(point),
+        e.sigma.get(1).copied().map(point),
+        None,
+    );
+    row
 }
 
 /// The rows of layer `li` at one cap: its own repair, then its controls.
@@ -296,7 +280,7 @@ fn layer_rows(
     rows: &[&EpisodeRow],
     draws: u32,
     seed: u64,
-) -> Result<Vec<RepairRow>, AnalysisError> {
+) -> Result<Vec<RepairsRow>, AnalysisError> {
     let layer = &layers[li];
     // Per arm (None = no repair), the successes of each condition.
     let mut arms: BTreeMap<Option<usize>, BTreeMap<Condition<'_>, bool>> = BTreeMap::new();
@@ -329,7 +313,7 @@ fn layer_rows(
         }
         names.entry(arm).or_default().insert(row.arm.as_str());
     }
-    let mut own_row = RepairRow::empty(Some(cap), layer, "repair");
+    let mut own_row = empty_row(Some(cap), layer, Role::Repair, draws, seed);
     let (Some(base), Some(own)) = (arms.get(&None), arms.get(&Some(li))) else {
         own_row.note = Some(if arms.contains_key(&Some(li)) {
             format!(
@@ -431,15 +415,12 @@ fn layer_rows(
             })
             .flatten();
         let other = &layers[*lk];
-        let mut row = RepairRow::empty(
-            Some(cap),
-            layer,
-            if a == 1 {
-                "repair"
-            } else {
-                "wrong_layer_control"
-            },
-        );
+        let role = if a == 1 {
+            Role::Repair
+        } else {
+            Role::WrongLayerControl
+        };
+        let mut row = empty_row(Some(cap), layer, role, draws, seed);
         row.repair = other.repair.into();
         row.repair_arm = Some(join(names.get(&Some(*lk))));
         row.no_repair_arm = Some(base_name.clone());
@@ -449,23 +430,23 @@ fn layer_rows(
         row.n_configurations = configurations.len() as u32;
         row.n_episodes_per_arm = conditions.len() as u32;
         row.estimable = true;
-        row.means = Some([
-            all_means[0][0],
-            all_means[0][1],
-            all_means[a][0],
-            all_means[a][1],
-        ]);
+        put_means(
+            &mut row,
+            [
+                all_means[0][0],
+                all_means[0][1],
+                all_means[a][0],
+                all_means[a][1],
+            ],
+        );
         let mut parts = vec![l.p_positive, gamma.p_positive, sigma.p_positive];
         if a == 1 && layer.needs_delta {
             parts.push(delta.map_or(f64::NAN, |d| d.p_positive));
         }
         row.p_iut = Some(repair_stats::intersection_union_p(&parts)).filter(|p| p.is_finite());
-        row.l = Some(l);
-        row.gamma = Some(gamma);
-        row.sigma = Some(sigma);
-        row.delta = delta;
-        row.tost_margin = repair_stats::tost_margin(full.gamma[a], &gamma_draws, ALPHA);
-        row.tost_margin_sigma = repair_stats::tost_margin(full.sigma[a], &sigma_draws, ALPHA);
+        put_effects(&mut row, Some(l), Some(gamma), Some(sigma), delta);
+        row.tost_margin_pp = repair_stats::tost_margin(full.gamma[a], &gamma_draws, ALPHA);
+        row.tost_margin_sigma_pp = repair_stats::tost_margin(full.sigma[a], &sigma_draws, ALPHA);
         row.draw_seed = Some(draw_seed);
         if a == 1 && !left_out.is_empty() {
             row.note = Some(format!(
@@ -482,82 +463,6 @@ fn join(names: Option<&BTreeSet<&str>>) -> String {
     names
         .map(|n| n.iter().copied().collect::<Vec<_>>().join("+"))
         .unwrap_or_default()
-}
-
-/// The table `name` of `rows`; with `population`, the population column first.
-pub fn table(
-    rows: &[RepairRow],
-    draws: u32,
-    seed: u64,
-    name: &str,
-    population: bool,
-) -> Result<RecordBatch, AnalysisError> {
-    let s = |f: fn(&RepairRow) -> Option<Summary>, g: fn(&Summary) -> f64| {
-        rows.iter()
-            .map(move |r| f(r).map(|x| g(&x)).filter(|x| x.is_finite()))
-            .collect::<Vec<_>>()
-    };
-    let mean = |i: usize| rows.iter().map(move |r| r.means.map(|m| m[i]));
-    let mut b = TableBuilder::new();
-    if population {
-        b = b.text_opt("population", rows.iter().map(|r| r.population.as_ref()));
-    }
-    let mut b = b
-        .u32_opt("completion_cap", rows.iter().map(|r| r.completion_cap))
-        .text("layer", rows.iter().map(|r| &r.layer))
-        .text("pressure", rows.iter().map(|r| &r.pressure))
-        .text("repair", rows.iter().map(|r| &r.repair))
-        .text("role", rows.iter().map(|r| r.role))
-        .text_opt("repair_arm", rows.iter().map(|r| r.repair_arm.as_ref()))
-        .text_opt(
-            "no_repair_arm",
-            rows.iter().map(|r| r.no_repair_arm.as_ref()),
-        )
-        .text("cells", rows.iter().map(|r| &r.cells))
-        .u32("n_cells", rows.iter().map(|r| r.n_cells))
-        .u32("n_families", rows.iter().map(|r| r.n_families))
-        .u32("n_configurations", rows.iter().map(|r| r.n_configurations))
-        .u32(
-            "n_episodes_per_arm",
-            rows.iter().map(|r| r.n_episodes_per_arm),
-        )
-        .bool("estimable", rows.iter().map(|r| r.estimable))
-        .text_opt("note", rows.iter().map(|r| r.note.as_ref()))
-        .f64_opt("no_repair_unstressed_vts", mean(0))
-        .f64_opt("no_repair_stressed_vts", mean(1))
-        .f64_opt("repair_unstressed_vts", mean(2))
-        .f64_opt("repair_stressed_vts", mean(3));
-    type Get = fn(&RepairRow) -> Option<Summary>;
-    let quantities: [(&str, Get); 4] = [
-        ("l_pp", |r| r.l),
-        ("gamma_pp", |r| r.gamma),
-        ("sigma_pp", |r| r.sigma),
-        ("delta_pp", |r| r.delta),
-    ];
-    for (name, get) in quantities {
-        b = b
-            .f64_opt(name, s(get, |x| x.estimate))
-            .f64_opt(&format!("{name}_ci_low"), s(get, |x| x.low))
-            .f64_opt(&format!("{name}_ci_high"), s(get, |x| x.high));
-    }
-    for (name, get) in &quantities[..3] {
-        let p = name.trim_end_matches("_pp");
-        b = b.f64_opt(&format!("p_{p}_positive"), s(*get, |x| x.p_positive));
-    }
-    let floor = 1.0 / f64::from(draws.max(1));
-    Ok(b.f64_opt("p_iut", rows.iter().map(|r| r.p_iut))
-        .f64_opt("p_holm", rows.iter().map(|r| r.p_holm))
-        .f64("p_floor", rows.iter().map(|_| floor))
-        .bool_opt("activates", rows.iter().map(|r| r.activates))
-        .f64_opt("tost_margin_pp", rows.iter().map(|r| r.tost_margin))
-        .f64_opt(
-            "tost_margin_sigma_pp",
-            rows.iter().map(|r| r.tost_margin_sigma),
-        )
-        .u32("draws", rows.iter().map(|_| draws))
-        .u64("seed", rows.iter().map(|_| seed))
-        .u64_opt("draw_seed", rows.iter().map(|r| r.draw_seed))
-        .build(name)?)
 }
 
 // The report crate's tests render sections from these panels (feature `fixtures`).

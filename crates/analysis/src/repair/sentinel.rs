@@ -3,7 +3,7 @@
 //! each repair's stress gain Γ re-estimated over the repeats with a family-cluster
 //! interval.
 //!
-//! Owns: the `sentinel` table.
+//! Owns: the `sentinel` table's rows ([`SentinelRow`]).
 //!
 //! # Which episodes
 //! Arms are read as [`super::repairs`] reads them (the no-repair arm is the fixed menu
@@ -26,14 +26,13 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use arrow_array::RecordBatch;
-
 use super::repair_stats::{self, FamilyTallies, Tally};
 use super::repairs::{arm_of, needs_a_repair_design, Params, LAYERS};
 use crate::common::stats::{self, check_draws};
 use crate::{AnalysisError, Context, Design, Output, ParamProblem, Produced, Typed};
+use tbb_tables::analyses::sentinel::SentinelRow;
 use tbb_tables::rows::EpisodeRow;
-use tbb_tables::TableBuilder;
+use tbb_tables::TableRow;
 
 /// Name in error messages.
 const KIND: &str = "sentinel";
@@ -45,7 +44,7 @@ impl Typed for Sentinel {
     type Params = Params;
     const NAME: &'static str = KIND;
     const VERSION: &'static str = "sentinel/1";
-    const OUTPUTS: &'static [&'static str] = &["sentinel"];
+    const OUTPUTS: &'static [&'static str] = &[SentinelRow::TABLE];
 
     fn check(params: &Params) -> Vec<ParamProblem> {
         check_draws(params.draws).into_iter().collect()
@@ -59,8 +58,8 @@ impl Typed for Sentinel {
         let (draws, seed) = params.resolved();
         let rows = rows(input.episodes, draws, seed)?;
         Ok(vec![Output {
-            table: "sentinel",
-            batch: table(&rows, draws, seed)?,
+            table: SentinelRow::TABLE,
+            batch: SentinelRow::to_batch(&rows)?,
         }]
         .into())
     }
@@ -68,43 +67,6 @@ impl Typed for Sentinel {
 
 /// A condition group: (configuration, family, cell label, arm).
 type Group<'a> = (&'a str, &'a str, String, Option<usize>);
-
-/// One row of the `sentinel` table.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SentinelRow {
-    /// Completion cap.
-    pub completion_cap: u32,
-    /// `V`, `W`, `D`, `R` or `all`.
-    pub scope: String,
-    /// The layer's repair (null on `all`).
-    pub repair: Option<String>,
-    /// The stressed cells.
-    pub cells: String,
-    /// Condition groups.
-    pub n_groups: u32,
-    /// Runs (episodes).
-    pub n_runs: u32,
-    /// Families.
-    pub n_families: u32,
-    /// Configurations.
-    pub n_configurations: u32,
-    /// Fewest and most runs of a group.
-    pub runs: (u32, u32),
-    /// Success over runs.
-    pub pass_at_1: f64,
-    /// Share of groups succeeding on every run.
-    pub all_runs: f64,
-    /// Share of groups succeeding on some run.
-    pub any_run: f64,
-    /// Share of groups with both outcomes.
-    pub disagreement: f64,
-    /// No-repair and repair success over runs (layer rows).
-    pub arms_vts: Option<(f64, f64)>,
-    /// Γ, pp, and its interval (layer rows).
-    pub gain: Option<repair_stats::Summary>,
-    /// Stream seed (layer rows).
-    pub draw_seed: Option<u64>,
-}
 
 /// Every row, by cap (see the module doc).
 pub fn rows(
@@ -172,7 +134,7 @@ pub fn rows(
             every.extend(members.iter().copied());
             let cells: BTreeSet<&str> = pairs.iter().map(|(g, _)| g.2.as_str()).collect();
             all_cells.extend(cells.iter().copied());
-            let mut row = summary(*cap, layer.name, &members, groups, &cells);
+            let mut row = summary(*cap, layer.name, &members, groups, &cells, (draws, seed));
             row.repair = Some(layer.repair.into());
             // Γ over the runs, families as clusters: [no repair, repair][z = 1].
             let mut fams: BTreeMap<&str, FamilyTallies> = BTreeMap::new();
@@ -192,14 +154,24 @@ pub fn rows(
             let (full, boot) = repair_stats::bootstrap(&tallies, draws, draw_seed);
             let gains: Vec<f64> = boot.iter().map(|e| e.gamma[1]).collect();
             let m = repair_stats::means(&tallies, 0..tallies.len());
-            row.arms_vts = Some((m[0][1], m[1][1]));
-            row.gain = Some(repair_stats::summarize(full.gamma[1], &gains));
+            (row.no_repair_vts, row.repair_vts) = (Some(m[0][1]), Some(m[1][1]));
+            let gain = repair_stats::summarize(full.gamma[1], &gains);
+            let finite = |x: f64| x.is_finite().then_some(x);
+            (row.gain_pp, row.gain_pp_ci_low, row.gain_pp_ci_high) =
+                (finite(gain.estimate), finite(gain.low), finite(gain.high));
             row.draw_seed = Some(draw_seed);
             out.push(row);
         }
         if !every.is_empty() {
             let members: Vec<&Group<'_>> = every.into_iter().collect();
-            out.push(summary(*cap, "all", &members, groups, &all_cells));
+            out.push(summary(
+                *cap,
+                "all",
+                &members,
+                groups,
+                &all_cells,
+                (draws, seed),
+            ));
         }
     }
     if out.is_empty() {
@@ -213,13 +185,15 @@ pub fn rows(
     Ok(out)
 }
 
-/// The repeat statistics of some groups.
+/// The repeat statistics of some groups (a row without a gain), for the table's
+/// bootstrap `(draws, seed)`.
 fn summary(
     cap: u32,
     scope: &str,
     members: &[&Group<'_>],
     groups: &BTreeMap<Group<'_>, BTreeMap<u32, bool>>,
     cells: &BTreeSet<&str>,
+    (draws, seed): (u32, u64),
 ) -> SentinelRow {
     let (mut runs, mut wins, mut all, mut any) = (0u32, 0u32, 0u32, 0u32);
     let (mut fewest, mut most) = (u32::MAX, 0u32);
@@ -248,49 +222,21 @@ fn summary(
         n_runs: runs,
         n_families: families.len() as u32,
         n_configurations: configurations.len() as u32,
-        runs: (fewest.min(most), most),
+        runs_min: fewest.min(most),
+        runs_max: most,
         pass_at_1: f64::from(wins) / f64::from(runs.max(1)),
         all_runs: f64::from(all) / n,
         any_run: f64::from(any) / n,
         disagreement: f64::from(any - all) / n,
-        arms_vts: None,
-        gain: None,
+        no_repair_vts: None,
+        repair_vts: None,
+        gain_pp: None,
+        gain_pp_ci_low: None,
+        gain_pp_ci_high: None,
+        draws,
+        seed,
         draw_seed: None,
     }
-}
-
-fn table(rows: &[SentinelRow], draws: u32, seed: u64) -> Result<RecordBatch, AnalysisError> {
-    let gain = |f: fn(&repair_stats::Summary) -> f64| {
-        rows.iter()
-            .map(move |r| r.gain.as_ref().map(f).filter(|x| x.is_finite()))
-    };
-    Ok(TableBuilder::new()
-        .u32("completion_cap", rows.iter().map(|r| r.completion_cap))
-        .text("scope", rows.iter().map(|r| &r.scope))
-        .text_opt("repair", rows.iter().map(|r| r.repair.as_ref()))
-        .text("cells", rows.iter().map(|r| &r.cells))
-        .u32("n_groups", rows.iter().map(|r| r.n_groups))
-        .u32("n_runs", rows.iter().map(|r| r.n_runs))
-        .u32("n_families", rows.iter().map(|r| r.n_families))
-        .u32("n_configurations", rows.iter().map(|r| r.n_configurations))
-        .u32("runs_min", rows.iter().map(|r| r.runs.0))
-        .u32("runs_max", rows.iter().map(|r| r.runs.1))
-        .f64("pass_at_1", rows.iter().map(|r| r.pass_at_1))
-        .f64("all_runs", rows.iter().map(|r| r.all_runs))
-        .f64("any_run", rows.iter().map(|r| r.any_run))
-        .f64("disagreement", rows.iter().map(|r| r.disagreement))
-        .f64_opt(
-            "no_repair_vts",
-            rows.iter().map(|r| r.arms_vts.map(|a| a.0)),
-        )
-        .f64_opt("repair_vts", rows.iter().map(|r| r.arms_vts.map(|a| a.1)))
-        .f64_opt("gain_pp", gain(|s| s.estimate))
-        .f64_opt("gain_pp_ci_low", gain(|s| s.low))
-        .f64_opt("gain_pp_ci_high", gain(|s| s.high))
-        .u32("draws", rows.iter().map(|_| draws))
-        .u64("seed", rows.iter().map(|_| seed))
-        .u64_opt("draw_seed", rows.iter().map(|r| r.draw_seed))
-        .build("sentinel")?)
 }
 
 // The report crate's tests render sections from these panels (feature `fixtures`).
@@ -368,17 +314,21 @@ pub mod tests {
         // V: 4 groups, 12 runs, 8 successes (0 + 3 + 2 + 3): pass@1 = 2/3; all runs:
         // the two routed groups (2/4); any: all but f1 fixed (3/4); disagreement: f2
         // fixed (1/4). Γ = routed 6/6 − fixed 2/6 = 66.7 pp.
-        assert_eq!((v.n_groups, v.n_runs, v.runs), (4, 12, (3, 3)));
+        assert_eq!(
+            (v.n_groups, v.n_runs, v.runs_min, v.runs_max),
+            (4, 12, 3, 3)
+        );
         assert!((v.pass_at_1 - 8.0 / 12.0).abs() < 1e-12);
         assert_eq!((v.all_runs, v.any_run, v.disagreement), (0.5, 0.75, 0.25));
-        let g = v.gain.unwrap_or_else(|| panic!("gain"));
-        assert!((g.estimate - 200.0 / 3.0).abs() < 1e-9);
+        let [estimate, low, high] =
+            [v.gain_pp, v.gain_pp_ci_low, v.gain_pp_ci_high].map(|x| x.unwrap_or(f64::NAN));
+        assert!((estimate - 200.0 / 3.0).abs() < 1e-9);
         // Family draws: both f1 (+100), both f2 (+33.3) or one of each (+66.7): the
         // interval spans exactly those.
-        assert!((g.low - 100.0 / 3.0).abs() < 1e-9 && (g.high - 100.0).abs() < 1e-9);
+        assert!((low - 100.0 / 3.0).abs() < 1e-9 && (high - 100.0).abs() < 1e-9);
         // W: 11 of 12 succeed; f1's workflow group disagrees. Γ = 5/6 − 1 = −16.7 pp.
         assert_eq!((w.all_runs, w.any_run, w.disagreement), (0.75, 1.0, 0.25));
-        assert!((w.gain.map_or(f64::NAN, |g| g.estimate) + 100.0 / 6.0).abs() < 1e-9);
+        assert!((w.gain_pp.unwrap_or(f64::NAN) + 100.0 / 6.0).abs() < 1e-9);
         // All: 8 groups, 24 runs, 19 successes; 5 of 8 on every run, 7 of 8 on some.
         assert_eq!((all.n_groups, all.n_runs), (8, 24));
         assert!((all.pass_at_1 - 19.0 / 24.0).abs() < 1e-12);
@@ -386,7 +336,11 @@ pub mod tests {
             (all.all_runs, all.any_run, all.disagreement),
             (0.625, 0.875, 0.25)
         );
-        assert_eq!(all.gain, None);
+        assert_eq!(
+            (all.gain_pp, all.no_repair_vts, all.draw_seed),
+            (None, None, None)
+        );
+        assert!(rows.iter().all(|r| r.draws == 200 && r.seed == 3));
     }
 
     #[test]

@@ -8,37 +8,52 @@
 //!
 //! Never: computes an estimate or an interval.
 
+use tbb_tables::analyses::decoders::{
+    DecoderGainsRow, DecoderMultiRow, DecoderPacketsRow, DecodersRow, FeatureSet, PacketCount,
+};
+use tbb_tables::levels::level_name;
+
 use super::super::document::{text, Align, Figure, Section, Table};
 use super::super::figures::{self, Whisker, WhiskerSeries};
 use super::super::format;
 use super::super::ReportError;
-use super::{absent, table, Tables};
+use super::{absent, rows, Tables};
 
 /// The paper's balanced accuracy per feature set: (estimate, low, high), percent.
-const PAPER: [(&str, f64, f64, f64); 9] = [
-    ("first_unmet", 53.4, 44.6, 60.1),
-    ("terminal_flag", 48.5, 43.0, 55.4),
-    ("first_unmet+terminal_flag", 48.9, 42.4, 58.9),
-    ("first_unmet+terminal_flag+trace_shape", 51.3, 44.8, 57.0),
-    ("trace_shape", 52.4, 44.2, 60.2),
-    ("call_counts", 54.8, 47.8, 61.3),
-    ("obligation_vector", 52.5, 44.3, 62.4),
-    ("termination_aware", 54.1, 45.9, 63.2),
-    ("menu_size_proxy", 71.8, 60.4, 82.6),
+const PAPER: [(FeatureSet, f64, f64, f64); 9] = [
+    (FeatureSet::FirstUnmet, 53.4, 44.6, 60.1),
+    (FeatureSet::TerminalFlag, 48.5, 43.0, 55.4),
+    (FeatureSet::FirstUnmetAndTerminalFlag, 48.9, 42.4, 58.9),
+    (
+        FeatureSet::FirstUnmetTerminalFlagAndTraceShape,
+        51.3,
+        44.8,
+        57.0,
+    ),
+    (FeatureSet::TraceShape, 52.4, 44.2, 60.2),
+    (FeatureSet::CallCounts, 54.8, 47.8, 61.3),
+    (FeatureSet::ObligationVector, 52.5, 44.3, 62.4),
+    (FeatureSet::TerminationAware, 54.1, 45.9, 63.2),
+    (FeatureSet::MenuSizeProxy, 71.8, 60.4, 82.6),
 ];
 
 /// The paper's packet counts.
-const PAPER_PACKETS: [(&str, &str); 6] = [
-    ("labelled", "127"),
-    ("labelled_v", "87"),
-    ("labelled_w", "28"),
-    ("labelled_d", "12"),
-    ("excluded_multi_failure", "36"),
-    ("excluded_infra_failure", "2"),
+const PAPER_PACKETS: [(PacketCount, &str); 6] = [
+    (PacketCount::Labelled, "127"),
+    (PacketCount::LabelledV, "87"),
+    (PacketCount::LabelledW, "28"),
+    (PacketCount::LabelledD, "12"),
+    (PacketCount::ExcludedMultiFailure, "36"),
+    (PacketCount::ExcludedInfraFailure, "2"),
 ];
 
-fn paper(set: &str) -> Option<(f64, f64, f64)> {
+fn paper(set: FeatureSet) -> Option<(f64, f64, f64)> {
     PAPER.iter().find(|p| p.0 == set).map(|p| (p.1, p.2, p.3))
+}
+
+/// A missing value as the formatters' "—".
+fn or_nan(x: Option<f64>) -> f64 {
+    x.unwrap_or(f64::NAN)
 }
 
 /// Fills the decoders section.
@@ -54,9 +69,8 @@ pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportErro
          out-of-fold predictions, held fixed. The menu-size proxy reads the treatment: \
          a reference, not a diagnostic.",
     )]);
-    match table(tables, "decoder_packets") {
-        Some(t) => {
-            let (what, n) = (t.text("packets")?, t.int("n")?);
+    match rows::<DecoderPacketsRow>(tables)? {
+        Some(packets) => {
             let mut out = Table::new(
                 "Packets; ours beside the paper's (labelled \"paper\").",
                 &[
@@ -65,14 +79,14 @@ pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportErro
                     ("Paper", Align::Right),
                 ],
             );
-            for i in 0..t.len() {
+            for r in &packets {
                 let published = PAPER_PACKETS
                     .iter()
-                    .find(|p| p.0 == what[i])
+                    .find(|p| p.0 == r.packets)
                     .map_or("—", |p| p.1);
                 out.push(vec![
-                    what[i].replace('_', " "),
-                    format::count(n[i]),
+                    level_name(&r.packets).replace('_', " "),
+                    format::count(u64::from(r.n)),
                     published.into(),
                 ]);
             }
@@ -80,22 +94,10 @@ pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportErro
         }
         None => s.note(absent("Packets", "decoder_packets", "decoders")),
     }
-    let Some(t) = table(tables, "decoders") else {
+    let Some(decoders) = rows::<DecodersRow>(tables)? else {
         s.note(absent("Balanced accuracy", "decoders", "decoders"));
         return Ok(());
     };
-    let set = t.text("feature_set")?;
-    let treatment = t.flag("reads_treatment")?;
-    let (ba, lo, hi) = (
-        t.float("balanced_accuracy")?,
-        t.float("ci_low")?,
-        t.float("ci_high")?,
-    );
-    let recall = [
-        t.float("recall_v")?,
-        t.float("recall_w")?,
-        t.float("recall_d")?,
-    ];
     let mut out = Table::new(
         "Balanced accuracy and per-class recall of each feature set (%), ours beside the \
          paper's Table 11 (labelled \"paper\").",
@@ -118,19 +120,20 @@ pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportErro
     let mut labels = Vec::new();
     let mut ours = Vec::new();
     let mut theirs = Vec::new();
-    for i in 0..t.len() {
-        let name = if treatment[i] {
-            format!("{} (reads the treatment)", set[i])
+    for r in &decoders {
+        let (lo, hi) = (or_nan(r.ci_low), or_nan(r.ci_high));
+        let name = if r.reads_treatment {
+            format!("{} (reads the treatment)", level_name(&r.feature_set))
         } else {
-            set[i].clone()
+            level_name(&r.feature_set)
         };
-        let published = paper(&set[i]);
+        let published = paper(r.feature_set);
         out.push(vec![
             name.clone(),
-            format!("{} [{}, {}]", pct(ba[i]), pct(lo[i]), pct(hi[i])),
-            pct(recall[0][i]),
-            pct(recall[1][i]),
-            pct(recall[2][i]),
+            format!("{} [{}, {}]", pct(r.balanced_accuracy), pct(lo), pct(hi)),
+            pct(or_nan(r.recall_v)),
+            pct(or_nan(r.recall_w)),
+            pct(or_nan(r.recall_d)),
             published.map_or("—".into(), |(e, l, h)| {
                 format!(
                     "{} [{}, {}]",
@@ -142,9 +145,9 @@ pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportErro
         ]);
         labels.push(name);
         ours.push(Some(Whisker {
-            estimate: 100.0 * ba[i],
-            low: 100.0 * lo[i],
-            high: 100.0 * hi[i],
+            estimate: 100.0 * r.balanced_accuracy,
+            low: 100.0 * lo,
+            high: 100.0 * hi,
         }));
         theirs.push(published.map(|(estimate, low, high)| Whisker {
             estimate,
@@ -175,17 +178,7 @@ pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportErro
             "balanced accuracy, %",
         )?,
     });
-    if let Some(g) = table(tables, "decoder_gains") {
-        let (a, b, gain) = (
-            g.text("feature_set")?,
-            g.text("against")?,
-            g.float("gain_pp")?,
-        );
-        let (lo, hi, level) = (
-            g.float("ci_low_pp")?,
-            g.float("ci_high_pp")?,
-            g.float("level")?,
-        );
+    if let Some(gains) = rows::<DecoderGainsRow>(tables)? {
         let mut out = Table::new(
             "Paired gains in balanced accuracy (pp), the same intent draws for both sets; \
              intervals Bonferroni-adjusted over the five exploratory comparisons.",
@@ -196,19 +189,17 @@ pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportErro
                 ("Level", Align::Right),
             ],
         );
-        for i in 0..g.len() {
+        for r in &gains {
             out.push(vec![
-                a[i].clone(),
-                b[i].clone(),
-                format::effect_with_interval(gain[i], lo[i], hi[i]),
-                format!("{}%", format::fixed(100.0 * level[i], 0)),
+                level_name(&r.feature_set),
+                level_name(&r.against),
+                format::effect_with_interval(r.gain_pp, or_nan(r.ci_low_pp), or_nan(r.ci_high_pp)),
+                format!("{}%", format::fixed(100.0 * r.level, 0)),
             ]);
         }
         s.table(out);
     }
-    if let Some(m) = table(tables, "decoder_multi") {
-        let (pressure, predicted, n) =
-            (m.text("pressure")?, m.text("predicted")?, m.int("n_rows")?);
+    if let Some(multi) = rows::<DecoderMultiRow>(tables)? {
         let mut out = Table::new(
             "Descriptive: the joint record's decoder (first unmet obligation and terminal \
              flag) on each failing stressed row of the multi-failure packets, fitted \
@@ -219,11 +210,11 @@ pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportErro
                 ("Rows", Align::Right),
             ],
         );
-        for i in 0..m.len() {
+        for r in &multi {
             out.push(vec![
-                pressure[i].clone(),
-                predicted[i].clone(),
-                format::count(n[i]),
+                level_name(&r.pressure),
+                level_name(&r.predicted),
+                format::count(u64::from(r.n_rows)),
             ]);
         }
         s.table(out);

@@ -9,35 +9,40 @@
 //!
 //! Never: computes an estimate, an interval or a test.
 
+use tbb_tables::analyses::holdout::{ArmRole, HoldoutArmsRow, HoldoutRow, Population};
+use tbb_tables::analyses::repairs::Role;
+use tbb_tables::levels::level_name;
+use tbb_tables::TableRow;
+
 use super::super::document::{text, Align, Figure, Section, Table};
 use super::super::figures::{self, Whisker, WhiskerSeries};
 use super::super::format;
 use super::super::ReportError;
-use super::{absent, table, Tables};
+use super::{absent, rows, Tables};
 
 /// The paper's values per (population, layer, quantity), as published. The paper
 /// reads the pooled L and Σ on the raw cells only; ours pool raw and compact.
-const PAPER: [(&str, &str, &str, &str); 6] = [
-    ("all", "depth", "L", "96.1 [93.6, 98.0]"),
-    ("all", "depth", "Σ", "95.1 [92.6, 97.3]"),
-    ("confirmatory", "depth", "Γ", "95.8 [89.6, 100.0]"),
-    ("confirmatory", "depth", "Δ", "93.8 [85.4, 102.1]"),
-    ("all", "D", "L", "-1.2 [-3.7, 1.2]"),
-    ("all", "D", "Γ", "-0.2 [-2.5, 1.7]"),
+const PAPER: [(Population, &str, &str, &str); 6] = [
+    (Population::All, "depth", "L", "96.1 [93.6, 98.0]"),
+    (Population::All, "depth", "Σ", "95.1 [92.6, 97.3]"),
+    (Population::Confirmatory, "depth", "Γ", "95.8 [89.6, 100.0]"),
+    (Population::Confirmatory, "depth", "Δ", "93.8 [85.4, 102.1]"),
+    (Population::All, "D", "L", "-1.2 [-3.7, 1.2]"),
+    (Population::All, "D", "Γ", "-0.2 [-2.5, 1.7]"),
 ];
 
 /// The paper's Table 10 per (role, depth): VTS, calls, the controller's calls,
 /// requests; "—" where it publishes none.
-const PAPER_ARMS: [(&str, u64, &str, &str, &str, &str); 3] = [
-    ("baseline", 2, "96.7%", "—", "—", "—"),
-    ("controller", 2, "97.4%", "—", "—", "—"),
-    ("baseline", 30, "—", "18.9", "0", "19.8"),
+const PAPER_ARMS: [(ArmRole, u32, &str, &str, &str, &str); 3] = [
+    (ArmRole::Baseline, 2, "96.7%", "—", "—", "—"),
+    (ArmRole::Controller, 2, "97.4%", "—", "—", "—"),
+    (ArmRole::Baseline, 30, "—", "18.9", "0", "19.8"),
 ];
 
 /// The paper's controller at 30 calls.
 const PAPER_CONTROLLER_30: (&str, &str, &str) = ("29.9", "28.7", "2.2");
 
-fn paper(population: &str, layer: &str, quantity: &str) -> String {
+fn paper(population: Population, layer: &str, quantity: &str) -> String {
     PAPER
         .iter()
         .find(|p| p.0 == population && p.1 == layer && p.2 == quantity)
@@ -58,12 +63,12 @@ pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportErro
          family per held-out intent). The controller activates when L, Γ, Σ and Δ are \
          all positive by an intersection-union test, Holm-corrected with its control.",
     )]);
-    match table(tables, "holdout") {
-        Some(t) => effects(&t, s)?,
+    match rows::<HoldoutRow>(tables)? {
+        Some(rows) => effects(&rows, s)?,
         None => s.note(absent("The effects", "holdout", "holdout")),
     }
-    match table(tables, "holdout_arms") {
-        Some(t) => arms(&t, s)?,
+    match rows::<HoldoutArmsRow>(tables)? {
+        Some(rows) => arms(&rows, s)?,
         None => s.note(absent(
             "Calls and requests per arm",
             "holdout_arms",
@@ -73,30 +78,32 @@ pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportErro
     Ok(())
 }
 
-fn effects(t: &super::super::columns::Columns<'_>, s: &mut Section) -> Result<(), ReportError> {
-    let (population, layer, repair, role) = (
-        t.text("population")?,
-        t.text("layer")?,
-        t.text("repair")?,
-        t.text("role")?,
-    );
-    let estimable = t.flag("estimable")?;
-    let note = t.text_opt("note")?;
-    let configurations = t.int("n_configurations")?;
-    let activates = t.flag_opt("activates")?;
-    let (p_holm, p_floor) = (t.float("p_holm")?, t.float("p_floor")?);
-    let quantity = |name: &str| -> Result<[Vec<f64>; 3], ReportError> {
-        Ok([
-            t.float(name)?,
-            t.float(&format!("{name}_ci_low"))?,
-            t.float(&format!("{name}_ci_high"))?,
-        ])
-    };
-    let quantities = [
-        ("L", quantity("l_pp")?),
-        ("Γ", quantity("gamma_pp")?),
-        ("Σ", quantity("sigma_pp")?),
-        ("Δ", quantity("delta_pp")?),
+/// A missing value as the formatters' "—".
+fn or_nan(x: Option<f64>) -> f64 {
+    x.unwrap_or(f64::NAN)
+}
+
+/// A quantity's (estimate, low, high) on a row, as the formatters read them.
+type Quantity = fn(&HoldoutRow) -> [Option<f64>; 3];
+
+fn effects(rows: &[HoldoutRow], s: &mut Section) -> Result<(), ReportError> {
+    let quantities: [(&str, Quantity); 4] = [
+        ("L", |r| {
+            let e = &r.effects;
+            [e.l_pp, e.l_pp_ci_low, e.l_pp_ci_high]
+        }),
+        ("Γ", |r| {
+            let e = &r.effects;
+            [e.gamma_pp, e.gamma_pp_ci_low, e.gamma_pp_ci_high]
+        }),
+        ("Σ", |r| {
+            let e = &r.effects;
+            [e.sigma_pp, e.sigma_pp_ci_low, e.sigma_pp_ci_high]
+        }),
+        ("Δ", |r| {
+            let e = &r.effects;
+            [e.delta_pp, e.delta_pp_ci_low, e.delta_pp_ci_high]
+        }),
     ];
     let mut out = Table::new(
         "The controller (layer depth) and canonical delivery (layer D), each with the \
@@ -118,23 +125,31 @@ fn effects(t: &super::super::columns::Columns<'_>, s: &mut Section) -> Result<()
     );
     let mut whiskers: Vec<(String, [Option<Whisker>; 2])> = Vec::new();
     let mut notes = Vec::new();
-    for i in 0..t.len() {
-        if !estimable[i] {
+    for (i, r) in rows.iter().enumerate() {
+        let population = r.population.ok_or_else(|| ReportError::NullValue {
+            table: HoldoutRow::TABLE.into(),
+            column: "population".into(),
+            row: i,
+        })?;
+        let e = &r.effects;
+        if !e.estimable {
             notes.push(format!(
                 "Not estimable — {} {} ({}): {}.",
-                population[i],
-                layer[i],
-                repair[i],
-                note[i].clone().unwrap_or_default()
+                level_name(&population),
+                e.layer,
+                e.repair,
+                e.note.clone().unwrap_or_default()
             ));
             continue;
         }
-        let cell = |q: &[Vec<f64>; 3]| format::effect_with_interval(q[0][i], q[1][i], q[2][i]);
-        let own = role[i] == "repair";
+        let cell = |q: [Option<f64>; 3]| {
+            format::effect_with_interval(or_nan(q[0]), or_nan(q[1]), or_nan(q[2]))
+        };
+        let own = e.role == Role::Repair;
         let published: Vec<String> = if own {
             quantities
                 .iter()
-                .map(|(name, _)| (name, paper(&population[i], &layer[i], name)))
+                .map(|(name, _)| (name, paper(population, &e.layer, name)))
                 .filter(|(_, v)| v != "—")
                 .map(|(name, v)| format!("{name} {v}"))
                 .collect()
@@ -142,20 +157,25 @@ fn effects(t: &super::super::columns::Columns<'_>, s: &mut Section) -> Result<()
             Vec::new()
         };
         out.push(vec![
-            format!("{} ({})", population[i], format::count(configurations[i])),
-            layer[i].clone(),
-            repair[i].clone(),
-            role[i].replace('_', " "),
-            cell(&quantities[0].1),
-            cell(&quantities[1].1),
-            cell(&quantities[2].1),
-            cell(&quantities[3].1),
+            format!(
+                "{} ({})",
+                level_name(&population),
+                format::count(u64::from(e.n_configurations))
+            ),
+            e.layer.clone(),
+            e.repair.clone(),
+            level_name(&e.role).replace('_', " "),
+            cell(quantities[0].1(r)),
+            cell(quantities[1].1(r)),
+            cell(quantities[2].1(r)),
+            cell(quantities[3].1(r)),
             if own {
-                format::p_value(p_holm[i], p_floor[i])
+                format::p_value(or_nan(e.p_holm), e.p_floor)
             } else {
                 "—".into()
             },
-            activates[i].map_or("—".into(), |a| if a { "yes" } else { "no" }.into()),
+            e.activates
+                .map_or("—".into(), |a| if a { "yes" } else { "no" }.into()),
             if published.is_empty() {
                 "—".into()
             } else {
@@ -164,13 +184,14 @@ fn effects(t: &super::super::columns::Columns<'_>, s: &mut Section) -> Result<()
         ]);
         if own {
             for (name, q) in &quantities {
+                let [estimate, low, high] = q(r).map(or_nan);
                 let w = Whisker {
-                    estimate: q[0][i],
-                    low: q[1][i],
-                    high: q[2][i],
+                    estimate,
+                    low,
+                    high,
                 };
-                let label = format!("{} {name}", repair[i].replace('_', " "));
-                let k = usize::from(population[i] != "all");
+                let label = format!("{} {name}", e.repair.replace('_', " "));
+                let k = usize::from(population != Population::All);
                 match whiskers.iter_mut().find(|(l, _)| *l == label) {
                     Some((_, slots)) => slots[k] = Some(w),
                     None => {
@@ -186,7 +207,11 @@ fn effects(t: &super::super::columns::Columns<'_>, s: &mut Section) -> Result<()
     for n in notes {
         s.note(vec![text(n)]);
     }
-    if let Some(n) = note.iter().flatten().find(|n| n.contains("±200")) {
+    if let Some(n) = rows
+        .iter()
+        .filter_map(|r| r.effects.note.as_ref())
+        .find(|n| n.contains("±200"))
+    {
         s.note(vec![text(format!("On Δ: {n}."))]);
     }
     s.note(vec![text(
@@ -220,14 +245,7 @@ fn effects(t: &super::super::columns::Columns<'_>, s: &mut Section) -> Result<()
     Ok(())
 }
 
-fn arms(t: &super::super::columns::Columns<'_>, s: &mut Section) -> Result<(), ReportError> {
-    let (role, depth, n) = (t.text("role")?, t.int("depth")?, t.int("n_episodes")?);
-    let vts = t.float("vts")?;
-    let calls = t.float("calls_per_episode")?;
-    let by_controller = t.float("controller_calls_per_episode")?;
-    let requests = t.float("requests_per_episode")?;
-    let tokens = t.float("tokens_per_episode")?;
-    let stopped = t.int("n_budget_or_call_limit")?;
+fn arms(rows: &[HoldoutArmsRow], s: &mut Section) -> Result<(), ReportError> {
     let mut out = Table::new(
         "Per arm and depth (raw and compact pooled): success, executed calls, the \
          controller's share of them and model requests per episode; ours beside the \
@@ -260,13 +278,13 @@ fn arms(t: &super::super::columns::Columns<'_>, s: &mut Section) -> Result<(), R
         values: Vec::new(),
     })
     .collect();
-    for i in 0..t.len() {
+    for r in rows {
         let published = PAPER_ARMS
             .iter()
-            .find(|p| p.0 == role[i] && p.1 == depth[i])
+            .find(|p| p.0 == r.role && p.1 == r.depth)
             .map(|p| [p.2, p.3, p.4, p.5])
             .or_else(|| {
-                (role[i] == "controller" && depth[i] == 30).then_some([
+                (r.role == ArmRole::Controller && r.depth == 30).then_some([
                     "—",
                     PAPER_CONTROLLER_30.0,
                     PAPER_CONTROLLER_30.1,
@@ -275,29 +293,30 @@ fn arms(t: &super::super::columns::Columns<'_>, s: &mut Section) -> Result<(), R
             })
             .unwrap_or(["—"; 4]);
         let one = |x: f64| format::fixed(x, 1);
+        let role = level_name(&r.role).replace('_', " ");
         out.push(vec![
-            role[i].replace('_', " "),
-            depth[i].to_string(),
-            format::count(n[i]),
-            format::percent(vts[i]),
-            one(calls[i]),
-            one(by_controller[i]),
-            one(requests[i]),
-            format::whole(tokens[i]),
-            format::count(stopped[i]),
+            role.clone(),
+            r.depth.to_string(),
+            format::count(u64::from(r.n_episodes)),
+            format::percent(r.vts),
+            one(r.calls_per_episode),
+            one(r.controller_calls_per_episode),
+            one(r.requests_per_episode),
+            format::whole(r.tokens_per_episode),
+            format::count(u64::from(r.n_budget_or_call_limit)),
             published[0].into(),
             published[1].into(),
             published[2].into(),
             published[3].into(),
         ]);
-        labels.push(format!(
-            "{} · {} calls",
-            role[i].replace('_', " "),
-            depth[i]
-        ));
-        for (k, x) in [calls[i], by_controller[i], requests[i]]
-            .into_iter()
-            .enumerate()
+        labels.push(format!("{role} · {} calls", r.depth));
+        for (k, x) in [
+            r.calls_per_episode,
+            r.controller_calls_per_episode,
+            r.requests_per_episode,
+        ]
+        .into_iter()
+        .enumerate()
         {
             series[k].values.push(Some(Whisker {
                 estimate: x,

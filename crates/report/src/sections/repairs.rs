@@ -10,10 +10,13 @@
 //!
 //! Never: computes an estimate, an interval, a test or a margin.
 
+use tbb_tables::analyses::repairs::{RepairsRow, Role};
+use tbb_tables::analyses::sentinel::SentinelRow;
+
 use super::super::document::{text, Align, Section, Table};
 use super::super::format;
 use super::super::ReportError;
-use super::{table, Tables};
+use super::{rows, Tables};
 
 /// The paper's values per repair: (repair, L, Σ, margin), as published.
 const PAPER_REPAIRS: [(&str, &str, &str, &str); 3] = [
@@ -45,9 +48,14 @@ fn paper<'a>(list: &'a [(&str, &'a str)], repair: &str) -> &'a str {
         .map_or("—", |(_, v)| v)
 }
 
+/// A missing value as the formatters' "—".
+fn or_nan(x: Option<f64>) -> f64 {
+    x.unwrap_or(f64::NAN)
+}
+
 /// Fills the repairs section.
 pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportError> {
-    let Some(t) = table(tables, "repairs") else {
+    let Some(repairs) = rows::<RepairsRow>(tables)? else {
         return Ok(());
     };
     s.paragraph(vec![text(
@@ -62,30 +70,6 @@ pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportErro
          margin at which two one-sided tests reject a stress gain (Γ) outside it at 5% \
          (on Σ in brackets).",
     )]);
-    let (layer, repair, role) = (t.text("layer")?, t.text("repair")?, t.text("role")?);
-    let estimable = t.flag("estimable")?;
-    let note = t.text_opt("note")?;
-    let cells = t.int("n_cells")?;
-    let col = |name: &str| t.float(name);
-    let (l, l_lo, l_hi) = (col("l_pp")?, col("l_pp_ci_low")?, col("l_pp_ci_high")?);
-    let (g, g_lo, g_hi) = (
-        col("gamma_pp")?,
-        col("gamma_pp_ci_low")?,
-        col("gamma_pp_ci_high")?,
-    );
-    let (sg, sg_lo, sg_hi) = (
-        col("sigma_pp")?,
-        col("sigma_pp_ci_low")?,
-        col("sigma_pp_ci_high")?,
-    );
-    let (d, d_lo, d_hi) = (
-        col("delta_pp")?,
-        col("delta_pp_ci_low")?,
-        col("delta_pp_ci_high")?,
-    );
-    let (p_iut, p_holm, floor) = (col("p_iut")?, col("p_holm")?, col("p_floor")?);
-    let activates = t.flag_opt("activates")?;
-    let (margin, margin_sigma) = (col("tost_margin_pp")?, col("tost_margin_sigma_pp")?);
     let mut own = Table::new(
         "Each layer's repair on its own cells (pp), ours beside the paper's (labelled \
          \"paper\"); the last row is the generic-rescue benchmark, (p₀, p₁, r) = \
@@ -117,68 +101,69 @@ pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportErro
             ("Margin", Align::Right),
         ],
     );
-    let iv = |x: &[f64], lo: &[f64], hi: &[f64], i: usize| {
-        format::effect_with_interval(x[i], lo[i], hi[i])
+    let iv = |x: Option<f64>, lo: Option<f64>, hi: Option<f64>| {
+        format::effect_with_interval(or_nan(x), or_nan(lo), or_nan(hi))
     };
-    let margin_of = |i: usize| {
-        if margin[i].is_finite() {
-            format!(
-                "{} [{}]",
-                format::fixed(margin[i], 1),
-                format::fixed(margin_sigma[i], 1)
-            )
-        } else {
-            "—".into()
-        }
+    let gamma = |r: &RepairsRow| iv(r.gamma_pp, r.gamma_pp_ci_low, r.gamma_pp_ci_high);
+    let sigma = |r: &RepairsRow| iv(r.sigma_pp, r.sigma_pp_ci_low, r.sigma_pp_ci_high);
+    let margin_of = |r: &RepairsRow| match r.tost_margin_pp {
+        Some(margin) if margin.is_finite() => format!(
+            "{} [{}]",
+            format::fixed(margin, 1),
+            format::fixed(or_nan(r.tost_margin_sigma_pp), 1)
+        ),
+        _ => "—".into(),
     };
     let mut unestimable = Vec::new();
     let mut n_controls = 0;
-    for i in 0..t.len() {
-        if !estimable[i] {
+    for r in &repairs {
+        if !r.estimable {
             unestimable.push(format!(
                 "{} ({}): {}",
-                layer[i],
-                repair[i],
-                note[i].clone().unwrap_or_default()
+                r.layer,
+                r.repair,
+                r.note.clone().unwrap_or_default()
             ));
             continue;
         }
-        match role[i].as_str() {
-            "wrong_layer_control" => {
+        match r.role {
+            Role::WrongLayerControl => {
                 n_controls += 1;
                 controls.push(vec![
-                    layer[i].clone(),
-                    repair[i].clone(),
-                    iv(&g, &g_lo, &g_hi, i),
-                    iv(&sg, &sg_lo, &sg_hi, i),
-                    margin_of(i),
+                    r.layer.clone(),
+                    r.repair.clone(),
+                    gamma(r),
+                    sigma(r),
+                    margin_of(r),
                 ]);
             }
-            _ => {
-                let find = |list: &[(&str, &str, &str, &str)], k: usize| {
-                    list.iter()
-                        .find(|x| x.0 == repair[i])
+            Role::Repair | Role::GenericRescueBenchmark => {
+                let find = |k: usize| {
+                    PAPER_REPAIRS
+                        .iter()
+                        .find(|x| x.0 == r.repair)
                         .map_or("—".to_string(), |x| [x.1, x.2, x.3][k].to_string())
                 };
                 own.push(vec![
-                    layer[i].clone(),
-                    repair[i].clone(),
-                    if cells[i] == 0 {
+                    r.layer.clone(),
+                    r.repair.clone(),
+                    if r.n_cells == 0 {
                         "—".into()
                     } else {
-                        format::count(cells[i])
+                        format::count(u64::from(r.n_cells))
                     },
-                    iv(&l, &l_lo, &l_hi, i),
-                    iv(&g, &g_lo, &g_hi, i),
-                    iv(&sg, &sg_lo, &sg_hi, i),
-                    iv(&d, &d_lo, &d_hi, i),
-                    format::p_value(p_iut[i], floor[i]),
-                    format::plain_p(p_holm[i]),
-                    activates[i].map_or("—".into(), |a| if a { "yes" } else { "no" }.into()),
-                    margin_of(i),
-                    find(&PAPER_REPAIRS, 0),
-                    find(&PAPER_REPAIRS, 1),
-                    find(&PAPER_REPAIRS, 2),
+                    iv(r.l_pp, r.l_pp_ci_low, r.l_pp_ci_high),
+                    gamma(r),
+                    sigma(r),
+                    iv(r.delta_pp, r.delta_pp_ci_low, r.delta_pp_ci_high),
+                    format::p_value(or_nan(r.p_iut), r.p_floor),
+                    format::plain_p(or_nan(r.p_holm)),
+                    r.activates
+                        .map_or("—".into(), |a| if a { "yes" } else { "no" }.into()),
+                    margin_of(r),
+                    find(0),
+                    find(1),
+                    find(2),
                 ]);
             }
         }
@@ -200,22 +185,9 @@ pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportErro
 
 /// Fills the sentinel section.
 pub(crate) fn sentinel(tables: &Tables, s: &mut Section) -> Result<(), ReportError> {
-    let Some(t) = table(tables, "sentinel") else {
+    let Some(sentinel) = rows::<SentinelRow>(tables)? else {
         return Ok(());
     };
-    let (scope, repair, cells) = (t.text("scope")?, t.text_opt("repair")?, t.text("cells")?);
-    let (groups, runs, runs_max) = (t.int("n_groups")?, t.int("n_runs")?, t.int("runs_max")?);
-    let (pass, all, any, dis) = (
-        t.float("pass_at_1")?,
-        t.float("all_runs")?,
-        t.float("any_run")?,
-        t.float("disagreement")?,
-    );
-    let (g, lo, hi) = (
-        t.float("gain_pp")?,
-        t.float("gain_pp_ci_low")?,
-        t.float("gain_pp_ci_high")?,
-    );
     let mut table = Table::new(
         "Sentinel repeats: each layer's pair (no-repair arm and repair on its stressed \
          cell) run several times; shares of condition groups, and the repair's stress \
@@ -235,23 +207,31 @@ pub(crate) fn sentinel(tables: &Tables, s: &mut Section) -> Result<(), ReportErr
             ("Paper gain", Align::Right),
         ],
     );
-    for i in 0..t.len() {
-        let r = repair[i].clone().unwrap_or_default();
+    for row in &sentinel {
+        let r = row.repair.clone().unwrap_or_default();
         table.push(vec![
-            scope[i].clone(),
+            row.scope.clone(),
             if r.is_empty() {
                 "—".into()
             } else {
                 r.clone()
             },
-            cells[i].clone(),
-            format::count(groups[i]),
-            format!("{} ({} each)", format::count(runs[i]), runs_max[i]),
-            format::percent(pass[i]),
-            format::percent(all[i]),
-            format::percent(any[i]),
-            format::percent(dis[i]),
-            format::effect_with_interval(g[i], lo[i], hi[i]),
+            row.cells.clone(),
+            format::count(u64::from(row.n_groups)),
+            format!(
+                "{} ({} each)",
+                format::count(u64::from(row.n_runs)),
+                row.runs_max
+            ),
+            format::percent(row.pass_at_1),
+            format::percent(row.all_runs),
+            format::percent(row.any_run),
+            format::percent(row.disagreement),
+            format::effect_with_interval(
+                or_nan(row.gain_pp),
+                or_nan(row.gain_pp_ci_low),
+                or_nan(row.gain_pp_ci_high),
+            ),
             paper(&PAPER_GAINS, &r).to_string(),
         ]);
     }

@@ -16,6 +16,10 @@ pub mod lanes;
 pub mod strata;
 pub mod truncation;
 pub mod truncation_strata;
+pub mod decoders;
+pub mod holdout;
+pub mod repairs;
+pub mod sentinel;
 
 use arrow_schema::FieldRef;
 
@@ -70,6 +74,26 @@ pub const TABLES: &[(&str, Layout)] = &[
     (
         cap_strata::CrossoverStrataRow::TABLE,
         cap_strata::CrossoverStrataRow::fields,
+    (costs::CostsRow::TABLE, costs::CostsRow::fields),
+    (repairs::RepairsRow::TABLE, repairs::RepairsRow::fields),
+    (sentinel::SentinelRow::TABLE, sentinel::SentinelRow::fields),
+    (holdout::HoldoutRow::TABLE, holdout::HoldoutRow::fields),
+    (
+        holdout::HoldoutArmsRow::TABLE,
+        holdout::HoldoutArmsRow::fields,
+    ),
+    (decoders::DecodersRow::TABLE, decoders::DecodersRow::fields),
+    (
+        decoders::DecoderGainsRow::TABLE,
+        decoders::DecoderGainsRow::fields,
+    ),
+    (
+        decoders::DecoderPacketsRow::TABLE,
+        decoders::DecoderPacketsRow::fields,
+    ),
+    (
+        decoders::DecoderMultiRow::TABLE,
+        decoders::DecoderMultiRow::fields,
     ),
 ];
 

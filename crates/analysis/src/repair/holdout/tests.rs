@@ -42,18 +42,27 @@ pub fn episodes() -> Vec<EpisodeRow> {
     out
 }
 
-fn find<'a>(rows: &'a [RepairRow], population: &str, layer: &str, role: &str) -> &'a RepairRow {
+fn find<'a>(
+    rows: &'a [HoldoutRow],
+    population: Population,
+    layer: &str,
+    role: Role,
+) -> &'a RepairsRow {
     rows.iter()
-        .find(|r| r.population.as_deref() == Some(population) && r.layer == layer && r.role == role)
-        .unwrap_or_else(|| panic!("no {population} {layer} {role} row"))
+        .find(|r| {
+            r.population == Some(population) && r.effects.layer == layer && r.effects.role == role
+        })
+        .map(|r| &r.effects)
+        .unwrap_or_else(|| panic!("no {population:?} {layer} {role:?} row"))
 }
 
-fn close(x: Option<repair_stats::Summary>, want: f64) {
-    let got = x.map_or(f64::NAN, |s| s.estimate);
+fn close(x: Option<f64>, want: f64) {
+    let got = x.unwrap_or(f64::NAN);
     assert!((got - want).abs() < 1e-9, "{got} != {want}");
 }
 
-use crate::repair::repair_stats;
+use tbb_tables::analyses::repairs::RepairsRow;
+use Role::{Repair, WrongLayerControl};
 
 /// By hand. Depth layer (strata raw, compact): μ⁰ = (1, 0), controller (1, 0.75),
 /// canonical (1, 0): L = 100, Γ = 75, Σ = 75 − 0 = 75; canonical's Σ = 0, so Δ = 75.
@@ -63,27 +72,27 @@ use crate::repair::repair_stats;
 #[test]
 fn the_controller_and_its_control_are_hand_computed_in_both_populations() {
     let rows = rows(&episodes(), &["c1".to_string()], 200, 7).unwrap_or_else(|e| panic!("{e}"));
-    for population in ["all", "confirmatory"] {
-        let ctrl = find(&rows, population, "depth", "repair");
+    for population in [Population::All, Population::Confirmatory] {
+        let ctrl = find(&rows, population, "depth", Repair);
         assert_eq!(ctrl.repair, "controller");
-        close(ctrl.l, 100.0);
-        close(ctrl.gamma, 75.0);
-        close(ctrl.sigma, 75.0);
-        close(ctrl.delta, 75.0);
+        close(ctrl.l_pp, 100.0);
+        close(ctrl.gamma_pp, 75.0);
+        close(ctrl.sigma_pp, 75.0);
+        close(ctrl.delta_pp, 75.0);
         assert!(ctrl.note.as_deref().is_some_and(|n| n.contains("±200 pp")));
-        let control = find(&rows, population, "depth", "wrong_layer_control");
+        let control = find(&rows, population, "depth", WrongLayerControl);
         assert_eq!(control.repair, "canonical_delivery");
-        close(control.gamma, 0.0);
-        close(control.sigma, 0.0);
-        let canonical = find(&rows, population, "D", "repair");
-        close(canonical.l, 0.0);
-        close(canonical.gamma, 0.0);
-        close(canonical.sigma, 0.0);
-        close(canonical.delta, 25.0);
-        let its_control = find(&rows, population, "D", "wrong_layer_control");
+        close(control.gamma_pp, 0.0);
+        close(control.sigma_pp, 0.0);
+        let canonical = find(&rows, population, "D", Repair);
+        close(canonical.l_pp, 0.0);
+        close(canonical.gamma_pp, 0.0);
+        close(canonical.sigma_pp, 0.0);
+        close(canonical.delta_pp, 25.0);
+        let its_control = find(&rows, population, "D", WrongLayerControl);
         assert_eq!(its_control.repair, "controller");
-        close(its_control.gamma, 25.0);
-        close(its_control.sigma, -25.0);
+        close(its_control.gamma_pp, 25.0);
+        close(its_control.sigma_pp, -25.0);
         // Every draw keeps L, Γ, Σ and Δ of the controller positive: its one-sided p
         // is the floor 1/B, and Holm over the two repairs doubles it; canonical
         // delivery's L is 0 in every draw (p = 1).
@@ -93,8 +102,8 @@ fn the_controller_and_its_control_are_hand_computed_in_both_populations() {
         assert_eq!(canonical.p_holm, Some(1.0));
         assert_eq!(canonical.activates, Some(false));
     }
-    let n = |p: &str| find(&rows, p, "depth", "repair").n_configurations;
-    assert_eq!((n("all"), n("confirmatory")), (2, 1));
+    let n = |p: Population| find(&rows, p, "depth", Repair).n_configurations;
+    assert_eq!((n(Population::All), n(Population::Confirmatory)), (2, 1));
 }
 
 #[test]
@@ -109,27 +118,27 @@ fn the_controller_needs_delta_positive_to_activate() {
         }
     }
     let rows = rows(&eps, &["c1".to_string()], 200, 7).unwrap_or_else(|e| panic!("{e}"));
-    let ctrl = find(&rows, "all", "depth", "repair");
-    close(ctrl.delta, 0.0);
-    close(ctrl.sigma, 75.0);
+    let ctrl = find(&rows, Population::All, "depth", Repair);
+    close(ctrl.delta_pp, 0.0);
+    close(ctrl.sigma_pp, 75.0);
     assert_eq!(ctrl.activates, Some(false));
 }
 
 #[test]
 fn arms_report_calls_the_controllers_share_and_requests_per_depth() {
     let arms = arm_rows(&episodes());
-    let get = |role: &str, depth: u32| {
+    let get = |role: ArmRole, depth: u32| {
         arms.iter()
             .find(|a| a.role == role && a.depth == depth)
-            .unwrap_or_else(|| panic!("{role} at {depth}"))
+            .unwrap_or_else(|| panic!("{role:?} at {depth}"))
     };
-    let base = get("baseline", 30);
+    let base = get(ArmRole::Baseline, 30);
     assert_eq!((base.n_episodes, base.vts), (8, 0.0));
     assert_eq!(
         (base.calls_per_episode, base.requests_per_episode),
         (20.0, 21.0)
     );
-    let ctrl = get("controller", 30);
+    let ctrl = get(ArmRole::Controller, 30);
     assert_eq!(ctrl.vts, 0.75);
     assert_eq!(
         (
@@ -139,18 +148,18 @@ fn arms_report_calls_the_controllers_share_and_requests_per_depth() {
         ),
         (30.0, 29.0, 2.0)
     );
-    assert_eq!(get("canonical_delivery", 2).vts, 1.0);
+    assert_eq!(get(ArmRole::CanonicalDelivery, 2).vts, 1.0);
     // Roles in table order, each by depth.
-    let order: Vec<(&str, u32)> = arms.iter().map(|a| (a.role.as_str(), a.depth)).collect();
+    let order: Vec<(ArmRole, u32)> = arms.iter().map(|a| (a.role, a.depth)).collect();
     assert_eq!(
         order,
         [
-            ("baseline", 2),
-            ("baseline", 30),
-            ("controller", 2),
-            ("controller", 30),
-            ("canonical_delivery", 2),
-            ("canonical_delivery", 30)
+            (ArmRole::Baseline, 2),
+            (ArmRole::Baseline, 30),
+            (ArmRole::Controller, 2),
+            (ArmRole::Controller, 30),
+            (ArmRole::CanonicalDelivery, 2),
+            (ArmRole::CanonicalDelivery, 30)
         ]
     );
 }

@@ -4,7 +4,6 @@
 use super::*;
 use crate::common::design::testing::row;
 use crate::common::design::CELLS;
-use arrow_array::{Array, BooleanArray, Float64Array, StringArray, UInt32Array};
 
 /// The four arms: (name, lane, repair).
 const ARMS: [(&str, &str, &str); 4] = [
@@ -39,14 +38,14 @@ pub fn panel() -> Vec<EpisodeRow> {
     rows
 }
 
-fn find<'a>(rows: &'a [RepairRow], layer: &str, repair: &str) -> &'a RepairRow {
+fn find<'a>(rows: &'a [RepairsRow], layer: &str, repair: &str) -> &'a RepairsRow {
     rows.iter()
         .find(|r| r.layer == layer && r.repair == repair)
         .unwrap_or_else(|| panic!("no row {layer} × {repair}"))
 }
 
-fn est(s: Option<Summary>) -> f64 {
-    s.map_or(f64::NAN, |s| s.estimate)
+fn est(x: Option<f64>) -> f64 {
+    x.unwrap_or(f64::NAN)
 }
 
 #[test]
@@ -56,30 +55,47 @@ fn l_gamma_sigma_delta_per_layer_by_hand() {
     // L = 50, Γ = 50, Σ = 50. Guide at V: (1, 0.75): Σ = 25; workflow: Σ = 0.
     // Δ = 50 − 25 = 25.
     let v = find(&rows, "V", "routed_menu");
-    assert_eq!(v.role, "repair");
+    assert_eq!(v.role, Role::Repair);
     assert_eq!(
-        (est(v.l), est(v.gamma), est(v.sigma), est(v.delta)),
+        (
+            est(v.l_pp),
+            est(v.gamma_pp),
+            est(v.sigma_pp),
+            est(v.delta_pp)
+        ),
         (50.0, 50.0, 50.0, 25.0)
     );
-    assert_eq!(est(find(&rows, "V", "interface_guide").sigma), 25.0);
-    assert_eq!(est(find(&rows, "V", "workflow_prompt").sigma), 0.0);
+    assert_eq!(est(find(&rows, "V", "interface_guide").sigma_pp), 25.0);
+    assert_eq!(est(find(&rows, "V", "workflow_prompt").sigma_pp), 0.0);
     // W (low → high over V × D): μ⁰ = (1, 0.5); workflow = no repair: Γ = Σ = 0;
     // routed Σ = 50, guide Σ = 25: Δ = 0 − 50 = −50.
     let w = find(&rows, "W", "workflow_prompt");
     assert_eq!(
-        (est(w.l), est(w.gamma), est(w.sigma), est(w.delta)),
+        (
+            est(w.l_pp),
+            est(w.gamma_pp),
+            est(w.sigma_pp),
+            est(w.delta_pp)
+        ),
         (50.0, 0.0, 0.0, -50.0)
     );
     // D (raw → linked over V × W): μ⁰ = (0.75, 0.75): L = 0; guide (0.75, 1): Γ = 25,
     // Σ = 25; routed (1, 1): Σ = 0; workflow Σ = 0: Δ = 25.
     let d = find(&rows, "D", "interface_guide");
     assert_eq!(
-        (est(d.l), est(d.gamma), est(d.sigma), est(d.delta)),
+        (
+            est(d.l_pp),
+            est(d.gamma_pp),
+            est(d.sigma_pp),
+            est(d.delta_pp)
+        ),
         (0.0, 25.0, 25.0, 25.0)
     );
     // Every family is alike, so each interval is a point.
-    let s = v.sigma.unwrap_or_else(|| panic!("sigma"));
-    assert_eq!((s.low, s.high), (50.0, 50.0));
+    assert_eq!(
+        (v.sigma_pp_ci_low, v.sigma_pp_ci_high),
+        (Some(50.0), Some(50.0))
+    );
     // Counts: 8 cells, 2 families, 2 × 8 episodes per arm.
     assert_eq!((v.n_cells, v.n_families, v.n_episodes_per_arm), (8, 2, 16));
 }
@@ -93,14 +109,14 @@ fn activation_is_the_iut_with_holm_over_the_layers() {
     assert_eq!(v.p_iut, Some(0.01));
     assert!(v.p_holm.is_some_and(|p| (p - 0.03).abs() < 1e-12));
     assert_eq!(v.activates, Some(true));
-    assert_eq!(v.tost_margin, None, "an activating repair has no margin");
+    assert_eq!(v.tost_margin_pp, None, "an activating repair has no margin");
     for (layer, repair) in [("W", "workflow_prompt"), ("D", "interface_guide")] {
         let r = find(&rows, layer, repair);
         assert_eq!(
             (r.p_iut, r.p_holm, r.activates),
             (Some(1.0), Some(1.0), Some(false))
         );
-        assert!(r.tost_margin.is_some());
+        assert!(r.tost_margin_pp.is_some());
     }
     // Controls are not tested for activation.
     assert_eq!(find(&rows, "V", "workflow_prompt").activates, None);
@@ -113,12 +129,14 @@ fn the_router_layer_is_listed_as_not_estimable_without_its_arm() {
     assert!(!r.estimable);
     let note = r.note.clone().unwrap_or_default();
     assert!(note.contains("menu = router"), "{note}");
-    assert_eq!((r.l, r.p_holm, r.activates), (None, None, None));
+    assert_eq!((r.l_pp, r.p_holm, r.activates), (None, None, None));
     // The benchmark row closes the table: L = 40, Γ = 30, Σ = 20.
     let last = rows.last().unwrap_or_else(|| panic!("rows"));
-    assert_eq!(last.role, "generic_rescue_benchmark");
-    let close = |s: Option<Summary>, x: f64| (est(s) - x).abs() < 1e-9;
-    assert!(close(last.l, 40.0) && close(last.gamma, 30.0) && close(last.sigma, 20.0));
+    assert_eq!(last.role, Role::GenericRescueBenchmark);
+    let close = |s: Option<f64>, x: f64| (est(s) - x).abs() < 1e-9;
+    assert!(close(last.l_pp, 40.0) && close(last.gamma_pp, 30.0) && close(last.sigma_pp, 20.0));
+    // A point without an interval: the ends are null, not NaN.
+    assert_eq!((last.l_pp_ci_low, last.p_l_positive), (None, None));
 }
 
 #[test]
@@ -127,11 +145,11 @@ fn wrong_layer_controls_run_on_exactly_the_repairs_conditions() {
     for layer in ["V", "W", "D"] {
         let own = rows
             .iter()
-            .find(|r| r.layer == layer && r.role == "repair")
+            .find(|r| r.layer == layer && r.role == Role::Repair)
             .unwrap_or_else(|| panic!("{layer}"));
-        let controls: Vec<&RepairRow> = rows
+        let controls: Vec<&RepairsRow> = rows
             .iter()
-            .filter(|r| r.layer == layer && r.role == "wrong_layer_control")
+            .filter(|r| r.layer == layer && r.role == Role::WrongLayerControl)
             .collect();
         assert_eq!(controls.len(), 2, "{layer}");
         for c in controls {
@@ -163,49 +181,18 @@ fn wrong_layer_controls_run_on_exactly_the_repairs_conditions() {
 }
 
 #[test]
-fn the_table_has_the_notebook_columns() {
+fn the_table_reads_back_as_its_rows() {
     // 100 draws: V's IUT p is the floor 0.01, 0.03 after Holm over three layers.
     let rows = rows(&panel(), 100, 1).unwrap_or_else(|e| panic!("{e}"));
-    let t = table(&rows, 100, 1, "repairs", false).unwrap_or_else(|e| panic!("{e}"));
-    for name in [
-        "l_pp",
-        "l_pp_ci_low",
-        "l_pp_ci_high",
-        "gamma_pp",
-        "gamma_pp_ci_low",
-        "gamma_pp_ci_high",
-        "sigma_pp",
-        "sigma_pp_ci_low",
-        "sigma_pp_ci_high",
-        "delta_pp",
-        "delta_pp_ci_low",
-        "delta_pp_ci_high",
-        "p_iut",
-        "p_holm",
-        "activates",
-        "tost_margin_pp",
-    ] {
-        assert!(t.column_by_name(name).is_some(), "{name}");
-    }
-    let layer = t
-        .column_by_name("layer")
-        .and_then(|c| c.as_any().downcast_ref::<StringArray>())
-        .unwrap_or_else(|| panic!("layer"));
+    let t = RepairsRow::to_batch(&rows).unwrap_or_else(|e| panic!("{e}"));
+    let back = RepairsRow::from_batch(&t).unwrap_or_else(|e| panic!("{e}"));
     // V, W, D with two controls each, R, and the benchmark.
-    assert_eq!(layer.len(), 11);
-    let n = t
-        .column_by_name("n_cells")
-        .and_then(|c| c.as_any().downcast_ref::<UInt32Array>())
-        .unwrap_or_else(|| panic!("n_cells"));
-    assert_eq!(n.value(0), 8);
-    let act = t
-        .column_by_name("activates")
-        .and_then(|c| c.as_any().downcast_ref::<BooleanArray>())
-        .unwrap_or_else(|| panic!("activates"));
-    assert!(act.value(0) && act.is_null(1));
-    let l = t
-        .column_by_name("l_pp")
-        .and_then(|c| c.as_any().downcast_ref::<Float64Array>())
-        .unwrap_or_else(|| panic!("l_pp"));
-    assert_eq!(l.value(0), 50.0);
+    assert_eq!(back.len(), 11);
+    assert_eq!(back, rows);
+    assert_eq!(back[0].n_cells, 8);
+    assert_eq!((back[0].activates, back[1].activates), (Some(true), None));
+    assert_eq!(back[0].l_pp, Some(50.0));
+    assert!(back
+        .iter()
+        .all(|r| r.p_floor == 0.01 && r.draws == 100 && r.seed == 1));
 }
