@@ -18,7 +18,7 @@ pub mod rows;
 pub mod typed;
 
 pub use rows::{EpisodeRow, Placement, RequestRow};
-pub use typed::TableRow;
+pub use typed::{read_rows, TableRow};
 
 use std::fs::File;
 use std::io::Write as _;

@@ -8,7 +8,11 @@
 //!
 //! Never: computes a value (the analyses do) or formats one (the report does).
 
+pub mod cap_crossover;
+pub mod cap_sweep;
 pub mod costs;
+pub mod switches;
+pub mod two_caps;
 
 use arrow_schema::FieldRef;
 
@@ -20,7 +24,34 @@ pub type Layout = fn() -> Result<Vec<FieldRef>, StoreError>;
 /// Every table with a row struct here, by name, in the order `docs/tables.md` lists
 /// them. Adding a row struct means adding it here; the documentation test then asks
 /// for `docs/tables.md` to be regenerated.
-pub const TABLES: &[(&str, Layout)] = &[(costs::CostsRow::TABLE, costs::CostsRow::fields)];
+pub const TABLES: &[(&str, Layout)] = &[
+    (costs::CostsRow::TABLE, costs::CostsRow::fields),
+    (
+        cap_sweep::CapSweepRow::TABLE,
+        cap_sweep::CapSweepRow::fields,
+    ),
+    (
+        cap_sweep::CapSweepConfigurationsRow::TABLE,
+        cap_sweep::CapSweepConfigurationsRow::fields,
+    ),
+    (
+        cap_crossover::CapCrossoverRow::TABLE,
+        cap_crossover::CapCrossoverRow::fields,
+    ),
+    (
+        cap_crossover::CapCrossoverConfigurationsRow::TABLE,
+        cap_crossover::CapCrossoverConfigurationsRow::fields,
+    ),
+    (switches::SwitchesRow::TABLE, switches::SwitchesRow::fields),
+    (
+        switches::SwitchIncumbentsRow::TABLE,
+        switches::SwitchIncumbentsRow::fields,
+    ),
+    (
+        switches::SwitchSummaryRow::TABLE,
+        switches::SwitchSummaryRow::fields,
+    ),
+];
 
 #[cfg(test)]
 mod docs;
