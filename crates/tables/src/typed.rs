@@ -56,10 +56,7 @@ pub trait TableRow: Serialize + DeserializeOwned {
     where
         Self: Sized,
     {
-        serde_arrow::from_record_batch(batch).map_err(|e| StoreError::Layout {
-            table: Self::TABLE.to_string(),
-            detail: e.to_string(),
-        })
+        read_rows(Self::TABLE, batch)
     }
 
     /// The rows of several batches of this table, in order.
@@ -79,6 +76,22 @@ pub trait TableRow: Serialize + DeserializeOwned {
     fn column_names() -> Result<Vec<String>, StoreError> {
         Ok(Self::fields()?.iter().map(|f| f.name().clone()).collect())
     }
+}
+
+/// The rows of a batch of `table` as `R`, a struct of some of the table's columns
+/// (named as the table names them; the batch's other columns are not read): how a
+/// reader that needs a few columns of a table whose row struct lives elsewhere reads
+/// it. A batch without one of `R`'s columns is an error naming the column — except
+/// for an `Option` field, which serde reads as `None` when its column is absent
+/// unless the field says `#[serde(deserialize_with = "Option::deserialize")]`.
+pub fn read_rows<R: DeserializeOwned>(
+    table: &str,
+    batch: &RecordBatch,
+) -> Result<Vec<R>, StoreError> {
+    serde_arrow::from_record_batch(batch).map_err(|e| StoreError::Layout {
+        table: table.to_string(),
+        detail: e.to_string(),
+    })
 }
 
 /// The one set of tracing options every table is derived with.
@@ -223,6 +236,41 @@ mod tests {
             .err()
             .unwrap_or_else(|| panic!("read a batch without its columns"));
         assert!(err.to_string().contains("sample"), "{err}");
+    }
+
+    /// Two of `Sample`'s columns, the second required although nullable.
+    #[derive(Debug, PartialEq, Deserialize)]
+    struct Part {
+        name: String,
+        #[serde(deserialize_with = "Option::deserialize")]
+        maybe_share: Option<f64>,
+    }
+
+    #[test]
+    fn a_struct_of_some_columns_reads_a_batch_with_more() {
+        let batch = Sample::to_batch(&rows()).unwrap_or_else(|e| panic!("{e}"));
+        let part: Vec<Part> = read_rows("sample", &batch).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            part,
+            [
+                Part {
+                    name: "a".into(),
+                    maybe_share: None
+                },
+                Part {
+                    name: "b".into(),
+                    maybe_share: Some(0.25)
+                }
+            ]
+        );
+        let without = TableBuilder::new()
+            .text("name", ["a"])
+            .build("sample")
+            .unwrap_or_else(|e| panic!("{e}"));
+        let err = read_rows::<Part>("sample", &without)
+            .err()
+            .unwrap_or_else(|| panic!("read a batch without maybe_share"));
+        assert!(err.to_string().contains("maybe_share"), "{err}");
     }
 
     #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]

@@ -16,9 +16,9 @@
 //! and rows without usage, the either-outcome bounds, truncation and repeat
 //! disagreement are defined in [`super::two_caps`].
 //!
-//! * `cap_crossover` — one row per stratum × cap × statistic (strata B, S, N, then
-//!   `all` with truncation and repeat disagreement only): the shared columns of
-//!   [`two_caps::main_table`], then `truncation_persists` (whether some configuration
+//! * `cap_crossover` ([`CapCrossoverRow`]) — one row per stratum × cap × statistic
+//!   (strata B, S, N, then `all` with truncation and repeat disagreement only): the
+//!   columns the two cap studies share, then `truncation_persists` (whether some configuration
 //!   of the stratum fails the manipulation check; null on `all` rows) and `reading`
 //!   (when it does: a sentence saying the rows measure the menu penalty while
 //!   truncation persists at the high cap, not the penalty once the cap stops binding;
@@ -28,9 +28,8 @@
 //!   largest change over every success/failure outcome of those rows, each row taking
 //!   either outcome independently (exact: see [`super::two_caps`], "Either-outcome
 //!   bounds").
-//! * `cap_crossover_configurations` — one row per configuration of the episodes ×
-//!   cap: the columns of [`two_caps::configuration_table`], with
-//!   `manipulation_check_passed` (at most `truncation_ceiling_pct` % of the kept
+//! * `cap_crossover_configurations` ([`CapCrossoverConfigurationsRow`]) — one row per
+//!   configuration of the episodes × cap, with `manipulation_check_passed` (at most `truncation_ceiling_pct` % of the kept
 //!   V = 128 episodes truncated at the high cap) for every configuration in a stratum,
 //!   repeated on both caps' rows.
 //!
@@ -44,8 +43,11 @@ use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
 
-use super::two_caps::{self, CapRole, CapRows, ConfigurationRow, Resolved};
+use super::two_caps::{self, CapRows, Caps, Resolved};
 use crate::{AnalysisError, Context, Design, Input, Output, ParamProblem, Produced, Typed};
+use tbb_tables::analyses::cap_crossover::{CapCrossoverConfigurationsRow, CapCrossoverRow};
+use tbb_tables::analyses::two_caps::CapRole;
+use tbb_tables::TableRow;
 
 /// Name in error messages and the first part of every stream seed.
 const KIND: &str = "cap_crossover";
@@ -80,7 +82,8 @@ impl Typed for CapCrossover {
     const NAME: &'static str = KIND;
     const VERSION: &'static str = "cap_crossover/1";
     const INPUTS: &'static [Input] = &[Input::Episodes, Input::Table(STRATA_TABLE)];
-    const OUTPUTS: &'static [&'static str] = &["cap_crossover", "cap_crossover_configurations"];
+    const OUTPUTS: &'static [&'static str] =
+        &[CapCrossoverRow::TABLE, CapCrossoverConfigurationsRow::TABLE];
 
     fn check(params: &Params) -> Vec<ParamProblem> {
         two_caps::check(
@@ -118,9 +121,7 @@ pub fn run(params: &Params, input: &Context<'_>) -> Result<Vec<Output>, Analysis
     let stratum_of = |c: &str| strata.get(c).and_then(|m| m.pooled_stratum());
     let passes = |c: &str| two_caps::passes_ceiling(&data, c, ceiling);
 
-    let mut rows = Vec::new();
-    // (truncation persists, reading) of each row.
-    let mut readings: Vec<(Option<bool>, Option<String>)> = Vec::new();
+    let mut main = Vec::new();
     for stratum in STRATA {
         let members: BTreeSet<&str> = data
             .configurations()
@@ -130,27 +131,26 @@ pub fn run(params: &Params, input: &Context<'_>) -> Result<Vec<Output>, Analysis
         let reading =
             (failing > 0).then(|| persisting(failing, members.len(), ceiling, data.caps.high));
         let block = two_caps::stratum_rows(KIND, &data, stratum, &members, settings);
-        readings.extend(block.iter().map(|_| (Some(failing > 0), reading.clone())));
-        rows.extend(block);
+        main.extend(block.into_iter().map(|r| {
+            table_row(
+                r,
+                data.caps,
+                settings.seed,
+                Some(failing > 0),
+                reading.clone(),
+            )
+        }));
     }
     let every: BTreeSet<&str> = data
         .configurations()
         .filter(|c| stratum_of(c).is_some())
         .collect();
     let block = two_caps::stratum_rows(KIND, &data, two_caps::ALL, &every, settings);
-    readings.extend(block.iter().map(|_| (None, None)));
-    rows.extend(block);
-
-    let main = two_caps::main_table(
-        &rows,
-        data.caps,
-        settings.seed,
-        |t| {
-            t.bool_opt("truncation_persists", readings.iter().map(|r| r.0))
-                .text_opt("reading", readings.iter().map(|r| r.1.as_deref()))
-        },
-        "cap_crossover",
-    )?;
+    main.extend(
+        block
+            .into_iter()
+            .map(|r| table_row(r, data.caps, settings.seed, None, None)),
+    );
 
     let mut configurations = Vec::new();
     for configuration in data.configurations() {
@@ -158,50 +158,87 @@ pub fn run(params: &Params, input: &Context<'_>) -> Result<Vec<Output>, Analysis
         let in_stratum = stratum_of(configuration).is_some();
         for role in CapRole::CAPS {
             let (episodes_v128, truncated_v128) = data.truncation(configuration, role);
-            configurations.push(ConfigurationRow {
-                configuration,
+            let (excluded_provider_failure, excluded_missing_usage) =
+                data.excluded(configuration, role);
+            configurations.push(CapCrossoverConfigurationsRow {
+                configuration: configuration.to_string(),
                 organization: data
                     .organizations
                     .get(configuration)
                     .copied()
-                    .unwrap_or_default(),
-                stratum: membership.and_then(|m| m.stratum.as_deref()),
+                    .unwrap_or_default()
+                    .to_string(),
+                stratum: membership.and_then(|m| m.stratum.clone()),
                 selected: membership.is_some_and(|m| m.selected),
-                role,
+                arm: data.caps.label(role),
+                arm_role: role,
+                completion_cap: data.caps.cap(role),
                 episodes_v128,
                 truncated_v128,
-                excluded: data.excluded(configuration, role),
+                truncated_share_v128: two_caps::truncated_share(episodes_v128, truncated_v128),
+                excluded_provider_failure,
+                excluded_missing_usage,
                 manipulation_check_passed: in_stratum.then(|| passes(configuration)),
                 in_pooled_estimate: in_stratum,
             });
         }
     }
-    let by_configuration = two_caps::configuration_table(
-        &configurations,
-        data.caps,
-        |t| t,
-        "cap_crossover_configurations",
-    )?;
     Ok(vec![
         Output {
-            table: "cap_crossover",
-            batch: main,
+            table: CapCrossoverRow::TABLE,
+            batch: CapCrossoverRow::to_batch(&main)?,
         },
         Output {
-            table: "cap_crossover_configurations",
-            batch: by_configuration,
+            table: CapCrossoverConfigurationsRow::TABLE,
+            batch: CapCrossoverConfigurationsRow::to_batch(&configurations)?,
         },
     ])
+}
+
+/// A stratum's statistic as a row of the table, with its stratum's
+/// `truncation_persists` and `reading` (none on `all` rows).
+fn table_row(
+    r: two_caps::Row,
+    caps: Caps,
+    seed: u64,
+    truncation_persists: Option<bool>,
+    reading: Option<String>,
+) -> CapCrossoverRow {
+    CapCrossoverRow {
+        stratum: r.stratum,
+        arm: caps.label(r.role),
+        arm_role: r.role,
+        completion_cap: caps.cap(r.role),
+        statistic: r.statistic,
+        n_configurations: r.n_configurations,
+        n_units: r.n_units,
+        units_incomplete: r.units_incomplete,
+        n_clusters: r.n_clusters,
+        n_events: r.n_events,
+        n_total: r.n_total,
+        estimate_pp: r.estimate_pp,
+        ci_low_pp: r.ci_low_pp,
+        ci_high_pp: r.ci_high_pp,
+        p_value: r.p_value,
+        excluded_provider_failure: r.excluded_provider_failure,
+        excluded_missing_usage: r.excluded_missing_usage,
+        bound_low_pp: r.bounds.map(|b| b.0),
+        bound_high_pp: r.bounds.map(|b| b.1),
+        draws: r.draws,
+        seed,
+        draw_seed: r.draw_seed,
+        truncation_persists,
+        reading,
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeMap;
 
-    use arrow_array::{Array, BooleanArray, Float64Array, RecordBatch, StringArray, UInt32Array};
-
     use super::*;
     use crate::cap::two_caps::testing::{rows_at_cap, strata};
+    use tbb_tables::analyses::two_caps::CapStatistic;
     use tbb_tables::rows::EpisodeRow;
 
     const FAMILIES: [&str; 4] = ["f1", "f2", "f3", "f4"];
@@ -253,27 +290,38 @@ mod tests {
         run(&params, &context).unwrap_or_else(|e| panic!("{e}"))
     }
 
-    fn col<'a, T: 'static>(batch: &'a RecordBatch, name: &str) -> &'a T {
-        batch
-            .column_by_name(name)
-            .and_then(|c| c.as_any().downcast_ref::<T>())
-            .unwrap_or_else(|| panic!("column {name}"))
+    /// The two tables' rows, read back from their batches.
+    fn tables_of(out: &[Output]) -> (Vec<CapCrossoverRow>, Vec<CapCrossoverConfigurationsRow>) {
+        fn read<T>(e: tbb_tables::StoreError) -> T {
+            panic!("{e}")
+        }
+        (
+            CapCrossoverRow::from_batch(&out[0].batch).unwrap_or_else(read),
+            CapCrossoverConfigurationsRow::from_batch(&out[1].batch).unwrap_or_else(read),
+        )
     }
 
-    fn find(batch: &RecordBatch, stratum: &str, role: &str, statistic: &str) -> usize {
-        let s = col::<StringArray>(batch, "stratum");
-        let a = col::<StringArray>(batch, "arm_role");
-        let t = col::<StringArray>(batch, "statistic");
-        (0..batch.num_rows())
-            .find(|&i| s.value(i) == stratum && a.value(i) == role && t.value(i) == statistic)
-            .unwrap_or_else(|| panic!("no row {stratum} {role} {statistic}"))
+    /// The row of (stratum, arm_role, statistic).
+    fn find<'a>(
+        rows: &'a [CapCrossoverRow],
+        stratum: &str,
+        role: CapRole,
+        statistic: CapStatistic,
+    ) -> &'a CapCrossoverRow {
+        rows.iter()
+            .find(|r| r.stratum == stratum && r.arm_role == role && r.statistic == statistic)
+            .unwrap_or_else(|| panic!("no row {stratum} {role:?} {statistic:?}"))
+    }
+
+    fn contrast(rows: &[CapCrossoverRow], stratum: &str, role: CapRole) -> Option<f64> {
+        find(rows, stratum, role, CapStatistic::VContrast).estimate_pp
     }
 
     #[test]
     fn strata_contrasts_manipulation_check_and_schema() {
         let out = run_on(&panel());
-        let t = &out[0].batch;
-        let names: Vec<String> = t
+        let names: Vec<String> = out[0]
+            .batch
             .schema()
             .fields()
             .iter()
@@ -283,54 +331,36 @@ mod tests {
             &names[names.len() - 2..],
             ["truncation_persists", "reading"]
         );
-        assert_eq!(t.num_rows(), 3 * 7 + 4);
-        let est = col::<Float64Array>(t, "estimate_pp");
+        let (t, c) = tables_of(&out);
+        assert_eq!(t.len(), 3 * 7 + 4);
         // B: 2 of 4 families at −100 at both caps: −50, −50, change 0. S: −25.
-        assert_eq!(est.value(find(t, "B", "low", "v_contrast")), -50.0);
-        assert_eq!(est.value(find(t, "B", "change", "v_contrast")), 0.0);
-        assert_eq!(est.value(find(t, "S", "high", "v_contrast")), -25.0);
-        assert_eq!(est.value(find(t, "N", "change", "v_contrast")), 0.0);
+        assert_eq!(contrast(&t, "B", CapRole::Low), Some(-50.0));
+        assert_eq!(contrast(&t, "B", CapRole::Change), Some(0.0));
+        assert_eq!(contrast(&t, "S", CapRole::High), Some(-25.0));
+        assert_eq!(contrast(&t, "N", CapRole::Change), Some(0.0));
         // heavy truncates half of its V = 128 episodes at 4,096: the check fails, the
         // stratum is kept and the reading says what the rows measure.
-        let persists = col::<BooleanArray>(t, "truncation_persists");
-        let reading = col::<StringArray>(t, "reading");
-        let b = find(t, "B", "change", "v_contrast");
-        assert!(persists.value(b));
+        let b = find(&t, "B", CapRole::Change, CapStatistic::VContrast);
+        assert_eq!(b.truncation_persists, Some(true));
+        let reading = b.reading.as_deref().unwrap_or_default();
         assert!(
-            reading.value(b).contains("truncation persisting: 1 of 1"),
-            "{}",
-            reading.value(b)
+            reading.contains("truncation persisting: 1 of 1"),
+            "{reading}"
         );
-        let s = find(t, "S", "change", "v_contrast");
-        assert!(!persists.value(s) && reading.is_null(s));
-        let all = find(t, "all", "high", "truncated_share_v128");
-        assert!(persists.is_null(all));
+        let s = find(&t, "S", CapRole::Change, CapStatistic::VContrast);
+        assert_eq!((s.truncation_persists, &s.reading), (Some(false), &None));
+        let all = find(&t, "all", CapRole::High, CapStatistic::TruncatedShareV128);
+        assert_eq!(all.truncation_persists, None);
         // heavy: 2 families × 4 cells × 2 repeats truncated of 32 at each cap.
-        assert_eq!(
-            (
-                col::<UInt32Array>(t, "n_events").value(find(
-                    t,
-                    "B",
-                    "high",
-                    "truncated_share_v128"
-                )),
-                col::<UInt32Array>(t, "n_total").value(find(
-                    t,
-                    "B",
-                    "high",
-                    "truncated_share_v128"
-                )),
-            ),
-            (16, 32)
-        );
-        let c = &out[1].batch;
-        let name = col::<StringArray>(c, "configuration");
-        let passed = col::<BooleanArray>(c, "manipulation_check_passed");
-        let pooled = col::<BooleanArray>(c, "in_pooled_estimate");
-        for i in 0..c.num_rows() {
-            assert_eq!(passed.value(i), name.value(i) != "heavy");
+        let b = find(&t, "B", CapRole::High, CapStatistic::TruncatedShareV128);
+        assert_eq!((b.n_events, b.n_total), (Some(16), Some(32)));
+        for r in &c {
+            assert_eq!(
+                r.manipulation_check_passed,
+                Some(r.configuration != "heavy")
+            );
             assert!(
-                pooled.value(i),
+                r.in_pooled_estimate,
                 "the crossover keeps failing configurations"
             );
         }
@@ -366,27 +396,18 @@ mod tests {
                 r.infra_error = Some("bad_usage".into());
             }
         }
-        let out = run_on(&rows);
-        let t = &out[0].batch;
-        let b = find(t, "B", "change", "v_contrast");
-        let lo = col::<Float64Array>(t, "bound_low_pp").value(b);
-        let hi = col::<Float64Array>(t, "bound_high_pp").value(b);
-        assert_eq!((lo, hi), (-6.25, 0.0));
-        assert_eq!(col::<Float64Array>(t, "estimate_pp").value(b), 0.0);
-        let provider = col::<UInt32Array>(t, "excluded_provider_failure");
-        let usage = col::<UInt32Array>(t, "excluded_missing_usage");
-        assert_eq!((provider.value(b), usage.value(b)), (1, 1));
-        let low = find(t, "B", "low", "v_contrast");
-        assert_eq!((provider.value(low), usage.value(low)), (0, 1));
-        assert!(col::<Float64Array>(t, "bound_low_pp").is_null(low));
+        let (t, _) = tables_of(&run_on(&rows));
+        let b = find(&t, "B", CapRole::Change, CapStatistic::VContrast);
+        assert_eq!((b.bound_low_pp, b.bound_high_pp), (Some(-6.25), Some(0.0)));
+        assert_eq!(b.estimate_pp, Some(0.0));
+        let excluded =
+            |r: &CapCrossoverRow| (r.excluded_provider_failure, r.excluded_missing_usage);
+        assert_eq!(excluded(b), (1, 1));
+        let low = find(&t, "B", CapRole::Low, CapStatistic::VContrast);
+        assert_eq!(excluded(low), (0, 1));
+        assert_eq!(low.bound_low_pp, None);
         // The N stratum has nothing excluded: its bounds are its estimate.
-        let n = find(t, "N", "change", "v_contrast");
-        assert_eq!(
-            (
-                col::<Float64Array>(t, "bound_low_pp").value(n),
-                col::<Float64Array>(t, "bound_high_pp").value(n)
-            ),
-            (0.0, 0.0)
-        );
+        let n = find(&t, "N", CapRole::Change, CapStatistic::VContrast);
+        assert_eq!((n.bound_low_pp, n.bound_high_pp), (Some(0.0), Some(0.0)));
     }
 }

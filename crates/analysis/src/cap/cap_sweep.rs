@@ -15,8 +15,8 @@
 //! Owns two tables; the caps, the menu contrast, exclusions, bounds, truncation and
 //! repeat disagreement are defined in [`super::two_caps`].
 //!
-//! * `cap_sweep` — one row per stratum × cap × statistic: the shared columns of
-//!   [`two_caps::main_table`] (`stratum`, `arm`, `arm_role`, `completion_cap`,
+//! * `cap_sweep` ([`CapSweepRow`]) — one row per stratum × cap × statistic: the
+//!   columns the two cap studies share (`stratum`, `arm`, `arm_role`, `completion_cap`,
 //!   `statistic`, `n_configurations`, `n_units`, `units_incomplete`, `n_clusters`,
 //!   `n_events`, `n_total`, `estimate_pp`, `ci_low_pp`, `ci_high_pp`, `p_value`,
 //!   `excluded_provider_failure`, `excluded_missing_usage`, `bound_low_pp`,
@@ -27,8 +27,8 @@
 //!   (−margin, margin) (no change as large as the margin). Strata come in the order B,
 //!   M, N, then `all` (every configuration in a stratum, manipulation check aside:
 //!   truncation and repeat disagreement only).
-//! * `cap_sweep_configurations` — one row per configuration of the episodes × cap:
-//!   the columns of [`two_caps::configuration_table`]. `manipulation_check_passed` is
+//! * `cap_sweep_configurations` ([`CapSweepConfigurationsRow`]) — one row per
+//!   configuration of the episodes × cap. `manipulation_check_passed` is
 //!   set for stratum-B configurations only (at most `truncation_ceiling_pct` % of
 //!   their kept V = 128 episodes truncated at the high cap) and repeated on both caps'
 //!   rows; `in_pooled_estimate` says whether its units enter its stratum's contrast.
@@ -44,8 +44,11 @@ use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
 
-use super::two_caps::{self, CapRole, CapRows, ConfigurationRow, Resolved};
+use super::two_caps::{self, CapRows, Caps, Resolved};
 use crate::{AnalysisError, Context, Design, Input, Output, ParamProblem, Produced, Typed};
+use tbb_tables::analyses::cap_sweep::{CapSweepConfigurationsRow, CapSweepRow};
+use tbb_tables::analyses::two_caps::{CapRole, CapStatistic};
+use tbb_tables::TableRow;
 
 /// Name in error messages and the first part of every stream seed.
 const KIND: &str = "cap_sweep";
@@ -87,7 +90,8 @@ impl Typed for CapSweep {
     const NAME: &'static str = KIND;
     const VERSION: &'static str = "cap_sweep/1";
     const INPUTS: &'static [Input] = &[Input::Episodes, Input::Table(STRATA_TABLE)];
-    const OUTPUTS: &'static [&'static str] = &["cap_sweep", "cap_sweep_configurations"];
+    const OUTPUTS: &'static [&'static str] =
+        &[CapSweepRow::TABLE, CapSweepConfigurationsRow::TABLE];
 
     fn check(params: &Params) -> Vec<ParamProblem> {
         two_caps::check(
@@ -147,82 +151,93 @@ pub fn run(params: &Params, input: &Context<'_>) -> Result<Vec<Output>, Analysis
         settings,
     ));
 
-    let is_change = |r: &two_caps::Row| {
-        r.role == CapRole::Change && r.statistic == two_caps::statistic::V_CONTRAST
-    };
-    let interval = |r: &two_caps::Row| r.ci_low_pp.zip(r.ci_high_pp).filter(|_| is_change(r));
-    let main = two_caps::main_table(
-        &rows,
-        data.caps,
-        settings.seed,
-        |t| {
-            t.f64_opt(
-                "margin_pp",
-                rows.iter().map(|r| is_change(r).then_some(margin)),
-            )
-            .bool_opt(
-                "clears_margin",
-                rows.iter().map(|r| interval(r).map(|(lo, _)| lo > margin)),
-            )
-            .bool_opt(
-                "within_margin",
-                rows.iter()
-                    .map(|r| interval(r).map(|(lo, hi)| -margin < lo && hi < margin)),
-            )
-        },
-        "cap_sweep",
-    )?;
+    let main: Vec<CapSweepRow> = rows
+        .into_iter()
+        .map(|r| table_row(r, data.caps, settings.seed, margin))
+        .collect();
 
     let mut configurations = Vec::new();
     for configuration in data.configurations() {
         let membership = strata.get(configuration);
-        let stratum = membership.and_then(|m| m.stratum.as_deref());
         let check = (stratum_of(configuration) == Some(PRIMARY)).then(|| passes(configuration));
         for role in CapRole::CAPS {
             let (episodes_v128, truncated_v128) = data.truncation(configuration, role);
-            configurations.push(ConfigurationRow {
-                configuration,
+            let (excluded_provider_failure, excluded_missing_usage) =
+                data.excluded(configuration, role);
+            configurations.push(CapSweepConfigurationsRow {
+                configuration: configuration.to_string(),
                 organization: data
                     .organizations
                     .get(configuration)
                     .copied()
-                    .unwrap_or_default(),
-                stratum,
+                    .unwrap_or_default()
+                    .to_string(),
+                stratum: membership.and_then(|m| m.stratum.clone()),
                 selected: membership.is_some_and(|m| m.selected),
-                role,
+                arm: data.caps.label(role),
+                arm_role: role,
+                completion_cap: data.caps.cap(role),
                 episodes_v128,
                 truncated_v128,
-                excluded: data.excluded(configuration, role),
+                truncated_share_v128: two_caps::truncated_share(episodes_v128, truncated_v128),
+                excluded_provider_failure,
+                excluded_missing_usage,
                 manipulation_check_passed: check,
                 in_pooled_estimate: pooled(configuration),
             });
         }
     }
-    let by_configuration = two_caps::configuration_table(
-        &configurations,
-        data.caps,
-        |t| t,
-        "cap_sweep_configurations",
-    )?;
     Ok(vec![
         Output {
-            table: "cap_sweep",
-            batch: main,
+            table: CapSweepRow::TABLE,
+            batch: CapSweepRow::to_batch(&main)?,
         },
         Output {
-            table: "cap_sweep_configurations",
-            batch: by_configuration,
+            table: CapSweepConfigurationsRow::TABLE,
+            batch: CapSweepConfigurationsRow::to_batch(&configurations)?,
         },
     ])
+}
+
+/// A stratum's statistic as a row of the table: the margin columns are set on the
+/// change rows of the menu contrast only, the verdicts where that row has an interval.
+fn table_row(r: two_caps::Row, caps: Caps, seed: u64, margin: f64) -> CapSweepRow {
+    let is_change = r.role == CapRole::Change && r.statistic == CapStatistic::VContrast;
+    let interval = r.ci_low_pp.zip(r.ci_high_pp).filter(|_| is_change);
+    CapSweepRow {
+        stratum: r.stratum,
+        arm: caps.label(r.role),
+        arm_role: r.role,
+        completion_cap: caps.cap(r.role),
+        statistic: r.statistic,
+        n_configurations: r.n_configurations,
+        n_units: r.n_units,
+        units_incomplete: r.units_incomplete,
+        n_clusters: r.n_clusters,
+        n_events: r.n_events,
+        n_total: r.n_total,
+        estimate_pp: r.estimate_pp,
+        ci_low_pp: r.ci_low_pp,
+        ci_high_pp: r.ci_high_pp,
+        p_value: r.p_value,
+        excluded_provider_failure: r.excluded_provider_failure,
+        excluded_missing_usage: r.excluded_missing_usage,
+        bound_low_pp: r.bounds.map(|b| b.0),
+        bound_high_pp: r.bounds.map(|b| b.1),
+        draws: r.draws,
+        seed,
+        draw_seed: r.draw_seed,
+        margin_pp: is_change.then_some(margin),
+        clears_margin: interval.map(|(lo, _)| lo > margin),
+        within_margin: interval.map(|(lo, hi)| -margin < lo && hi < margin),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeMap;
 
-    use arrow_array::{
-        Array, BooleanArray, Float64Array, RecordBatch, StringArray, UInt32Array, UInt64Array,
-    };
+    use arrow_array::RecordBatch;
 
     use super::*;
     use crate::cap::two_caps::testing::{rows_at_cap, strata};
@@ -298,21 +313,27 @@ mod tests {
         }
     }
 
-    fn col<'a, T: 'static>(batch: &'a RecordBatch, name: &str) -> &'a T {
-        batch
-            .column_by_name(name)
-            .and_then(|c| c.as_any().downcast_ref::<T>())
-            .unwrap_or_else(|| panic!("column {name}"))
+    /// The two tables' rows, read back from their batches.
+    fn tables_of(out: &[Output]) -> (Vec<CapSweepRow>, Vec<CapSweepConfigurationsRow>) {
+        fn read<T>(e: tbb_tables::StoreError) -> T {
+            panic!("{e}")
+        }
+        (
+            CapSweepRow::from_batch(&out[0].batch).unwrap_or_else(read),
+            CapSweepConfigurationsRow::from_batch(&out[1].batch).unwrap_or_else(read),
+        )
     }
 
-    /// The row index of (stratum, arm_role, statistic).
-    fn find(batch: &RecordBatch, stratum: &str, role: &str, statistic: &str) -> usize {
-        let s = col::<StringArray>(batch, "stratum");
-        let a = col::<StringArray>(batch, "arm_role");
-        let t = col::<StringArray>(batch, "statistic");
-        (0..batch.num_rows())
-            .find(|&i| s.value(i) == stratum && a.value(i) == role && t.value(i) == statistic)
-            .unwrap_or_else(|| panic!("no row {stratum} {role} {statistic}"))
+    /// The row of (stratum, arm_role, statistic).
+    fn find<'a>(
+        rows: &'a [CapSweepRow],
+        stratum: &str,
+        role: CapRole,
+        statistic: CapStatistic,
+    ) -> &'a CapSweepRow {
+        rows.iter()
+            .find(|r| r.stratum == stratum && r.arm_role == role && r.statistic == statistic)
+            .unwrap_or_else(|| panic!("no row {stratum} {role:?} {statistic:?}"))
     }
 
     #[test]
@@ -376,62 +397,56 @@ mod tests {
                 "in_pooled_estimate",
             ]
         );
+        let (t, c) = tables_of(&out);
         // 3 strata × (3 contrast + 2 truncation + 2 disagreement) + all × 4.
-        assert_eq!(out[0].batch.num_rows(), 3 * 7 + 4);
+        assert_eq!(t.len(), 3 * 7 + 4);
         // 5 configurations × 2 caps.
-        assert_eq!(out[1].batch.num_rows(), 10);
-        let arm = col::<StringArray>(&out[0].batch, "arm");
-        let b_change = find(&out[0].batch, "B", "change", "v_contrast");
-        assert_eq!(arm.value(b_change), "cap_16384_minus_cap_1024");
+        assert_eq!(c.len(), 10);
+        let b_change = find(&t, "B", CapRole::Change, CapStatistic::VContrast);
+        assert_eq!(b_change.arm, "cap_16384_minus_cap_1024");
         assert_eq!(
-            arm.value(find(&out[0].batch, "B", "low", "v_contrast")),
+            find(&t, "B", CapRole::Low, CapStatistic::VContrast).arm,
             "cap_1024"
         );
     }
 
     #[test]
     fn a_b_configuration_over_the_ceiling_is_left_out_of_the_pooled_estimate() {
-        let out = run_on(&panel(), &params(200));
-        let t = &out[0].batch;
-        let est = col::<Float64Array>(t, "estimate_pp");
-        let n_cfg = col::<UInt32Array>(t, "n_configurations");
+        let (t, c) = tables_of(&run_on(&panel(), &params(200)));
         // heavy_stuck truncates all its V = 128 episodes at 16,384: out. heavy_ok:
         // low cap −60 pp (3 of 5 families at −100), high −20 pp: change +40.
-        let low = find(t, "B", "low", "v_contrast");
-        let high = find(t, "B", "high", "v_contrast");
-        let change = find(t, "B", "change", "v_contrast");
-        assert_eq!(n_cfg.value(change), 1);
-        assert_eq!((est.value(low), est.value(high)), (-60.0, -20.0));
-        assert_eq!(est.value(change), 40.0);
+        let low = find(&t, "B", CapRole::Low, CapStatistic::VContrast);
+        let high = find(&t, "B", CapRole::High, CapStatistic::VContrast);
+        let change = find(&t, "B", CapRole::Change, CapStatistic::VContrast);
+        assert_eq!(change.n_configurations, 1);
+        assert_eq!(
+            (low.estimate_pp, high.estimate_pp),
+            (Some(-60.0), Some(-20.0))
+        );
+        assert_eq!(change.estimate_pp, Some(40.0));
         // Over the 5 pp margin: its interval [0, 100]... is at least 0 (every family
         // changes by 0 or +100), so it clears only if the lower end is above 5.
-        let lo = col::<Float64Array>(t, "ci_low_pp").value(change);
-        let clears = col::<BooleanArray>(t, "clears_margin");
-        assert_eq!(clears.value(change), lo > 5.0);
-        assert!(
-            clears.is_null(low),
+        let lo = change.ci_low_pp.unwrap_or(f64::NAN);
+        assert_eq!(change.clears_margin, Some(lo > 5.0));
+        assert_eq!(
+            low.clears_margin, None,
             "margin columns live on change rows only"
         );
         // The configurations table says why.
-        let c = &out[1].batch;
-        let name = col::<StringArray>(c, "configuration");
-        let passed = col::<BooleanArray>(c, "manipulation_check_passed");
-        let pooled = col::<BooleanArray>(c, "in_pooled_estimate");
-        let share = col::<Float64Array>(c, "truncated_share_v128");
-        let role = col::<StringArray>(c, "arm_role");
-        for i in 0..c.num_rows() {
-            match name.value(i) {
+        for r in &c {
+            let (passed, pooled) = (r.manipulation_check_passed, r.in_pooled_estimate);
+            match r.configuration.as_str() {
                 "heavy_stuck" => {
-                    assert!(!passed.value(i) && !pooled.value(i));
-                    assert_eq!(share.value(i), 1.0);
+                    assert!(passed == Some(false) && !pooled);
+                    assert_eq!(r.truncated_share_v128, Some(1.0));
                 }
                 "heavy_ok" => {
-                    assert!(passed.value(i) && pooled.value(i));
-                    let want = if role.value(i) == "low" { 0.6 } else { 0.0 };
-                    assert_eq!(share.value(i), want);
+                    assert!(passed == Some(true) && pooled);
+                    let want = if r.arm_role == CapRole::Low { 0.6 } else { 0.0 };
+                    assert_eq!(r.truncated_share_v128, Some(want));
                 }
-                "mild" | "clean" => assert!(passed.is_null(i) && pooled.value(i)),
-                _ => assert!(passed.is_null(i) && !pooled.value(i)),
+                "mild" | "clean" => assert!(passed.is_none() && pooled),
+                _ => assert!(passed.is_none() && !pooled),
             }
         }
         // Raising the ceiling to 100 % lets heavy_stuck in: B at the low cap becomes
@@ -440,14 +455,13 @@ mod tests {
             truncation_ceiling_pct: Some(100.0),
             ..params(200)
         };
-        let out = run_on(&panel(), &lenient);
-        let t = &out[0].batch;
-        let low = find(t, "B", "low", "v_contrast");
-        assert_eq!(col::<Float64Array>(t, "estimate_pp").value(low), -80.0);
+        let (t, _) = tables_of(&run_on(&panel(), &lenient));
+        let low = find(&t, "B", CapRole::Low, CapStatistic::VContrast);
+        assert_eq!(low.estimate_pp, Some(-80.0));
         // Controls: M and N never move.
-        let n = find(t, "N", "change", "v_contrast");
-        assert_eq!(col::<Float64Array>(t, "estimate_pp").value(n), 0.0);
-        assert!(col::<BooleanArray>(t, "within_margin").value(n));
+        let n = find(&t, "N", CapRole::Change, CapStatistic::VContrast);
+        assert_eq!(n.estimate_pp, Some(0.0));
+        assert_eq!(n.within_margin, Some(true));
     }
 
     /// The interaction bootstrap written plainly: per unit the change of its menu
@@ -538,16 +552,16 @@ mod tests {
             truncation_ceiling_pct: Some(100.0),
             ..params(3_000)
         };
-        let out = run_on(&rows, &lenient);
-        let t = &out[0].batch;
-        let change = find(t, "B", "change", "v_contrast");
-        let draw_seed = col::<UInt64Array>(t, "draw_seed").value(change);
+        let (t, _) = tables_of(&run_on(&rows, &lenient));
+        let change = find(&t, "B", CapRole::Change, CapStatistic::VContrast);
+        let draw_seed = change.draw_seed.unwrap_or_default();
         let (estimate, lo, hi) =
             slow_interaction(&rows, &["heavy_ok", "heavy_stuck"], 3_000, draw_seed);
+        let value = |v: Option<f64>| v.unwrap_or(f64::NAN);
         let got = (
-            col::<Float64Array>(t, "estimate_pp").value(change),
-            col::<Float64Array>(t, "ci_low_pp").value(change),
-            col::<Float64Array>(t, "ci_high_pp").value(change),
+            value(change.estimate_pp),
+            value(change.ci_low_pp),
+            value(change.ci_high_pp),
         );
         let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
         assert!(
@@ -580,20 +594,17 @@ mod tests {
                 r.vts = false;
             }
         }
-        let out = run_on(&rows, &params(10));
-        let t = &out[0].batch;
-        let events = col::<UInt32Array>(t, "n_events");
-        let total = col::<UInt32Array>(t, "n_total");
-        let est = col::<Float64Array>(t, "estimate_pp");
-        let i = find(t, "B", "low", "repeat_disagreement");
+        let (t, _) = tables_of(&run_on(&rows, &params(10)));
+        let disagreement =
+            |stratum, role| find(&t, stratum, role, CapStatistic::RepeatDisagreement);
+        let b = disagreement("B", CapRole::Low);
         // B pools heavy_ok only: 5 families × 12 cells = 60 conditions, 1 disagrees.
-        assert_eq!((events.value(i), total.value(i)), (1, 60));
-        assert!((est.value(i) - 100.0 / 60.0).abs() < 1e-12);
-        let all = find(t, "all", "low", "repeat_disagreement");
+        assert_eq!((b.n_events, b.n_total), (Some(1), Some(60)));
+        assert!((b.estimate_pp.unwrap_or(f64::NAN) - 100.0 / 60.0).abs() < 1e-12);
+        let all = disagreement("all", CapRole::Low);
         // all: the four stratified configurations.
-        assert_eq!((events.value(all), total.value(all)), (1, 240));
-        let high = find(t, "all", "high", "repeat_disagreement");
-        assert_eq!(events.value(high), 0);
+        assert_eq!((all.n_events, all.n_total), (Some(1), Some(240)));
+        assert_eq!(disagreement("all", CapRole::High).n_events, Some(0));
     }
 
     #[test]

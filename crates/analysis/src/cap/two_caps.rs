@@ -9,7 +9,7 @@
 //! The rows read are the no-repair capacity rows of the routed lane
 //! ([`design::capacity_rows`], lane `routed`); they must hold exactly two completion
 //! caps, the lower one playing the `low` role and the higher the `high` role, their
-//! difference the `change` ([`CapRole`]). The tables name them `cap_<cap>`
+//! difference the `change` ([`CapRole`], the tables' level). The tables name them `cap_<cap>`
 //! (`cap_1024`) and the change `cap_<high>_minus_cap_<low>`, in columns published as
 //! `arm` and `arm_role` (names kept from the paper's tables; an arm of the harness is
 //! something else, a prompt × menu × delivery × actor form).
@@ -56,29 +56,19 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use arrow_array::{Array, BooleanArray, RecordBatch, StringArray};
+use arrow_array::RecordBatch;
+use serde::Deserialize;
 
 use crate::common::design::{self, Contrast, N_ENDPOINTS};
 use crate::common::stats::{self, ClusterTotals, Interval};
 use crate::{AnalysisError, ParamProblem};
+use tbb_tables::analyses::two_caps::{CapRole, CapStatistic};
 use tbb_tables::rows::EpisodeRow;
-use tbb_tables::TableBuilder;
 
 /// The lane both studies run.
 pub const LANE: &str = crate::capacity::lanes::ROUTED;
 /// The pseudo-stratum of rows pooling every configuration in a stratum.
 pub const ALL: &str = "all";
-
-/// Statistic names in the tables.
-pub mod statistic {
-    /// The paired within-family menu contrast, V = 128 − V = 8 (on a change row: its
-    /// change between the caps).
-    pub const V_CONTRAST: &str = "v_contrast";
-    /// Share of kept V = 128 episodes truncated at the cap.
-    pub const TRUNCATED_SHARE_V128: &str = "truncated_share_v128";
-    /// Share of conditions whose kept repeats disagree on success.
-    pub const REPEAT_DISAGREEMENT: &str = "repeat_disagreement";
-}
 
 /// The two caps of the data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -89,44 +79,21 @@ pub struct Caps {
     pub high: u32,
 }
 
-/// Which of the two caps a row speaks of, or their change.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum CapRole {
-    /// The lower cap.
-    Low,
-    /// The higher cap.
-    High,
-    /// High minus low.
-    Change,
-}
-
-impl CapRole {
-    /// The two caps, low first.
-    pub const CAPS: [CapRole; 2] = [CapRole::Low, CapRole::High];
-
-    /// `low`, `high`, `change` (the `arm_role` column).
-    pub fn name(self) -> &'static str {
-        match self {
-            CapRole::Low => "low",
-            CapRole::High => "high",
-            CapRole::Change => "change",
-        }
-    }
-
+impl Caps {
     /// `cap_1024`, `cap_16384`, `cap_16384_minus_cap_1024` (the `arm` column).
-    pub fn label(self, caps: Caps) -> String {
-        match self {
-            CapRole::Low => format!("cap_{}", caps.low),
-            CapRole::High => format!("cap_{}", caps.high),
-            CapRole::Change => format!("cap_{}_minus_cap_{}", caps.high, caps.low),
+    pub fn label(self, role: CapRole) -> String {
+        match role {
+            CapRole::Low => format!("cap_{}", self.low),
+            CapRole::High => format!("cap_{}", self.high),
+            CapRole::Change => format!("cap_{}_minus_cap_{}", self.high, self.low),
         }
     }
 
-    /// The cap (none for the change).
-    pub fn cap(self, caps: Caps) -> Option<u32> {
-        match self {
-            CapRole::Low => Some(caps.low),
-            CapRole::High => Some(caps.high),
+    /// The cap a role plays (none for the change: the `completion_cap` column).
+    pub fn cap(self, role: CapRole) -> Option<u32> {
+        match role {
+            CapRole::Low => Some(self.low),
+            CapRole::High => Some(self.high),
             CapRole::Change => None,
         }
     }
@@ -203,9 +170,22 @@ impl Membership {
     }
 }
 
-/// Reads a strata table (`configuration: Utf8`, `stratum: Utf8` nullable, `selected:
-/// Boolean`), checking every stratum is one of `allowed` and no configuration is
-/// listed twice.
+/// The columns of a strata table (`sweep_strata`, `crossover_strata`) the cap studies
+/// read; its other columns are the strata analyses' own. Each column must be there
+/// (`deserialize_with`: an absent column is an error, not a column of nulls), and a
+/// null `selected` reads as not selected.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+struct StrataLine {
+    #[serde(deserialize_with = "Option::deserialize")]
+    configuration: Option<String>,
+    #[serde(deserialize_with = "Option::deserialize")]
+    stratum: Option<String>,
+    #[serde(deserialize_with = "Option::deserialize")]
+    selected: Option<bool>,
+}
+
+/// Reads a strata table (`configuration`, `stratum` nullable, `selected`), checking
+/// every stratum is one of `allowed` and no configuration is listed twice.
 pub fn read_strata(
     kind: &'static str,
     table: &str,
@@ -220,26 +200,14 @@ pub fn read_strata(
     let batch = tables
         .get(table)
         .ok_or_else(|| bad("it was not given".into()))?;
-    let text = |name: &str| {
-        batch
-            .column_by_name(name)
-            .and_then(|c| c.as_any().downcast_ref::<StringArray>())
-            .ok_or_else(|| bad(format!("no text column `{name}`")))
-    };
-    let configurations = text("configuration")?;
-    let strata = text("stratum")?;
-    let selected = batch
-        .column_by_name("selected")
-        .and_then(|c| c.as_any().downcast_ref::<BooleanArray>())
-        .ok_or_else(|| bad("no boolean column `selected`".into()))?;
+    let lines: Vec<StrataLine> =
+        tbb_tables::read_rows(table, batch).map_err(|e| bad(e.to_string()))?;
     let mut out = BTreeMap::new();
-    for i in 0..batch.num_rows() {
-        if configurations.is_null(i) {
+    for (i, line) in lines.into_iter().enumerate() {
+        let Some(configuration) = line.configuration else {
             return Err(bad(format!("row {i} has no configuration")));
-        }
-        let configuration = configurations.value(i);
-        let stratum = (!strata.is_null(i)).then(|| strata.value(i).to_string());
-        if let Some(s) = &stratum {
+        };
+        if let Some(s) = &line.stratum {
             if !allowed.contains(&s.as_str()) {
                 return Err(bad(format!(
                     "configuration {configuration} has stratum `{s}`; this analysis knows {}",
@@ -248,14 +216,15 @@ pub fn read_strata(
             }
         }
         let membership = Membership {
-            stratum,
-            selected: !selected.is_null(i) && selected.value(i),
+            stratum: line.stratum,
+            selected: line.selected.unwrap_or(false),
         };
-        if out.insert(configuration.to_string(), membership).is_some() {
+        if out.contains_key(&configuration) {
             return Err(bad(format!(
                 "configuration {configuration} is listed twice"
             )));
         }
+        out.insert(configuration, membership);
     }
     Ok(out)
 }
@@ -503,7 +472,12 @@ impl<'a> CapRows<'a> {
             .map(|((role, values), units_incomplete)| {
                 let draw_seed = stats::derive_seed(
                     settings.seed,
-                    &[kind, stratum, &role.label(self.caps), statistic::V_CONTRAST],
+                    &[
+                        kind,
+                        stratum,
+                        &self.caps.label(role),
+                        CapStatistic::VContrast.name(),
+                    ],
                 );
                 let (interval, n_clusters) = family_bootstrap(&values, settings.draws, draw_seed);
                 ContrastRow {
@@ -605,8 +579,8 @@ pub struct Row {
     pub stratum: String,
     /// Low, high or the change.
     pub role: CapRole,
-    /// A [`statistic`] name.
-    pub statistic: &'static str,
+    /// What the row measures.
+    pub statistic: CapStatistic,
     /// Configurations the row pools.
     pub n_configurations: u32,
     /// Family × configuration units (contrasts).
@@ -656,7 +630,7 @@ pub fn stratum_rows(
     };
     let n_configurations = configurations.len() as u32;
     let mut out = Vec::new();
-    let share = |role: CapRole, statistic: &'static str, (events, total): (u32, u32)| {
+    let share = |role: CapRole, statistic: CapStatistic, (events, total): (u32, u32)| {
         let ex = excluded(role);
         Row {
             stratum: stratum.to_string(),
@@ -686,7 +660,7 @@ pub fn stratum_rows(
             out.push(Row {
                 stratum: stratum.to_string(),
                 role: c.role,
-                statistic: statistic::V_CONTRAST,
+                statistic: CapStatistic::VContrast,
                 n_configurations,
                 n_units: Some(c.n_units),
                 units_incomplete: Some(c.units_incomplete),
@@ -710,81 +684,16 @@ pub fn stratum_rows(
             .iter()
             .map(|c| data.truncation(c, role))
             .fold((0, 0), |acc, t| (acc.0 + t.1, acc.1 + t.0));
-        out.push(share(role, statistic::TRUNCATED_SHARE_V128, truncation));
+        out.push(share(role, CapStatistic::TruncatedShareV128, truncation));
     }
     for role in CapRole::CAPS {
         out.push(share(
             role,
-            statistic::REPEAT_DISAGREEMENT,
+            CapStatistic::RepeatDisagreement,
             data.repeat_disagreement(configurations, role),
         ));
     }
     out
-}
-
-/// The main table's shared columns, then `extra` (a kind's own columns).
-pub fn main_table(
-    rows: &[Row],
-    caps: Caps,
-    seed: u64,
-    extra: impl FnOnce(TableBuilder) -> TableBuilder,
-    name: &str,
-) -> Result<RecordBatch, AnalysisError> {
-    let builder = TableBuilder::new()
-        .text("stratum", rows.iter().map(|r| &r.stratum))
-        .text("arm", rows.iter().map(|r| r.role.label(caps)))
-        .text("arm_role", rows.iter().map(|r| r.role.name()))
-        .u32_opt("completion_cap", rows.iter().map(|r| r.role.cap(caps)))
-        .text("statistic", rows.iter().map(|r| r.statistic))
-        .u32("n_configurations", rows.iter().map(|r| r.n_configurations))
-        .u32_opt("n_units", rows.iter().map(|r| r.n_units))
-        .u32_opt("units_incomplete", rows.iter().map(|r| r.units_incomplete))
-        .u32_opt("n_clusters", rows.iter().map(|r| r.n_clusters))
-        .u32_opt("n_events", rows.iter().map(|r| r.n_events))
-        .u32_opt("n_total", rows.iter().map(|r| r.n_total))
-        .f64_opt("estimate_pp", rows.iter().map(|r| r.estimate_pp))
-        .f64_opt("ci_low_pp", rows.iter().map(|r| r.ci_low_pp))
-        .f64_opt("ci_high_pp", rows.iter().map(|r| r.ci_high_pp))
-        .f64_opt("p_value", rows.iter().map(|r| r.p_value))
-        .u32(
-            "excluded_provider_failure",
-            rows.iter().map(|r| r.excluded_provider_failure),
-        )
-        .u32(
-            "excluded_missing_usage",
-            rows.iter().map(|r| r.excluded_missing_usage),
-        )
-        .f64_opt("bound_low_pp", rows.iter().map(|r| r.bounds.map(|b| b.0)))
-        .f64_opt("bound_high_pp", rows.iter().map(|r| r.bounds.map(|b| b.1)))
-        .u32_opt("draws", rows.iter().map(|r| r.draws))
-        .u64("seed", rows.iter().map(|_| seed))
-        .u64_opt("draw_seed", rows.iter().map(|r| r.draw_seed));
-    Ok(extra(builder).build(name)?)
-}
-
-/// One configuration in one cap, for a kind's configurations table.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ConfigurationRow<'a> {
-    /// Configuration.
-    pub configuration: &'a str,
-    /// Its organization.
-    pub organization: &'a str,
-    /// Its stratum in the strata table (null: none, or absent).
-    pub stratum: Option<&'a str>,
-    /// Selected in the strata table.
-    pub selected: bool,
-    /// The cap.
-    pub role: CapRole,
-    /// Kept V = 128 episodes.
-    pub episodes_v128: u32,
-    /// Truncated among them.
-    pub truncated_v128: u32,
-    /// Excluded rows (provider failure, missing usage).
-    pub excluded: (u32, u32),
-    /// Whether it passes the manipulation check (null outside every stratum).
-    pub manipulation_check_passed: Option<bool>,
-    /// Whether its units enter its stratum's menu contrast.
-    pub in_pooled_estimate: bool,
 }
 
 /// Whether a configuration truncates at most `ceiling_pct` % of its kept V = 128
@@ -794,44 +703,10 @@ pub fn passes_ceiling(data: &CapRows<'_>, configuration: &str, ceiling_pct: f64)
     episodes > 0 && 100.0 * f64::from(truncated) <= ceiling_pct * f64::from(episodes)
 }
 
-/// The configurations table's shared columns, then `extra`.
-pub fn configuration_table(
-    rows: &[ConfigurationRow<'_>],
-    caps: Caps,
-    extra: impl FnOnce(TableBuilder) -> TableBuilder,
-    name: &str,
-) -> Result<RecordBatch, AnalysisError> {
-    let builder = TableBuilder::new()
-        .text("configuration", rows.iter().map(|r| r.configuration))
-        .text("organization", rows.iter().map(|r| r.organization))
-        .text_opt("stratum", rows.iter().map(|r| r.stratum))
-        .bool("selected", rows.iter().map(|r| r.selected))
-        .text("arm", rows.iter().map(|r| r.role.label(caps)))
-        .text("arm_role", rows.iter().map(|r| r.role.name()))
-        .u32_opt("completion_cap", rows.iter().map(|r| r.role.cap(caps)))
-        .u32("episodes_v128", rows.iter().map(|r| r.episodes_v128))
-        .u32("truncated_v128", rows.iter().map(|r| r.truncated_v128))
-        .f64_opt(
-            "truncated_share_v128",
-            rows.iter().map(|r| {
-                (r.episodes_v128 > 0)
-                    .then(|| f64::from(r.truncated_v128) / f64::from(r.episodes_v128))
-            }),
-        )
-        .u32(
-            "excluded_provider_failure",
-            rows.iter().map(|r| r.excluded.0),
-        )
-        .u32("excluded_missing_usage", rows.iter().map(|r| r.excluded.1))
-        .bool_opt(
-            "manipulation_check_passed",
-            rows.iter().map(|r| r.manipulation_check_passed),
-        )
-        .bool(
-            "in_pooled_estimate",
-            rows.iter().map(|r| r.in_pooled_estimate),
-        );
-    Ok(extra(builder).build(name)?)
+/// `truncated / episodes`, none without an episode (the `truncated_share_v128`
+/// column of the configurations tables).
+pub fn truncated_share(episodes: u32, truncated: u32) -> Option<f64> {
+    (episodes > 0).then(|| f64::from(truncated) / f64::from(episodes))
 }
 
 /// Every selected configuration of the strata table must have rows.
@@ -864,6 +739,7 @@ pub(crate) mod testing {
     //! Episodes and strata tables for the cap studies' tests.
     use super::*;
     use crate::common::design::testing::unit;
+    use tbb_tables::TableBuilder;
 
     /// Every capacity cell of `families` for a configuration at a cap and repeat,
     /// success decided by `f(family, cell index)`.
@@ -900,6 +776,7 @@ pub(crate) mod testing {
 mod tests {
     use super::testing::{rows_at_cap, strata};
     use super::*;
+    use tbb_tables::TableBuilder;
 
     const FAMILIES: [&str; 3] = ["f1", "f2", "f3"];
 
@@ -990,7 +867,7 @@ mod tests {
         let rows_out = stratum_rows("t", &data, "B", &configs, Resolved::of(Some(10), Some(1)));
         let change = rows_out
             .iter()
-            .find(|r| r.statistic == statistic::V_CONTRAST && r.role == CapRole::Change)
+            .find(|r| r.statistic == CapStatistic::VContrast && r.role == CapRole::Change)
             .unwrap_or_else(|| panic!("no change row"));
         assert_eq!(
             (change.n_units, change.units_incomplete, change.estimate_pp),
@@ -1019,7 +896,7 @@ mod tests {
             let r = stratum_rows("t", &data, "B", &configs, Resolved::of(Some(10), Some(1)));
             let change = r
                 .iter()
-                .find(|r| r.statistic == statistic::V_CONTRAST && r.role == CapRole::Change)
+                .find(|r| r.statistic == CapStatistic::VContrast && r.role == CapRole::Change)
                 .and_then(|r| r.estimate_pp)
                 .unwrap_or(f64::NAN);
             seen.push(change);
@@ -1093,5 +970,38 @@ mod tests {
         )]);
         assert!(read_strata("t", "s", &twice, &["B"]).is_err());
         assert!(read_strata("t", "missing", &tables, &["B"]).is_err());
+    }
+
+    /// The strata analyses write more columns than the cap studies read, in their own
+    /// order; the three read are found by name, and a null `selected` is "no".
+    #[test]
+    fn a_whole_strata_table_is_read_for_its_three_columns() {
+        let whole = TableBuilder::new()
+            .text("configuration", ["a", "b", "c"])
+            .u32("upstream_episodes", [144, 144, 144])
+            .u32("upstream_truncated", [72, 0, 0])
+            .f64_opt("truncated_share", [Some(0.5), Some(0.0), None])
+            .f64_opt("v_effect_pp", [Some(-40.0), Some(1.0), None])
+            .text_opt("stratum", [Some("B"), Some("N"), None])
+            .u32_opt("candidate_rank", [Some(1), Some(1), None])
+            .bool_opt("selected", [Some(true), None, Some(false)])
+            .bool("in_study", [true, true, false])
+            .build("sweep_strata")
+            .unwrap_or_else(|e| panic!("{e}"));
+        let tables = BTreeMap::from([("sweep_strata".to_string(), whole)]);
+        let m = read_strata("t", "sweep_strata", &tables, &["B", "M", "N"])
+            .unwrap_or_else(|e| panic!("{e}"));
+        let got: Vec<(&str, Option<&str>, bool)> = m
+            .iter()
+            .map(|(c, m)| (c.as_str(), m.stratum.as_deref(), m.selected))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("a", Some("B"), true),
+                ("b", Some("N"), false),
+                ("c", None, false)
+            ]
+        );
     }
 }

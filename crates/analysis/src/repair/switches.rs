@@ -24,9 +24,10 @@
 //! Success is the harness's verdict with infrastructure failures counted as failures
 //! ([`design::success`]), as the paper keeps them.
 //!
-//! Tables: `switches` (one row per repair × incumbent × switch), `switch_incumbents`
-//! (per repair × incumbent: the three verdicts and the frontier) and `switch_summary`
-//! (per repair: how many incumbents are success-superior, nondominated, cost-superior).
+//! Tables: `switches` ([`SwitchesRow`], one row per repair × incumbent × switch),
+//! `switch_incumbents` ([`SwitchIncumbentsRow`], per repair × incumbent: the three
+//! verdicts and the frontier) and `switch_summary` ([`SwitchSummaryRow`], per repair:
+//! how many incumbents are success-superior, nondominated, cost-superior).
 //!
 //! Never: reads files or the clock (a simulated configuration's wall time is modelled
 //! from its tokens, so these tables are deterministic on the sim panel), or pairs rows
@@ -41,9 +42,10 @@ use crate::common::stats::{self, ClusterTotals, Interval};
 use crate::{
     AnalysisError, BlockShape, Context, Design, Names, Output, ParamProblem, Produced, Typed,
 };
+use tbb_tables::analyses::switches::{SwitchIncumbentsRow, SwitchSummaryRow, SwitchesRow};
 use tbb_tables::levels::{level_name, Cell};
 use tbb_tables::rows::EpisodeRow;
-use tbb_tables::TableBuilder;
+use tbb_tables::TableRow;
 
 const KIND: &str = "switches";
 /// Default bootstrap draws, as for every other interval of the studies: with 2,000, four
@@ -165,7 +167,11 @@ impl Typed for Switches {
     type Params = Params;
     const NAME: &'static str = KIND;
     const VERSION: &'static str = "switches/3";
-    const OUTPUTS: &'static [&'static str] = &["switches", "switch_incumbents", "switch_summary"];
+    const OUTPUTS: &'static [&'static str] = &[
+        SwitchesRow::TABLE,
+        SwitchIncumbentsRow::TABLE,
+        SwitchSummaryRow::TABLE,
+    ];
 
     fn check(params: &Params) -> Vec<ParamProblem> {
         let mut out: Vec<ParamProblem> = stats::check_draws(params.draws).into_iter().collect();
@@ -455,31 +461,11 @@ fn one(
     }
 }
 
-/// An incumbent's verdicts for one repair.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Verdicts {
-    /// The repair's arm.
-    pub repair: String,
-    /// The configuration repaired.
-    pub incumbent: String,
-    /// Switches compared.
-    pub n_switches: usize,
-    /// Every switch's success interval above zero.
-    pub success_superior: bool,
-    /// No switch dominates the repaired incumbent.
-    pub pareto_nondominated: bool,
-    /// Every switch's cost interval below zero.
-    pub cost_superior: bool,
-    /// The nondominated set among the repaired incumbent (`<incumbent>+<repair>`)
-    /// and its switches, in that order then by name.
-    pub frontier: Vec<String>,
-}
-
 /// The verdicts per repair and incumbent, from the comparisons of [`compare`]. The
 /// repaired incumbent and a switch are compared on the units they share; two switches
 /// on their sides as measured against the incumbent (the same units whenever the
 /// design is complete, as a manifest's is).
-pub fn verdicts(rows: &[Comparison]) -> Vec<Verdicts> {
+pub fn verdicts(rows: &[Comparison]) -> Vec<SwitchIncumbentsRow> {
     let mut groups: BTreeMap<(&str, &str), Vec<&Comparison>> = BTreeMap::new();
     for r in rows {
         groups
@@ -502,100 +488,92 @@ pub fn verdicts(rows: &[Comparison]) -> Vec<Verdicts> {
                     frontier.push(c.switch.clone());
                 }
             }
-            Verdicts {
+            SwitchIncumbentsRow {
                 repair: repair.to_string(),
                 incumbent: incumbent.to_string(),
-                n_switches: group.len(),
+                n_switches: group.len() as u64,
                 success_superior: group.iter().all(|c| c.success_pp.low > 0.0),
                 pareto_nondominated: !dominated,
                 cost_superior: group.iter().all(|c| c.cost_usd.high < 0.0),
-                frontier,
+                frontier: frontier.join(", "),
             }
         })
         .collect()
 }
 
-fn tables(rows: &[Comparison], draws: u32, seed: u64) -> Result<Vec<Output>, AnalysisError> {
-    let switches = TableBuilder::new()
-        .text("repair", rows.iter().map(|r| &r.repair))
-        .text("baseline", rows.iter().map(|r| &r.baseline))
-        .text("component", rows.iter().map(|r| &r.component))
-        .text("incumbent", rows.iter().map(|r| &r.incumbent))
-        .text("switch", rows.iter().map(|r| &r.switch))
-        .u64("n_units", rows.iter().map(|r| r.n_units as u64))
-        .u64("n_clusters", rows.iter().map(|r| r.n_clusters as u64))
-        .f64("success_repair", rows.iter().map(|r| r.repaired.success))
-        .f64("success_switch", rows.iter().map(|r| r.switched.success))
-        .f64(
-            "success_diff_pp",
-            rows.iter().map(|r| r.success_pp.estimate),
-        )
-        .f64("success_ci_low_pp", rows.iter().map(|r| r.success_pp.low))
-        .f64("success_ci_high_pp", rows.iter().map(|r| r.success_pp.high))
-        .f64("cost_repair_usd", rows.iter().map(|r| r.repaired.cost_usd))
-        .f64("cost_switch_usd", rows.iter().map(|r| r.switched.cost_usd))
-        .f64("cost_diff_usd", rows.iter().map(|r| r.cost_usd.estimate))
-        .f64("cost_ci_low_usd", rows.iter().map(|r| r.cost_usd.low))
-        .f64("cost_ci_high_usd", rows.iter().map(|r| r.cost_usd.high))
-        .f64("tokens_repair", rows.iter().map(|r| r.repaired.tokens))
-        .f64("tokens_switch", rows.iter().map(|r| r.switched.tokens))
-        .f64("wall_ms_repair", rows.iter().map(|r| r.repaired.wall_ms))
-        .f64("wall_ms_switch", rows.iter().map(|r| r.switched.wall_ms))
-        .bool(
-            "switch_dominates",
-            rows.iter().map(|r| r.switched.dominates(&r.repaired)),
-        )
-        .u32("draws", rows.iter().map(|_| draws))
-        .u64("seed", rows.iter().map(|_| seed))
-        .build("switches")?;
-    let v = verdicts(rows);
-    let incumbents = TableBuilder::new()
-        .text("repair", v.iter().map(|r| &r.repair))
-        .text("incumbent", v.iter().map(|r| &r.incumbent))
-        .u64("n_switches", v.iter().map(|r| r.n_switches as u64))
-        .bool("success_superior", v.iter().map(|r| r.success_superior))
-        .bool(
-            "pareto_nondominated",
-            v.iter().map(|r| r.pareto_nondominated),
-        )
-        .bool("cost_superior", v.iter().map(|r| r.cost_superior))
-        .text("frontier", v.iter().map(|r| r.frontier.join(", ")))
-        .build("switch_incumbents")?;
-    let mut summary: BTreeMap<&str, (&str, &str, [u64; 4])> = BTreeMap::new();
-    for r in &v {
-        let (baseline, component) = rows
-            .iter()
-            .find(|c| c.repair == r.repair)
-            .map_or(("", ""), |c| (c.baseline.as_str(), c.component.as_str()));
-        let e = summary
-            .entry(r.repair.as_str())
-            .or_insert((baseline, component, [0; 4]));
-        e.2[0] += 1;
-        e.2[1] += u64::from(r.success_superior);
-        e.2[2] += u64::from(r.pareto_nondominated);
-        e.2[3] += u64::from(r.cost_superior);
+/// A comparison as a row of `switches`.
+fn switches_row(c: &Comparison, draws: u32, seed: u64) -> SwitchesRow {
+    SwitchesRow {
+        repair: c.repair.clone(),
+        baseline: c.baseline.clone(),
+        component: c.component.clone(),
+        incumbent: c.incumbent.clone(),
+        switch: c.switch.clone(),
+        n_units: c.n_units as u64,
+        n_clusters: c.n_clusters as u64,
+        success_repair: c.repaired.success,
+        success_switch: c.switched.success,
+        success_diff_pp: c.success_pp.estimate,
+        success_ci_low_pp: c.success_pp.low,
+        success_ci_high_pp: c.success_pp.high,
+        cost_repair_usd: c.repaired.cost_usd,
+        cost_switch_usd: c.switched.cost_usd,
+        cost_diff_usd: c.cost_usd.estimate,
+        cost_ci_low_usd: c.cost_usd.low,
+        cost_ci_high_usd: c.cost_usd.high,
+        tokens_repair: c.repaired.tokens,
+        tokens_switch: c.switched.tokens,
+        wall_ms_repair: c.repaired.wall_ms,
+        wall_ms_switch: c.switched.wall_ms,
+        switch_dominates: c.switched.dominates(&c.repaired),
+        draws,
+        seed,
     }
-    let summary = TableBuilder::new()
-        .text("repair", summary.keys())
-        .text("baseline", summary.values().map(|s| s.0))
-        .text("component", summary.values().map(|s| s.1))
-        .u64("n_incumbents", summary.values().map(|s| s.2[0]))
-        .u64("success_superior", summary.values().map(|s| s.2[1]))
-        .u64("pareto_nondominated", summary.values().map(|s| s.2[2]))
-        .u64("cost_superior", summary.values().map(|s| s.2[3]))
-        .build("switch_summary")?;
+}
+
+/// Per repair (sorted), how many of its incumbents earn each verdict.
+fn summary(rows: &[Comparison], verdicts: &[SwitchIncumbentsRow]) -> Vec<SwitchSummaryRow> {
+    let mut summary: BTreeMap<&str, SwitchSummaryRow> = BTreeMap::new();
+    for v in verdicts {
+        let e = summary.entry(v.repair.as_str()).or_insert_with(|| {
+            let (baseline, component) = rows
+                .iter()
+                .find(|c| c.repair == v.repair)
+                .map_or(("", ""), |c| (c.baseline.as_str(), c.component.as_str()));
+            SwitchSummaryRow {
+                repair: v.repair.clone(),
+                baseline: baseline.to_string(),
+                component: component.to_string(),
+                n_incumbents: 0,
+                success_superior: 0,
+                pareto_nondominated: 0,
+                cost_superior: 0,
+            }
+        });
+        e.n_incumbents += 1;
+        e.success_superior += u64::from(v.success_superior);
+        e.pareto_nondominated += u64::from(v.pareto_nondominated);
+        e.cost_superior += u64::from(v.cost_superior);
+    }
+    summary.into_values().collect()
+}
+
+fn tables(rows: &[Comparison], draws: u32, seed: u64) -> Result<Vec<Output>, AnalysisError> {
+    let switches: Vec<SwitchesRow> = rows.iter().map(|c| switches_row(c, draws, seed)).collect();
+    let incumbents = verdicts(rows);
+    let summary = summary(rows, &incumbents);
     Ok(vec![
         Output {
-            table: "switches",
-            batch: switches,
+            table: SwitchesRow::TABLE,
+            batch: SwitchesRow::to_batch(&switches)?,
         },
         Output {
-            table: "switch_incumbents",
-            batch: incumbents,
+            table: SwitchIncumbentsRow::TABLE,
+            batch: SwitchIncumbentsRow::to_batch(&incumbents)?,
         },
         Output {
-            table: "switch_summary",
-            batch: summary,
+            table: SwitchSummaryRow::TABLE,
+            batch: SwitchSummaryRow::to_batch(&summary)?,
         },
     ])
 }
@@ -687,7 +665,7 @@ mod tests {
         assert!(!v.success_superior, "no better than C");
         assert!(!v.pareto_nondominated, "C is as good and cheaper");
         assert!(!v.cost_superior);
-        assert_eq!(v.frontier, ["C"]);
+        assert_eq!(v.frontier, "C");
     }
 
     #[test]
@@ -702,7 +680,7 @@ mod tests {
         let v = verdicts(&rows);
         assert_eq!(v.len(), 1);
         assert!(v[0].success_superior && v[0].pareto_nondominated && v[0].cost_superior);
-        assert_eq!(v[0].frontier, ["A+routed"]);
+        assert_eq!(v[0].frontier, "A+routed");
         // Every resample of identical differences gives the same interval.
         assert_eq!(
             (rows[0].success_pp.low, rows[0].success_pp.high),

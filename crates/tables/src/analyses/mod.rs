@@ -8,18 +8,22 @@
 //!
 //! Never: computes a value (the analyses do) or formats one (the report does).
 
+pub mod cap_crossover;
 pub mod cap_strata;
+pub mod cap_sweep;
 pub mod contrasts;
 pub mod costs;
-pub mod first_responses;
-pub mod lanes;
-pub mod strata;
-pub mod truncation;
-pub mod truncation_strata;
 pub mod decoders;
+pub mod first_responses;
 pub mod holdout;
+pub mod lanes;
 pub mod repairs;
 pub mod sentinel;
+pub mod strata;
+pub mod switches;
+pub mod truncation;
+pub mod truncation_strata;
+pub mod two_caps;
 
 use arrow_schema::FieldRef;
 
@@ -74,7 +78,7 @@ pub const TABLES: &[(&str, Layout)] = &[
     (
         cap_strata::CrossoverStrataRow::TABLE,
         cap_strata::CrossoverStrataRow::fields,
-    (costs::CostsRow::TABLE, costs::CostsRow::fields),
+    ),
     (repairs::RepairsRow::TABLE, repairs::RepairsRow::fields),
     (sentinel::SentinelRow::TABLE, sentinel::SentinelRow::fields),
     (holdout::HoldoutRow::TABLE, holdout::HoldoutRow::fields),
@@ -94,6 +98,31 @@ pub const TABLES: &[(&str, Layout)] = &[
     (
         decoders::DecoderMultiRow::TABLE,
         decoders::DecoderMultiRow::fields,
+    ),
+    (
+        cap_sweep::CapSweepRow::TABLE,
+        cap_sweep::CapSweepRow::fields,
+    ),
+    (
+        cap_sweep::CapSweepConfigurationsRow::TABLE,
+        cap_sweep::CapSweepConfigurationsRow::fields,
+    ),
+    (
+        cap_crossover::CapCrossoverRow::TABLE,
+        cap_crossover::CapCrossoverRow::fields,
+    ),
+    (
+        cap_crossover::CapCrossoverConfigurationsRow::TABLE,
+        cap_crossover::CapCrossoverConfigurationsRow::fields,
+    ),
+    (switches::SwitchesRow::TABLE, switches::SwitchesRow::fields),
+    (
+        switches::SwitchIncumbentsRow::TABLE,
+        switches::SwitchIncumbentsRow::fields,
+    ),
+    (
+        switches::SwitchSummaryRow::TABLE,
+        switches::SwitchSummaryRow::fields,
     ),
 ];
 
