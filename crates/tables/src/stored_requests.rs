@@ -145,7 +145,7 @@ mod tests {
             finish_reason: finish,
             finish_reason_raw: finish.map(|f| format!("raw {f}")),
             response_kind: kind.map(ResponseKind::name),
-            executed_call: turn % 2 == 0,
+            executed_call: turn.is_multiple_of(2),
             cumulative_calls: turn / 2,
             attempts: Some(1),
             infra_cause: (kind.is_none()).then(|| "server_error".to_string()),
