@@ -9,6 +9,9 @@
 //! Never: computes a value (the analyses do) or formats one (the report does).
 
 pub mod costs;
+pub mod discovery;
+pub mod frontier;
+pub mod pilot;
 
 use arrow_schema::FieldRef;
 
@@ -20,7 +23,23 @@ pub type Layout = fn() -> Result<Vec<FieldRef>, StoreError>;
 /// Every table with a row struct here, by name, in the order `docs/tables.md` lists
 /// them. Adding a row struct means adding it here; the documentation test then asks
 /// for `docs/tables.md` to be regenerated.
-pub const TABLES: &[(&str, Layout)] = &[(costs::CostsRow::TABLE, costs::CostsRow::fields)];
+pub const TABLES: &[(&str, Layout)] = &[
+    (costs::CostsRow::TABLE, costs::CostsRow::fields),
+    (
+        discovery::DiscoveryRow::TABLE,
+        discovery::DiscoveryRow::fields,
+    ),
+    (frontier::FrontierRow::TABLE, frontier::FrontierRow::fields),
+    (
+        frontier::FrontierPathsRow::TABLE,
+        frontier::FrontierPathsRow::fields,
+    ),
+    (pilot::PilotRow::TABLE, pilot::PilotRow::fields),
+    (
+        pilot::TraceSelectorRow::TABLE,
+        pilot::TraceSelectorRow::fields,
+    ),
+];
 
 #[cfg(test)]
 mod docs;
