@@ -39,9 +39,10 @@ use std::time::{Duration, Instant};
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use tbb::analysis::contrasts::{self, ContrastResult, Weighting};
-use tbb::analysis::design::{self, CELLS};
-use tbb::analysis::{costs, lanes, stats, strata, truncation};
+use tbb::analysis::capacity::contrasts::{self, ContrastResult, Weighting};
+use tbb::analysis::capacity::{costs, lanes, strata, truncation};
+use tbb::analysis::common::design::{self, CELLS};
+use tbb::analysis::common::stats;
 use tbb::analysis::{Bootstrap, ClusterUnit};
 use tbb::tables::rows::EpisodeRow;
 

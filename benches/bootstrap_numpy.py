@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The capacity contrasts' cluster bootstraps, vectorised in numpy: the reference the
-Rust implementation (crates/analysis/src/stats.rs, contrasts.rs) is benchmarked against.
+Rust implementation (crates/analysis/src/common/stats.rs, capacity/contrasts.rs) is benchmarked against.
 
 Run by `cargo bench --bench analysis`, which writes the rows and compares; or alone:
 

@@ -21,11 +21,11 @@ use tbb::family::{FactType, Family, FamilySet, Split};
 use tbb::grade::trace::StopReason;
 use tbb::harness::{run_episode, ArmForm, EpisodeSpec, Menu, Prompts};
 use tbb::provider::chat::Sampling;
-use tbb::provider::sim::parse::{self, ArgValue, FieldType};
-use tbb::provider::sim::{observe, Params, SimAgent};
 use tbb::provider::{Catalogue, ChatRequest, Finish, Message, ProviderKind, ToolSchema};
 use tbb::sandbox::encoding::decode;
 use tbb::sandbox::{Sandbox, StateChange};
+use tbb_agent::sim::parse::{self, ArgValue, FieldType};
+use tbb_agent::sim::{observe, Params, SimAgent};
 
 fn families() -> &'static FamilySet {
     static SET: OnceLock<FamilySet> = OnceLock::new();
@@ -656,10 +656,10 @@ fn first_request(v: &Variant, system: &str, cap: u32) -> ChatRequest {
 /// messages never changes what it took from earlier records.
 #[test]
 fn perception_is_stable_as_the_conversation_grows() {
-    use tbb::provider::sim::agent::{read_conversation, State};
-    use tbb::provider::sim::mechanisms::PromptCues;
-    use tbb::provider::sim::menu::Menu;
     use tbb::provider::tokens;
+    use tbb_agent::sim::agent::{read_conversation, State};
+    use tbb_agent::sim::mechanisms::PromptCues;
+    use tbb_agent::sim::menu::Menu;
     let base = prompt("base.txt");
     let v = harbor(Cell::new(8, Workflow::High, Encoding::Raw));
     let params = Params {

@@ -38,7 +38,7 @@
 //! the R-low and R-high episodes of one block, configuration, family, V, W, D, depth,
 //! completion cap and repeat; its estimate is the mean paired difference, and an
 //! episode without its partner is left out. The bootstrap resamples whole clusters of
-//! the row's unit and recomputes the ratio of sums ([`super::stats`]); a row's stream
+//! the row's unit and recomputes the ratio of sums ([`crate::common::stats`]); a row's stream
 //! hashes `["discovery", arm, statistic, r, cluster_unit]` with the manifest's seed.
 //!
 //! Invariants: row order of the input does not matter; rows come out sorted by arm
@@ -52,9 +52,9 @@ use std::collections::BTreeMap;
 use arrow_array::{Array, RecordBatch, StringArray};
 use serde::{Deserialize, Serialize};
 
-use super::design::success;
-use super::stats::{self, ClusterTotals};
 use super::{AnalysisError, Context, Design, Input, Output, ParamProblem, Produced, Typed};
+use crate::common::design::success;
+use crate::common::stats::{self, ClusterTotals};
 use tbb_tables::analyses::discovery::{ClusterUnit, DiscoveryRow, RLevel, Statistic};
 use tbb_tables::levels::level_name;
 use tbb_tables::rows::EpisodeRow;

@@ -39,7 +39,7 @@
 //! An episode at depth `d` is paired with the depth-2 episode of the same block, arm,
 //! configuration, family, completion cap and repeat; an episode without its partner is
 //! left out. The estimate is the mean paired difference of success, in pp; the
-//! interval is the 95% percentile bootstrap of [`super::stats`] over family clusters
+//! interval is the 95% percentile bootstrap of [`crate::common::stats`] over family clusters
 //! (each pair belongs to its family; a draw resamples the families with replacement
 //! and recomputes the mean of the pairs it holds). A row's stream hashes
 //! `["frontier", cap, depth]` (cap and depth in decimal) with the manifest's seed.
@@ -74,8 +74,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use arrow_array::{Array, RecordBatch, StringArray, UInt32Array};
 use serde::{Deserialize, Serialize};
 
-use super::stats::{self, ClusterTotals};
 use super::{AnalysisError, Context, Design, Input, Output, ParamProblem, Produced, Typed};
+use crate::common::stats::{self, ClusterTotals};
 pub use tbb_tables::analyses::frontier::FirstLimit;
 use tbb_tables::analyses::frontier::{FrontierPathsRow, FrontierRow};
 use tbb_tables::rows::{EpisodeRow, RequestRow};
@@ -488,7 +488,7 @@ pub mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::design::testing;
+    use crate::common::design::testing;
     use tbb_tables::rows::{EpisodeColumns, RequestColumns};
     use tbb_tables::TableBuilder;
 

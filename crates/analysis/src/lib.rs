@@ -3,19 +3,28 @@
 //!
 //! Owns: the [`Kind`] contract — a kind's name, typed parameters, declared inputs
 //! ([`Input`]), design needs (checked on a [`Design`]), output tables and code
-//! version — and the statistics of the paper's capacity analysis (`contrasts`,
-//! `truncation`, `strata`, `lanes`, `costs`, `first_responses`), the
-//! sweep's `truncation_strata`, the cap studies' configuration strata (`cap_strata`),
-//! the two completion-cap studies (`cap_sweep`, `cap_crossover`, which share
-//! [`cap_arms`]), the discovery study's availability and R contrast (`discovery`),
-//! the repairs study with its sentinel repeats (`repairs`, `sentinel`, which share
-//! [`repair_stats`]), the repair-versus-switch comparison (`switches`), the depth
-//! frontier with its limits (`frontier`), the structural holdout of the
-//! public-handoff controller (`holdout`) and the decoders of failure records
-//! (`decoders`).
+//! version — and the kinds, grouped by the study that runs them, each file named as
+//! the manifest names its kind:
 //!
-//! Adding a kind is one file implementing [`Typed`] and one line in [`KINDS`]; the
-//! manifest, the DAG, the cache and the plan read everything else from the trait.
+//! * [`capacity`]: the paper's capacity analysis (`contrasts`, `truncation`, `strata`,
+//!   `lanes`, `costs`, `first_responses`) and the decoders of failure records
+//!   (`decoders`);
+//! * [`cap`]: the completion-cap studies — the configuration strata
+//!   (`truncation_strata`, `sweep_strata`, `crossover_strata`) and the sweep and the
+//!   crossover (`cap_sweep`, `cap_crossover`), with the libraries only they use;
+//! * [`repair`]: the repairs study with its sentinel repeats and the structural
+//!   holdout of the public-handoff controller (`repairs`, `sentinel`, `holdout`), and
+//!   the repair-versus-switch comparison (`switches`), with their `repair_stats`;
+//! * a study with a single kind is that kind's file at the top: the discovery study's
+//!   availability and R contrast ([`discovery`]), the depth frontier with its limits
+//!   ([`frontier`]) and the policy pilot ([`pilot`]).
+//!
+//! The libraries several studies share — the capacity design, the needs a kind checks
+//! and the statistics — are in [`common`]; no other top-level module is a library.
+//!
+//! Adding a kind is one file implementing [`Typed`], in its study's folder, and one
+//! line in [`KINDS`]; the manifest, the DAG, the cache and the plan read everything
+//! else from the trait.
 //!
 //! Invariants: an analysis is a pure function of its parameters and the inputs it is
 //! given (episode and request rows in any order: every analysis sorts or groups before
@@ -26,29 +35,13 @@
 //! the report; the pipeline hands it rows, tables and a [`Design`] and writes what it
 //! returns. The crate graph enforces it: this crate depends on the tables crate only.
 
-pub mod cap_arms;
-pub mod cap_crossover;
-pub mod cap_strata;
-pub mod cap_sweep;
-pub mod contrasts;
-pub mod costs;
-pub mod decoders;
-pub mod design;
+pub mod cap;
+pub mod capacity;
+pub mod common;
 pub mod discovery;
-pub mod first_responses;
 pub mod frontier;
-pub mod holdout;
-pub mod lanes;
-pub mod needs;
 pub mod pilot;
-pub mod repair_stats;
-pub mod repairs;
-pub mod sentinel;
-pub mod stats;
-pub mod strata;
-pub mod switches;
-pub mod truncation;
-pub mod truncation_strata;
+pub mod repair;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -58,8 +51,8 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-pub use needs::{BlockShape, Design, Names};
-pub use stats::{Bootstrap, ClusterUnit};
+pub use common::needs::{BlockShape, Design, Names};
+pub use common::stats::{Bootstrap, ClusterUnit};
 
 use tbb_tables::rows::{EpisodeRow, RequestRow};
 use tbb_tables::StoreError;
@@ -67,24 +60,24 @@ use tbb_tables::StoreError;
 /// Every statistical kind, in report order. Registering a kind is one line here (the
 /// engine's registry adds the report, which renders these kinds' tables, after them).
 pub static KINDS: &[&dyn Kind] = &[
-    &contrasts::Contrasts,
-    &truncation::Truncation,
-    &strata::Strata,
-    &lanes::Lanes,
-    &costs::Costs,
-    &first_responses::FirstResponses,
-    &truncation_strata::TruncationStrata,
-    &cap_strata::SweepStrata,
-    &cap_strata::CrossoverStrata,
-    &cap_sweep::CapSweep,
-    &cap_crossover::CapCrossover,
+    &capacity::contrasts::Contrasts,
+    &capacity::truncation::Truncation,
+    &capacity::strata::Strata,
+    &capacity::lanes::Lanes,
+    &capacity::costs::Costs,
+    &capacity::first_responses::FirstResponses,
+    &cap::truncation_strata::TruncationStrata,
+    &cap::sweep_strata::SweepStrata,
+    &cap::crossover_strata::CrossoverStrata,
+    &cap::cap_sweep::CapSweep,
+    &cap::cap_crossover::CapCrossover,
     &discovery::Discovery,
-    &repairs::Repairs,
-    &sentinel::Sentinel,
-    &switches::Switches,
+    &repair::repairs::Repairs,
+    &repair::sentinel::Sentinel,
+    &repair::switches::Switches,
     &frontier::Frontier,
-    &holdout::Holdout,
-    &decoders::Decoders,
+    &repair::holdout::Holdout,
+    &capacity::decoders::Decoders,
     &pilot::Pilot,
 ];
 

@@ -35,8 +35,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
-use super::stats::{self, check_draws, IndexStream, DEFAULT_DRAWS, DEFAULT_SEED};
 use super::{AnalysisError, Context, Design, Names, Output, ParamProblem, Produced, Typed};
+use crate::common::stats::{self, check_draws, IndexStream, DEFAULT_DRAWS, DEFAULT_SEED};
 use tbb_tables::analyses::pilot::{PilotRow, ProbeFeature, TraceSelectorRow};
 use tbb_tables::rows::EpisodeRow;
 use tbb_tables::TableRow;
@@ -254,7 +254,7 @@ pub fn blocks<'a>(
 }
 
 fn ok(r: &EpisodeRow) -> bool {
-    super::design::success(r)
+    crate::common::design::success(r)
 }
 
 /// A fitted depth-one rule: `feature ≤ threshold` → `low`, else `high` (no feature:

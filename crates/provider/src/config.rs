@@ -535,7 +535,7 @@ impl Catalogue {
                 }
             }
             if let Some(sim) = &c.sim {
-                for (key, message) in super::sim::Params::table_problems(sim) {
+                for (key, message) in tbb_agent::sim::Params::table_problems(sim) {
                     problem(
                         &at(&format!("sim.{key}")),
                         format!("configuration `{name}`: {message}"),

@@ -25,10 +25,13 @@ pub mod speed;
 
 use std::sync::Arc;
 
-// The chat types and the simulated panel live on the agent side of the wall; they are
-// re-exported so a caller of the providers names one crate.
+use tbb_agent::sim;
+
+// The chat types live on the agent side of the wall; they are re-exported so a caller
+// of the providers names one crate. The simulated panel is not: it is named where it
+// lives, `tbb_agent::sim`.
 pub use config::{Catalogue, Configuration, ProviderKind};
-pub use tbb_agent::{chat, sim, tokens, BoxFuture, Provider, ProviderError};
+pub use tbb_agent::{chat, tokens, BoxFuture, Provider, ProviderError};
 pub use tbb_agent::{
     ChatRequest, ChatResponse, Finish, Message, ReasoningSource, ToolCall, ToolSchema, Usage,
 };

@@ -606,7 +606,7 @@ fn the_html_page_loads_nothing_and_escapes_table_text() {
 /// report reads every column it needs from them.
 #[test]
 fn the_tables_the_analyses_write_render() {
-    use tbb_analysis::design::testing::unit;
+    use tbb_analysis::common::design::testing::unit;
     use tbb_analysis::{AnalysisKind, Bootstrap, ClusterUnit};
 
     let mut episodes = Vec::new();

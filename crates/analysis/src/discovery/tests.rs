@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use super::*;
-use crate::design::testing;
+use crate::common::design::testing;
 use tbb_tables::analyses::discovery::{ClusterUnit as U, RLevel as R, Statistic as S};
 
 /// An episode of `arm` for `family` at R level `r`.

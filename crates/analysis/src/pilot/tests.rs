@@ -1,6 +1,6 @@
 #![cfg_attr(not(test), allow(dead_code, unused_imports))]
 use super::*;
-use crate::design::testing::row;
+use crate::common::design::testing::row;
 
 fn params() -> Params {
     Params {

@@ -865,7 +865,7 @@ fn execute_version(config: &Configuration) -> String {
         ProviderKind::Sim => format!(
             "{}+{}",
             tbb_harness::CODE_VERSION,
-            tbb_provider::sim::CODE_VERSION
+            tbb_agent::sim::CODE_VERSION
         ),
         _ => tbb_harness::CODE_VERSION.to_string(),
     }

@@ -237,7 +237,7 @@ pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportErro
 
 #[cfg(test)]
 mod tests {
-    use tbb_analysis::decoders;
+    use tbb_analysis::capacity::decoders;
 
     /// The section from the analysis's tables on hand-built packets of three intents.
     #[test]

@@ -327,7 +327,7 @@ fn arms(t: &super::super::columns::Columns<'_>, s: &mut Section) -> Result<(), R
 
 #[cfg(test)]
 mod tests {
-    use tbb_analysis::holdout;
+    use tbb_analysis::repair::holdout;
 
     /// The section, rendered from the analysis's tables on the hand-built episodes of
     /// its own tests.

@@ -276,7 +276,8 @@ pub(crate) fn sentinel(tables: &Tables, s: &mut Section) -> Result<(), ReportErr
 mod tests {
     use std::collections::BTreeMap;
 
-    use tbb_analysis::{repairs, sentinel, Context, Kind};
+    use tbb_analysis::repair::{repairs, sentinel};
+    use tbb_analysis::{Context, Kind};
 
     /// The two sections, rendered from the analyses' tables on hand-built episodes
     /// (the panels of the analyses' own tests).

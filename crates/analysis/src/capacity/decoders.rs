@@ -48,8 +48,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use arrow_array::RecordBatch;
 use serde::{Deserialize, Serialize};
 
-use super::stats::{self, check_draws, IndexStream, DEFAULT_DRAWS, DEFAULT_SEED};
-use super::{needs, AnalysisError, Context, Design, Names, Output, ParamProblem, Produced, Typed};
+use crate::common::needs;
+use crate::common::stats::{self, check_draws, IndexStream, DEFAULT_DRAWS, DEFAULT_SEED};
+use crate::{AnalysisError, Context, Design, Names, Output, ParamProblem, Produced, Typed};
 use tbb_tables::rows::EpisodeRow;
 use tbb_tables::TableBuilder;
 

@@ -2,8 +2,8 @@
 #![cfg_attr(not(test), allow(dead_code, unused_imports))]
 
 use super::*;
-use crate::design::testing::row;
-use crate::design::CELLS;
+use crate::common::design::testing::row;
+use crate::common::design::CELLS;
 use arrow_array::{Array, BooleanArray, Float64Array, StringArray, UInt32Array};
 
 /// The four arms: (name, lane, repair).

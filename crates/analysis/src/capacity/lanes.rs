@@ -3,7 +3,7 @@
 //! costs in tokens and schema exposures per episode.
 //!
 //! Owns: the `lanes` table. Episodes are the no-repair capacity rows
-//! ([`super::design::capacity_rows`]); a pair is the same family, configuration, cell
+//! ([`crate::common::design::capacity_rows`]); a pair is the same family, configuration, cell
 //! (V, W, D), completion cap and repeat in the routed and the fixed lane. Episodes
 //! without a partner in the other lane are not paired and are counted in
 //! `unpaired_routed` / `unpaired_fixed` (a study may run the fixed lane on some cells
@@ -23,7 +23,7 @@
 //! The estimate is a mean over family × configuration units of each unit's mean
 //! paired difference (equal to the mean over pairs when every unit has the same
 //! number of pairs); the bootstrap resamples the analysis's cluster units (see
-//! [`super::stats`]); a row's stream hashes `["lanes", cap, scope, cluster_unit]`.
+//! [`crate::common::stats`]); a row's stream hashes `["lanes", cap, scope, cluster_unit]`.
 //!
 //! # Schema exposures
 //! A schema exposure is one tool schema sent in one request. The fixed lane sends the
@@ -40,14 +40,14 @@ use std::collections::BTreeMap;
 
 use arrow_array::RecordBatch;
 
-use super::stats::Bootstrap;
-use super::{Context, Design, ParamProblem, Produced, Typed};
+use crate::common::stats::Bootstrap;
+use crate::{Context, Design, ParamProblem, Produced, Typed};
 use tbb_tables::rows::EpisodeRow;
 use tbb_tables::TableBuilder;
 
-use super::design::{self, Unit};
-use super::stats::{self, ClusterTotals, Interval, Settings};
-use super::{AnalysisError, Output};
+use crate::common::design::{self, Unit};
+use crate::common::stats::{self, ClusterTotals, Interval, Settings};
+use crate::{AnalysisError, Output};
 
 /// Name in error messages.
 const KIND: &str = "lanes";
@@ -363,7 +363,7 @@ fn table(rows: &[LaneRow], seed: u64) -> Result<RecordBatch, AnalysisError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::design::testing::unit;
+    use crate::common::design::testing::unit;
     use crate::ClusterUnit;
     use arrow_array::{Array, Float64Array, StringArray, UInt32Array};
 

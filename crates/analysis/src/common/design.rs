@@ -37,11 +37,11 @@
 //! partner, is an error naming what is missing, never silently dropped; two rows for
 //! one condition (same unit, cell and repeat) are an error.
 //!
-//! Never: draws random numbers or computes intervals (that is [`super::stats`]).
+//! Never: draws random numbers or computes intervals (that is [`crate::common::stats`]).
 
 use std::collections::BTreeMap;
 
-use super::AnalysisError;
+use crate::AnalysisError;
 use crate::ClusterUnit;
 use tbb_tables::rows::EpisodeRow;
 

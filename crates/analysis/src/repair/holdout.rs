@@ -25,8 +25,8 @@ use arrow_array::RecordBatch;
 use serde::{Deserialize, Serialize};
 
 use super::repairs::{self, arm_in, RepairRow, HOLDOUT_LAYERS};
-use super::stats::{check_draws, DEFAULT_DRAWS, DEFAULT_SEED};
-use super::{AnalysisError, Context, Design, Names, Output, ParamProblem, Produced, Typed};
+use crate::common::stats::{check_draws, DEFAULT_DRAWS, DEFAULT_SEED};
+use crate::{AnalysisError, Context, Design, Names, Output, ParamProblem, Produced, Typed};
 use tbb_tables::levels::{Actor, Menu};
 use tbb_tables::rows::EpisodeRow;
 use tbb_tables::TableBuilder;
@@ -248,7 +248,7 @@ pub fn arm_rows(episodes: &[EpisodeRow]) -> Vec<ArmRow> {
                 depth,
                 n_episodes: rows.len() as u32,
                 n_configurations: configurations.len() as u32,
-                vts: mean(&|r| f64::from(u8::from(super::design::success(r)))),
+                vts: mean(&|r| f64::from(u8::from(crate::common::design::success(r)))),
                 calls_per_episode: mean(&|r| f64::from(r.calls)),
                 controller_calls_per_episode: mean(&|r| f64::from(r.calls_by_controller)),
                 requests_per_episode: mean(&|r| f64::from(r.requests)),

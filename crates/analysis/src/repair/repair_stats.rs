@@ -19,18 +19,18 @@
 //! episodes. `μ[a][z]` is the ratio of sums over families, so every quantity is paired
 //! within family (all arms and pressures of a family move together in a draw). A draw
 //! picks `n` families with replacement from [`IndexStream`] (the stream of
-//! [`super::stats`]) and recomputes every quantity of every arm from the same picks,
+//! [`crate::common::stats`]) and recomputes every quantity of every arm from the same picks,
 //! so Δ's maximum is taken inside each draw.
 //!
 //! # One-sided p-values and the intersection-union test
 //! The one-sided p of `H0: θ ≤ 0` is the centered bootstrap's upper tail, the one-sided
-//! half of [`super::stats::centered_p`]: the draws' spread around the estimate stands
+//! half of [`crate::common::stats::centered_p`]: the draws' spread around the estimate stands
 //! for the estimate's spread around the truth under the null, so
 //! `p⁺ = #{b : θ*_b − θ̂ ≥ θ̂} / B`, never below `1 / B`. "Activates" is the
 //! intersection of `L > 0`, `Γ > 0` and `Σ > 0`; by Berger's intersection-union
 //! principle a level-α test of the intersection rejects when each part's level-α test
 //! does, so its p is `max(p⁺_L, p⁺_Γ, p⁺_Σ)`. Holm's correction over the layers is
-//! [`super::stats::holm`].
+//! [`crate::common::stats::holm`].
 //!
 //! # The smallest equivalence margin
 //! Schuirmann's two one-sided tests at level α for `|θ| < m` reject `θ ≤ −m` and
@@ -46,7 +46,7 @@
 //!
 //! Never: reads episodes, tables, clocks or any random source but [`IndexStream`].
 
-use super::stats::{quantile_pair, IndexStream};
+use crate::common::stats::{quantile_pair, IndexStream};
 
 /// The level of every test here.
 pub const ALPHA: f64 = 0.05;
@@ -344,7 +344,7 @@ mod tests {
         assert_eq!(intersection_union_p(&[0.01, 0.2, 0.03]), 0.2);
         assert!(intersection_union_p(&[0.01, f64::NAN]).is_nan());
         // Four layers: IUT p 0.01, 0.02, 0.04, 0.5 → Holm 0.04, 0.06, 0.08, 0.5.
-        let holm = super::super::stats::holm(&[0.02, 0.01, 0.5, 0.04]);
+        let holm = crate::common::stats::holm(&[0.02, 0.01, 0.5, 0.04]);
         let want = [0.06, 0.04, 0.5, 0.08];
         for (h, w) in holm.iter().zip(want) {
             assert!((h - w).abs() < 1e-12, "{holm:?}");

@@ -62,7 +62,7 @@ use rand_chacha::ChaCha8Rng;
 
 use serde::{Deserialize, Serialize};
 
-use super::{AnalysisError, ParamProblem};
+use crate::{AnalysisError, ParamProblem};
 
 /// Units a bootstrap resamples together.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]

@@ -1,6 +1,6 @@
 #![cfg_attr(not(test), allow(dead_code, unused_imports))]
 use super::*;
-use crate::design::testing::row;
+use crate::common::design::testing::row;
 
 /// Two configurations (`c1` confirmatory) × two families × depths 2 and 30 × raw and
 /// compact × three arms. The baseline and canonical delivery succeed at 2 calls and
@@ -53,7 +53,7 @@ fn close(x: Option<repair_stats::Summary>, want: f64) {
     assert!((got - want).abs() < 1e-9, "{got} != {want}");
 }
 
-use super::super::repair_stats;
+use crate::repair::repair_stats;
 
 /// By hand. Depth layer (strata raw, compact): μ⁰ = (1, 0), controller (1, 0.75),
 /// canonical (1, 0): L = 100, Γ = 75, Σ = 75 − 0 = 75; canonical's Σ = 0, so Δ = 75.

@@ -1,6 +1,6 @@
 //! The `cap_crossover` analysis kind: the completion-cap crossover (paper Appendix E).
 //! A few configurations ran the capacity factorial on the routed lane at a low and a
-//! moderately higher cap, the order of the two arms counterbalanced across repeats;
+//! moderately higher cap, the order of the two caps counterbalanced across repeats;
 //! the question is how the menu penalty of each stratum changes with the cap.
 //!
 //! Reads this study's episodes and its `crossover_strata` table (written by an
@@ -12,27 +12,27 @@
 //! Parameters: `draws` and `seed` (the family-cluster bootstrap, as in `contrasts`)
 //! and `truncation_ceiling_pct` (the manipulation check's ceiling, default 5).
 //!
-//! Owns two tables; the arms, the menu contrast, the exclusion of provider failures
+//! Owns two tables; the caps, the menu contrast, the exclusion of provider failures
 //! and rows without usage, the either-outcome bounds, truncation and repeat
-//! disagreement are defined in [`super::cap_arms`].
+//! disagreement are defined in [`super::two_caps`].
 //!
-//! * `cap_crossover` — one row per stratum × arm × statistic (strata B, S, N, then
+//! * `cap_crossover` — one row per stratum × cap × statistic (strata B, S, N, then
 //!   `all` with truncation and repeat disagreement only): the shared columns of
-//!   [`cap_arms::main_table`], then `truncation_persists` (whether some configuration
+//!   [`two_caps::main_table`], then `truncation_persists` (whether some configuration
 //!   of the stratum fails the manipulation check; null on `all` rows) and `reading`
 //!   (when it does: a sentence saying the rows measure the menu penalty while
 //!   truncation persists at the high cap, not the penalty once the cap stops binding;
 //!   null otherwise). `excluded_provider_failure` and `excluded_missing_usage` count
-//!   the rows left out of the row's configurations and arm(s); `bound_low_pp` and
+//!   the rows left out of the row's configurations and cap(s); `bound_low_pp` and
 //!   `bound_high_pp`, on the change rows of the menu contrast, are the smallest and
 //!   largest change over every success/failure outcome of those rows, each row taking
-//!   either outcome independently (exact: see [`super::cap_arms`], "Either-outcome
+//!   either outcome independently (exact: see [`super::two_caps`], "Either-outcome
 //!   bounds").
 //! * `cap_crossover_configurations` — one row per configuration of the episodes ×
-//!   arm: the columns of [`cap_arms::configuration_table`], with
+//!   cap: the columns of [`two_caps::configuration_table`], with
 //!   `manipulation_check_passed` (at most `truncation_ceiling_pct` % of the kept
 //!   V = 128 episodes truncated at the high cap) for every configuration in a stratum,
-//!   repeated on both arms' rows.
+//!   repeated on both caps' rows.
 //!
 //! Decisions: unlike the sweep, a configuration failing the manipulation check stays
 //! in its stratum's estimate — the crossover's cap is what it is, and the tables say
@@ -44,8 +44,8 @@ use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
 
-use super::cap_arms::{self, Arm, CapRows, ConfigurationRow, Resolved};
-use super::{AnalysisError, Context, Design, Input, Output, ParamProblem, Produced, Typed};
+use super::two_caps::{self, CapRole, CapRows, ConfigurationRow, Resolved};
+use crate::{AnalysisError, Context, Design, Input, Output, ParamProblem, Produced, Typed};
 
 /// Name in error messages and the first part of every stream seed.
 const KIND: &str = "cap_crossover";
@@ -83,14 +83,14 @@ impl Typed for CapCrossover {
     const OUTPUTS: &'static [&'static str] = &["cap_crossover", "cap_crossover_configurations"];
 
     fn check(params: &Params) -> Vec<ParamProblem> {
-        cap_arms::check(
+        two_caps::check(
             params.draws,
             &[("truncation_ceiling_pct", params.truncation_ceiling_pct)],
         )
     }
 
     fn needs(design: &Design) -> Option<String> {
-        cap_arms::needs_two_caps(design)
+        two_caps::needs_two_caps(design)
     }
 
     fn run(params: &Params, input: &Context<'_>) -> Result<Produced, AnalysisError> {
@@ -112,11 +112,11 @@ fn persisting(failing: usize, members: usize, ceiling: f64, high: u32) -> String
 pub fn run(params: &Params, input: &Context<'_>) -> Result<Vec<Output>, AnalysisError> {
     let settings = Resolved::of(params.draws, params.seed);
     let ceiling = params.truncation_ceiling_pct.unwrap_or(DEFAULT_CEILING_PCT);
-    let strata = cap_arms::read_strata(KIND, STRATA_TABLE, input.tables, &STRATA)?;
+    let strata = two_caps::read_strata(KIND, STRATA_TABLE, input.tables, &STRATA)?;
     let data = CapRows::new(KIND, input.episodes)?;
-    cap_arms::check_selected_present(KIND, &strata, &data)?;
+    two_caps::check_selected_present(KIND, &strata, &data)?;
     let stratum_of = |c: &str| strata.get(c).and_then(|m| m.pooled_stratum());
-    let passes = |c: &str| cap_arms::passes_ceiling(&data, c, ceiling);
+    let passes = |c: &str| two_caps::passes_ceiling(&data, c, ceiling);
 
     let mut rows = Vec::new();
     // (truncation persists, reading) of each row.
@@ -129,7 +129,7 @@ pub fn run(params: &Params, input: &Context<'_>) -> Result<Vec<Output>, Analysis
         let failing = members.iter().filter(|c| !passes(c)).count();
         let reading =
             (failing > 0).then(|| persisting(failing, members.len(), ceiling, data.caps.high));
-        let block = cap_arms::stratum_rows(KIND, &data, stratum, &members, settings);
+        let block = two_caps::stratum_rows(KIND, &data, stratum, &members, settings);
         readings.extend(block.iter().map(|_| (Some(failing > 0), reading.clone())));
         rows.extend(block);
     }
@@ -137,11 +137,11 @@ pub fn run(params: &Params, input: &Context<'_>) -> Result<Vec<Output>, Analysis
         .configurations()
         .filter(|c| stratum_of(c).is_some())
         .collect();
-    let block = cap_arms::stratum_rows(KIND, &data, cap_arms::ALL, &every, settings);
+    let block = two_caps::stratum_rows(KIND, &data, two_caps::ALL, &every, settings);
     readings.extend(block.iter().map(|_| (None, None)));
     rows.extend(block);
 
-    let main = cap_arms::main_table(
+    let main = two_caps::main_table(
         &rows,
         data.caps,
         settings.seed,
@@ -156,8 +156,8 @@ pub fn run(params: &Params, input: &Context<'_>) -> Result<Vec<Output>, Analysis
     for configuration in data.configurations() {
         let membership = strata.get(configuration);
         let in_stratum = stratum_of(configuration).is_some();
-        for arm in Arm::CAPS {
-            let (episodes_v128, truncated_v128) = data.truncation(configuration, arm);
+        for role in CapRole::CAPS {
+            let (episodes_v128, truncated_v128) = data.truncation(configuration, role);
             configurations.push(ConfigurationRow {
                 configuration,
                 organization: data
@@ -167,16 +167,16 @@ pub fn run(params: &Params, input: &Context<'_>) -> Result<Vec<Output>, Analysis
                     .unwrap_or_default(),
                 stratum: membership.and_then(|m| m.stratum.as_deref()),
                 selected: membership.is_some_and(|m| m.selected),
-                arm,
+                role,
                 episodes_v128,
                 truncated_v128,
-                excluded: data.excluded(configuration, arm),
+                excluded: data.excluded(configuration, role),
                 manipulation_check_passed: in_stratum.then(|| passes(configuration)),
                 in_pooled_estimate: in_stratum,
             });
         }
     }
-    let by_configuration = cap_arms::configuration_table(
+    let by_configuration = two_caps::configuration_table(
         &configurations,
         data.caps,
         |t| t,
@@ -201,29 +201,29 @@ mod tests {
     use arrow_array::{Array, BooleanArray, Float64Array, RecordBatch, StringArray, UInt32Array};
 
     use super::*;
-    use crate::cap_arms::testing::{arm_rows, strata};
+    use crate::cap::two_caps::testing::{rows_at_cap, strata};
     use tbb_tables::rows::EpisodeRow;
 
     const FAMILIES: [&str; 4] = ["f1", "f2", "f3", "f4"];
 
     /// `heavy` (B) fails and truncates every V = 128 cell of f1 and f2 at both caps;
     /// `lossy` (S) fails f1's V = 128 cells at both caps without truncation; `null`
-    /// (N) never fails. Two repeats per arm.
+    /// (N) never fails. Two repeats per cap.
     fn panel() -> Vec<EpisodeRow> {
         let mut rows = Vec::new();
         for repeat in 0..2 {
             for cap in [1024u32, 4096] {
-                let mut heavy = arm_rows("heavy", &FAMILIES, cap, repeat, |f, i| {
+                let mut heavy = rows_at_cap("heavy", &FAMILIES, cap, repeat, |f, i| {
                     !((4..8).contains(&i) && (f == "f1" || f == "f2"))
                 });
                 for r in &mut heavy {
                     r.truncated = !r.vts;
                 }
                 rows.extend(heavy);
-                rows.extend(arm_rows("lossy", &FAMILIES, cap, repeat, |f, i| {
+                rows.extend(rows_at_cap("lossy", &FAMILIES, cap, repeat, |f, i| {
                     !((4..8).contains(&i) && f == "f1")
                 }));
-                rows.extend(arm_rows("null", &FAMILIES, cap, repeat, |_, _| true));
+                rows.extend(rows_at_cap("null", &FAMILIES, cap, repeat, |_, _| true));
             }
         }
         rows
@@ -343,8 +343,8 @@ mod tests {
         // shares its cell with the other repeat's success, so its outcome moves its
         // unit's cell mean by 1/2, the unit's contrast by 12.5 pp and the stratum's
         // mean over 4 units by 3.125 pp. Kept-only: both cells are 1 (the other
-        // repeat), change 0. Bounds: a failure of the high-arm V = 128 row lowers the
-        // high contrast, and a failure of the low-arm V = 8 row raises the low
+        // repeat), change 0. Bounds: a failure of the high-cap V = 128 row lowers the
+        // high contrast, and a failure of the low-cap V = 8 row raises the low
         // contrast; either lowers the change by 3.125 pp, success leaves it: the
         // change ranges over [−6.25, 0].
         let mut rows = panel();

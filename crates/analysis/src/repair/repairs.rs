@@ -46,8 +46,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use arrow_array::RecordBatch;
 
 use super::repair_stats::{self, Effects, FamilyTallies, Summary, Tally, ALPHA};
-use super::stats::{self, check_draws};
-use super::{AnalysisError, Context, Design, Output, ParamProblem, Produced, Typed};
+use crate::common::stats::{self, check_draws};
+use crate::{AnalysisError, Context, Design, Output, ParamProblem, Produced, Typed};
 use tbb_tables::rows::EpisodeRow;
 use tbb_tables::TableBuilder;
 
@@ -315,7 +315,7 @@ fn layer_rows(
         if arms
             .entry(arm)
             .or_default()
-            .insert(key, super::design::success(row))
+            .insert(key, crate::common::design::success(row))
             .is_some()
         {
             return Err(AnalysisError::Inconsistent {

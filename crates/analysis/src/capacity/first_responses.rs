@@ -47,7 +47,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::truncation::ALL;
-use super::{AnalysisError, Context, Design, Input, NoParams, Output, Produced, Typed};
+use crate::{AnalysisError, Context, Design, Input, NoParams, Output, Produced, Typed};
 use tbb_tables::rows::RequestRow;
 use tbb_tables::TableBuilder;
 

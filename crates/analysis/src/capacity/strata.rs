@@ -5,7 +5,7 @@
 //!
 //! Owns: the `strata` table, one row per stratum (menu lane × completion cap) pooled
 //! (`configuration = "all"`) and then per configuration, over the matched V = 8 /
-//! V = 128 pairs of [`super::design::v_pairs`]:
+//! V = 128 pairs of [`crate::common::design::v_pairs`]:
 //! `lane`, `completion_cap`, `configuration`, `organization`, `pairs`,
 //! `total_effect_pp` (observed mean of `y128 − y8`), `pairs_neither_truncated`,
 //! `neither_truncated_effect_pp` (the mean within them; null when there is none),
@@ -35,13 +35,13 @@ use std::collections::BTreeMap;
 
 use arrow_array::RecordBatch;
 
-use super::{Context, Design, NoParams, Produced, Typed};
+use crate::{Context, Design, NoParams, Produced, Typed};
 use tbb_tables::rows::EpisodeRow;
 use tbb_tables::TableBuilder;
 
-use super::design::{self, Stratum, VPair};
 use super::truncation::ALL;
-use super::{AnalysisError, Output};
+use crate::common::design::{self, Stratum, VPair};
+use crate::{AnalysisError, Output};
 
 /// Name in error messages.
 const KIND: &str = "strata";
@@ -265,7 +265,7 @@ fn table(rows: &[StratumRow]) -> Result<RecordBatch, AnalysisError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::design::testing::{row, unit};
+    use crate::common::design::testing::{row, unit};
 
     fn close(a: f64, b: f64) -> bool {
         (a - b).abs() < 1e-9

@@ -3,7 +3,7 @@
 //! menu effect; and the per-configuration menu effect against the truncation rate.
 //!
 //! Owns: three tables, for every stratum (menu lane × completion cap) of the
-//! no-repair capacity rows (see [`super::design`]). Rows with `configuration = "all"`
+//! no-repair capacity rows (see [`crate::common::design`]). Rows with `configuration = "all"`
 //! (and `organization = "all"`) pool the panel; the others follow, sorted by
 //! configuration.
 //!
@@ -44,13 +44,13 @@ use std::collections::BTreeMap;
 
 use arrow_array::RecordBatch;
 
-use super::{Context, Design, NoParams, Produced, Typed};
+use crate::{Context, Design, NoParams, Produced, Typed};
 use tbb_tables::rows::EpisodeRow;
 use tbb_tables::TableBuilder;
 
-use super::design::{self, Stratum, VPair, CELLS};
-use super::stats;
-use super::{AnalysisError, Output};
+use crate::common::design::{self, Stratum, VPair, CELLS};
+use crate::common::stats;
+use crate::{AnalysisError, Output};
 
 /// Name in error messages.
 const KIND: &str = "truncation";
@@ -409,7 +409,7 @@ fn correlation_table(rows: &[CorrelationRow]) -> Result<RecordBatch, AnalysisErr
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::design::testing::unit;
+    use crate::common::design::testing::unit;
     use arrow_array::{Array, Float64Array, StringArray, UInt32Array};
 
     /// Configuration "heavy" truncates (before any call) and fails at V = 128 in

@@ -2,7 +2,7 @@
 //! the manifest ([`Design`], built in one place, by the engine's manifest) and the needs the
 //! capacity analyses share (every capacity cell, matched V pairs, both menu lanes).
 //!
-//! A kind declares its needs in its own file ([`super::Typed::needs`]) by calling
+//! A kind declares its needs in its own file ([`crate::Typed::needs`]) by calling
 //! these checks; an analysis whose needs are unmet is listed by `tbb manifest check`
 //! and `tbb plan` with why, gets no DAG node, and is noted as skipped in the report.
 //!
@@ -10,7 +10,8 @@
 
 use std::collections::BTreeSet;
 
-use super::{design, ParamProblem};
+use super::design;
+use crate::ParamProblem;
 use tbb_diag::names::closest;
 use tbb_tables::levels::{level_name, Cell};
 use tbb_tables::levels::{Actor, Delivery, Menu, PromptVariant};
@@ -122,7 +123,7 @@ impl Design {
 }
 
 /// What an analysis's parameters may name, checked when the manifest loads
-/// ([`super::Typed::check_names`]): the design, and every configuration of the
+/// ([`crate::Typed::check_names`]): the design, and every configuration of the
 /// catalogue (a configuration the catalogue has but the study does not run is a need
 /// the design does not meet, and the analysis is skipped; one the catalogue lacks is a
 /// mistake).

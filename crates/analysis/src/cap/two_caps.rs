@@ -1,39 +1,43 @@
 //! What the two completion-cap studies (`cap_sweep` and `cap_crossover`, paper
 //! Appendix E) share: the two caps read from the data, the strata table another
-//! analysis writes, the kept and excluded rows, the per-stratum menu contrast in each
-//! arm and its change between the arms with family-cluster bootstraps, the
+//! analysis writes, the kept and excluded rows, the per-stratum menu contrast at each
+//! cap and its change between the caps with family-cluster bootstraps, the
 //! either-outcome bounds on that change, V = 128 truncation and repeat disagreement.
 //! It is not a kind itself: the two kinds call it and add their own readings.
 //!
-//! # Arms
-//! An *arm* here is a completion cap. The rows read are the no-repair capacity rows of
-//! the routed lane ([`design::capacity_rows`], lane `routed`); they must hold exactly
-//! two caps, the lower one the `low` arm and the higher the `high` arm. Arms are named
-//! `cap_<cap>` in tables (`cap_1024`), their change `cap_<high>_minus_cap_<low>`.
+//! # Caps
+//! The rows read are the no-repair capacity rows of the routed lane
+//! ([`design::capacity_rows`], lane `routed`); they must hold exactly two completion
+//! caps, the lower one playing the `low` role and the higher the `high` role, their
+//! difference the `change` ([`CapRole`]). The tables name them `cap_<cap>`
+//! (`cap_1024`) and the change `cap_<high>_minus_cap_<low>`, in columns published as
+//! `arm` and `arm_role` (names kept from the paper's tables; an arm of the harness is
+//! something else, a prompt × menu × delivery × actor form).
 //!
 //! # Kept and excluded rows
 //! A row with an infrastructure failure (`infra_failure`: the provider failed after
 //! retries, or the usage it reported was missing or not counts — cause `bad_usage`)
 //! is excluded from the estimates and counted. Its outcome is unknown, not a failure
-//! of the model: counting it as a failure would pull the arm it fell in downwards.
+//! of the model: counting it as a failure would pull its cap's estimate downwards.
 //!
 //! # The menu contrast
-//! A unit is a family × configuration. In each arm a unit's value is the paper's V
+//! A unit is a family × configuration. At each cap a unit's value is the paper's V
 //! main effect over the four endpoint W × D cells ([`Contrast::V`]: the mean over
 //! (W, D) ∈ {low, high} × {raw, linked} of mean success at V = 128 minus at V = 8,
-//! repeats averaged within a cell), in pp. A stratum's estimate in an arm is the mean
+//! repeats averaged within a cell), in pp. A stratum's estimate at a cap is the mean
 //! over its units; its change is the mean over units of (high − low). A unit lacking a
-//! kept row in one of its eight endpoint cells in an arm is left out of that arm and
+//! kept row in one of its eight endpoint cells at a cap is left out at that cap and
 //! of the change, and counted (`units_incomplete`). Intervals come from the family
 //! cluster bootstrap of [`stats::cluster_bootstrap`] (every unit of a family, over all
 //! the stratum's configurations, resampled together); a row's stream hashes
-//! `[kind, stratum, arm, statistic]` with the analysis's seed ([`stats::derive_seed`]).
+//! `[kind, stratum, label, statistic]` (the label as in the `arm` column) with the
+//! analysis's seed ([`stats::derive_seed`]).
 //!
 //! # Either-outcome bounds
 //! With every excluded row put back with an outcome, the change is, for each row, an
 //! affine function of that row's 0/1 outcome alone (its cell's denominator counts the
 //! row whatever its outcome), with a coefficient whose sign is the sign of its cell's
-//! V weight, times +1 in the high arm and −1 in the low arm (zero outside the endpoint
+//! V weight, times +1 in the high cap and −1 in the low cap (zero outside the endpoint
 //! cells). So the smallest and largest change over all `2^k` assignments are reached by
 //! giving every row the outcome its coefficient's sign asks for: the bounds are exact,
 //! without enumerating (a test checks them against the enumeration).
@@ -41,7 +45,7 @@
 //! # Truncation and repeat disagreement
 //! V = 128 truncation counts the kept episodes at V = 128 (the four endpoint cells)
 //! with the `truncated` flag. A *condition* is a configuration × capacity cell ×
-//! family in one arm; it disagrees when its kept repeats do not all have the same
+//! family in one cap; it disagrees when its kept repeats do not all have the same
 //! success. Conditions with fewer than two kept repeats are not counted.
 //!
 //! Invariants: row order never matters (everything is grouped in sorted maps); counts
@@ -54,21 +58,21 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use arrow_array::{Array, BooleanArray, RecordBatch, StringArray};
 
-use super::design::{self, Contrast, N_ENDPOINTS};
-use super::stats::{self, ClusterTotals, Interval};
-use super::{AnalysisError, ParamProblem};
+use crate::common::design::{self, Contrast, N_ENDPOINTS};
+use crate::common::stats::{self, ClusterTotals, Interval};
+use crate::{AnalysisError, ParamProblem};
 use tbb_tables::rows::EpisodeRow;
 use tbb_tables::TableBuilder;
 
 /// The lane both studies run.
-pub const LANE: &str = super::lanes::ROUTED;
+pub const LANE: &str = crate::capacity::lanes::ROUTED;
 /// The pseudo-stratum of rows pooling every configuration in a stratum.
 pub const ALL: &str = "all";
 
 /// Statistic names in the tables.
 pub mod statistic {
     /// The paired within-family menu contrast, V = 128 − V = 8 (on a change row: its
-    /// change between the arms).
+    /// change between the caps).
     pub const V_CONTRAST: &str = "v_contrast";
     /// Share of kept V = 128 episodes truncated at the cap.
     pub const TRUNCATED_SHARE_V128: &str = "truncated_share_v128";
@@ -85,9 +89,9 @@ pub struct Caps {
     pub high: u32,
 }
 
-/// Which arm a row speaks of.
+/// Which of the two caps a row speaks of, or their change.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Arm {
+pub enum CapRole {
     /// The lower cap.
     Low,
     /// The higher cap.
@@ -96,34 +100,34 @@ pub enum Arm {
     Change,
 }
 
-impl Arm {
+impl CapRole {
     /// The two caps, low first.
-    pub const CAPS: [Arm; 2] = [Arm::Low, Arm::High];
+    pub const CAPS: [CapRole; 2] = [CapRole::Low, CapRole::High];
 
     /// `low`, `high`, `change` (the `arm_role` column).
-    pub fn role(self) -> &'static str {
+    pub fn name(self) -> &'static str {
         match self {
-            Arm::Low => "low",
-            Arm::High => "high",
-            Arm::Change => "change",
+            CapRole::Low => "low",
+            CapRole::High => "high",
+            CapRole::Change => "change",
         }
     }
 
     /// `cap_1024`, `cap_16384`, `cap_16384_minus_cap_1024` (the `arm` column).
     pub fn label(self, caps: Caps) -> String {
         match self {
-            Arm::Low => format!("cap_{}", caps.low),
-            Arm::High => format!("cap_{}", caps.high),
-            Arm::Change => format!("cap_{}_minus_cap_{}", caps.high, caps.low),
+            CapRole::Low => format!("cap_{}", caps.low),
+            CapRole::High => format!("cap_{}", caps.high),
+            CapRole::Change => format!("cap_{}_minus_cap_{}", caps.high, caps.low),
         }
     }
 
     /// The cap (none for the change).
     pub fn cap(self, caps: Caps) -> Option<u32> {
         match self {
-            Arm::Low => Some(caps.low),
-            Arm::High => Some(caps.high),
-            Arm::Change => None,
+            CapRole::Low => Some(caps.low),
+            CapRole::High => Some(caps.high),
+            CapRole::Change => None,
         }
     }
 }
@@ -166,7 +170,7 @@ pub fn check(draws: Option<u32>, percentages: &[(&str, Option<f64>)]) -> Vec<Par
 }
 
 /// The design needs of both kinds: matched V pairs, and exactly two completion caps.
-pub fn needs_two_caps(design: &super::Design) -> Option<String> {
+pub fn needs_two_caps(design: &crate::Design) -> Option<String> {
     design.needs_v_pairs().or_else(|| {
         (design.completion_caps.len() != 2).then(|| {
             format!(
@@ -256,14 +260,14 @@ pub fn read_strata(
     Ok(out)
 }
 
-/// Success or failure counts of one endpoint cell of one unit in one arm.
+/// Success or failure counts of one endpoint cell of one unit in one cap.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 struct Tally {
     wins: u32,
     count: u32,
 }
 
-/// One unit's eight endpoint cells in each of the two arms.
+/// One unit's eight endpoint cells in each of the two caps.
 type UnitCells = [[Tally; N_ENDPOINTS]; 2];
 
 /// A family × configuration unit, configuration first so a configuration's units are
@@ -274,7 +278,7 @@ type UnitKey<'a> = (&'a str, &'a str);
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Excluded<'a> {
     unit: UnitKey<'a>,
-    arm: usize,
+    cap_index: usize,
     /// Its endpoint cell, `None` outside the endpoint cells.
     endpoint: Option<usize>,
 }
@@ -288,12 +292,12 @@ pub struct CapRows<'a> {
     pub organizations: BTreeMap<&'a str, &'a str>,
     units: BTreeMap<UnitKey<'a>, UnitCells>,
     excluded: Vec<Excluded<'a>>,
-    /// Excluded rows by (configuration, arm index): provider failures and missing or
+    /// Excluded rows by (configuration, cap index): provider failures and missing or
     /// invalid usage (`bad_usage`).
     excluded_counts: BTreeMap<(&'a str, usize), (u32, u32)>,
-    /// Kept V = 128 episodes and how many were truncated, by (configuration, arm).
+    /// Kept V = 128 episodes and how many were truncated, by (configuration, cap).
     truncation: BTreeMap<(&'a str, usize), (u32, u32)>,
-    /// Kept successes of each condition by repeat: (configuration, arm, family, cell)
+    /// Kept successes of each condition by repeat: (configuration, cap, family, cell)
     /// -> successes of its repeats.
     conditions: BTreeMap<(&'a str, usize, &'a str, usize), BTreeMap<u32, bool>>,
 }
@@ -344,7 +348,7 @@ impl<'a> CapRows<'a> {
         };
         let mut seen: BTreeSet<(&str, &str, usize, u32, u32)> = BTreeSet::new();
         for &(row, cell) in &rows {
-            let arm = usize::from(row.completion_cap == caps.high);
+            let cap_index = usize::from(row.completion_cap == caps.high);
             let configuration = row.configuration.as_str();
             out.organizations
                 .insert(configuration, row.organization.as_str());
@@ -373,10 +377,13 @@ impl<'a> CapRows<'a> {
             if row.infra_failure {
                 out.excluded.push(Excluded {
                     unit,
-                    arm,
+                    cap_index,
                     endpoint,
                 });
-                let counts = out.excluded_counts.entry((configuration, arm)).or_default();
+                let counts = out
+                    .excluded_counts
+                    .entry((configuration, cap_index))
+                    .or_default();
                 if row.infra_error.as_deref() == Some("bad_usage") {
                     counts.1 += 1;
                 } else {
@@ -386,16 +393,19 @@ impl<'a> CapRows<'a> {
             }
             let won = design::success(row);
             if let Some(c) = endpoint {
-                cells[arm][c].wins += u32::from(won);
-                cells[arm][c].count += 1;
+                cells[cap_index][c].wins += u32::from(won);
+                cells[cap_index][c].count += 1;
             }
             if design::CELLS[cell].v == 128 {
-                let t = out.truncation.entry((configuration, arm)).or_default();
+                let t = out
+                    .truncation
+                    .entry((configuration, cap_index))
+                    .or_default();
                 t.0 += 1;
                 t.1 += u32::from(row.truncated);
             }
             out.conditions
-                .entry((configuration, arm, row.family.as_str(), cell))
+                .entry((configuration, cap_index, row.family.as_str(), cell))
                 .or_default()
                 .insert(row.repeat, won);
         }
@@ -407,31 +417,36 @@ impl<'a> CapRows<'a> {
         self.organizations.keys().copied()
     }
 
-    /// Kept V = 128 episodes and truncated ones of a configuration in an arm.
-    pub fn truncation(&self, configuration: &str, arm: Arm) -> (u32, u32) {
-        let i = usize::from(arm == Arm::High);
+    /// Kept V = 128 episodes and truncated ones of a configuration in a cap.
+    pub fn truncation(&self, configuration: &str, role: CapRole) -> (u32, u32) {
+        let i = usize::from(role == CapRole::High);
         self.truncation
             .get(&(configuration, i))
             .copied()
             .unwrap_or_default()
     }
 
-    /// Excluded rows (provider failures, missing usage) of a configuration in an arm
-    /// (both arms for [`Arm::Change`]).
-    pub fn excluded(&self, configuration: &str, arm: Arm) -> (u32, u32) {
-        let arms: &[usize] = match arm {
-            Arm::Low => &[0],
-            Arm::High => &[1],
-            Arm::Change => &[0, 1],
+    /// Excluded rows (provider failures, missing usage) of a configuration in a cap
+    /// (both caps for [`CapRole::Change`]).
+    pub fn excluded(&self, configuration: &str, role: CapRole) -> (u32, u32) {
+        let indices: &[usize] = match role {
+            CapRole::Low => &[0],
+            CapRole::High => &[1],
+            CapRole::Change => &[0, 1],
         };
-        arms.iter()
+        indices
+            .iter()
             .filter_map(|&a| self.excluded_counts.get(&(configuration, a)))
             .fold((0, 0), |acc, c| (acc.0 + c.0, acc.1 + c.1))
     }
 
-    /// (disagreeing, counted) conditions of some configurations in an arm.
-    pub fn repeat_disagreement(&self, configurations: &BTreeSet<&str>, arm: Arm) -> (u32, u32) {
-        let i = usize::from(arm == Arm::High);
+    /// (disagreeing, counted) conditions of some configurations in a cap.
+    pub fn repeat_disagreement(
+        &self,
+        configurations: &BTreeSet<&str>,
+        role: CapRole,
+    ) -> (u32, u32) {
+        let i = usize::from(role == CapRole::High);
         let mut out = (0, 0);
         for ((configuration, a, _, _), repeats) in &self.conditions {
             if *a != i || !configurations.contains(configuration) || repeats.len() < 2 {
@@ -455,7 +470,7 @@ impl<'a> CapRows<'a> {
             .filter(move |((c, _), _)| configurations.contains(c))
     }
 
-    /// The menu contrast of some configurations in each arm and its change, with
+    /// The menu contrast of some configurations in each cap and its change, with
     /// family-cluster bootstraps.
     pub fn v_contrasts(
         &self,
@@ -481,24 +496,28 @@ impl<'a> CapRows<'a> {
             }
         }
         let bounds = self.change_bounds(configurations);
-        [Arm::Low, Arm::High, Arm::Change]
+        [CapRole::Low, CapRole::High, CapRole::Change]
             .into_iter()
             .zip(values)
             .zip(incomplete)
-            .map(|((arm, values), units_incomplete)| {
+            .map(|((role, values), units_incomplete)| {
                 let draw_seed = stats::derive_seed(
                     settings.seed,
-                    &[kind, stratum, &arm.label(self.caps), statistic::V_CONTRAST],
+                    &[kind, stratum, &role.label(self.caps), statistic::V_CONTRAST],
                 );
                 let (interval, n_clusters) = family_bootstrap(&values, settings.draws, draw_seed);
                 ContrastRow {
-                    arm,
+                    role,
                     n_units: values.len() as u32,
                     units_incomplete,
                     n_clusters,
                     interval,
                     draw_seed,
-                    bounds: if arm == Arm::Change { bounds } else { None },
+                    bounds: if role == CapRole::Change {
+                        bounds
+                    } else {
+                        None
+                    },
                 }
             })
             .collect()
@@ -518,10 +537,10 @@ impl<'a> CapRows<'a> {
                 let (Some(cell), Some(unit)) = (e.endpoint, cells.get_mut(&e.unit)) else {
                     continue;
                 };
-                let arm_sign = if e.arm == 1 { 1.0 } else { -1.0 };
-                let raises = weights[cell] * arm_sign > 0.0;
-                unit[e.arm][cell].count += 1;
-                unit[e.arm][cell].wins += u32::from(raises == maximise);
+                let cap_sign = if e.cap_index == 1 { 1.0 } else { -1.0 };
+                let raises = weights[cell] * cap_sign > 0.0;
+                unit[e.cap_index][cell].count += 1;
+                unit[e.cap_index][cell].wins += u32::from(raises == maximise);
             }
             let changes: Vec<f64> = cells
                 .values()
@@ -533,7 +552,7 @@ impl<'a> CapRows<'a> {
     }
 }
 
-/// A unit's menu contrast in one arm, in pp; `None` when an endpoint cell has no row.
+/// A unit's menu contrast in one cap, in pp; `None` when an endpoint cell has no row.
 fn unit_v_contrast(cells: &[Tally; N_ENDPOINTS]) -> Option<f64> {
     let weights = Contrast::V.weights();
     let mut total = 0.0;
@@ -563,8 +582,8 @@ pub fn family_bootstrap(values: &[(f64, &str)], draws: u32, draw_seed: u64) -> (
 /// One bootstrapped menu contrast of a stratum.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ContrastRow {
-    /// Which arm, or the change.
-    pub arm: Arm,
+    /// Which cap, or the change.
+    pub role: CapRole,
     /// Units averaged.
     pub n_units: u32,
     /// Units left out for lacking an endpoint cell.
@@ -585,7 +604,7 @@ pub struct Row {
     /// `B`, `M`, `N`, `S` or [`ALL`].
     pub stratum: String,
     /// Low, high or the change.
-    pub arm: Arm,
+    pub role: CapRole,
     /// A [`statistic`] name.
     pub statistic: &'static str,
     /// Configurations the row pools.
@@ -608,7 +627,7 @@ pub struct Row {
     pub ci_high_pp: Option<f64>,
     /// Centered bootstrap p.
     pub p_value: Option<f64>,
-    /// Excluded rows (provider failure) of the row's configurations and arm(s).
+    /// Excluded rows (provider failure) of the row's configurations and cap(s).
     pub excluded_provider_failure: u32,
     /// Excluded rows (missing or invalid usage).
     pub excluded_missing_usage: u32,
@@ -620,8 +639,8 @@ pub struct Row {
     pub draw_seed: Option<u64>,
 }
 
-/// Every row of one stratum: the menu contrast (two arms and the change), V = 128
-/// truncation and repeat disagreement in each arm.
+/// Every row of one stratum: the menu contrast (two caps and the change), V = 128
+/// truncation and repeat disagreement in each cap.
 pub fn stratum_rows(
     kind: &str,
     data: &CapRows<'_>,
@@ -629,19 +648,19 @@ pub fn stratum_rows(
     configurations: &BTreeSet<&str>,
     settings: Resolved,
 ) -> Vec<Row> {
-    let excluded = |arm: Arm| {
+    let excluded = |role: CapRole| {
         configurations
             .iter()
-            .map(|c| data.excluded(c, arm))
+            .map(|c| data.excluded(c, role))
             .fold((0, 0), |acc, c| (acc.0 + c.0, acc.1 + c.1))
     };
     let n_configurations = configurations.len() as u32;
     let mut out = Vec::new();
-    let share = |arm: Arm, statistic: &'static str, (events, total): (u32, u32)| {
-        let ex = excluded(arm);
+    let share = |role: CapRole, statistic: &'static str, (events, total): (u32, u32)| {
+        let ex = excluded(role);
         Row {
             stratum: stratum.to_string(),
-            arm,
+            role,
             statistic,
             n_configurations,
             n_units: None,
@@ -662,11 +681,11 @@ pub fn stratum_rows(
     };
     if stratum != ALL {
         for c in data.v_contrasts(kind, stratum, configurations, settings) {
-            let ex = excluded(c.arm);
+            let ex = excluded(c.role);
             let defined = c.n_units > 0;
             out.push(Row {
                 stratum: stratum.to_string(),
-                arm: c.arm,
+                role: c.role,
                 statistic: statistic::V_CONTRAST,
                 n_configurations,
                 n_units: Some(c.n_units),
@@ -686,18 +705,18 @@ pub fn stratum_rows(
             });
         }
     }
-    for arm in Arm::CAPS {
+    for role in CapRole::CAPS {
         let truncation = configurations
             .iter()
-            .map(|c| data.truncation(c, arm))
+            .map(|c| data.truncation(c, role))
             .fold((0, 0), |acc, t| (acc.0 + t.1, acc.1 + t.0));
-        out.push(share(arm, statistic::TRUNCATED_SHARE_V128, truncation));
+        out.push(share(role, statistic::TRUNCATED_SHARE_V128, truncation));
     }
-    for arm in Arm::CAPS {
+    for role in CapRole::CAPS {
         out.push(share(
-            arm,
+            role,
             statistic::REPEAT_DISAGREEMENT,
-            data.repeat_disagreement(configurations, arm),
+            data.repeat_disagreement(configurations, role),
         ));
     }
     out
@@ -713,9 +732,9 @@ pub fn main_table(
 ) -> Result<RecordBatch, AnalysisError> {
     let builder = TableBuilder::new()
         .text("stratum", rows.iter().map(|r| &r.stratum))
-        .text("arm", rows.iter().map(|r| r.arm.label(caps)))
-        .text("arm_role", rows.iter().map(|r| r.arm.role()))
-        .u32_opt("completion_cap", rows.iter().map(|r| r.arm.cap(caps)))
+        .text("arm", rows.iter().map(|r| r.role.label(caps)))
+        .text("arm_role", rows.iter().map(|r| r.role.name()))
+        .u32_opt("completion_cap", rows.iter().map(|r| r.role.cap(caps)))
         .text("statistic", rows.iter().map(|r| r.statistic))
         .u32("n_configurations", rows.iter().map(|r| r.n_configurations))
         .u32_opt("n_units", rows.iter().map(|r| r.n_units))
@@ -743,7 +762,7 @@ pub fn main_table(
     Ok(extra(builder).build(name)?)
 }
 
-/// One configuration in one arm, for a kind's configurations table.
+/// One configuration in one cap, for a kind's configurations table.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ConfigurationRow<'a> {
     /// Configuration.
@@ -754,8 +773,8 @@ pub struct ConfigurationRow<'a> {
     pub stratum: Option<&'a str>,
     /// Selected in the strata table.
     pub selected: bool,
-    /// The arm.
-    pub arm: Arm,
+    /// The cap.
+    pub role: CapRole,
     /// Kept V = 128 episodes.
     pub episodes_v128: u32,
     /// Truncated among them.
@@ -771,7 +790,7 @@ pub struct ConfigurationRow<'a> {
 /// Whether a configuration truncates at most `ceiling_pct` % of its kept V = 128
 /// episodes at the high cap (decided on the integer counts; no episode fails it).
 pub fn passes_ceiling(data: &CapRows<'_>, configuration: &str, ceiling_pct: f64) -> bool {
-    let (episodes, truncated) = data.truncation(configuration, Arm::High);
+    let (episodes, truncated) = data.truncation(configuration, CapRole::High);
     episodes > 0 && 100.0 * f64::from(truncated) <= ceiling_pct * f64::from(episodes)
 }
 
@@ -787,9 +806,9 @@ pub fn configuration_table(
         .text("organization", rows.iter().map(|r| r.organization))
         .text_opt("stratum", rows.iter().map(|r| r.stratum))
         .bool("selected", rows.iter().map(|r| r.selected))
-        .text("arm", rows.iter().map(|r| r.arm.label(caps)))
-        .text("arm_role", rows.iter().map(|r| r.arm.role()))
-        .u32_opt("completion_cap", rows.iter().map(|r| r.arm.cap(caps)))
+        .text("arm", rows.iter().map(|r| r.role.label(caps)))
+        .text("arm_role", rows.iter().map(|r| r.role.name()))
+        .u32_opt("completion_cap", rows.iter().map(|r| r.role.cap(caps)))
         .u32("episodes_v128", rows.iter().map(|r| r.episodes_v128))
         .u32("truncated_v128", rows.iter().map(|r| r.truncated_v128))
         .f64_opt(
@@ -844,11 +863,11 @@ pub fn check_selected_present(
 pub(crate) mod testing {
     //! Episodes and strata tables for the cap studies' tests.
     use super::*;
-    use crate::design::testing::unit;
+    use crate::common::design::testing::unit;
 
     /// Every capacity cell of `families` for a configuration at a cap and repeat,
     /// success decided by `f(family, cell index)`.
-    pub fn arm_rows(
+    pub fn rows_at_cap(
         configuration: &str,
         families: &[&str],
         cap: u32,
@@ -879,14 +898,14 @@ pub(crate) mod testing {
 
 #[cfg(test)]
 mod tests {
-    use super::testing::{arm_rows, strata};
+    use super::testing::{rows_at_cap, strata};
     use super::*;
 
     const FAMILIES: [&str; 3] = ["f1", "f2", "f3"];
 
     #[test]
     fn exactly_two_caps_are_required() {
-        let rows = arm_rows("c", &FAMILIES, 1024, 0, |_, _| true);
+        let rows = rows_at_cap("c", &FAMILIES, 1024, 0, |_, _| true);
         let err = CapRows::new("cap_sweep", &rows)
             .err()
             .map(|e| e.to_string());
@@ -895,11 +914,11 @@ mod tests {
             "{err:?}"
         );
         let mut three = rows.clone();
-        three.extend(arm_rows("c", &FAMILIES, 2048, 0, |_, _| true));
-        three.extend(arm_rows("c", &FAMILIES, 4096, 0, |_, _| true));
+        three.extend(rows_at_cap("c", &FAMILIES, 2048, 0, |_, _| true));
+        three.extend(rows_at_cap("c", &FAMILIES, 4096, 0, |_, _| true));
         assert!(CapRows::new("cap_sweep", &three).is_err());
         let mut two = rows;
-        two.extend(arm_rows("c", &FAMILIES, 4096, 0, |_, _| true));
+        two.extend(rows_at_cap("c", &FAMILIES, 4096, 0, |_, _| true));
         let data = CapRows::new("cap_sweep", &two).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(
             data.caps,
@@ -912,22 +931,22 @@ mod tests {
 
     #[test]
     fn repeat_disagreement_by_hand() {
-        // Configuration c, 3 families × 12 cells = 36 conditions per arm, two repeats.
-        // Low arm: repeat 1 flips f1's cells 0, 1, 2 and f2's cell 11: 4 of 36 disagree.
-        // High arm: identical repeats, except f3 cell 4 has only one repeat (not
+        // Configuration c, 3 families × 12 cells = 36 conditions per cap, two repeats.
+        // Low cap: repeat 1 flips f1's cells 0, 1, 2 and f2's cell 11: 4 of 36 disagree.
+        // High cap: identical repeats, except f3 cell 4 has only one repeat (not
         // counted): 0 of 35.
-        let mut rows = arm_rows("c", &FAMILIES, 1024, 0, |_, _| true);
-        rows.extend(arm_rows("c", &FAMILIES, 1024, 1, |f, i| {
+        let mut rows = rows_at_cap("c", &FAMILIES, 1024, 0, |_, _| true);
+        rows.extend(rows_at_cap("c", &FAMILIES, 1024, 1, |f, i| {
             !((f == "f1" && i < 3) || (f == "f2" && i == 11))
         }));
-        rows.extend(arm_rows("c", &FAMILIES, 4096, 0, |_, i| i % 2 == 0));
-        let mut again = arm_rows("c", &FAMILIES, 4096, 1, |_, i| i % 2 == 0);
+        rows.extend(rows_at_cap("c", &FAMILIES, 4096, 0, |_, i| i % 2 == 0));
+        let mut again = rows_at_cap("c", &FAMILIES, 4096, 1, |_, i| i % 2 == 0);
         again.retain(|r| !(r.family == "f3" && r.v == 128 && r.w == "low" && r.d == "raw"));
         rows.extend(again);
         let data = CapRows::new("t", &rows).unwrap_or_else(|e| panic!("{e}"));
         let configs = BTreeSet::from(["c"]);
-        assert_eq!(data.repeat_disagreement(&configs, Arm::Low), (4, 36));
-        assert_eq!(data.repeat_disagreement(&configs, Arm::High), (0, 35));
+        assert_eq!(data.repeat_disagreement(&configs, CapRole::Low), (4, 36));
+        assert_eq!(data.repeat_disagreement(&configs, CapRole::High), (0, 35));
         // An excluded repeat leaves its condition with one kept repeat: not counted.
         for r in rows
             .iter_mut()
@@ -938,16 +957,16 @@ mod tests {
             }
         }
         let data = CapRows::new("t", &rows).unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(data.repeat_disagreement(&configs, Arm::Low), (3, 35));
+        assert_eq!(data.repeat_disagreement(&configs, CapRole::Low), (3, 35));
     }
 
     #[test]
     fn either_outcome_bounds_by_hand_and_by_enumeration() {
         // One configuration, one family, one repeat, every cell a success in both
-        // arms, except three rows excluded: (128, low, raw) and (8, high, raw) in the
-        // high arm, (8, low, linked) in the low arm.
-        let mut rows = arm_rows("c", &["f"], 1024, 0, |_, _| true);
-        rows.extend(arm_rows("c", &["f"], 4096, 0, |_, _| true));
+        // caps, except three rows excluded: (128, low, raw) and (8, high, raw) in the
+        // high cap, (8, low, linked) in the low cap.
+        let mut rows = rows_at_cap("c", &["f"], 1024, 0, |_, _| true);
+        rows.extend(rows_at_cap("c", &["f"], 4096, 0, |_, _| true));
         let pick = |r: &EpisodeRow, cap: u32, v: u32, w: &str, d: &str| {
             r.completion_cap == cap && r.v == v && r.w == w && r.d == d
         };
@@ -963,15 +982,15 @@ mod tests {
         let data = CapRows::new("t", &rows).unwrap_or_else(|e| panic!("{e}"));
         let configs = BTreeSet::from(["c"]);
         // By hand: each excluded row is its cell's only row, so its outcome x is its
-        // cell's mean. With every kept cell at 1, the high arm's contrast is
-        // 25 (x₁₂₈ₗᵣ − x₈ₕᵣ) pp and the low arm's 25 (1 − x₈ₗₗ) pp, so the change is
+        // cell's mean. With every kept cell at 1, the high cap's contrast is
+        // 25 (x₁₂₈ₗᵣ − x₈ₕᵣ) pp and the low cap's 25 (1 − x₈ₗₗ) pp, so the change is
         // 25 (x₁₂₈ₗᵣ − x₈ₕᵣ + x₈ₗₗ − 1) pp: from −50 (0, 1, 0) to +25 (1, 0, 1).
         assert_eq!(data.change_bounds(&configs), Some((-50.0, 25.0)));
         // With the rows excluded the unit lacks three endpoint cells: it is left out.
         let rows_out = stratum_rows("t", &data, "B", &configs, Resolved::of(Some(10), Some(1)));
         let change = rows_out
             .iter()
-            .find(|r| r.statistic == statistic::V_CONTRAST && r.arm == Arm::Change)
+            .find(|r| r.statistic == statistic::V_CONTRAST && r.role == CapRole::Change)
             .unwrap_or_else(|| panic!("no change row"));
         assert_eq!(
             (change.n_units, change.units_incomplete, change.estimate_pp),
@@ -1000,7 +1019,7 @@ mod tests {
             let r = stratum_rows("t", &data, "B", &configs, Resolved::of(Some(10), Some(1)));
             let change = r
                 .iter()
-                .find(|r| r.statistic == statistic::V_CONTRAST && r.arm == Arm::Change)
+                .find(|r| r.statistic == statistic::V_CONTRAST && r.role == CapRole::Change)
                 .and_then(|r| r.estimate_pp)
                 .unwrap_or(f64::NAN);
             seen.push(change);
@@ -1016,7 +1035,7 @@ mod tests {
         // outcome moves its cell mean by 1/2, not 1.
         let mut rows = Vec::new();
         for (cap, repeat) in [(1024, 0), (1024, 1), (4096, 0), (4096, 1)] {
-            rows.extend(arm_rows("c", &["f1", "f2"], cap, repeat, |f, i| {
+            rows.extend(rows_at_cap("c", &["f1", "f2"], cap, repeat, |f, i| {
                 !(i + repeat as usize + f.len()).is_multiple_of(3)
             }));
         }
@@ -1047,7 +1066,7 @@ mod tests {
             (bounds.0 - lo).abs() < 1e-9 && (bounds.1 - hi).abs() < 1e-9,
             "{bounds:?} vs ({lo}, {hi})"
         );
-        assert_eq!(data.excluded("c", Arm::Change), (0, 5));
+        assert_eq!(data.excluded("c", CapRole::Change), (0, 5));
     }
 
     #[test]

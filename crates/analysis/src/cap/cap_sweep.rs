@@ -12,11 +12,11 @@
 //! `margin_pp` (the pre-specified margin, default 5) and `truncation_ceiling_pct`
 //! (the manipulation check's ceiling, default 5).
 //!
-//! Owns two tables; the arms, the menu contrast, exclusions, bounds, truncation and
-//! repeat disagreement are defined in [`super::cap_arms`].
+//! Owns two tables; the caps, the menu contrast, exclusions, bounds, truncation and
+//! repeat disagreement are defined in [`super::two_caps`].
 //!
-//! * `cap_sweep` — one row per stratum × arm × statistic: the shared columns of
-//!   [`cap_arms::main_table`] (`stratum`, `arm`, `arm_role`, `completion_cap`,
+//! * `cap_sweep` — one row per stratum × cap × statistic: the shared columns of
+//!   [`two_caps::main_table`] (`stratum`, `arm`, `arm_role`, `completion_cap`,
 //!   `statistic`, `n_configurations`, `n_units`, `units_incomplete`, `n_clusters`,
 //!   `n_events`, `n_total`, `estimate_pp`, `ci_low_pp`, `ci_high_pp`, `p_value`,
 //!   `excluded_provider_failure`, `excluded_missing_usage`, `bound_low_pp`,
@@ -27,10 +27,10 @@
 //!   (−margin, margin) (no change as large as the margin). Strata come in the order B,
 //!   M, N, then `all` (every configuration in a stratum, manipulation check aside:
 //!   truncation and repeat disagreement only).
-//! * `cap_sweep_configurations` — one row per configuration of the episodes × arm:
-//!   the columns of [`cap_arms::configuration_table`]. `manipulation_check_passed` is
+//! * `cap_sweep_configurations` — one row per configuration of the episodes × cap:
+//!   the columns of [`two_caps::configuration_table`]. `manipulation_check_passed` is
 //!   set for stratum-B configurations only (at most `truncation_ceiling_pct` % of
-//!   their kept V = 128 episodes truncated at the high cap) and repeated on both arms'
+//!   their kept V = 128 episodes truncated at the high cap) and repeated on both caps'
 //!   rows; `in_pooled_estimate` says whether its units enter its stratum's contrast.
 //!
 //! Decisions: the pooled stratum-B contrast uses only the B configurations that pass
@@ -44,8 +44,8 @@ use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
 
-use super::cap_arms::{self, Arm, CapRows, ConfigurationRow, Resolved};
-use super::{AnalysisError, Context, Design, Input, Output, ParamProblem, Produced, Typed};
+use super::two_caps::{self, CapRole, CapRows, ConfigurationRow, Resolved};
+use crate::{AnalysisError, Context, Design, Input, Output, ParamProblem, Produced, Typed};
 
 /// Name in error messages and the first part of every stream seed.
 const KIND: &str = "cap_sweep";
@@ -90,7 +90,7 @@ impl Typed for CapSweep {
     const OUTPUTS: &'static [&'static str] = &["cap_sweep", "cap_sweep_configurations"];
 
     fn check(params: &Params) -> Vec<ParamProblem> {
-        cap_arms::check(
+        two_caps::check(
             params.draws,
             &[
                 ("margin_pp", params.margin_pp),
@@ -100,7 +100,7 @@ impl Typed for CapSweep {
     }
 
     fn needs(design: &Design) -> Option<String> {
-        cap_arms::needs_two_caps(design)
+        two_caps::needs_two_caps(design)
     }
 
     fn run(params: &Params, input: &Context<'_>) -> Result<Produced, AnalysisError> {
@@ -113,12 +113,12 @@ pub fn run(params: &Params, input: &Context<'_>) -> Result<Vec<Output>, Analysis
     let settings = Resolved::of(params.draws, params.seed);
     let margin = params.margin_pp.unwrap_or(DEFAULT_MARGIN_PP);
     let ceiling = params.truncation_ceiling_pct.unwrap_or(DEFAULT_CEILING_PCT);
-    let strata = cap_arms::read_strata(KIND, STRATA_TABLE, input.tables, &STRATA)?;
+    let strata = two_caps::read_strata(KIND, STRATA_TABLE, input.tables, &STRATA)?;
     let data = CapRows::new(KIND, input.episodes)?;
-    cap_arms::check_selected_present(KIND, &strata, &data)?;
+    two_caps::check_selected_present(KIND, &strata, &data)?;
 
     let stratum_of = |c: &str| strata.get(c).and_then(|m| m.pooled_stratum());
-    let passes = |c: &str| cap_arms::passes_ceiling(&data, c, ceiling);
+    let passes = |c: &str| two_caps::passes_ceiling(&data, c, ceiling);
     let pooled = |c: &str| match stratum_of(c) {
         Some(PRIMARY) => passes(c),
         Some(_) => true,
@@ -131,7 +131,7 @@ pub fn run(params: &Params, input: &Context<'_>) -> Result<Vec<Output>, Analysis
             .configurations()
             .filter(|c| stratum_of(c) == Some(stratum) && pooled(c))
             .collect();
-        rows.extend(cap_arms::stratum_rows(
+        rows.extend(two_caps::stratum_rows(
             KIND, &data, stratum, &members, settings,
         ));
     }
@@ -139,18 +139,19 @@ pub fn run(params: &Params, input: &Context<'_>) -> Result<Vec<Output>, Analysis
         .configurations()
         .filter(|c| stratum_of(c).is_some())
         .collect();
-    rows.extend(cap_arms::stratum_rows(
+    rows.extend(two_caps::stratum_rows(
         KIND,
         &data,
-        cap_arms::ALL,
+        two_caps::ALL,
         &every,
         settings,
     ));
 
-    let is_change =
-        |r: &cap_arms::Row| r.arm == Arm::Change && r.statistic == cap_arms::statistic::V_CONTRAST;
-    let interval = |r: &cap_arms::Row| r.ci_low_pp.zip(r.ci_high_pp).filter(|_| is_change(r));
-    let main = cap_arms::main_table(
+    let is_change = |r: &two_caps::Row| {
+        r.role == CapRole::Change && r.statistic == two_caps::statistic::V_CONTRAST
+    };
+    let interval = |r: &two_caps::Row| r.ci_low_pp.zip(r.ci_high_pp).filter(|_| is_change(r));
+    let main = two_caps::main_table(
         &rows,
         data.caps,
         settings.seed,
@@ -177,8 +178,8 @@ pub fn run(params: &Params, input: &Context<'_>) -> Result<Vec<Output>, Analysis
         let membership = strata.get(configuration);
         let stratum = membership.and_then(|m| m.stratum.as_deref());
         let check = (stratum_of(configuration) == Some(PRIMARY)).then(|| passes(configuration));
-        for arm in Arm::CAPS {
-            let (episodes_v128, truncated_v128) = data.truncation(configuration, arm);
+        for role in CapRole::CAPS {
+            let (episodes_v128, truncated_v128) = data.truncation(configuration, role);
             configurations.push(ConfigurationRow {
                 configuration,
                 organization: data
@@ -188,16 +189,16 @@ pub fn run(params: &Params, input: &Context<'_>) -> Result<Vec<Output>, Analysis
                     .unwrap_or_default(),
                 stratum,
                 selected: membership.is_some_and(|m| m.selected),
-                arm,
+                role,
                 episodes_v128,
                 truncated_v128,
-                excluded: data.excluded(configuration, arm),
+                excluded: data.excluded(configuration, role),
                 manipulation_check_passed: check,
                 in_pooled_estimate: pooled(configuration),
             });
         }
     }
-    let by_configuration = cap_arms::configuration_table(
+    let by_configuration = two_caps::configuration_table(
         &configurations,
         data.caps,
         |t| t,
@@ -224,8 +225,8 @@ mod tests {
     };
 
     use super::*;
-    use crate::cap_arms::testing::{arm_rows, strata};
-    use crate::stats::IndexStream;
+    use crate::cap::two_caps::testing::{rows_at_cap, strata};
+    use crate::common::stats::IndexStream;
     use tbb_tables::rows::EpisodeRow;
 
     const FAMILIES: [&str; 5] = ["f1", "f2", "f3", "f4", "f5"];
@@ -238,25 +239,26 @@ mod tests {
     /// Configurations: `heavy_ok` (B) loses f1–f3's V = 128 cells at 1,024 and only
     /// f1's at 16,384, truncating them at the low cap only; `heavy_stuck` (B) fails
     /// every V = 128 cell at both caps, truncated at both; `mild` (M) and `clean` (N)
-    /// never fail; `outsider` is in no stratum. Two repeats per arm.
+    /// never fail; `outsider` is in no stratum. Two repeats per cap.
     fn panel() -> Vec<EpisodeRow> {
         let mut rows = Vec::new();
         for repeat in 0..2 {
             for (cap, lost) in [(1024u32, 3usize), (16384, 1)] {
-                let mut ok = arm_rows("heavy_ok", &FAMILIES, cap, repeat, |f, i| {
+                let mut ok = rows_at_cap("heavy_ok", &FAMILIES, cap, repeat, |f, i| {
                     !(large(i) && FAMILIES[..lost].contains(&f))
                 });
                 for r in &mut ok {
                     r.truncated = cap == 1024 && !r.vts;
                 }
                 rows.extend(ok);
-                let mut stuck = arm_rows("heavy_stuck", &FAMILIES, cap, repeat, |_, i| !large(i));
+                let mut stuck =
+                    rows_at_cap("heavy_stuck", &FAMILIES, cap, repeat, |_, i| !large(i));
                 for r in &mut stuck {
                     r.truncated = !r.vts;
                 }
                 rows.extend(stuck);
                 for c in ["mild", "clean", "outsider"] {
-                    rows.extend(arm_rows(c, &FAMILIES, cap, repeat, |_, _| true));
+                    rows.extend(rows_at_cap(c, &FAMILIES, cap, repeat, |_, _| true));
                 }
             }
         }
@@ -376,7 +378,7 @@ mod tests {
         );
         // 3 strata × (3 contrast + 2 truncation + 2 disagreement) + all × 4.
         assert_eq!(out[0].batch.num_rows(), 3 * 7 + 4);
-        // 5 configurations × 2 arms.
+        // 5 configurations × 2 caps.
         assert_eq!(out[1].batch.num_rows(), 10);
         let arm = col::<StringArray>(&out[0].batch, "arm");
         let b_change = find(&out[0].batch, "B", "change", "v_contrast");
@@ -557,7 +559,10 @@ mod tests {
         // The stream is the documented one.
         assert_eq!(
             draw_seed,
-            crate::stats::derive_seed(5, &[KIND, "B", "cap_16384_minus_cap_1024", "v_contrast"])
+            crate::common::stats::derive_seed(
+                5,
+                &[KIND, "B", "cap_16384_minus_cap_1024", "v_contrast"]
+            )
         );
     }
 

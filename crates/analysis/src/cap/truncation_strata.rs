@@ -29,7 +29,7 @@ use std::collections::BTreeMap;
 use arrow_array::{Array, RecordBatch, StringArray, UInt32Array};
 use serde::{Deserialize, Serialize};
 
-use super::{AnalysisError, Context, Input, Output, Produced, Typed};
+use crate::{AnalysisError, Context, Input, Output, Produced, Typed};
 use tbb_tables::TableBuilder;
 
 /// Name in error messages.
@@ -196,7 +196,7 @@ pub(crate) fn upstream_counts(
         if lanes.value(i) != lane
             || caps.value(i) != cap
             || vs.value(i) != V
-            || config == super::truncation::ALL
+            || config == crate::capacity::truncation::ALL
         {
             continue;
         }
@@ -218,7 +218,7 @@ pub(crate) fn upstream_counts(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::design::testing::unit;
+    use crate::common::design::testing::unit;
     use arrow_array::Float64Array;
 
     #[test]

@@ -3,7 +3,7 @@
 //! organization-equal reweighting, and the per-configuration effects.
 //!
 //! Owns: three tables, computed for every stratum (menu lane × completion cap) of the
-//! no-repair capacity rows (see [`super::design`] for strata, units and weights):
+//! no-repair capacity rows (see [`crate::common::design`] for strata, units and weights):
 //!
 //! * `contrasts` — one row per lane, cap, weighting, cluster unit and contrast:
 //!   `analysis` (`capacity`), `lane`, `completion_cap`, `weighting`, `contrast`,
@@ -39,14 +39,14 @@
 //!
 //! Never: reads or writes files, or runs episodes.
 
-use super::stats::{Bootstrap, ClusterUnit};
-use super::{Context, Design, ParamProblem, Produced, Typed};
+use crate::common::stats::{Bootstrap, ClusterUnit};
+use crate::{Context, Design, ParamProblem, Produced, Typed};
 use tbb_tables::rows::EpisodeRow;
 use tbb_tables::TableBuilder;
 
-use super::design::{self, CellMeans, Contrast, Stratum};
-use super::stats::{self, ClusterTotals, Interval, Settings};
-use super::{AnalysisError, Output};
+use crate::common::design::{self, CellMeans, Contrast, Stratum};
+use crate::common::stats::{self, ClusterTotals, Interval, Settings};
+use crate::{AnalysisError, Output};
 
 /// The `analysis` value of every row.
 pub const ANALYSIS: &str = "capacity";
@@ -492,7 +492,7 @@ fn configuration_table(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::design::testing::unit;
+    use crate::common::design::testing::unit;
     use arrow_array::{Array, Float64Array, StringArray, UInt32Array};
 
     /// Two organizations: org A with configuration a1, org B with b1 and b2; four

@@ -16,8 +16,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::super::stats::{DEFAULT_DRAWS, DEFAULT_SEED};
-use super::super::Design;
+use crate::common::stats::{DEFAULT_DRAWS, DEFAULT_SEED};
+use crate::Design;
 use tbb_tables::levels::{Menu, PromptVariant};
 use tbb_tables::rows::EpisodeRow;
 
@@ -293,7 +293,7 @@ pub fn needs_a_repair_design(design: &Design) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::design::testing::row;
+    use crate::common::design::testing::row;
 
     #[test]
     fn arms_are_read_from_their_components_and_levels_from_the_cell() {

@@ -1,6 +1,6 @@
 #![cfg_attr(not(test), allow(dead_code, unused_imports))]
 use super::*;
-use crate::design::testing::row;
+use crate::common::design::testing::row;
 
 /// The four rows of a packet: baseline, V, W, D, with the given successes.
 pub fn packet(configuration: &str, family: &str, intent: &str, ok: [bool; 4]) -> Vec<EpisodeRow> {

@@ -30,8 +30,8 @@ use arrow_array::RecordBatch;
 
 use super::repair_stats::{self, FamilyTallies, Tally};
 use super::repairs::{arm_of, needs_a_repair_design, Params, LAYERS};
-use super::stats::{self, check_draws};
-use super::{AnalysisError, Context, Design, Output, ParamProblem, Produced, Typed};
+use crate::common::stats::{self, check_draws};
+use crate::{AnalysisError, Context, Design, Output, ParamProblem, Produced, Typed};
 use tbb_tables::rows::EpisodeRow;
 use tbb_tables::TableBuilder;
 
@@ -130,7 +130,7 @@ pub fn rows(
             .entry(key)
             .or_default();
         if runs
-            .insert(row.repeat, super::design::success(row))
+            .insert(row.repeat, crate::common::design::success(row))
             .is_some()
         {
             return Err(AnalysisError::Inconsistent {
@@ -299,7 +299,7 @@ fn table(rows: &[SentinelRow], draws: u32, seed: u64) -> Result<RecordBatch, Ana
 pub mod tests {
     #![cfg_attr(not(test), allow(dead_code, unused_imports))]
     use super::*;
-    use crate::design::testing::row;
+    use crate::common::design::testing::row;
 
     /// One episode: arm (name, lane, repair) at a cell, in a repeat.
     #[allow(clippy::too_many_arguments)]

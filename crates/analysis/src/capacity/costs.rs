@@ -23,14 +23,14 @@
 
 use std::collections::BTreeMap;
 
-use super::{Context, NoParams, Produced, Typed};
+use crate::{Context, NoParams, Produced, Typed};
 use tbb_tables::analyses::costs::CostsRow;
 use tbb_tables::rows::EpisodeRow;
 use tbb_tables::TableRow;
 
-use super::design;
 use super::truncation::ALL;
-use super::{AnalysisError, Output};
+use crate::common::design;
+use crate::{AnalysisError, Output};
 
 /// Name in error messages.
 const KIND: &str = "costs";
@@ -122,7 +122,7 @@ pub fn run(episodes: &[EpisodeRow]) -> Result<Vec<Output>, AnalysisError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::design::testing::row;
+    use crate::common::design::testing::row;
 
     fn ep(config: &str, lane: &str, vts: bool, tokens: u64, cost: f64) -> EpisodeRow {
         let mut r = row(config, "O", "f", "i", 8, "low", "raw", vts);

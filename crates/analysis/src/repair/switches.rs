@@ -36,9 +36,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
-use super::design;
-use super::stats::{self, ClusterTotals, Interval};
-use super::{
+use crate::common::design;
+use crate::common::stats::{self, ClusterTotals, Interval};
+use crate::{
     AnalysisError, BlockShape, Context, Design, Names, Output, ParamProblem, Produced, Typed,
 };
 use tbb_tables::levels::{level_name, Cell};
@@ -602,8 +602,8 @@ fn tables(rows: &[Comparison], draws: u32, seed: u64) -> Result<Vec<Output>, Ana
 
 #[cfg(test)]
 mod tests {
-    use super::super::design::testing::row;
     use super::*;
+    use crate::common::design::testing::row;
 
     /// One episode: configuration, arm, family, success, cost, tokens, wall.
     fn ep(config: &str, arm: &str, family: &str, ok: bool, cost: f64, tokens: u64) -> EpisodeRow {
