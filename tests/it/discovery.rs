@@ -5,6 +5,7 @@
 
 use crate::common;
 
+use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::Mutex;
 
@@ -18,6 +19,8 @@ use tbb::provider::{
     BoxFuture, ChatRequest, ChatResponse, Configuration, Finish, Provider, ProviderError,
     ReasoningSource, ToolSchema, Usage,
 };
+use tbb::tables::analyses::discovery::{ClusterUnit, DiscoveryRow, RLevel, Statistic};
+use tbb::tables::TableRow;
 use tbb_agent::discovery::router::{self, Decision};
 
 fn root() -> &'static Path {
@@ -338,9 +341,21 @@ fn the_discovery_study_applies_offline_certifies_and_plans_empty() {
     let outputs = dir.path().join("outputs/discovery");
     let (batches, _) =
         tbb::tables::read_table(&outputs.join("discovery.parquet")).expect("discovery table");
-    let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
+    let rows = DiscoveryRow::from_batches(&batches).expect("the discovery table's layout");
     // 4 arms × (8 statistics, or 7 when no R-high episode is available) × 3 units.
-    assert!(rows >= 4 * 7 * 3, "{rows}");
+    assert!(rows.len() >= 4 * 7 * 3, "{}", rows.len());
+    // Every arm has its R contrast of ITT success under the primary unit.
+    let arms: BTreeSet<&str> = rows.iter().map(|r| r.arm.as_str()).collect();
+    for arm in arms {
+        assert!(
+            rows.iter().any(|r| r.arm == arm
+                && r.statistic == Statistic::IttSuccess
+                && r.r == RLevel::HighMinusLow
+                && r.cluster_unit == ClusterUnit::RequiredTools
+                && r.p_value.is_some()),
+            "{arm}"
+        );
+    }
     let report = std::fs::read_to_string(outputs.join("report.md")).expect("report");
     assert!(report.contains("## Discovery"), "{report}");
     assert!(report.contains("Paper"), "{report}");

@@ -2,7 +2,8 @@
 //! model (availability, A), success counted intention to treat, and the R contrast
 //! (high − low), with cluster-bootstrap intervals.
 //!
-//! Owns: the `discovery` table. One row per arm × statistic × R level × cluster unit:
+//! Owns: the `discovery` table ([`DiscoveryRow`]). One row per arm × statistic × R
+//! level × cluster unit:
 //!
 //! * `arm`, `lane` (the arm's menu: `fixed`, `router`, `retrieval_k8`, ...);
 //! * `statistic`: `availability` (share of episodes whose offered menu held every
@@ -53,18 +54,17 @@ use serde::{Deserialize, Serialize};
 
 use super::{AnalysisError, Context, Design, Input, Output, ParamProblem, Produced, Typed};
 use crate::common::design::success;
-use crate::common::stats::{self, ClusterTotals, Interval};
+use crate::common::stats::{self, ClusterTotals};
+use tbb_tables::analyses::discovery::{ClusterUnit, DiscoveryRow, RLevel, Statistic};
+use tbb_tables::levels::level_name;
 use tbb_tables::rows::EpisodeRow;
-use tbb_tables::TableBuilder;
+use tbb_tables::TableRow;
 
-/// Name of the kind and its table.
+/// Name of the kind.
 const KIND: &str = "discovery";
 
 /// The variants column holding a variant's required-tool cluster.
 pub const CLUSTER_COLUMN: &str = "required_tool_kinds";
-
-/// The cluster units, primary first.
-pub const UNITS: [&str; 3] = ["required_tools", "family", "intent"];
 
 /// The `discovery` analysis kind.
 pub struct Discovery;
@@ -86,7 +86,7 @@ impl Typed for Discovery {
     const NAME: &'static str = KIND;
     const VERSION: &'static str = "discovery/1";
     const INPUTS: &'static [Input] = &[Input::Episodes, Input::Variants];
-    const OUTPUTS: &'static [&'static str] = &[KIND];
+    const OUTPUTS: &'static [&'static str] = &[DiscoveryRow::TABLE];
 
     fn check(params: &DiscoveryParams) -> Vec<ParamProblem> {
         stats::check_draws(params.draws).into_iter().collect()
@@ -111,8 +111,8 @@ impl Typed for Discovery {
         let clusters = required_clusters(input.tables)?;
         let rows = compute(params, input.episodes, &clusters)?;
         Ok(vec![Output {
-            table: KIND,
-            batch: table(&rows)?,
+            table: DiscoveryRow::TABLE,
+            batch: DiscoveryRow::to_batch(&rows)?,
         }]
         .into())
     }
@@ -143,39 +143,6 @@ pub fn required_clusters(
         .collect())
 }
 
-/// One row of the table.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Row {
-    /// Arm name.
-    pub arm: String,
-    /// Its menu.
-    pub lane: String,
-    /// `availability`, `itt_success`, `success_if_available`.
-    pub statistic: &'static str,
-    /// `low`, `high`, `high_minus_low`.
-    pub r: &'static str,
-    /// One of [`UNITS`].
-    pub cluster_unit: &'static str,
-    /// Clusters.
-    pub n_clusters: usize,
-    /// Episodes (rates) or pairs (contrasts).
-    pub n: usize,
-    /// Episodes counted 1 (rates only).
-    pub hits: Option<u64>,
-    /// Estimate and interval, in pp.
-    pub interval: Interval,
-    /// Whether `p_value` is meaningful (contrasts).
-    pub contrast: bool,
-    /// Draws.
-    pub draws: u32,
-    /// The manifest seed.
-    pub seed: u64,
-    /// The row's stream.
-    pub draw_seed: u64,
-    /// Unavailable episodes, their requests and tokens (availability rates only).
-    pub unavailable: Option<[u64; 3]>,
-}
-
 /// One observation: its value (0 or 1, or a difference) and its three cluster keys.
 struct Obs<'a> {
     value: f64,
@@ -187,7 +154,7 @@ pub fn compute(
     params: &DiscoveryParams,
     episodes: &[EpisodeRow],
     clusters: &BTreeMap<String, String>,
-) -> Result<Vec<Row>, AnalysisError> {
+) -> Result<Vec<DiscoveryRow>, AnalysisError> {
     let draws = params.draws.unwrap_or(stats::DEFAULT_DRAWS);
     let seed = params.seed.unwrap_or(stats::DEFAULT_SEED);
     if draws == 0 {
@@ -221,33 +188,45 @@ pub fn compute(
     let mut out = Vec::new();
     for (arm, rows) in arms {
         let lane = rows.first().map_or_else(String::new, |e| e.lane.clone());
-        let mut push = |statistic: &'static str, r: &'static str, obs: &[Obs<'_>], extra: Extra| {
+        let mut push = |statistic: Statistic, r: RLevel, obs: &[Obs<'_>], extra: Extra| {
             // No episode to average (no available episode, say): no row.
             if obs.is_empty() {
                 return;
             }
-            for (u, unit) in UNITS.iter().enumerate() {
+            let (statistic_name, r_name) = (level_name(&statistic), level_name(&r));
+            for (u, unit) in ClusterUnit::ALL.into_iter().enumerate() {
                 let keys: Vec<&str> = obs.iter().map(|o| o.keys[u]).collect();
                 let (ids, names) = stats::cluster_ids(&keys);
                 let values: Vec<f64> = obs.iter().map(|o| 100.0 * o.value).collect();
                 let totals =
                     ClusterTotals::new(&values, &vec![1.0; values.len()], &ids, names.len());
-                let draw_seed = stats::derive_seed(seed, &[KIND, arm, statistic, r, unit]);
-                out.push(Row {
+                let draw_seed = stats::derive_seed(
+                    seed,
+                    &[KIND, arm, &statistic_name, &r_name, &level_name(&unit)],
+                );
+                let interval = stats::cluster_bootstrap(&totals, draws, draw_seed);
+                let unavailable = |k: usize| extra.unavailable.map(|u| u[k]);
+                out.push(DiscoveryRow {
                     arm: arm.to_string(),
                     lane: lane.clone(),
                     statistic,
                     r,
                     cluster_unit: unit,
-                    n_clusters: names.len(),
-                    n: obs.len(),
+                    n_clusters: names.len() as u32,
+                    n: obs.len() as u32,
                     hits: extra.hits,
-                    interval: stats::cluster_bootstrap(&totals, draws, draw_seed),
-                    contrast: extra.contrast,
+                    estimate_pp: interval.estimate,
+                    ci_low_pp: interval.low,
+                    ci_high_pp: interval.high,
+                    // A rate has no null hypothesis to test.
+                    p_value: extra.contrast.then_some(interval.p_value),
+                    p_floor: interval.p_floor,
                     draws,
                     seed,
                     draw_seed,
-                    unavailable: extra.unavailable,
+                    unavailable: unavailable(0),
+                    unavailable_requests: unavailable(1),
+                    unavailable_tokens: unavailable(2),
                 });
             }
         };
@@ -261,8 +240,9 @@ pub fn compute(
                 keys: [cluster?, e.family.as_str(), e.intent.as_str()],
             })
         }
-        for r in ["low", "high"] {
-            let at: Vec<&EpisodeRow> = rows.iter().copied().filter(|e| e.r == r).collect();
+        for r in [RLevel::Low, RLevel::High] {
+            let r_name = level_name(&r);
+            let at: Vec<&EpisodeRow> = rows.iter().copied().filter(|e| e.r == r_name).collect();
             if at.is_empty() {
                 continue;
             }
@@ -272,7 +252,7 @@ pub fn compute(
                 .collect::<Result<_, _>>()?;
             let unavailable: Vec<&&EpisodeRow> = at.iter().filter(|e| !e.ok[0]).collect();
             push(
-                "availability",
+                Statistic::Availability,
                 r,
                 &available,
                 Extra {
@@ -290,7 +270,7 @@ pub fn compute(
                 .map(|e| obs_of(cluster_of(e), e, success(e)))
                 .collect::<Result<_, _>>()?;
             push(
-                "itt_success",
+                Statistic::IttSuccess,
                 r,
                 &itt,
                 Extra::rate(at.iter().filter(|e| success(e)).count()),
@@ -301,7 +281,7 @@ pub fn compute(
                 .map(|e| obs_of(cluster_of(e), e, success(e)))
                 .collect::<Result<_, _>>()?;
             push(
-                "success_if_available",
+                Statistic::SuccessIfAvailable,
                 r,
                 &per_protocol,
                 Extra::rate(given.iter().filter(|e| success(e)).count()),
@@ -311,10 +291,10 @@ pub fn compute(
         if !pairs.is_empty() {
             for (statistic, y) in [
                 (
-                    "availability",
+                    Statistic::Availability,
                     (|e: &EpisodeRow| e.ok[0]) as fn(&EpisodeRow) -> bool,
                 ),
-                ("itt_success", success),
+                (Statistic::IttSuccess, success),
             ] {
                 let obs: Vec<Obs<'_>> = pairs
                     .iter()
@@ -327,7 +307,7 @@ pub fn compute(
                     .collect::<Result<_, AnalysisError>>()?;
                 push(
                     statistic,
-                    "high_minus_low",
+                    RLevel::HighMinusLow,
                     &obs,
                     Extra {
                         hits: None,
@@ -338,19 +318,10 @@ pub fn compute(
             }
         }
     }
-    let order = |r: &Row| {
-        (
-            r.arm.clone(),
-            ["availability", "itt_success", "success_if_available"]
-                .iter()
-                .position(|s| *s == r.statistic),
-            ["low", "high", "high_minus_low"]
-                .iter()
-                .position(|s| *s == r.r),
-            UNITS.iter().position(|u| *u == r.cluster_unit),
-        )
-    };
-    out.sort_by_key(order);
+    // The levels' declaration order is the table's order.
+    out.sort_by(|a, b| {
+        (&a.arm, a.statistic, a.r, a.cluster_unit).cmp(&(&b.arm, b.statistic, b.r, b.cluster_unit))
+    });
     Ok(out)
 }
 
@@ -419,35 +390,6 @@ fn pair<'a>(
             _ => None,
         })
         .collect())
-}
-
-fn table(rows: &[Row]) -> Result<RecordBatch, AnalysisError> {
-    let un = |i: usize| move |r: &Row| r.unavailable.map(|u| u[i]);
-    Ok(TableBuilder::new()
-        .text("arm", rows.iter().map(|r| &r.arm))
-        .text("lane", rows.iter().map(|r| &r.lane))
-        .text("statistic", rows.iter().map(|r| r.statistic))
-        .text("r", rows.iter().map(|r| r.r))
-        .text("cluster_unit", rows.iter().map(|r| r.cluster_unit))
-        .u32("n_clusters", rows.iter().map(|r| r.n_clusters as u32))
-        .u32("n", rows.iter().map(|r| r.n as u32))
-        .u64_opt("hits", rows.iter().map(|r| r.hits))
-        .f64("estimate_pp", rows.iter().map(|r| r.interval.estimate))
-        .f64("ci_low_pp", rows.iter().map(|r| r.interval.low))
-        .f64("ci_high_pp", rows.iter().map(|r| r.interval.high))
-        .f64_opt(
-            "p_value",
-            rows.iter()
-                .map(|r| r.contrast.then_some(r.interval.p_value)),
-        )
-        .f64("p_floor", rows.iter().map(|r| r.interval.p_floor))
-        .u32("draws", rows.iter().map(|r| r.draws))
-        .u64("seed", rows.iter().map(|r| r.seed))
-        .u64("draw_seed", rows.iter().map(|r| r.draw_seed))
-        .u64_opt("unavailable", rows.iter().map(un(0)))
-        .u64_opt("unavailable_requests", rows.iter().map(un(1)))
-        .u64_opt("unavailable_tokens", rows.iter().map(un(2)))
-        .build(KIND)?)
 }
 
 #[cfg(test)]

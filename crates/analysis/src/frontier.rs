@@ -3,7 +3,8 @@
 //! the episode budget held fixed — and which of the two limits each episode meets
 //! first.
 //!
-//! Owns: two tables, read from this study's baseline rows (actor `model`, delivery
+//! Owns: two tables ([`FrontierRow`], [`FrontierPathsRow`]), read from this study's
+//! baseline rows (actor `model`, delivery
 //! `native`) of the frontier cells (`depth` set); other arms' rows are left out.
 //!
 //! * `frontier` — one row per completion cap × depth, by cap then depth:
@@ -74,18 +75,19 @@ use arrow_array::{Array, RecordBatch, StringArray, UInt32Array};
 use serde::{Deserialize, Serialize};
 
 use super::{AnalysisError, Context, Design, Input, Output, ParamProblem, Produced, Typed};
-use crate::common::stats::{self, ClusterTotals, Interval};
+use crate::common::stats::{self, ClusterTotals};
+pub use tbb_tables::analyses::frontier::FirstLimit;
+use tbb_tables::analyses::frontier::{FrontierPathsRow, FrontierRow};
 use tbb_tables::rows::{EpisodeRow, RequestRow};
-use tbb_tables::TableBuilder;
+use tbb_tables::TableRow;
 
-/// Name of the kind and of its first table.
+/// Name of the kind.
 const KIND: &str = "frontier";
-/// Name of the per-request table.
-pub const PATHS: &str = "frontier_paths";
 /// The reference depth of every contrast.
 pub const REFERENCE_DEPTH: u32 = 2;
 /// The terminal flags, in the grader's precedence order (infrastructure first); the
-/// table has one `flag_<name>` count per flag.
+/// table has one `flag_<name>` count per flag, in this order
+/// ([`FrontierRow::flag_counts`]).
 pub const FLAGS: [&str; 7] = [
     "infra_failure",
     "truncation",
@@ -128,7 +130,7 @@ impl Typed for Frontier {
     const NAME: &'static str = KIND;
     const VERSION: &'static str = "frontier/1";
     const INPUTS: &'static [Input] = &[Input::Episodes, Input::Requests, Input::Variants];
-    const OUTPUTS: &'static [&'static str] = &[KIND, PATHS];
+    const OUTPUTS: &'static [&'static str] = &[FrontierRow::TABLE, FrontierPathsRow::TABLE];
 
     fn check(params: &FrontierParams) -> Vec<ParamProblem> {
         let mut problems: Vec<ParamProblem> =
@@ -161,12 +163,12 @@ impl Typed for Frontier {
         let (rows, paths) = compute(params, input.episodes, input.requests, &limits)?;
         Ok(vec![
             Output {
-                table: KIND,
-                batch: frontier_table(&rows)?,
+                table: FrontierRow::TABLE,
+                batch: FrontierRow::to_batch(&rows)?,
             },
             Output {
-                table: PATHS,
-                batch: paths_table(&paths)?,
+                table: FrontierPathsRow::TABLE,
+                batch: FrontierPathsRow::to_batch(&paths)?,
             },
         ]
         .into())
@@ -199,28 +201,6 @@ pub fn call_limits(
         .collect())
 }
 
-/// Which limit an episode reaches first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum FirstLimit {
-    /// The episode budget (at the same request as the call limit too).
-    Budget,
-    /// The call limit.
-    CallLimit,
-    /// Neither.
-    Neither,
-}
-
-impl FirstLimit {
-    /// The name in the paths table.
-    pub fn name(self) -> &'static str {
-        match self {
-            FirstLimit::Budget => "budget",
-            FirstLimit::CallLimit => "call_limit",
-            FirstLimit::Neither => "neither",
-        }
-    }
-}
-
 /// The rule of "Which limit first" (module doc) on one episode's requests, given as
 /// (request index, executed calls so far, cumulative tokens) in any order.
 pub fn first_limit(requests: &[Step], call_limit: u32, budget: u64) -> FirstLimit {
@@ -242,80 +222,6 @@ pub fn quartiles(values: &[f64]) -> [f64; 3] {
     let mut sorted: Vec<f64> = values.to_vec();
     sorted.sort_by(f64::total_cmp);
     [0.25, 0.5, 0.75].map(|q| stats::quantile_sorted(&sorted, q))
-}
-
-/// One row of the `frontier` table.
-#[derive(Debug, Clone, PartialEq)]
-pub struct DepthRow {
-    /// Completion cap.
-    pub completion_cap: u32,
-    /// Required calls.
-    pub depth: u32,
-    /// The largest call limit of the depth's variants.
-    pub call_limit: u32,
-    /// The episode budget.
-    pub episode_budget: u64,
-    /// Episodes.
-    pub n_episodes: usize,
-    /// Families.
-    pub n_families: usize,
-    /// Share of episodes that succeed.
-    pub vts: f64,
-    /// The contrast from depth 2 (`None` at depth 2): pairs, interval, draw seed.
-    pub contrast: Option<(usize, Interval, u64)>,
-    /// Bootstrap draws.
-    pub draws: u32,
-    /// The manifest seed.
-    pub seed: u64,
-    /// Counts per terminal flag, in [`FLAGS`] order.
-    pub flags: [u64; 7],
-    /// Executed calls: q1, median, q3.
-    pub calls: [f64; 3],
-    /// Total tokens: q1, median, q3.
-    pub total_tokens: [f64; 3],
-    /// Median prompt tokens.
-    pub prompt_tokens_median: f64,
-    /// Episodes with total tokens ≤ the budget.
-    pub within_budget: u64,
-    /// ... of which failed.
-    pub within_budget_failed: u64,
-    /// ... of which ended at an infeasibility stop.
-    pub within_budget_infeasibility: u64,
-    /// Episodes reaching the budget first, the call limit first, neither.
-    pub first: [u64; 3],
-}
-
-/// One row of the `frontier_paths` table.
-#[derive(Debug, Clone, PartialEq)]
-pub struct PathRow {
-    /// The episode's content key.
-    pub episode_key: String,
-    /// Configuration.
-    pub configuration: String,
-    /// Family.
-    pub family: String,
-    /// Arm.
-    pub arm: String,
-    /// Repeat.
-    pub repeat: u32,
-    /// Completion cap.
-    pub completion_cap: u32,
-    /// Required calls.
-    pub depth: u32,
-    /// Request index, from 0.
-    pub request: u32,
-    /// Executed calls so far.
-    pub calls: u32,
-    /// Reported tokens so far.
-    pub cumulative_tokens: u64,
-    /// The episode's call limit.
-    pub call_limit: u32,
-    /// The episode budget.
-    pub episode_budget: u64,
-    /// Which limit the episode reaches first.
-    pub first_limit: FirstLimit,
-    /// Whether the episode succeeded.
-    pub vts: bool,
 }
 
 /// The key pairing an episode with its depth-2 partner: block, arm, configuration,
@@ -350,7 +256,7 @@ pub fn compute(
     episodes: &[EpisodeRow],
     requests: &[RequestRow],
     limits: &BTreeMap<String, u32>,
-) -> Result<(Vec<DepthRow>, Vec<PathRow>), AnalysisError> {
+) -> Result<(Vec<FrontierRow>, Vec<FrontierPathsRow>), AnalysisError> {
     let draws = params.draws.unwrap_or(stats::DEFAULT_DRAWS);
     let seed = params.seed.unwrap_or(stats::DEFAULT_SEED);
     let budget = params.budget();
@@ -471,22 +377,25 @@ pub fn compute(
             first[which as usize] += 1;
             let mut own = own.to_vec();
             own.sort_unstable();
-            paths.extend(own.iter().map(|&(request, calls, tokens)| PathRow {
-                episode_key: episode_key.to_string(),
-                configuration: e.configuration.clone(),
-                family: e.family.clone(),
-                arm: e.arm.clone(),
-                repeat: e.repeat,
-                completion_cap: cap,
-                depth,
-                request,
-                calls,
-                cumulative_tokens: tokens,
-                call_limit: limit,
-                episode_budget: budget,
-                first_limit: which,
-                vts: e.vts,
-            }));
+            paths.extend(
+                own.iter()
+                    .map(|&(request, calls, tokens)| FrontierPathsRow {
+                        episode_key: episode_key.to_string(),
+                        configuration: e.configuration.clone(),
+                        family: e.family.clone(),
+                        arm: e.arm.clone(),
+                        repeat: e.repeat,
+                        completion_cap: cap,
+                        depth,
+                        request,
+                        calls,
+                        cumulative_tokens: tokens,
+                        call_limit: limit,
+                        episode_budget: budget,
+                        first_limit: which,
+                        vts: e.vts,
+                    }),
+            );
         }
         let column =
             |f: &dyn Fn(&EpisodeRow) -> f64| -> Vec<f64> { list.iter().map(|e| f(e)).collect() };
@@ -519,25 +428,48 @@ pub fn compute(
             ))
         };
         let successes = list.iter().filter(|e| e.vts).count();
-        rows.push(DepthRow {
+        let interval = contrast.as_ref().map(|c| c.1);
+        let of_contrast =
+            |f: fn(&stats::Interval) -> f64| interval.as_ref().map(f).and_then(finite);
+        let [calls_q1, calls_median, calls_q3] = quartiles(&column(&|e| f64::from(e.calls)));
+        let [tokens_q1, tokens_median, tokens_q3] = quartiles(&column(&|e| e.total_tokens as f64));
+        rows.push(FrontierRow {
             completion_cap: cap,
             depth,
             call_limit,
             episode_budget: budget,
-            n_episodes: n,
-            n_families: families.len(),
+            n_episodes: n as u64,
+            n_families: families.len() as u64,
             vts: successes as f64 / n as f64,
-            contrast,
+            n_pairs: contrast.as_ref().map(|c| c.0 as u64),
+            contrast_pp: of_contrast(|i| i.estimate),
+            ci_low_pp: of_contrast(|i| i.low),
+            ci_high_pp: of_contrast(|i| i.high),
+            p_value: of_contrast(|i| i.p_value),
+            p_floor: of_contrast(|i| i.p_floor),
             draws,
             seed,
-            flags,
-            calls: quartiles(&column(&|e| f64::from(e.calls))),
-            total_tokens: quartiles(&column(&|e| e.total_tokens as f64)),
-            prompt_tokens_median: quartiles(&column(&|e| e.prompt_tokens as f64))[1],
+            draw_seed: contrast.as_ref().map(|c| c.2),
+            flag_infra_failure: flags[0],
+            flag_truncation: flags[1],
+            flag_budget_or_call_limit: flags[2],
+            flag_turn_limit: flags[3],
+            flag_infeasibility: flags[4],
+            flag_wrong_conclusion: flags[5],
+            flag_contract_break: flags[6],
+            calls_median: finite(calls_median),
+            calls_q1: finite(calls_q1),
+            calls_q3: finite(calls_q3),
+            total_tokens_median: finite(tokens_median),
+            total_tokens_q1: finite(tokens_q1),
+            total_tokens_q3: finite(tokens_q3),
+            prompt_tokens_median: finite(quartiles(&column(&|e| e.prompt_tokens as f64))[1]),
             within_budget: within,
             within_budget_failed: within_failed,
             within_budget_infeasibility: within_infeasible,
-            first,
+            budget_first: first[FirstLimit::Budget as usize],
+            call_limit_first: first[FirstLimit::CallLimit as usize],
+            neither_limit: first[FirstLimit::Neither as usize],
         });
     }
     Ok((rows, paths))
@@ -546,88 +478,6 @@ pub fn compute(
 /// A finite value, or null.
 fn finite(x: f64) -> Option<f64> {
     x.is_finite().then_some(x)
-}
-
-fn frontier_table(rows: &[DepthRow]) -> Result<RecordBatch, AnalysisError> {
-    let c = |f: fn(&(usize, Interval, u64)) -> f64| {
-        rows.iter()
-            .map(move |r| r.contrast.as_ref().map(f).and_then(finite))
-    };
-    let mut t = TableBuilder::new()
-        .u32("completion_cap", rows.iter().map(|r| r.completion_cap))
-        .u32("depth", rows.iter().map(|r| r.depth))
-        .u32("call_limit", rows.iter().map(|r| r.call_limit))
-        .u64("episode_budget", rows.iter().map(|r| r.episode_budget))
-        .u64("n_episodes", rows.iter().map(|r| r.n_episodes as u64))
-        .u64("n_families", rows.iter().map(|r| r.n_families as u64))
-        .f64("vts", rows.iter().map(|r| r.vts))
-        .u64_opt(
-            "n_pairs",
-            rows.iter().map(|r| r.contrast.as_ref().map(|c| c.0 as u64)),
-        )
-        .f64_opt("contrast_pp", c(|c| c.1.estimate))
-        .f64_opt("ci_low_pp", c(|c| c.1.low))
-        .f64_opt("ci_high_pp", c(|c| c.1.high))
-        .f64_opt("p_value", c(|c| c.1.p_value))
-        .f64_opt("p_floor", c(|c| c.1.p_floor))
-        .u32("draws", rows.iter().map(|r| r.draws))
-        .u64("seed", rows.iter().map(|r| r.seed))
-        .u64_opt(
-            "draw_seed",
-            rows.iter().map(|r| r.contrast.as_ref().map(|c| c.2)),
-        );
-    for (k, flag) in FLAGS.iter().enumerate() {
-        t = t.u64(&format!("flag_{flag}"), rows.iter().map(|r| r.flags[k]));
-    }
-    let q = |name: &str, t: TableBuilder, f: fn(&DepthRow) -> &[f64; 3]| {
-        t.f64_opt(
-            &format!("{name}_median"),
-            rows.iter().map(|r| finite(f(r)[1])),
-        )
-        .f64_opt(&format!("{name}_q1"), rows.iter().map(|r| finite(f(r)[0])))
-        .f64_opt(&format!("{name}_q3"), rows.iter().map(|r| finite(f(r)[2])))
-    };
-    t = q("calls", t, |r| &r.calls);
-    t = q("total_tokens", t, |r| &r.total_tokens);
-    Ok(t.f64_opt(
-        "prompt_tokens_median",
-        rows.iter().map(|r| finite(r.prompt_tokens_median)),
-    )
-    .u64("within_budget", rows.iter().map(|r| r.within_budget))
-    .u64(
-        "within_budget_failed",
-        rows.iter().map(|r| r.within_budget_failed),
-    )
-    .u64(
-        "within_budget_infeasibility",
-        rows.iter().map(|r| r.within_budget_infeasibility),
-    )
-    .u64("budget_first", rows.iter().map(|r| r.first[0]))
-    .u64("call_limit_first", rows.iter().map(|r| r.first[1]))
-    .u64("neither_limit", rows.iter().map(|r| r.first[2]))
-    .build(KIND)?)
-}
-
-fn paths_table(rows: &[PathRow]) -> Result<RecordBatch, AnalysisError> {
-    Ok(TableBuilder::new()
-        .text("episode_key", rows.iter().map(|r| &r.episode_key))
-        .text("configuration", rows.iter().map(|r| &r.configuration))
-        .text("family", rows.iter().map(|r| &r.family))
-        .text("arm", rows.iter().map(|r| &r.arm))
-        .u32("repeat", rows.iter().map(|r| r.repeat))
-        .u32("completion_cap", rows.iter().map(|r| r.completion_cap))
-        .u32("depth", rows.iter().map(|r| r.depth))
-        .u32("request", rows.iter().map(|r| r.request))
-        .u32("calls", rows.iter().map(|r| r.calls))
-        .u64(
-            "cumulative_tokens",
-            rows.iter().map(|r| r.cumulative_tokens),
-        )
-        .u32("call_limit", rows.iter().map(|r| r.call_limit))
-        .u64("episode_budget", rows.iter().map(|r| r.episode_budget))
-        .text("first_limit", rows.iter().map(|r| r.first_limit.name()))
-        .bool("vts", rows.iter().map(|r| r.vts))
-        .build(PATHS)?)
 }
 
 // The report crate's tests render sections from these panels (feature `fixtures`).
@@ -640,6 +490,7 @@ pub mod tests {
     use super::*;
     use crate::common::design::testing;
     use tbb_tables::rows::{EpisodeColumns, RequestColumns};
+    use tbb_tables::TableBuilder;
 
     /// A frontier episode of `config` and `family` at `depth` (call limit depth + 2):
     /// its success, terminal flag, executed calls, prompt and total tokens.
@@ -759,6 +610,27 @@ pub mod tests {
         }
     }
 
+    /// Executed calls: q1, median, q3 (NaN for a null).
+    fn calls(r: &FrontierRow) -> [f64; 3] {
+        [r.calls_q1, r.calls_median, r.calls_q3].map(|q| q.unwrap_or(f64::NAN))
+    }
+
+    /// Episodes reaching the budget first, the call limit first, neither.
+    fn first(r: &FrontierRow) -> [u64; 3] {
+        [r.budget_first, r.call_limit_first, r.neither_limit]
+    }
+
+    /// The flag columns are named after [`FLAGS`], in its order: the analysis counts
+    /// a terminal flag by its position there.
+    #[test]
+    fn the_flag_columns_follow_the_flags() {
+        let columns = FrontierRow::column_names().unwrap_or_else(|e| panic!("{e}"));
+        let flag_columns: Vec<&String> =
+            columns.iter().filter(|c| c.starts_with("flag_")).collect();
+        let want: Vec<String> = FLAGS.iter().map(|f| format!("flag_{f}")).collect();
+        assert_eq!(flag_columns, want.iter().collect::<Vec<_>>());
+    }
+
     #[test]
     fn quartiles_interpolate_between_order_statistics() {
         assert_eq!(quartiles(&[9.0, 2.0, 6.0, 4.0]), [3.5, 5.0, 6.75]);
@@ -802,14 +674,21 @@ pub mod tests {
             (2, 4, 6, 3)
         );
         assert_eq!(d2.vts, 5.0 / 6.0);
-        assert!(d2.contrast.is_none());
-        assert_eq!(d2.flags, [0, 0, 0, 0, 0, 1, 0]);
+        assert!(d2.n_pairs.is_none() && d2.contrast_pp.is_none() && d2.draw_seed.is_none());
+        assert_eq!(d2.flag_counts(), [0, 0, 0, 0, 0, 1, 0]);
         // Calls 2, 3, 2, 2, 4, 2 → sorted 2 2 2 2 3 4: q1 2, median 2, q3 2.75.
-        assert_eq!(d2.calls, [2.0, 2.0, 2.75]);
+        assert_eq!(calls(d2), [2.0, 2.0, 2.75]);
         // Totals 20 30 35 40 50 70: q1 at 1.25 → 31.25, median 37.5, q3 at 3.75 → 47.5.
-        assert_eq!(d2.total_tokens, [31.25, 37.5, 47.5]);
+        assert_eq!(
+            (
+                d2.total_tokens_q1,
+                d2.total_tokens_median,
+                d2.total_tokens_q3
+            ),
+            (Some(31.25), Some(37.5), Some(47.5))
+        );
         // Prompts 10 20 25 30 40 60: median 27.5.
-        assert_eq!(d2.prompt_tokens_median, 27.5);
+        assert_eq!(d2.prompt_tokens_median, Some(27.5));
         assert_eq!(
             (
                 d2.within_budget,
@@ -820,13 +699,13 @@ pub mod tests {
         );
         // (c1, fc) executes its 4th call, the depth-2 call limit, and answers: it
         // reached the limit (without passing it).
-        assert_eq!(d2.first, [0, 1, 5]);
+        assert_eq!(first(d2), [0, 1, 5]);
 
         assert_eq!((d30.depth, d30.call_limit, d30.n_episodes), (30, 32, 6));
         assert_eq!(d30.vts, 1.0 / 6.0);
-        assert_eq!(d30.flags, [0, 0, 3, 0, 1, 1, 0]);
+        assert_eq!(d30.flag_counts(), [0, 0, 3, 0, 1, 1, 0]);
         // Calls 12 18 20 30 31 32: q1 at 1.25 → 18.5, median 25, q3 at 3.75 → 30.75.
-        assert_eq!(d30.calls, [18.5, 25.0, 30.75]);
+        assert_eq!(calls(d30), [18.5, 25.0, 30.75]);
         assert_eq!(
             (
                 d30.within_budget,
@@ -837,21 +716,21 @@ pub mod tests {
         );
         // (c2, fb) reaches 32 calls at request 2 and passes the budget at 3; (c1, fc)
         // and (c2, fc) pass the budget; (c1, fa) reaches 30 of 32 calls: neither.
-        assert_eq!(d30.first, [2, 1, 3]);
+        assert_eq!(first(d30), [2, 1, 3]);
         // Pairs (30 − 2): fa 0, −100; fb −100, −100; fc −100, 0 → mean −400 / 6.
-        let Some((pairs, interval, draw_seed)) = d30.contrast else {
+        let (Some(pairs), Some(estimate)) = (d30.n_pairs, d30.contrast_pp) else {
             panic!("depth 30 has a contrast")
         };
         assert_eq!(pairs, 6);
-        assert!((interval.estimate - (-400.0 / 6.0)).abs() < 1e-12);
+        assert!((estimate - (-400.0 / 6.0)).abs() < 1e-12);
         assert_eq!(
-            draw_seed,
-            stats::derive_seed(7, &["frontier", "1024", "30"])
+            d30.draw_seed,
+            Some(stats::derive_seed(7, &["frontier", "1024", "30"]))
         );
 
         // One path row per request, with the episode's limits and which came first.
         assert_eq!(paths.len(), requests.len());
-        let c2fb: Vec<&PathRow> = paths
+        let c2fb: Vec<&FrontierPathsRow> = paths
             .iter()
             .filter(|p| p.configuration == "c2" && p.family == "fb" && p.depth == 30)
             .collect();
@@ -875,7 +754,9 @@ pub mod tests {
         let draws = 500;
         let (rows, _) = compute(&params(draws), &episodes, &requests, &limits())
             .unwrap_or_else(|e| panic!("{e}"));
-        let Some((_, interval, draw_seed)) = rows[1].contrast else {
+        let (Some(draw_seed), Some(interval_low), Some(interval_high)) =
+            (rows[1].draw_seed, rows[1].ci_low_pp, rows[1].ci_high_pp)
+        else {
             panic!("depth 30 has a contrast")
         };
         // Families in sorted order, with their pairs' differences.
@@ -895,19 +776,14 @@ pub mod tests {
         estimates.sort_by(f64::total_cmp);
         let low = stats::quantile_sorted(&estimates, 0.025);
         let high = stats::quantile_sorted(&estimates, 0.975);
+        assert!((interval_low - low).abs() < 1e-9, "{interval_low} vs {low}");
         assert!(
-            (interval.low - low).abs() < 1e-9,
-            "{} vs {low}",
-            interval.low
-        );
-        assert!(
-            (interval.high - high).abs() < 1e-9,
-            "{} vs {high}",
-            interval.high
+            (interval_high - high).abs() < 1e-9,
+            "{interval_high} vs {high}"
         );
         // Every family averages −100 / 3 ... −200 / 2: the draws lie between the
         // most and least favourable families' means.
-        assert!(interval.low >= -100.0 && interval.high <= -50.0);
+        assert!(interval_low >= -100.0 && interval_high <= -50.0);
     }
 
     #[test]
@@ -922,12 +798,12 @@ pub mod tests {
         }
         let (rows, _) =
             compute(&params(100), &episodes, &[], &limits()).unwrap_or_else(|e| panic!("{e}"));
-        let Some((_, i, _)) = rows[1].contrast else {
-            panic!("a contrast")
-        };
-        assert_eq!((i.estimate, i.low, i.high), (-50.0, -50.0, -50.0));
+        assert_eq!(
+            (rows[1].contrast_pp, rows[1].ci_low_pp, rows[1].ci_high_pp),
+            (Some(-50.0), Some(-50.0), Some(-50.0))
+        );
         // No request rows: no episode reaches a limit.
-        assert_eq!(rows[1].first, [0, 0, 6]);
+        assert_eq!(first(&rows[1]), [0, 0, 6]);
     }
 
     #[test]
@@ -947,11 +823,7 @@ pub mod tests {
             rows[1].n_episodes, 7,
             "the lonely episode counts in the rates"
         );
-        assert_eq!(
-            rows[1].contrast.map(|c| c.0),
-            Some(6),
-            "but pairs with nothing"
-        );
+        assert_eq!(rows[1].n_pairs, Some(6), "but pairs with nothing");
         assert!(compute(&params(50), &[], &[], &limits()).is_err());
         // Two rows for one condition contradict the episodes table's contract.
         let (mut twice, _) = panel();
@@ -982,9 +854,19 @@ pub mod tests {
         let produced =
             <Frontier as Typed>::run(&params(50), &context).unwrap_or_else(|e| panic!("{e}"));
         let names: Vec<&str> = produced.tables.iter().map(|o| o.table).collect();
-        assert_eq!(names, [KIND, PATHS]);
+        assert_eq!(names, [FrontierRow::TABLE, FrontierPathsRow::TABLE]);
         assert_eq!(produced.tables[0].batch.num_rows(), 2);
         assert_eq!(produced.tables[1].batch.num_rows(), requests.len());
+        // The paths table names which limit came first as published: plain text.
+        let first_limits: Option<BTreeSet<&str>> = produced.tables[1]
+            .batch
+            .column_by_name("first_limit")
+            .and_then(|c| c.as_any().downcast_ref::<StringArray>())
+            .map(|a| a.iter().flatten().collect());
+        assert_eq!(
+            first_limits,
+            Some(BTreeSet::from(["budget", "call_limit", "neither"]))
+        );
         let missing = Context {
             tables: &BTreeMap::new(),
             ..context

@@ -2,9 +2,9 @@
 //! unchanged, restart it with a repair, or switch the configuration — and whether a
 //! selector reading only the probe's public numbers chooses as well as switching.
 //!
-//! Owns: the `pilot` and `trace_selector` tables. A *block* is one condition (a
-//! configuration other than the switch, a family, a cell) with its probe: the `probe`
-//! arm at repeat 0. Its actions, each an independent restart of the same condition:
+//! Owns: the `pilot` and `trace_selector` tables ([`PilotRow`], [`TraceSelectorRow`]).
+//! A *block* is one condition (a configuration other than the switch, a family, a
+//! cell) with its probe: the `probe` arm at repeat 0. Its actions, each an independent restart of the same condition:
 //! the unchanged retry (the probe's arm at `retry_repeat`), each arm of `actions` at
 //! repeat 0, and the fixed switch (the probe's arm run by the `switch` configuration).
 //! A block enters only when every action ran.
@@ -33,27 +33,30 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use arrow_array::RecordBatch;
 use serde::{Deserialize, Serialize};
 
 use super::{AnalysisError, Context, Design, Names, Output, ParamProblem, Produced, Typed};
 use crate::common::stats::{self, check_draws, IndexStream, DEFAULT_DRAWS, DEFAULT_SEED};
+use tbb_tables::analyses::pilot::{PilotRow, ProbeFeature, TraceSelectorRow};
 use tbb_tables::rows::EpisodeRow;
-use tbb_tables::TableBuilder;
+use tbb_tables::TableRow;
 
 const KIND: &str = "pilot";
 
 /// A public numeric feature of the probe: its name and its value.
-pub type Feature = (&'static str, fn(&EpisodeRow) -> f64);
+pub type Feature = (ProbeFeature, fn(&EpisodeRow) -> f64);
 
-/// The probe's public numeric features.
+/// The probe's public numeric features, in the order the fit tries them (a tie goes to
+/// the earlier).
 pub const FEATURES: [Feature; 6] = [
-    ("prompt_tokens", |r| r.prompt_tokens as f64),
-    ("completion_tokens", |r| r.completion_tokens as f64),
-    ("reasoning_tokens", |r| r.reasoning_tokens as f64),
-    ("calls", |r| f64::from(r.calls)),
-    ("requests", |r| f64::from(r.requests)),
-    ("hit_cap", |r| f64::from(u8::from(r.truncated))),
+    (ProbeFeature::PromptTokens, |r| r.prompt_tokens as f64),
+    (ProbeFeature::CompletionTokens, |r| {
+        r.completion_tokens as f64
+    }),
+    (ProbeFeature::ReasoningTokens, |r| r.reasoning_tokens as f64),
+    (ProbeFeature::Calls, |r| f64::from(r.calls)),
+    (ProbeFeature::Requests, |r| f64::from(r.requests)),
+    (ProbeFeature::HitCap, |r| f64::from(u8::from(r.truncated))),
 ];
 
 /// The `pilot` analysis kind.
@@ -84,7 +87,7 @@ impl Typed for Pilot {
     type Params = Params;
     const NAME: &'static str = KIND;
     const VERSION: &'static str = "pilot/1";
-    const OUTPUTS: &'static [&'static str] = &["pilot", "trace_selector"];
+    const OUTPUTS: &'static [&'static str] = &[PilotRow::TABLE, TraceSelectorRow::TABLE];
 
     fn check(params: &Params) -> Vec<ParamProblem> {
         let mut out: Vec<ParamProblem> = check_draws(params.draws).into_iter().collect();
@@ -131,12 +134,15 @@ impl Typed for Pilot {
         let rows = rows(&blocks, &selector, &action_names(params), draws, seed);
         Ok(vec![
             Output {
-                table: "pilot",
-                batch: pilot_table(&rows, draws, seed)?,
+                table: PilotRow::TABLE,
+                batch: PilotRow::to_batch(&rows)?,
             },
             Output {
-                table: "trace_selector",
-                batch: selector_table(&selector.rules, &action_names(params))?,
+                table: TraceSelectorRow::TABLE,
+                batch: TraceSelectorRow::to_batch(&selector_rows(
+                    &selector.rules,
+                    &action_names(params),
+                ))?,
             },
         ]
         .into())
@@ -355,31 +361,6 @@ pub fn select(blocks: &[Block<'_>]) -> Selector {
     Selector { rules, chosen }
 }
 
-/// One row of `pilot`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct PilotRow {
-    /// `retry`, an arm, `switch`, `trace_selector` or `probe`.
-    pub action: String,
-    /// Blocks.
-    pub n_blocks: u32,
-    /// Blocks whose probe failed.
-    pub n_failed_probe: u32,
-    /// Success share over the blocks.
-    pub success: f64,
-    /// Success share over the blocks whose probe failed.
-    pub success_after_failed_probe: Option<f64>,
-    /// Keep a successful probe, act after a failure.
-    pub policy_success: f64,
-    /// Probe + action, per 1,000 conditions.
-    pub cost_per_1000_usd: f64,
-    /// The action alone, per 1,000 conditions.
-    pub action_cost_per_1000_usd: f64,
-    /// The probe, plus the action only after a failure, per 1,000 conditions.
-    pub policy_cost_per_1000_usd: f64,
-    /// The action minus the switch, pp (the selector's row), with its interval.
-    pub vs_switch_pp: Option<(f64, f64, f64)>,
-}
-
 /// The `pilot` rows: the probe, each action, then the trace selector.
 pub fn rows<'a>(
     blocks: &[Block<'a>],
@@ -418,6 +399,10 @@ pub fn rows<'a>(
             action_cost_per_1000_usd: 1000.0 * action_cost,
             policy_cost_per_1000_usd: 1000.0 * (probe_cost + after_failure_cost),
             vs_switch_pp: None,
+            vs_switch_ci_low_pp: None,
+            vs_switch_ci_high_pp: None,
+            draws,
+            seed,
         }
     };
     let mut out = vec![PilotRow {
@@ -432,7 +417,10 @@ pub fn rows<'a>(
         blocks[i].actions[selector.chosen[i]]
     });
     let switch = names.len() - 1;
-    selected.vs_switch_pp = Some(versus(blocks, selector, switch, draws, seed));
+    let (estimate, low, high) = versus(blocks, selector, switch, draws, seed);
+    selected.vs_switch_pp = Some(estimate);
+    selected.vs_switch_ci_low_pp = Some(low);
+    selected.vs_switch_ci_high_pp = Some(high);
     out.push(selected);
     out
 }
@@ -478,62 +466,21 @@ fn versus(
     (estimate, low, high)
 }
 
-fn pilot_table(rows: &[PilotRow], draws: u32, seed: u64) -> Result<RecordBatch, AnalysisError> {
-    let vs = |k: usize| {
-        rows.iter()
-            .map(move |r| r.vs_switch_pp.map(|v| [v.0, v.1, v.2][k]))
-    };
-    Ok(TableBuilder::new()
-        .text("action", rows.iter().map(|r| &r.action))
-        .u32("n_blocks", rows.iter().map(|r| r.n_blocks))
-        .u32("n_failed_probe", rows.iter().map(|r| r.n_failed_probe))
-        .f64("success", rows.iter().map(|r| r.success))
-        .f64_opt(
-            "success_after_failed_probe",
-            rows.iter().map(|r| r.success_after_failed_probe),
-        )
-        .f64("policy_success", rows.iter().map(|r| r.policy_success))
-        .f64(
-            "cost_per_1000_usd",
-            rows.iter().map(|r| r.cost_per_1000_usd),
-        )
-        .f64(
-            "action_cost_per_1000_usd",
-            rows.iter().map(|r| r.action_cost_per_1000_usd),
-        )
-        .f64(
-            "policy_cost_per_1000_usd",
-            rows.iter().map(|r| r.policy_cost_per_1000_usd),
-        )
-        .f64_opt("vs_switch_pp", vs(0))
-        .f64_opt("vs_switch_ci_low_pp", vs(1))
-        .f64_opt("vs_switch_ci_high_pp", vs(2))
-        .u32("draws", rows.iter().map(|_| draws))
-        .u64("seed", rows.iter().map(|_| seed))
-        .build("pilot")?)
-}
-
-fn selector_table(rules: &[Rule], names: &[String]) -> Result<RecordBatch, AnalysisError> {
-    let name = |a: usize| names.get(a).map_or("", String::as_str);
-    Ok(TableBuilder::new()
-        .text("held_out_intent", rules.iter().map(|r| &r.fold))
-        .text_opt(
-            "feature",
-            rules.iter().map(|r| r.feature.map(|f| FEATURES[f].0)),
-        )
-        .f64_opt(
-            "threshold",
-            rules
-                .iter()
-                .map(|r| r.threshold.is_finite().then_some(r.threshold)),
-        )
-        .text("action_at_or_below", rules.iter().map(|r| name(r.low)))
-        .text("action_above", rules.iter().map(|r| name(r.high)))
-        .u32(
-            "training_successes",
-            rules.iter().map(|r| r.training_successes),
-        )
-        .build("trace_selector")?)
+/// The `trace_selector` rows: one per fitted rule, actions by name.
+pub fn selector_rows(rules: &[Rule], names: &[String]) -> Vec<TraceSelectorRow> {
+    let name = |a: usize| names.get(a).cloned().unwrap_or_default();
+    rules
+        .iter()
+        .map(|r| TraceSelectorRow {
+            held_out_intent: r.fold.clone(),
+            feature: r.feature.map(|f| FEATURES[f].0),
+            // A single action has no split (its threshold is NaN).
+            threshold: r.threshold.is_finite().then_some(r.threshold),
+            action_at_or_below: name(r.low),
+            action_above: name(r.high),
+            training_successes: r.training_successes,
+        })
+        .collect()
 }
 
 // The report crate's tests render sections from these panels (feature `fixtures`).

@@ -115,20 +115,6 @@ impl<'a> Columns<'a> {
         }
     }
 
-    /// A boolean column (no nulls).
-    pub(crate) fn flag(&self, column: &str) -> Result<Vec<bool>, ReportError> {
-        let array = self.column(column)?;
-        match array.data_type() {
-            DataType::Boolean => array
-                .as_boolean()
-                .iter()
-                .enumerate()
-                .map(|(row, v)| v.ok_or_else(|| self.null(column, row)))
-                .collect(),
-            other => Err(self.wrong_type(column, "a boolean", other)),
-        }
-    }
-
     /// An integer column, as `u64` (negative values are an error: no count or cap
     /// the report reads can be negative).
     pub(crate) fn int(&self, column: &str) -> Result<Vec<u64>, ReportError> {

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use super::*;
 use crate::common::design::testing;
+use tbb_tables::analyses::discovery::{ClusterUnit as U, RLevel as R, Statistic as S};
 
 /// An episode of `arm` for `family` at R level `r`.
 fn ep(arm: &str, family: &str, intent: &str, r: &str, available: bool, vts: bool) -> EpisodeRow {
@@ -63,10 +64,19 @@ fn params(draws: u32) -> DiscoveryParams {
     }
 }
 
-fn find<'a>(rows: &'a [Row], statistic: &str, r: &str, unit: &str) -> &'a Row {
+fn find(rows: &[DiscoveryRow], statistic: S, r: R, unit: U) -> &DiscoveryRow {
     rows.iter()
         .find(|x| x.statistic == statistic && x.r == r && x.cluster_unit == unit)
-        .unwrap_or_else(|| panic!("no row {statistic} {r} {unit}"))
+        .unwrap_or_else(|| panic!("no row {statistic:?} {r:?} {unit:?}"))
+}
+
+/// The unavailable episodes, their requests and tokens of an availability row.
+fn unavailable(row: &DiscoveryRow) -> Option<[u64; 3]> {
+    Some([
+        row.unavailable?,
+        row.unavailable_requests?,
+        row.unavailable_tokens?,
+    ])
 }
 
 fn close(a: f64, b: f64) {
@@ -78,46 +88,42 @@ fn rates_and_contrasts_match_the_hand_computation() {
     let (episodes, clusters) = study();
     let rows = compute(&params(200), &episodes, &clusters).unwrap_or_else(|e| panic!("{e}"));
     // availability: low a b c (3 of 4), high b c (2 of 4).
-    let a_low = find(&rows, "availability", "low", "required_tools");
-    close(a_low.interval.estimate, 75.0);
+    let a_low = find(&rows, S::Availability, R::Low, U::RequiredTools);
+    close(a_low.estimate_pp, 75.0);
     assert_eq!((a_low.n, a_low.hits, a_low.n_clusters), (4, Some(3), 3));
-    assert_eq!(a_low.unavailable, Some([1, 0, 0]));
-    let a_high = find(&rows, "availability", "high", "family");
-    close(a_high.interval.estimate, 50.0);
+    assert_eq!(unavailable(a_low), Some([1, 0, 0]));
+    let a_high = find(&rows, S::Availability, R::High, U::Family);
+    close(a_high.estimate_pp, 50.0);
     assert_eq!(a_high.n_clusters, 4);
     // The unavailable episodes sent nothing and used no token.
-    assert_eq!(a_high.unavailable, Some([2, 0, 0]));
+    assert_eq!(unavailable(a_high), Some([2, 0, 0]));
     // ITT: low a c (2 of 4); high b (1 of 4): the unavailable a and d count as failures.
     close(
-        find(&rows, "itt_success", "low", "intent")
-            .interval
-            .estimate,
+        find(&rows, S::IttSuccess, R::Low, U::Intent).estimate_pp,
         50.0,
     );
-    let itt_high = find(&rows, "itt_success", "high", "intent");
-    close(itt_high.interval.estimate, 25.0);
+    let itt_high = find(&rows, S::IttSuccess, R::High, U::Intent);
+    close(itt_high.estimate_pp, 25.0);
     assert_eq!((itt_high.hits, itt_high.n_clusters), (Some(1), 2));
     // Among the available only: low a c of a b c; high b of b c.
-    let pp = find(&rows, "success_if_available", "low", "required_tools");
-    close(pp.interval.estimate, 200.0 / 3.0);
+    let pp = find(&rows, S::SuccessIfAvailable, R::Low, U::RequiredTools);
+    close(pp.estimate_pp, 200.0 / 3.0);
     assert_eq!(pp.n, 3);
     close(
-        find(&rows, "success_if_available", "high", "required_tools")
-            .interval
-            .estimate,
+        find(&rows, S::SuccessIfAvailable, R::High, U::RequiredTools).estimate_pp,
         50.0,
     );
     // Contrasts, high − low per family: availability (−1, 0, 0, 0); ITT (−1, +1, −1, 0).
-    let da = find(&rows, "availability", "high_minus_low", "required_tools");
-    close(da.interval.estimate, -25.0);
+    let da = find(&rows, S::Availability, R::HighMinusLow, U::RequiredTools);
+    close(da.estimate_pp, -25.0);
     assert_eq!((da.n, da.hits), (4, None));
-    let dy = find(&rows, "itt_success", "high_minus_low", "family");
-    close(dy.interval.estimate, -25.0);
-    assert!(dy.contrast && !a_low.contrast);
+    let dy = find(&rows, S::IttSuccess, R::HighMinusLow, U::Family);
+    close(dy.estimate_pp, -25.0);
+    assert!(dy.p_value.is_some() && a_low.p_value.is_none());
     // No per-protocol contrast, and three units for each of the 8 statistics.
     assert!(!rows
         .iter()
-        .any(|x| x.statistic == "success_if_available" && x.r == "high_minus_low"));
+        .any(|x| x.statistic == S::SuccessIfAvailable && x.r == R::HighMinusLow));
     assert_eq!(rows.len(), 8 * 3);
 }
 
@@ -161,7 +167,7 @@ fn slow_interval(sums: &[f64], weights: &[f64], draws: u32, draw_seed: u64) -> (
 fn intervals_resample_the_required_tool_clusters() {
     let (episodes, clusters) = study();
     let rows = compute(&params(999), &episodes, &clusters).unwrap_or_else(|e| panic!("{e}"));
-    let row = find(&rows, "itt_success", "high_minus_low", "required_tools");
+    let row = find(&rows, S::IttSuccess, R::HighMinusLow, U::RequiredTools);
     // Clusters in name order: read_x+search {a: −100}, read_x+search+update_x {b: +100},
     // read_y+search {c: −100, d: 0}.
     let (low, high, p) = slow_interval(
@@ -170,9 +176,9 @@ fn intervals_resample_the_required_tool_clusters() {
         999,
         row.draw_seed,
     );
-    close(row.interval.low, low);
-    close(row.interval.high, high);
-    close(row.interval.p_value, p);
+    close(row.ci_low_pp, low);
+    close(row.ci_high_pp, high);
+    close(row.p_value.unwrap_or(f64::NAN), p);
     assert_eq!(
         row.draw_seed,
         stats::derive_seed(
@@ -186,9 +192,7 @@ fn intervals_resample_the_required_tool_clusters() {
             ]
         )
     );
-    assert!(
-        row.interval.low <= row.interval.estimate && row.interval.estimate <= row.interval.high
-    );
+    assert!(row.ci_low_pp <= row.estimate_pp && row.estimate_pp <= row.ci_high_pp);
 }
 
 #[test]
@@ -202,13 +206,13 @@ fn one_cluster_gives_a_degenerate_interval() {
         .map(|(a, b)| (a.to_string(), b.to_string()))
         .collect();
     let rows = compute(&params(50), &episodes, &clusters).unwrap_or_else(|e| panic!("{e}"));
-    let d = find(&rows, "itt_success", "high_minus_low", "intent");
-    close(d.interval.estimate, -100.0);
-    close(d.interval.low, -100.0);
-    close(d.interval.high, -100.0);
+    let d = find(&rows, S::IttSuccess, R::HighMinusLow, U::Intent);
+    close(d.estimate_pp, -100.0);
+    close(d.ci_low_pp, -100.0);
+    close(d.ci_high_pp, -100.0);
     // No unavailable episode: the row says so with zeros.
     assert_eq!(
-        find(&rows, "availability", "low", "family").unavailable,
+        unavailable(find(&rows, S::Availability, R::Low, U::Family)),
         Some([0, 0, 0])
     );
 }
@@ -226,10 +230,12 @@ fn arms_are_analysed_apart_and_sorted_by_name() {
     let fixed_rows = rows.iter().filter(|r| r.arm == "fixed").count();
     // No episode is unavailable: `success_if_available` has rows too (8 statistics).
     assert_eq!(fixed_rows, 8 * 3);
-    // The table has one row per computed row.
-    let batch = table(&rows).unwrap_or_else(|e| panic!("{e}"));
+    // The table has one row per computed row, and reads back as them.
+    let batch = DiscoveryRow::to_batch(&rows).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(batch.num_rows(), rows.len());
-    assert!(batch.schema().field_with_name("unavailable_tokens").is_ok());
+    let back = DiscoveryRow::from_batch(&batch).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(back.len(), rows.len());
+    assert_eq!(back[0].statistic, S::Availability);
 }
 
 #[test]

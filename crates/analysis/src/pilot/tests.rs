@@ -74,7 +74,10 @@ fn the_depth_one_tree_by_hand() {
     // not vary, so the first split is on calls at (0 + 5) / 2: fixit at or below,
     // the retry above, 4 successes.
     let rule = fit("none", &all);
-    assert_eq!(rule.feature.map(|f| FEATURES[f].0), Some("calls"));
+    assert_eq!(
+        rule.feature.map(|f| FEATURES[f].0),
+        Some(ProbeFeature::Calls)
+    );
     assert_eq!(rule.threshold, 2.5);
     assert_eq!((rule.low, rule.high, rule.training_successes), (1, 0, 4));
     // Held out one intent at a time: without i1 the 0-call side has one block (f2),
@@ -116,9 +119,16 @@ fn successes_policies_and_costs_by_hand_with_the_probe_charged_once() {
     let selector = get("trace_selector");
     assert_eq!(selector.success, 1.0);
     // The selector rescues all four, the switch one: +75 pp.
-    let (d, lo, hi) = selector
-        .vs_switch_pp
-        .unwrap_or((f64::NAN, f64::NAN, f64::NAN));
+    let bound = |v: Option<f64>| v.unwrap_or(f64::NAN);
+    let (d, lo, hi) = (
+        bound(selector.vs_switch_pp),
+        bound(selector.vs_switch_ci_low_pp),
+        bound(selector.vs_switch_ci_high_pp),
+    );
+    // Only the selector's row compares with the switch.
+    assert!(rows
+        .iter()
+        .all(|r| (r.action == "trace_selector") == r.vs_switch_pp.is_some()));
     assert!((d - 75.0).abs() < 1e-9);
     assert!(lo <= d && d <= hi);
 }

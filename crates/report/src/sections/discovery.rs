@@ -11,11 +11,13 @@
 //!
 //! Never: computes a statistic; every number of this study is a cell of the table.
 
-use super::super::columns::Columns;
+use tbb_tables::analyses::discovery::{ClusterUnit, DiscoveryRow, RLevel, Statistic};
+use tbb_tables::levels::level_name;
+
 use super::super::document::{code, text, Align, Section, Table};
 use super::super::format;
 use super::super::ReportError;
-use super::{first_seen, table, unit_plural, Tables};
+use super::{first_seen, rows, unit_plural, Tables};
 
 /// What the paper publishes about its discovery study.
 pub(crate) struct PaperDiscovery {
@@ -38,65 +40,39 @@ pub(crate) const PAPER: PaperDiscovery = PaperDiscovery {
 };
 
 /// The primary resampling unit.
-const PRIMARY: &str = "required_tools";
+const PRIMARY: ClusterUnit = ClusterUnit::RequiredTools;
 
-/// One row of the table, by its identity.
-struct Find<'a> {
-    arm: Vec<String>,
-    statistic: Vec<String>,
-    r: Vec<String>,
-    unit: Vec<String>,
-    t: &'a Columns<'a>,
-}
-
-impl Find<'_> {
-    fn row(&self, arm: &str, statistic: &str, r: &str, unit: &str) -> Option<usize> {
-        (0..self.t.len()).find(|&i| {
-            self.arm[i] == arm
-                && self.statistic[i] == statistic
-                && self.r[i] == r
-                && self.unit[i] == unit
-        })
-    }
+/// The row of `arm`, `statistic`, `r` and `unit`, if the table has it.
+fn find<'t>(
+    rows: &'t [DiscoveryRow],
+    arm: &str,
+    statistic: Statistic,
+    r: RLevel,
+    unit: ClusterUnit,
+) -> Option<&'t DiscoveryRow> {
+    rows.iter()
+        .find(|x| x.arm == arm && x.statistic == statistic && x.r == r && x.cluster_unit == unit)
 }
 
 /// Fills the section.
 pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportError> {
-    let Some(t) = table(tables, "discovery") else {
+    let Some(t) = rows::<DiscoveryRow>(tables)? else {
         return Ok(());
     };
-    let find = Find {
-        arm: t.text("arm")?,
-        statistic: t.text("statistic")?,
-        r: t.text("r")?,
-        unit: t.text("cluster_unit")?,
-        t: &t,
-    };
-    let (lane, n_clusters, n) = (t.text("lane")?, t.int("n_clusters")?, t.int("n")?);
-    let (estimate, low, high) = (
-        t.float("estimate_pp")?,
-        t.float("ci_low_pp")?,
-        t.float("ci_high_pp")?,
-    );
-    let (p, floor) = (t.float("p_value")?, t.float("p_floor")?);
-    let (unavailable, unavailable_requests, unavailable_tokens) = (
-        t.int_opt("unavailable")?,
-        t.int_opt("unavailable_requests")?,
-        t.int_opt("unavailable_tokens")?,
-    );
-    let rate = |i: Option<usize>| {
-        i.map_or_else(
+    let rate = |row: Option<&DiscoveryRow>| {
+        row.map_or_else(
             || format::MISSING.to_string(),
-            |i| format!("{}%", format::fixed(estimate[i], 1)),
+            |x| format!("{}%", format::fixed(x.estimate_pp, 1)),
         )
     };
-    let contrast = |i: Option<usize>| {
-        i.map_or_else(
+    let contrast = |row: Option<&DiscoveryRow>| {
+        row.map_or_else(
             || format::MISSING.to_string(),
-            |i| format::effect_with_interval(estimate[i], low[i], high[i]),
+            |x| format::effect_with_interval(x.estimate_pp, x.ci_low_pp, x.ci_high_pp),
         )
     };
-    let arms = first_seen(&find.arm);
+    let arm_names: Vec<String> = t.iter().map(|x| x.arm.clone()).collect();
+    let arms = first_seen(&arm_names);
 
     s.paragraph(vec![
         text(
@@ -128,25 +104,25 @@ pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportErro
         ],
     );
     for arm in &arms {
-        let at = |statistic: &str, r: &str| find.row(arm, statistic, r, PRIMARY);
-        let lane_name = at("availability", "low")
-            .or(at("availability", "high"))
-            .map_or_else(String::new, |i| lane[i].clone());
-        let un = |r: &str| {
-            at("availability", r)
-                .and_then(|i| unavailable[i])
+        let at = |statistic: Statistic, r: RLevel| find(&t, arm, statistic, r, PRIMARY);
+        let lane_name = at(Statistic::Availability, RLevel::Low)
+            .or(at(Statistic::Availability, RLevel::High))
+            .map_or_else(String::new, |x| x.lane.clone());
+        let un = |r: RLevel| {
+            at(Statistic::Availability, r)
+                .and_then(|x| x.unavailable)
                 .map_or_else(|| format::MISSING.to_string(), format::count)
         };
         main.push(vec![
             arm.clone(),
             lane_name,
-            rate(at("availability", "low")),
-            rate(at("availability", "high")),
-            rate(at("itt_success", "low")),
-            rate(at("itt_success", "high")),
-            contrast(at("availability", "high_minus_low")),
-            contrast(at("itt_success", "high_minus_low")),
-            format!("{} / {}", un("low"), un("high")),
+            rate(at(Statistic::Availability, RLevel::Low)),
+            rate(at(Statistic::Availability, RLevel::High)),
+            rate(at(Statistic::IttSuccess, RLevel::Low)),
+            rate(at(Statistic::IttSuccess, RLevel::High)),
+            contrast(at(Statistic::Availability, RLevel::HighMinusLow)),
+            contrast(at(Statistic::IttSuccess, RLevel::HighMinusLow)),
+            format!("{} / {}", un(RLevel::Low), un(RLevel::High)),
         ]);
     }
     s.table(main);
@@ -163,15 +139,16 @@ pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportErro
         ],
     );
     for arm in &arms {
-        for unit in tbb_analysis::discovery::UNITS {
-            if let Some(i) = find.row(arm, "itt_success", "high_minus_low", unit) {
+        for unit in ClusterUnit::ALL {
+            if let Some(x) = find(&t, arm, Statistic::IttSuccess, RLevel::HighMinusLow, unit) {
                 by_unit.push(vec![
                     arm.clone(),
-                    unit_plural(unit),
-                    format::count(n_clusters[i]),
-                    format::count(n[i]),
-                    contrast(Some(i)),
-                    format::p_value(p[i], floor[i]),
+                    unit_plural(&level_name(&unit)),
+                    format::count(u64::from(x.n_clusters)),
+                    format::count(u64::from(x.n)),
+                    contrast(Some(x)),
+                    // A contrast always has a p-value; a missing one prints as "—".
+                    format::p_value(x.p_value.unwrap_or(f64::NAN), x.p_floor),
                 ]);
             }
         }
@@ -190,10 +167,10 @@ pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportErro
     );
     let clusters = arms
         .first()
-        .and_then(|a| find.row(a, "availability", "low", PRIMARY))
+        .and_then(|a| find(&t, a, Statistic::Availability, RLevel::Low, PRIMARY))
         .map_or_else(
             || format::MISSING.to_string(),
-            |i| format::count(n_clusters[i]),
+            |x| format::count(u64::from(x.n_clusters)),
         );
     paper.push(vec![
         "Clusters of required tools resampled".into(),
@@ -203,15 +180,16 @@ pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportErro
     let mut stopped = Vec::new();
     let mut spent = Vec::new();
     for arm in &arms {
-        for r in ["low", "high"] {
-            if let Some(i) = find.row(arm, "availability", r, PRIMARY) {
+        for r in [RLevel::Low, RLevel::High] {
+            if let Some(x) = find(&t, arm, Statistic::Availability, r, PRIMARY) {
                 let show =
                     |v: Option<u64>| v.map_or_else(|| format::MISSING.to_string(), format::count);
-                stopped.push(format!("{arm} R {r}: {}", show(unavailable[i])));
+                let r = level_name(&r);
+                stopped.push(format!("{arm} R {r}: {}", show(x.unavailable)));
                 spent.push(format!(
                     "{arm} R {r}: {} requests, {} tokens",
-                    show(unavailable_requests[i]),
-                    show(unavailable_tokens[i])
+                    show(x.unavailable_requests),
+                    show(x.unavailable_tokens)
                 ));
             }
         }

@@ -21,8 +21,9 @@ use super::super::document::{code, text, Align, Figure, Section, Table};
 use super::super::figures::{self, PathSeries, Point};
 use super::super::format;
 use super::super::ReportError;
-use super::{absent, table, Tables};
-use tbb_analysis::frontier::FLAGS;
+use super::{absent, rows, Tables};
+use tbb_tables::analyses::frontier::{FrontierPathsRow, FrontierRow};
+use tbb_tables::TableRow;
 
 /// The paper's change in VTS from 2 calls, by depth: (depth, "estimate [low, high]").
 pub(crate) const PAPER_CONTRASTS: [(u64, &str); 3] = [
@@ -60,7 +61,7 @@ pub(crate) const PAPER: PaperFrontier = PaperFrontier {
     over_budget_14: 0,
 };
 
-/// The column headings of the terminal flags, in [`FLAGS`] order.
+/// The column headings of the terminal flags, in [`FrontierRow::flag_counts`] order.
 const FLAG_HEADINGS: [&str; 7] = [
     "Infra",
     "Truncation",
@@ -101,70 +102,74 @@ pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportErro
          at the first response whose executed calls reach it; the earlier counts as \
          first.",
     )]);
-    match table(tables, "frontier") {
-        Some(t) => depth_tables(&t, s)?,
-        None => s.note(absent("The depth table", "frontier", "frontier")),
+    match rows::<FrontierRow>(tables)? {
+        Some(t) => depth_tables(&t, s),
+        None => s.note(absent("The depth table", FrontierRow::TABLE, "frontier")),
     }
-    match table(tables, "frontier_paths") {
+    match rows::<FrontierPathsRow>(tables)? {
         Some(t) => paths_figure(&t, s)?,
-        None => s.note(absent("Figure 9", "frontier_paths", "frontier")),
+        None => s.note(absent("Figure 9", FrontierPathsRow::TABLE, "frontier")),
     }
     Ok(())
 }
 
-fn depth_tables(
-    t: &super::super::columns::Columns<'_>,
-    s: &mut Section,
-) -> Result<(), ReportError> {
-    let (cap, depth, limit, budget) = (
-        t.int("completion_cap")?,
-        t.int("depth")?,
-        t.int("call_limit")?,
-        t.int("episode_budget")?,
-    );
-    let (n, families, vts) = (t.int("n_episodes")?, t.int("n_families")?, t.float("vts")?);
-    let (est, lo, hi) = (
-        t.float("contrast_pp")?,
-        t.float("ci_low_pp")?,
-        t.float("ci_high_pp")?,
-    );
-    let (calls, calls_q1, calls_q3) = (
-        t.float("calls_median")?,
-        t.float("calls_q1")?,
-        t.float("calls_q3")?,
-    );
-    let (tokens, tokens_q1, tokens_q3) = (
-        t.float("total_tokens_median")?,
-        t.float("total_tokens_q1")?,
-        t.float("total_tokens_q3")?,
-    );
-    let prompt = t.float("prompt_tokens_median")?;
-    let (within, within_failed, within_infeasible) = (
-        t.int("within_budget")?,
-        t.int("within_budget_failed")?,
-        t.int("within_budget_infeasibility")?,
-    );
-    let (budget_first, limit_first, neither) = (
-        t.int("budget_first")?,
-        t.int("call_limit_first")?,
-        t.int("neither_limit")?,
-    );
-    let flags = FLAGS
-        .iter()
-        .map(|f| t.int(&format!("flag_{f}")))
-        .collect::<Result<Vec<_>, _>>()?;
-    let caps = cap.iter().copied().fold(Vec::<u64>::new(), |mut v, c| {
-        if !v.contains(&c) {
-            v.push(c);
+/// A null value prints as "—", as a non-finite one does.
+fn or_missing(v: Option<f64>) -> f64 {
+    v.unwrap_or(f64::NAN)
+}
+
+/// "estimate [low, high]" of a depth's change from 2 calls ("—" on the depth-2 row).
+fn change(r: &FrontierRow) -> String {
+    format::effect_with_interval(
+        or_missing(r.contrast_pp),
+        or_missing(r.ci_low_pp),
+        or_missing(r.ci_high_pp),
+    )
+}
+
+fn calls_iqr(r: &FrontierRow) -> String {
+    median_iqr(
+        or_missing(r.calls_median),
+        or_missing(r.calls_q1),
+        or_missing(r.calls_q3),
+    )
+}
+
+fn within_budget(r: &FrontierRow) -> String {
+    format!(
+        "{} ({}, {})",
+        format::count(r.within_budget),
+        format::count(r.within_budget_failed),
+        format::count(r.within_budget_infeasibility)
+    )
+}
+
+fn limits_first(r: &FrontierRow) -> String {
+    format!(
+        "{} / {} / {}",
+        format::count(r.budget_first),
+        format::count(r.call_limit_first),
+        format::count(r.neither_limit)
+    )
+}
+
+fn depth_tables(t: &[FrontierRow], s: &mut Section) {
+    let caps = t.iter().fold(Vec::<u32>::new(), |mut v, r| {
+        if !v.contains(&r.completion_cap) {
+            v.push(r.completion_cap);
         }
         v
     });
     let several_caps = caps.len() > 1;
-    let label = |i: usize| {
+    let label = |r: &FrontierRow| {
         if several_caps {
-            format!("{} (cap {})", depth[i], format::count(cap[i]))
+            format!(
+                "{} (cap {})",
+                r.depth,
+                format::count(u64::from(r.completion_cap))
+            )
         } else {
-            depth[i].to_string()
+            r.depth.to_string()
         }
     };
 
@@ -197,42 +202,40 @@ fn depth_tables(
     for heading in FLAG_HEADINGS {
         flag_table.push_column(heading, Align::Right);
     }
-    for i in 0..t.len() {
+    for r in t {
         main.push(vec![
-            label(i),
-            format::count(limit[i]),
-            format::count(n[i]),
-            format::count(families[i]),
-            format::percent(vts[i]),
-            format::effect_with_interval(est[i], lo[i], hi[i]),
-            paper_contrast(depth[i]).to_string(),
-            median_iqr(calls[i], calls_q1[i], calls_q3[i]),
-            median_iqr(tokens[i], tokens_q1[i], tokens_q3[i]),
-            format::whole(prompt[i]),
-            format!(
-                "{} ({}, {})",
-                format::count(within[i]),
-                format::count(within_failed[i]),
-                format::count(within_infeasible[i])
+            label(r),
+            format::count(u64::from(r.call_limit)),
+            format::count(r.n_episodes),
+            format::count(r.n_families),
+            format::percent(r.vts),
+            change(r),
+            paper_contrast(u64::from(r.depth)).to_string(),
+            calls_iqr(r),
+            median_iqr(
+                or_missing(r.total_tokens_median),
+                or_missing(r.total_tokens_q1),
+                or_missing(r.total_tokens_q3),
             ),
-            format!(
-                "{} / {} / {}",
-                format::count(budget_first[i]),
-                format::count(limit_first[i]),
-                format::count(neither[i])
-            ),
+            format::whole(or_missing(r.prompt_tokens_median)),
+            within_budget(r),
+            limits_first(r),
         ]);
-        let mut row = vec![label(i), format::count(flags.iter().map(|f| f[i]).sum())];
-        row.extend(flags.iter().map(|f| format::count(f[i])));
+        let flags = r.flag_counts();
+        let mut row = vec![label(r), format::count(flags.iter().sum())];
+        row.extend(flags.iter().map(|f| format::count(*f)));
         flag_table.push(row);
     }
     s.table(main);
     s.table(flag_table);
 
     // The paper's frontier figures beside this study's, at the first cap.
-    let at = |d: u64| (0..t.len()).find(|&i| depth[i] == d && Some(&cap[i]) == caps.first());
-    let show = |i: Option<usize>, f: &dyn Fn(usize) -> String| {
-        i.map_or_else(|| format::MISSING.to_string(), f)
+    let at = |d: u64| {
+        t.iter()
+            .find(|r| u64::from(r.depth) == d && Some(&r.completion_cap) == caps.first())
+    };
+    let show = |r: Option<&FrontierRow>, f: &dyn Fn(&FrontierRow) -> String| {
+        r.map_or_else(|| format::MISSING.to_string(), f)
     };
     let mut paper = Table::new(
         "This study beside the paper's published frontier figures (the paper's column is \
@@ -246,23 +249,14 @@ fn depth_tables(
     for (d, published) in PAPER_CONTRASTS {
         paper.push(vec![
             format!("Change in VTS from 2 to {d} calls (pp)"),
-            show(at(d), &|i| {
-                format::effect_with_interval(est[i], lo[i], hi[i])
-            }),
+            show(at(d), &change),
             published.into(),
         ]);
     }
     let d30 = at(30);
     paper.push(vec![
         "30 calls: episodes within the budget (failed, at an infeasibility stop)".into(),
-        show(d30, &|i| {
-            format!(
-                "{} ({}, {})",
-                format::count(within[i]),
-                format::count(within_failed[i]),
-                format::count(within_infeasible[i])
-            )
-        }),
+        show(d30, &within_budget),
         format!(
             "{} ({}, {})",
             PAPER.within_budget_30,
@@ -272,7 +266,7 @@ fn depth_tables(
     ]);
     paper.push(vec![
         "30 calls: executed calls, median [q1–q3]".into(),
-        show(d30, &|i| median_iqr(calls[i], calls_q1[i], calls_q3[i])),
+        show(d30, &calls_iqr),
         format!(
             "{} [{}–{}]",
             PAPER.calls_30.0, PAPER.calls_30.1, PAPER.calls_30.2
@@ -280,36 +274,31 @@ fn depth_tables(
     ]);
     paper.push(vec![
         "30 calls: median total tokens".into(),
-        show(d30, &|i| format::whole(tokens[i])),
+        show(d30, &|r| format::whole(or_missing(r.total_tokens_median))),
         format::count(PAPER.tokens_median_30),
     ]);
     paper.push(vec![
         "30 calls: budget / call limit / neither reached first".into(),
-        show(d30, &|i| {
-            format!(
-                "{} / {} / {}",
-                format::count(budget_first[i]),
-                format::count(limit_first[i]),
-                format::count(neither[i])
-            )
-        }),
+        show(d30, &limits_first),
         "the budget before the call limit (Figure 9)".into(),
     ]);
     let d14 = at(14);
     paper.push(vec![
         "14 calls: median prompt tokens".into(),
-        show(d14, &|i| format::whole(prompt[i])),
+        show(d14, &|r| format::whole(or_missing(r.prompt_tokens_median))),
         format::count(PAPER.prompt_median_14),
     ]);
     paper.push(vec![
         "14 calls: episodes over the budget".into(),
-        show(d14, &|i| format::count(n[i].saturating_sub(within[i]))),
+        show(d14, &|r| {
+            format::count(r.n_episodes.saturating_sub(r.within_budget))
+        }),
         format::count(PAPER.over_budget_14),
     ]);
     s.table(paper);
-    let budgets: Vec<u64> = budget.iter().copied().fold(Vec::new(), |mut v, b| {
-        if !v.contains(&b) {
-            v.push(b);
+    let budgets: Vec<u64> = t.iter().fold(Vec::new(), |mut v, r| {
+        if !v.contains(&r.episode_budget) {
+            v.push(r.episode_budget);
         }
         v
     });
@@ -329,43 +318,30 @@ fn depth_tables(
         code("docs/frontier.md"),
         text("."),
     ]);
-    Ok(())
 }
 
 /// Figure 9: one figure per completion cap.
-fn paths_figure(
-    t: &super::super::columns::Columns<'_>,
-    s: &mut Section,
-) -> Result<(), ReportError> {
-    let (key, cap, depth) = (
-        t.text("episode_key")?,
-        t.int("completion_cap")?,
-        t.int("depth")?,
-    );
-    let (request, calls, tokens) = (
-        t.int("request")?,
-        t.int("calls")?,
-        t.int("cumulative_tokens")?,
-    );
-    let (limit, budget) = (t.int("call_limit")?, t.int("episode_budget")?);
+fn paths_figure(t: &[FrontierPathsRow], s: &mut Section) -> Result<(), ReportError> {
     // cap → (depth → (episode → its (request, calls, tokens), the depth's largest call
     // limit), the cap's budget).
     type Episodes = BTreeMap<String, Vec<(u64, u64, u64)>>;
     type Depths = BTreeMap<u64, (Episodes, u64)>;
     let mut by_cap: BTreeMap<u64, (Depths, u64)> = BTreeMap::new();
-    for i in 0..t.len() {
+    for r in t {
         let (depths, b) = by_cap
-            .entry(cap[i])
-            .or_insert_with(|| (BTreeMap::new(), budget[i]));
-        *b = (*b).max(budget[i]);
+            .entry(u64::from(r.completion_cap))
+            .or_insert_with(|| (BTreeMap::new(), r.episode_budget));
+        *b = (*b).max(r.episode_budget);
+        let limit = u64::from(r.call_limit);
         let (episodes, l) = depths
-            .entry(depth[i])
-            .or_insert_with(|| (BTreeMap::new(), limit[i]));
-        *l = (*l).max(limit[i]);
-        episodes
-            .entry(key[i].clone())
-            .or_default()
-            .push((request[i], calls[i], tokens[i]));
+            .entry(u64::from(r.depth))
+            .or_insert_with(|| (BTreeMap::new(), limit));
+        *l = (*l).max(limit);
+        episodes.entry(r.episode_key.clone()).or_default().push((
+            u64::from(r.request),
+            u64::from(r.calls),
+            r.cumulative_tokens,
+        ));
     }
     for (cap, (depths, budget)) in &by_cap {
         let series: Vec<PathSeries> = depths

@@ -8,10 +8,14 @@
 //!
 //! Never: computes an estimate or an interval.
 
+use tbb_tables::analyses::pilot::{PilotRow, TraceSelectorRow};
+use tbb_tables::levels::level_name;
+use tbb_tables::TableRow;
+
 use super::super::document::{text, Align, Section, Table};
 use super::super::format;
 use super::super::ReportError;
-use super::{absent, table, Tables};
+use super::{absent, rows, Tables};
 
 /// The paper's values per action: (action, success, after a failed probe), as
 /// published ("—" where it publishes none).
@@ -39,25 +43,10 @@ pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportErro
          from the switch is paired by block with a 95% intent-cluster interval, the \
          fitted rules held fixed.",
     )]);
-    let Some(t) = table(tables, "pilot") else {
-        s.note(absent("The pilot", "pilot", "pilot"));
+    let Some(pilot) = rows::<PilotRow>(tables)? else {
+        s.note(absent("The pilot", PilotRow::TABLE, "pilot"));
         return Ok(());
     };
-    let action = t.text("action")?;
-    let (n, failed) = (t.int("n_blocks")?, t.int("n_failed_probe")?);
-    let success = t.float("success")?;
-    let after = t.float("success_after_failed_probe")?;
-    let policy = t.float("policy_success")?;
-    let (cost, alone, policy_cost) = (
-        t.float("cost_per_1000_usd")?,
-        t.float("action_cost_per_1000_usd")?,
-        t.float("policy_cost_per_1000_usd")?,
-    );
-    let (vs, lo, hi) = (
-        t.float("vs_switch_pp")?,
-        t.float("vs_switch_ci_low_pp")?,
-        t.float("vs_switch_ci_high_pp")?,
-    );
     let mut out = Table::new(
         "Per action (%, USD per 1,000 conditions); ours beside the paper's Table 13 \
          (labelled \"paper\").",
@@ -74,37 +63,43 @@ pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportErro
         ],
     );
     let mut selector_line = None;
-    for i in 0..t.len() {
-        let (paper_success, paper_after) = if action[i] == "trace_selector" {
+    // A null share or bound prints as "—", as a non-finite one does.
+    let or_missing = |v: Option<f64>| v.unwrap_or(f64::NAN);
+    for r in &pilot {
+        let (paper_success, paper_after) = if r.action == "trace_selector" {
             (PAPER_SELECTOR.0, "—")
         } else {
             PAPER
                 .iter()
-                .find(|p| p.0 == action[i])
+                .find(|p| p.0 == r.action)
                 .map_or(("—", "—"), |p| (p.1, p.2))
         };
         out.push(vec![
-            action[i].replace('_', " "),
-            format::percent(success[i]),
-            if action[i] == "probe" {
+            r.action.replace('_', " "),
+            format::percent(r.success),
+            if r.action == "probe" {
                 "—".into()
             } else {
-                format::percent(after[i])
+                format::percent(or_missing(r.success_after_failed_probe))
             },
-            format::percent(policy[i]),
-            format::usd(cost[i]),
-            format::usd(alone[i]),
-            format::usd(policy_cost[i]),
+            format::percent(r.policy_success),
+            format::usd(r.cost_per_1000_usd),
+            format::usd(r.action_cost_per_1000_usd),
+            format::usd(r.policy_cost_per_1000_usd),
             paper_success.into(),
             paper_after.into(),
         ]);
-        if vs[i].is_finite() {
+        if let Some(vs) = r.vs_switch_pp.filter(|v| v.is_finite()) {
             selector_line = Some(format!(
                 "The trace selector minus the switch: {} pp over {} blocks ({} with a failed \
                  probe); the paper's: {} pp.",
-                format::effect_with_interval(vs[i], lo[i], hi[i]),
-                format::count(n[i]),
-                format::count(failed[i]),
+                format::effect_with_interval(
+                    vs,
+                    or_missing(r.vs_switch_ci_low_pp),
+                    or_missing(r.vs_switch_ci_high_pp)
+                ),
+                format::count(u64::from(r.n_blocks)),
+                format::count(u64::from(r.n_failed_probe)),
                 PAPER_SELECTOR.1
             ));
         }
@@ -113,33 +108,32 @@ pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportErro
     if let Some(line) = selector_line {
         s.note(vec![text(line)]);
     }
-    match table(tables, "trace_selector") {
-        Some(r) => {
-            let (fold, feature, threshold) = (
-                r.text("held_out_intent")?,
-                r.text_opt("feature")?,
-                r.float("threshold")?,
-            );
-            let (low, high) = (r.text("action_at_or_below")?, r.text("action_above")?);
+    match rows::<TraceSelectorRow>(tables)? {
+        Some(selector) => {
             let mut rules = Table::new(
                 "The trace selector's fitted rule per held-out intent.",
                 &[("Held-out intent", Align::Left), ("Rule", Align::Left)],
             );
-            for i in 0..r.len() {
-                let rule = match &feature[i] {
+            for r in &selector {
+                let rule = match r.feature {
                     Some(f) => format!(
-                        "{f} ≤ {} → {}, else {}",
-                        format::fixed(threshold[i], 1),
-                        low[i],
-                        high[i]
+                        "{} ≤ {} → {}, else {}",
+                        level_name(&f),
+                        format::fixed(or_missing(r.threshold), 1),
+                        r.action_at_or_below,
+                        r.action_above
                     ),
-                    None => format!("always {}", low[i]),
+                    None => format!("always {}", r.action_at_or_below),
                 };
-                rules.push(vec![fold[i].clone(), rule]);
+                rules.push(vec![r.held_out_intent.clone(), rule]);
             }
             s.table(rules);
         }
-        None => s.note(absent("The selector's rules", "trace_selector", "pilot")),
+        None => s.note(absent(
+            "The selector's rules",
+            TraceSelectorRow::TABLE,
+            "pilot",
+        )),
     }
     s.note(vec![text(
         "The paper's mean cost per 1,000 conditions with the probe charged: USD 4.49 for \

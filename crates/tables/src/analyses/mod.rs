@@ -14,9 +14,12 @@ pub mod cap_sweep;
 pub mod contrasts;
 pub mod costs;
 pub mod decoders;
+pub mod discovery;
 pub mod first_responses;
+pub mod frontier;
 pub mod holdout;
 pub mod lanes;
+pub mod pilot;
 pub mod repairs;
 pub mod sentinel;
 pub mod strata;
@@ -123,6 +126,20 @@ pub const TABLES: &[(&str, Layout)] = &[
     (
         switches::SwitchSummaryRow::TABLE,
         switches::SwitchSummaryRow::fields,
+    ),
+    (
+        discovery::DiscoveryRow::TABLE,
+        discovery::DiscoveryRow::fields,
+    ),
+    (frontier::FrontierRow::TABLE, frontier::FrontierRow::fields),
+    (
+        frontier::FrontierPathsRow::TABLE,
+        frontier::FrontierPathsRow::fields,
+    ),
+    (pilot::PilotRow::TABLE, pilot::PilotRow::fields),
+    (
+        pilot::TraceSelectorRow::TABLE,
+        pilot::TraceSelectorRow::fields,
     ),
 ];
 
