@@ -9,7 +9,9 @@ use arrow_array::RecordBatch;
 use super::figures::tests::{dots, strokes};
 use super::figures::SERIES_COLOURS;
 use super::{render, ReportError};
+use tbb_tables::analyses::cap_sweep::CapSweepRow;
 use tbb_tables::analyses::costs::CostsRow;
+use tbb_tables::analyses::two_caps::{CapRole, CapStatistic};
 use tbb_tables::{TableBuilder, TableRow};
 
 /// The eight contrasts as the analysis names and labels them.
@@ -803,67 +805,63 @@ fn the_cap_study_section_shows_the_rule_reading_and_what_runs() {
 /// disagreement shares as percentages.
 #[test]
 fn the_cap_sweep_section_puts_ours_beside_the_papers() {
-    // (stratum, arm_role, cap, statistic, estimate, ci)
-    type Row = (
-        &'static str,
-        &'static str,
-        Option<u32>,
-        &'static str,
-        f64,
-        Option<(f64, f64)>,
-    );
-    let rows: [Row; 5] = [
-        (
+    let row = |stratum: &str, arm_role, statistic, estimate_pp, ci: Option<(f64, f64)>| {
+        let change = arm_role == CapRole::Change;
+        let (arm, completion_cap) = match arm_role {
+            CapRole::Low => ("cap_1024", Some(1024)),
+            CapRole::High => ("cap_16384", Some(16384)),
+            CapRole::Change => ("cap_16384_minus_cap_1024", None),
+        };
+        CapSweepRow {
+            stratum: stratum.into(),
+            arm: arm.into(),
+            arm_role,
+            completion_cap,
+            statistic,
+            n_configurations: 1,
+            n_units: None,
+            units_incomplete: None,
+            n_clusters: None,
+            n_events: None,
+            n_total: None,
+            estimate_pp: Some(estimate_pp),
+            ci_low_pp: ci.map(|c| c.0),
+            ci_high_pp: ci.map(|c| c.1),
+            p_value: None,
+            excluded_provider_failure: 0,
+            excluded_missing_usage: 0,
+            bound_low_pp: change.then_some(38.6),
+            bound_high_pp: change.then_some(38.6),
+            draws: None,
+            seed: 0,
+            draw_seed: None,
+            margin_pp: change.then_some(5.0),
+            clears_margin: change.then_some(true),
+            within_margin: change.then_some(false),
+        }
+    };
+    let contrast = CapStatistic::VContrast;
+    let rows = [
+        row("B", CapRole::Low, contrast, -38.7, Some((-41.0, -36.3))),
+        row("B", CapRole::High, contrast, -0.1, Some((-1.3, 1.2))),
+        row("B", CapRole::Change, contrast, 38.6, Some((35.9, 41.2))),
+        row(
             "B",
-            "low",
-            Some(1024),
-            "v_contrast",
-            -38.7,
-            Some((-41.0, -36.3)),
+            CapRole::Low,
+            CapStatistic::TruncatedShareV128,
+            45.7,
+            None,
         ),
-        (
-            "B",
-            "high",
-            Some(16384),
-            "v_contrast",
-            -0.1,
-            Some((-1.3, 1.2)),
-        ),
-        ("B", "change", None, "v_contrast", 38.6, Some((35.9, 41.2))),
-        ("B", "low", Some(1024), "truncated_share_v128", 45.7, None),
-        (
+        row(
             "all",
-            "high",
-            Some(16384),
-            "repeat_disagreement",
+            CapRole::High,
+            CapStatistic::RepeatDisagreement,
             12.5,
             None,
         ),
     ];
-    let sweep = build(
-        TableBuilder::new()
-            .text("stratum", rows.iter().map(|r| r.0))
-            .text("arm_role", rows.iter().map(|r| r.1))
-            .u32_opt("completion_cap", rows.iter().map(|r| r.2))
-            .text("statistic", rows.iter().map(|r| r.3))
-            .f64("estimate_pp", rows.iter().map(|r| r.4))
-            .f64_opt("ci_low_pp", rows.iter().map(|r| r.5.map(|c| c.0)))
-            .f64_opt("ci_high_pp", rows.iter().map(|r| r.5.map(|c| c.1)))
-            .f64_opt(
-                "bound_low_pp",
-                rows.iter().map(|r| (r.1 == "change").then_some(38.6)),
-            )
-            .f64_opt(
-                "bound_high_pp",
-                rows.iter().map(|r| (r.1 == "change").then_some(38.6)),
-            )
-            .bool_opt(
-                "clears_margin",
-                rows.iter().map(|r| (r.1 == "change").then_some(true)),
-            ),
-        "cap_sweep",
-    );
-    let r = rendered(&BTreeMap::from([("cap_sweep".to_string(), sweep)]));
+    let sweep = CapSweepRow::to_batch(&rows).unwrap_or_else(|e| panic!("{e}"));
+    let r = rendered(&BTreeMap::from([(CapSweepRow::TABLE.to_string(), sweep)]));
     for line in [
         "menu contrast (pp) per stratum at caps 1,024 and 16,384",
         "| B | -38.7 [-41.0, -36.3] | -0.1 [-1.3, 1.2] | +38.6 [35.9, 41.2] | [38.6, 38.6] | yes | -43.7 | -2.7 [-4.7, -0.9] | +41.0 [36.2, 45.5] |",
