@@ -11,6 +11,7 @@ use super::figures::SERIES_COLOURS;
 use super::{render, ReportError};
 use tbb_tables::analyses::cap_sweep::CapSweepRow;
 use tbb_tables::analyses::costs::CostsRow;
+use tbb_tables::analyses::switches::{SwitchSummaryRow, SwitchesRow};
 use tbb_tables::analyses::two_caps::{CapRole, CapStatistic};
 use tbb_tables::{TableBuilder, TableRow};
 
@@ -880,4 +881,69 @@ fn the_cap_sweep_section_puts_ours_beside_the_papers() {
         .collect();
     assert_eq!(counts, [(1, 1), (1, 1), (1, 0), (1, 1)], "{svg}");
     assert!(svg.contains("paper&apos;s, 16,384") || svg.contains("paper's, 16,384"));
+}
+
+/// The switches section: per repair our verdict counts beside the paper's (found by
+/// the component the repair changes), and a figure with one dot per switch and per
+/// repaired incumbent.
+#[test]
+fn the_switches_section_counts_verdicts_beside_the_papers() {
+    let comparison = |switch: &str, success_switch: f64, cost_switch_usd: f64| SwitchesRow {
+        repair: "router".into(),
+        baseline: "fixed".into(),
+        component: "menu=router".into(),
+        incumbent: "sim-a".into(),
+        switch: switch.into(),
+        n_units: 4,
+        n_clusters: 2,
+        success_repair: 0.9,
+        success_switch,
+        success_diff_pp: 100.0 * (0.9 - success_switch),
+        success_ci_low_pp: 10.0,
+        success_ci_high_pp: 60.0,
+        cost_repair_usd: 0.002,
+        cost_switch_usd,
+        cost_diff_usd: 0.002 - cost_switch_usd,
+        cost_ci_low_usd: -0.001,
+        cost_ci_high_usd: 0.001,
+        tokens_repair: 1000.0,
+        tokens_switch: 1200.0,
+        wall_ms_repair: 10.0,
+        wall_ms_switch: 12.0,
+        switch_dominates: false,
+        draws: 200,
+        seed: 7,
+    };
+    let switches = [
+        comparison("sim-b", 0.5, 0.001),
+        comparison("sim-c", 0.4, 0.003),
+    ];
+    let summary = [SwitchSummaryRow {
+        repair: "router".into(),
+        baseline: "fixed".into(),
+        component: "menu=router".into(),
+        n_incumbents: 1,
+        success_superior: 1,
+        pareto_nondominated: 1,
+        cost_superior: 0,
+    }];
+    let tables = BTreeMap::from([
+        (
+            SwitchesRow::TABLE.to_string(),
+            SwitchesRow::to_batch(&switches).unwrap_or_else(|e| panic!("{e}")),
+        ),
+        (
+            SwitchSummaryRow::TABLE.to_string(),
+            SwitchSummaryRow::to_batch(&summary).unwrap_or_else(|e| panic!("{e}")),
+        ),
+    ]);
+    let r = rendered(&tables);
+    let line = "| router | fixed | menu=router | 1 / 1 / 0 of 1 | 21 / 21 / 0 of 21 (connector-first router) |";
+    assert!(r.markdown.contains(line), "{line}\n---\n{}", r.markdown);
+    let svg = figure(&r, "report-switches-router");
+    assert_eq!(
+        (dots(svg, SERIES_COLOURS[0]), dots(svg, SERIES_COLOURS[1])),
+        (2, 1),
+        "{svg}"
+    );
 }
