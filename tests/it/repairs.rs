@@ -204,11 +204,11 @@ fn the_repairs_study_applies_and_every_control_runs_on_its_repairs_cells() {
             && close(benchmark.sigma_pp, 20.0)
     );
     // The switch comparison: each of the four repairs, both configurations incumbents.
-    let summary = s.table("switch_summary");
-    let repairs: Vec<String> = text(&summary, "repair")
-        .iter()
-        .map(|r| unwrap_str(r).to_string())
-        .collect();
+    use tbb::tables::analyses::switches::SwitchSummaryRow;
+    use tbb::tables::TableRow;
+    let summary = SwitchSummaryRow::from_batch(&s.table(SwitchSummaryRow::TABLE))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let repairs: Vec<&str> = summary.iter().map(|r| r.repair.as_str()).collect();
     assert_eq!(repairs, ["guide", "routed", "router", "workflow"]);
     let report = std::fs::read_to_string(s.dir.path().join("outputs/repairs/report.md"))
         .unwrap_or_else(|e| panic!("{e}"));

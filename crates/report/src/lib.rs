@@ -5,7 +5,7 @@
 //! analysis: contrasts, truncation, strata and bounds, lanes, costs, first responses), number
 //! formatting (`format.rs`), the figures (`figures.rs`, drawn with plotters' SVG
 //! backend), and the two writers (`markdown.rs`, `html.rs`) of one format-neutral
-//! document (`document.rs`); `columns.rs` reads the Arrow columns; and the `report`
+//! document (`document.rs`); and the `report`
 //! analysis kind ([`kind`]) that renders it as the last analysis of a study. The pipeline owns
 //! reading the tables and writing the files: `report.md`, `report.html`, and each
 //! of [`Rendered::figures`] under its file name beside them.
@@ -19,12 +19,13 @@
 //! * A section whose tables are all absent is replaced by a one-line note at the top
 //!   (a study need not request every analysis); a part of a section whose table is
 //!   absent becomes a note in place. A present table that lacks a column the report
-//!   reads is an error naming the table and column, never a silently empty section.
+//!   reads, or holds it in another type, is an error naming the table and what does not
+//!   fit (each section reads its table's row struct from `tbb_tables`), never a
+//!   silently empty section.
 //! * `report.html` loads nothing (inline CSS, inline SVG, no JavaScript).
 //!
 //! Never: reads or writes files, runs analyses, or reaches the network.
 
-mod columns;
 mod document;
 mod figures;
 pub mod format;
@@ -69,34 +70,6 @@ impl Rendered {
 /// Why a report could not be rendered.
 #[derive(Debug, thiserror::Error, miette::Diagnostic)]
 pub enum ReportError {
-    /// A table the report reads lacks a column.
-    #[error("the {table} table has no column {column}")]
-    #[diagnostic(
-        code(tbb::report::missing_column),
-        help("the table was written by another version of tbb; rerun its analysis (`tbb apply`) so the report and the tables agree")
-    )]
-    MissingColumn {
-        /// Table name.
-        table: String,
-        /// Column name.
-        column: String,
-    },
-    /// A column has a type the report cannot read.
-    #[error("the {table} table's column {column} is {found}, the report expects {expected}")]
-    #[diagnostic(
-        code(tbb::report::column_type),
-        help("the table was written by another version of tbb; rerun its analysis (`tbb apply`) so the report and the tables agree")
-    )]
-    ColumnType {
-        /// Table name.
-        table: String,
-        /// Column name.
-        column: String,
-        /// What the report reads.
-        expected: &'static str,
-        /// The Arrow type found.
-        found: String,
-    },
     /// A text or count column holds a null (or a negative count).
     #[error("the {table} table's column {column} has no valid value in row {row}")]
     #[diagnostic(

@@ -10,6 +10,7 @@ use super::figures::tests::{dots, strokes};
 use super::figures::SERIES_COLOURS;
 use super::{render, ReportError};
 use tbb_tables::analyses::cap_strata::SweepStrataRow;
+use tbb_tables::analyses::cap_sweep::CapSweepRow;
 use tbb_tables::analyses::contrasts::{
     ClusterUnit, ContrastsByConfigurationRow, ContrastsRow, ContrastsSignFlipRow, Weighting,
 };
@@ -17,10 +18,12 @@ use tbb_tables::analyses::costs::CostsRow;
 use tbb_tables::analyses::first_responses::FirstResponsesRow;
 use tbb_tables::analyses::lanes::LanesRow;
 use tbb_tables::analyses::strata::StrataRow;
+use tbb_tables::analyses::switches::{SwitchSummaryRow, SwitchesRow};
 use tbb_tables::analyses::truncation::{
     TruncationCorrelationRow, TruncationPairsRow, TruncationRow,
 };
 use tbb_tables::analyses::truncation_strata::TruncationStratum;
+use tbb_tables::analyses::two_caps::{CapRole, CapStatistic};
 use tbb_tables::{TableBuilder, TableRow};
 
 /// The eight contrasts as the analysis names and labels them.
@@ -849,67 +852,63 @@ fn the_cap_study_section_shows_the_rule_reading_and_what_runs() {
 /// disagreement shares as percentages.
 #[test]
 fn the_cap_sweep_section_puts_ours_beside_the_papers() {
-    // (stratum, arm_role, cap, statistic, estimate, ci)
-    type Row = (
-        &'static str,
-        &'static str,
-        Option<u32>,
-        &'static str,
-        f64,
-        Option<(f64, f64)>,
-    );
-    let rows: [Row; 5] = [
-        (
+    let row = |stratum: &str, arm_role, statistic, estimate_pp, ci: Option<(f64, f64)>| {
+        let change = arm_role == CapRole::Change;
+        let (arm, completion_cap) = match arm_role {
+            CapRole::Low => ("cap_1024", Some(1024)),
+            CapRole::High => ("cap_16384", Some(16384)),
+            CapRole::Change => ("cap_16384_minus_cap_1024", None),
+        };
+        CapSweepRow {
+            stratum: stratum.into(),
+            arm: arm.into(),
+            arm_role,
+            completion_cap,
+            statistic,
+            n_configurations: 1,
+            n_units: None,
+            units_incomplete: None,
+            n_clusters: None,
+            n_events: None,
+            n_total: None,
+            estimate_pp: Some(estimate_pp),
+            ci_low_pp: ci.map(|c| c.0),
+            ci_high_pp: ci.map(|c| c.1),
+            p_value: None,
+            excluded_provider_failure: 0,
+            excluded_missing_usage: 0,
+            bound_low_pp: change.then_some(38.6),
+            bound_high_pp: change.then_some(38.6),
+            draws: None,
+            seed: 0,
+            draw_seed: None,
+            margin_pp: change.then_some(5.0),
+            clears_margin: change.then_some(true),
+            within_margin: change.then_some(false),
+        }
+    };
+    let contrast = CapStatistic::VContrast;
+    let rows = [
+        row("B", CapRole::Low, contrast, -38.7, Some((-41.0, -36.3))),
+        row("B", CapRole::High, contrast, -0.1, Some((-1.3, 1.2))),
+        row("B", CapRole::Change, contrast, 38.6, Some((35.9, 41.2))),
+        row(
             "B",
-            "low",
-            Some(1024),
-            "v_contrast",
-            -38.7,
-            Some((-41.0, -36.3)),
+            CapRole::Low,
+            CapStatistic::TruncatedShareV128,
+            45.7,
+            None,
         ),
-        (
-            "B",
-            "high",
-            Some(16384),
-            "v_contrast",
-            -0.1,
-            Some((-1.3, 1.2)),
-        ),
-        ("B", "change", None, "v_contrast", 38.6, Some((35.9, 41.2))),
-        ("B", "low", Some(1024), "truncated_share_v128", 45.7, None),
-        (
+        row(
             "all",
-            "high",
-            Some(16384),
-            "repeat_disagreement",
+            CapRole::High,
+            CapStatistic::RepeatDisagreement,
             12.5,
             None,
         ),
     ];
-    let sweep = build(
-        TableBuilder::new()
-            .text("stratum", rows.iter().map(|r| r.0))
-            .text("arm_role", rows.iter().map(|r| r.1))
-            .u32_opt("completion_cap", rows.iter().map(|r| r.2))
-            .text("statistic", rows.iter().map(|r| r.3))
-            .f64("estimate_pp", rows.iter().map(|r| r.4))
-            .f64_opt("ci_low_pp", rows.iter().map(|r| r.5.map(|c| c.0)))
-            .f64_opt("ci_high_pp", rows.iter().map(|r| r.5.map(|c| c.1)))
-            .f64_opt(
-                "bound_low_pp",
-                rows.iter().map(|r| (r.1 == "change").then_some(38.6)),
-            )
-            .f64_opt(
-                "bound_high_pp",
-                rows.iter().map(|r| (r.1 == "change").then_some(38.6)),
-            )
-            .bool_opt(
-                "clears_margin",
-                rows.iter().map(|r| (r.1 == "change").then_some(true)),
-            ),
-        "cap_sweep",
-    );
-    let r = rendered(&BTreeMap::from([("cap_sweep".to_string(), sweep)]));
+    let sweep = CapSweepRow::to_batch(&rows).unwrap_or_else(|e| panic!("{e}"));
+    let r = rendered(&BTreeMap::from([(CapSweepRow::TABLE.to_string(), sweep)]));
     for line in [
         "menu contrast (pp) per stratum at caps 1,024 and 16,384",
         "| B | -38.7 [-41.0, -36.3] | -0.1 [-1.3, 1.2] | +38.6 [35.9, 41.2] | [38.6, 38.6] | yes | -43.7 | -2.7 [-4.7, -0.9] | +41.0 [36.2, 45.5] |",
@@ -928,4 +927,69 @@ fn the_cap_sweep_section_puts_ours_beside_the_papers() {
         .collect();
     assert_eq!(counts, [(1, 1), (1, 1), (1, 0), (1, 1)], "{svg}");
     assert!(svg.contains("paper&apos;s, 16,384") || svg.contains("paper's, 16,384"));
+}
+
+/// The switches section: per repair our verdict counts beside the paper's (found by
+/// the component the repair changes), and a figure with one dot per switch and per
+/// repaired incumbent.
+#[test]
+fn the_switches_section_counts_verdicts_beside_the_papers() {
+    let comparison = |switch: &str, success_switch: f64, cost_switch_usd: f64| SwitchesRow {
+        repair: "router".into(),
+        baseline: "fixed".into(),
+        component: "menu=router".into(),
+        incumbent: "sim-a".into(),
+        switch: switch.into(),
+        n_units: 4,
+        n_clusters: 2,
+        success_repair: 0.9,
+        success_switch,
+        success_diff_pp: 100.0 * (0.9 - success_switch),
+        success_ci_low_pp: 10.0,
+        success_ci_high_pp: 60.0,
+        cost_repair_usd: 0.002,
+        cost_switch_usd,
+        cost_diff_usd: 0.002 - cost_switch_usd,
+        cost_ci_low_usd: -0.001,
+        cost_ci_high_usd: 0.001,
+        tokens_repair: 1000.0,
+        tokens_switch: 1200.0,
+        wall_ms_repair: 10.0,
+        wall_ms_switch: 12.0,
+        switch_dominates: false,
+        draws: 200,
+        seed: 7,
+    };
+    let switches = [
+        comparison("sim-b", 0.5, 0.001),
+        comparison("sim-c", 0.4, 0.003),
+    ];
+    let summary = [SwitchSummaryRow {
+        repair: "router".into(),
+        baseline: "fixed".into(),
+        component: "menu=router".into(),
+        n_incumbents: 1,
+        success_superior: 1,
+        pareto_nondominated: 1,
+        cost_superior: 0,
+    }];
+    let tables = BTreeMap::from([
+        (
+            SwitchesRow::TABLE.to_string(),
+            SwitchesRow::to_batch(&switches).unwrap_or_else(|e| panic!("{e}")),
+        ),
+        (
+            SwitchSummaryRow::TABLE.to_string(),
+            SwitchSummaryRow::to_batch(&summary).unwrap_or_else(|e| panic!("{e}")),
+        ),
+    ]);
+    let r = rendered(&tables);
+    let line = "| router | fixed | menu=router | 1 / 1 / 0 of 1 | 21 / 21 / 0 of 21 (connector-first router) |";
+    assert!(r.markdown.contains(line), "{line}\n---\n{}", r.markdown);
+    let svg = figure(&r, "report-switches-router");
+    assert_eq!(
+        (dots(svg, SERIES_COLOURS[0]), dots(svg, SERIES_COLOURS[1])),
+        (2, 1),
+        "{svg}"
+    );
 }

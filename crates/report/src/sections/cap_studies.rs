@@ -13,16 +13,91 @@
 //!
 //! Never: computes an estimate, an interval or a bound.
 
+use tbb_tables::analyses::cap_crossover::CapCrossoverRow;
+use tbb_tables::analyses::cap_sweep::CapSweepRow;
+use tbb_tables::analyses::two_caps::{CapRole, CapStatistic};
+
 use super::super::document::{text, Align, Figure, Section, Table};
 use super::super::figures::{self, Whisker, WhiskerSeries};
 use super::super::format;
 use super::super::ReportError;
-use super::{table, Tables};
+use super::{rows, Tables};
 
-/// One study: its table, its name in captions, and the paper's values by stratum
-/// (`(stratum, low cap, high cap, change)`, pp with intervals, as published).
+/// What the section shows of a row of either study's main table (the two share
+/// their columns but for the sweep's margin verdict and the crossover's reading).
+/// A null number reads as NaN, which the formatting and the figures show as "—" or
+/// leave out.
+struct StudyRow {
+    stratum: String,
+    role: CapRole,
+    statistic: CapStatistic,
+    completion_cap: Option<u32>,
+    estimate: f64,
+    low: f64,
+    high: f64,
+    bound_low: f64,
+    bound_high: f64,
+    /// The sweep's `clears_margin`; none in the crossover.
+    clears_margin: Option<bool>,
+    /// The crossover's `reading`; none in the sweep.
+    reading: Option<String>,
+}
+
+fn or_nan(x: Option<f64>) -> f64 {
+    x.unwrap_or(f64::NAN)
+}
+
+impl From<CapSweepRow> for StudyRow {
+    fn from(r: CapSweepRow) -> StudyRow {
+        StudyRow {
+            stratum: r.stratum,
+            role: r.arm_role,
+            statistic: r.statistic,
+            completion_cap: r.completion_cap,
+            estimate: or_nan(r.estimate_pp),
+            low: or_nan(r.ci_low_pp),
+            high: or_nan(r.ci_high_pp),
+            bound_low: or_nan(r.bound_low_pp),
+            bound_high: or_nan(r.bound_high_pp),
+            clears_margin: r.clears_margin,
+            reading: None,
+        }
+    }
+}
+
+impl From<CapCrossoverRow> for StudyRow {
+    fn from(r: CapCrossoverRow) -> StudyRow {
+        StudyRow {
+            stratum: r.stratum,
+            role: r.arm_role,
+            statistic: r.statistic,
+            completion_cap: r.completion_cap,
+            estimate: or_nan(r.estimate_pp),
+            low: or_nan(r.ci_low_pp),
+            high: or_nan(r.ci_high_pp),
+            bound_low: or_nan(r.bound_low_pp),
+            bound_high: or_nan(r.bound_high_pp),
+            clears_margin: None,
+            reading: r.reading,
+        }
+    }
+}
+
+/// A study's rows, if the study has its table.
+type ReadRows = fn(&Tables) -> Result<Option<Vec<StudyRow>>, ReportError>;
+
+fn sweep_rows(tables: &Tables) -> Result<Option<Vec<StudyRow>>, ReportError> {
+    Ok(rows::<CapSweepRow>(tables)?.map(|rs| rs.into_iter().map(StudyRow::from).collect()))
+}
+
+fn crossover_rows(tables: &Tables) -> Result<Option<Vec<StudyRow>>, ReportError> {
+    Ok(rows::<CapCrossoverRow>(tables)?.map(|rs| rs.into_iter().map(StudyRow::from).collect()))
+}
+
+/// One study: its table's rows, its name in captions, and the paper's values by
+/// stratum (`(stratum, low cap, high cap, change)`, pp with intervals, as published).
 struct Study {
-    table: &'static str,
+    rows: ReadRows,
     name: &'static str,
     paper: &'static [(&'static str, &'static str, &'static str, &'static str)],
     paper_note: &'static str,
@@ -34,11 +109,11 @@ struct Study {
 }
 
 /// A published point: `(stratum, arm role, estimate, interval)`, pp.
-type PaperPoint = (&'static str, &'static str, f64, Option<(f64, f64)>);
+type PaperPoint = (&'static str, CapRole, f64, Option<(f64, f64)>);
 
 const STUDIES: [Study; 2] = [
     Study {
-        table: "cap_sweep",
+        rows: sweep_rows,
         name: "sweep",
         paper: &[
             ("B", "-43.7", "-2.7 [-4.7, -0.9]", "+41.0 [36.2, 45.5]"),
@@ -50,12 +125,12 @@ const STUDIES: [Study; 2] = [
              high cap; the interaction cleared the pre-specified 5 pp margin.",
         figure: "2b",
         paper_points: &[
-            ("B", "low", -43.7, None),
-            ("B", "high", -2.7, Some((-4.7, -0.9))),
+            ("B", CapRole::Low, -43.7, None),
+            ("B", CapRole::High, -2.7, Some((-4.7, -0.9))),
         ],
     },
     Study {
-        table: "cap_crossover",
+        rows: crossover_rows,
         name: "crossover",
         paper: &[
             (
@@ -73,8 +148,8 @@ const STUDIES: [Study; 2] = [
              24.2% of conditions at 1,024 and 21.2% at 4,096.",
         figure: "8",
         paper_points: &[
-            ("B", "low", -23.6, Some((-28.5, -18.8))),
-            ("B", "high", -21.3, Some((-26.7, -16.1))),
+            ("B", CapRole::Low, -23.6, Some((-28.5, -18.8))),
+            ("B", CapRole::High, -21.3, Some((-26.7, -16.1))),
         ],
     },
 ];
@@ -89,47 +164,34 @@ pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportErro
          intervals; the change is the high cap's contrast minus the low cap's.",
     )]);
     for study in &STUDIES {
-        let Some(t) = table(tables, study.table) else {
+        let Some(t) = (study.rows)(tables)? else {
             continue;
         };
-        let (stratum, arm_role, statistic) = (
-            t.text("stratum")?,
-            t.text("arm_role")?,
-            t.text("statistic")?,
-        );
-        let (estimate, low, high) = (
-            t.float("estimate_pp")?,
-            t.float("ci_low_pp")?,
-            t.float("ci_high_pp")?,
-        );
-        let (bound_low, bound_high) = (t.float("bound_low_pp")?, t.float("bound_high_pp")?);
-        let caps = t.int_opt("completion_cap")?;
-        let clears = t.flag_opt("clears_margin").ok();
-        let reading = t.text_opt("reading").ok();
-        let find = |st: &str, role: &str, stat: &str| {
-            (0..t.len()).find(|&i| stratum[i] == st && arm_role[i] == role && statistic[i] == stat)
+        let find = |st: &str, role: CapRole, stat: CapStatistic| {
+            t.iter()
+                .find(|r| r.stratum == st && r.role == role && r.statistic == stat)
         };
-        let cap_of = |role: &str| {
-            (0..t.len())
-                .find(|&i| arm_role[i] == role)
-                .and_then(|i| caps[i])
-                .map_or_else(|| "—".into(), format::count)
+        let cap_of = |role: CapRole| {
+            t.iter()
+                .find(|r| r.role == role)
+                .and_then(|r| r.completion_cap)
+                .map_or_else(|| "—".into(), |c| format::count(u64::from(c)))
         };
-        let (low_cap, high_cap) = (cap_of("low"), cap_of("high"));
-        let show = |i: Option<usize>| match i {
-            Some(i) if !estimate[i].is_nan() => {
-                if low[i].is_nan() {
-                    format::effect_pp(estimate[i])
+        let (low_cap, high_cap) = (cap_of(CapRole::Low), cap_of(CapRole::High));
+        let show = |r: Option<&StudyRow>| match r {
+            Some(r) if !r.estimate.is_nan() => {
+                if r.low.is_nan() {
+                    format::effect_pp(r.estimate)
                 } else {
-                    format::effect_with_interval(estimate[i], low[i], high[i])
+                    format::effect_with_interval(r.estimate, r.low, r.high)
                 }
             }
             _ => "—".into(),
         };
         let mut strata: Vec<&str> = Vec::new();
-        for st in &stratum {
-            if st != "all" && !strata.contains(&st.as_str()) {
-                strata.push(st);
+        for r in &t {
+            if r.stratum != "all" && !strata.contains(&r.stratum.as_str()) {
+                strata.push(&r.stratum);
             }
         }
         let mut contrast = Table::new(
@@ -151,24 +213,22 @@ pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportErro
             ],
         );
         for st in &strata {
-            let change = find(st, "change", "v_contrast");
+            let contrast_at = |role| find(st, role, CapStatistic::VContrast);
+            let change = contrast_at(CapRole::Change);
             let paper = study.paper.iter().find(|p| p.0 == *st);
             contrast.push(vec![
                 (*st).to_string(),
-                show(find(st, "low", "v_contrast")),
-                show(find(st, "high", "v_contrast")),
+                show(contrast_at(CapRole::Low)),
+                show(contrast_at(CapRole::High)),
                 show(change),
-                change.filter(|&i| !bound_low[i].is_nan()).map_or_else(
+                change.filter(|r| !r.bound_low.is_nan()).map_or_else(
                     || "—".into(),
-                    |i| format::interval_pp(bound_low[i], bound_high[i]),
+                    |r| format::interval_pp(r.bound_low, r.bound_high),
                 ),
-                match (&clears, change) {
-                    (Some(c), Some(i)) => match c[i] {
-                        Some(true) => "yes".into(),
-                        Some(false) => "no".into(),
-                        None => "—".into(),
-                    },
-                    _ => "—".into(),
+                match change.and_then(|r| r.clears_margin) {
+                    Some(true) => "yes".into(),
+                    Some(false) => "no".into(),
+                    None => "—".into(),
                 },
                 paper.map_or("", |p| p.1).to_string(),
                 paper.map_or("", |p| p.2).to_string(),
@@ -176,19 +236,19 @@ pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportErro
             ]);
         }
         s.table(contrast);
-        let whisker = |role: &str| -> Vec<Option<Whisker>> {
+        let whisker = |role: CapRole| -> Vec<Option<Whisker>> {
             strata
                 .iter()
                 .map(|st| {
-                    find(st, role, "v_contrast").map(|i| Whisker {
-                        estimate: estimate[i],
-                        low: low[i],
-                        high: high[i],
+                    find(st, role, CapStatistic::VContrast).map(|r| Whisker {
+                        estimate: r.estimate,
+                        low: r.low,
+                        high: r.high,
                     })
                 })
                 .collect()
         };
-        let published = |role: &str| -> Vec<Option<Whisker>> {
+        let published = |role: CapRole| -> Vec<Option<Whisker>> {
             strata
                 .iter()
                 .map(|st| {
@@ -210,19 +270,19 @@ pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportErro
         let series = vec![
             WhiskerSeries {
                 name: format!("ours, {low_cap}"),
-                values: whisker("low"),
+                values: whisker(CapRole::Low),
             },
             WhiskerSeries {
                 name: format!("ours, {high_cap}"),
-                values: whisker("high"),
+                values: whisker(CapRole::High),
             },
             WhiskerSeries {
                 name: format!("paper's, {low_cap}"),
-                values: published("low"),
+                values: published(CapRole::Low),
             },
             WhiskerSeries {
                 name: format!("paper's, {high_cap}"),
-                values: published("high"),
+                values: published(CapRole::High),
             },
         ];
         let labels: Vec<String> = strata.iter().map(|st| format!("stratum {st}")).collect();
@@ -248,13 +308,11 @@ pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportErro
             )?,
         });
         s.paragraph(vec![text(study.paper_note)]);
-        if let Some(reading) = &reading {
-            let mut said: Vec<&str> = reading.iter().flatten().map(String::as_str).collect();
-            said.sort_unstable();
-            said.dedup();
-            for r in said {
-                s.paragraph(vec![text(r.to_string())]);
-            }
+        let mut said: Vec<&str> = t.iter().filter_map(|r| r.reading.as_deref()).collect();
+        said.sort_unstable();
+        said.dedup();
+        for r in said {
+            s.paragraph(vec![text(r.to_string())]);
         }
         let mut other = Table::new(
             format!(
@@ -270,19 +328,21 @@ pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportErro
                 ("High cap", Align::Right),
             ],
         );
-        let pct = |i: Option<usize>| {
-            i.filter(|&i| !estimate[i].is_nan()).map_or_else(
+        let pct = |r: Option<&StudyRow>| {
+            r.filter(|r| !r.estimate.is_nan()).map_or_else(
                 || "—".into(),
-                |i| format!("{}%", format::fixed(estimate[i], 1)),
+                |r| format!("{}%", format::fixed(r.estimate, 1)),
             )
         };
         for st in strata.iter().copied().chain(["all"]) {
+            let truncated = |role| find(st, role, CapStatistic::TruncatedShareV128);
+            let disagree = |role| find(st, role, CapStatistic::RepeatDisagreement);
             other.push(vec![
                 super::configuration_label(st),
-                pct(find(st, "low", "truncated_share_v128")),
-                pct(find(st, "high", "truncated_share_v128")),
-                pct(find(st, "low", "repeat_disagreement")),
-                pct(find(st, "high", "repeat_disagreement")),
+                pct(truncated(CapRole::Low)),
+                pct(truncated(CapRole::High)),
+                pct(disagree(CapRole::Low)),
+                pct(disagree(CapRole::High)),
             ]);
         }
         s.table(other);

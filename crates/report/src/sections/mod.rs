@@ -35,7 +35,6 @@ use std::collections::BTreeMap;
 use arrow_array::RecordBatch;
 use tbb_tables::TableRow;
 
-use super::columns::Columns;
 use super::document::{code, text, Inline, Section};
 use super::format;
 use super::ReportError;
@@ -206,11 +205,6 @@ pub(crate) const SECTIONS: [SectionSpec; 16] = [
 /// layout is an error naming the table and what does not fit).
 pub(crate) fn rows<R: TableRow>(tables: &Tables) -> Result<Option<Vec<R>>, ReportError> {
     Ok(tables.get(R::TABLE).map(R::from_batch).transpose()?)
-}
-
-/// The columns of `name`, if the study has that table.
-pub(crate) fn table<'a>(tables: &'a Tables, name: &'a str) -> Option<Columns<'a>> {
-    tables.get(name).map(|batch| Columns::new(name, batch))
 }
 
 /// The note for a part of a section whose table is absent.

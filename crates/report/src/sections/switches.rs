@@ -13,11 +13,13 @@
 //! Never: computes a verdict or an interval (the analysis did); the frontier drawn is
 //! the two-criterion one of the points shown, labelled as such.
 
+use tbb_tables::analyses::switches::{SwitchSummaryRow, SwitchesRow};
+
 use super::super::document::{text, Align, Figure, Section, Table};
 use super::super::figures::{self, Point, PointSeries};
 use super::super::format;
 use super::super::ReportError;
-use super::{table, Tables};
+use super::{rows, Tables};
 
 /// The paper's repair name and counts (success-superior, nondominated,
 /// cost-superior, of N) by the component a repair changes.
@@ -51,15 +53,7 @@ pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportErro
          lies below zero; Pareto-nondominated: no switch is at least as good on \
          success, tokens, wall time and cost and better on one (point estimates).",
     )]);
-    if let Some(t) = table(tables, "switch_summary") {
-        let (repair, baseline, component) =
-            (t.text("repair")?, t.text("baseline")?, t.text("component")?);
-        let (n, sup, nondom, cost) = (
-            t.int("n_incumbents")?,
-            t.int("success_superior")?,
-            t.int("pareto_nondominated")?,
-            t.int("cost_superior")?,
-        );
+    if let Some(summary) = rows::<SwitchSummaryRow>(tables)? {
         let mut out = Table::new(
             "Repair versus switch: incumbents for which the repair is success-superior / \
              Pareto-nondominated / cost-superior against every switch, of N; the \
@@ -72,56 +66,50 @@ pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportErro
                 ("Paper", Align::Right),
             ],
         );
-        for i in 0..t.len() {
-            let paper = PAPER.iter().find(|p| p.0 == component[i]);
+        for r in summary {
+            let paper = PAPER.iter().find(|p| p.0 == r.component);
             out.push(vec![
-                repair[i].clone(),
-                baseline[i].clone(),
-                component[i].clone(),
+                r.repair,
+                r.baseline,
+                r.component,
                 format!(
                     "{} / {} / {} of {}",
-                    format::count(sup[i]),
-                    format::count(nondom[i]),
-                    format::count(cost[i]),
-                    format::count(n[i])
+                    format::count(r.success_superior),
+                    format::count(r.pareto_nondominated),
+                    format::count(r.cost_superior),
+                    format::count(r.n_incumbents)
                 ),
                 paper.map_or_else(|| "—".into(), |p| format!("{} ({})", p.2, p.1)),
             ]);
         }
         s.table(out);
     }
-    if let Some(t) = table(tables, "switches") {
-        let (repair, incumbent, switch) =
-            (t.text("repair")?, t.text("incumbent")?, t.text("switch")?);
-        let (success_repair, success_switch) =
-            (t.float("success_repair")?, t.float("success_switch")?);
-        let (cost_repair, cost_switch) = (t.float("cost_repair_usd")?, t.float("cost_switch_usd")?);
+    if let Some(comparisons) = rows::<SwitchesRow>(tables)? {
         let mut repairs: Vec<&str> = Vec::new();
-        for r in &repair {
-            if !repairs.contains(&r.as_str()) {
-                repairs.push(r);
+        for c in &comparisons {
+            if !repairs.contains(&c.repair.as_str()) {
+                repairs.push(&c.repair);
             }
         }
         for r in repairs {
-            let rows: Vec<usize> = (0..t.len()).filter(|&i| repair[i] == r).collect();
             // Each configuration once: its no-repair point as a switch, its repaired
             // point as an incumbent (the first pairing; a complete design has one).
             let mut switches: Vec<(&str, Point)> = Vec::new();
             let mut repaired: Vec<(&str, Point)> = Vec::new();
-            for &i in &rows {
-                if !switches.iter().any(|(n, _)| *n == switch[i]) {
+            for c in comparisons.iter().filter(|c| c.repair == r) {
+                if !switches.iter().any(|(n, _)| *n == c.switch) {
                     let p = Point {
-                        x: 1000.0 * cost_switch[i],
-                        y: 100.0 * success_switch[i],
+                        x: 1000.0 * c.cost_switch_usd,
+                        y: 100.0 * c.success_switch,
                     };
-                    switches.push((&switch[i], p));
+                    switches.push((&c.switch, p));
                 }
-                if !repaired.iter().any(|(n, _)| *n == incumbent[i]) {
+                if !repaired.iter().any(|(n, _)| *n == c.incumbent) {
                     let p = Point {
-                        x: 1000.0 * cost_repair[i],
-                        y: 100.0 * success_repair[i],
+                        x: 1000.0 * c.cost_repair_usd,
+                        y: 100.0 * c.success_repair,
                     };
-                    repaired.push((&incumbent[i], p));
+                    repaired.push((&c.incumbent, p));
                 }
             }
             let frontier = frontier(switches.iter().map(|(_, p)| *p).collect());
