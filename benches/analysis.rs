@@ -174,6 +174,7 @@ fn panel() -> Vec<EpisodeRow> {
                     sent_seed: Some(1),
                     sent_parallel_tool_calls: Some(false),
                     stop_reason: if truncated { "truncated" } else { "answered" }.into(),
+                    episode_key: String::new(),
                     transcript_ref: String::new(),
                     node_key: String::new(),
                 });

@@ -33,7 +33,7 @@ CONTRACT = {
         truncated_before_first_call calls calls_by_controller requests schema_exposures turns
         prompt_tokens completion_tokens reasoning_tokens total_tokens cost_usd wall_ms
         infra_failure infra_error infra_http_status infra_attempts sent_temperature
-        sent_seed sent_parallel_tool_calls stop_reason transcript_ref node_key""",
+        sent_seed sent_parallel_tool_calls stop_reason episode_key transcript_ref node_key""",
     "contrasts": """analysis contrast cluster_unit n_units estimate_pp ci_low_pp
         ci_high_pp p_value p_holm draws seed""",
     "repairs": """completion_cap layer pressure repair role repair_arm no_repair_arm
@@ -60,7 +60,7 @@ CONTRACT = {
         arm_role completion_cap episodes_v128 truncated_v128 truncated_share_v128
         excluded_provider_failure excluded_missing_usage manipulation_check_passed
         in_pooled_estimate""",
-    "requests": """study episode_key node_key configuration block arm lane repair
+    "requests": """study episode_key transcript_ref configuration block arm lane repair
         delivery actor completion_cap repeat schedule schedule_position variant_id
         family v w d r depth turn visible_schemas prompt_tokens cached_tokens
         completion_tokens reasoning_tokens reasoning_source finish_reason

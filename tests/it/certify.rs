@@ -185,6 +185,17 @@ fn certify_passes_on_a_fresh_apply_and_fails_on_exactly_the_episode_whose_tool_c
         "{stdout}"
     );
     assert_eq!(failed_certificates(&s.outputs()), Vec::new());
+    // Each certificate names its episode by the keys `episodes.parquet` has for it.
+    let keys = |table: &str| -> std::collections::BTreeSet<(String, String)> {
+        let batch = read(&s.outputs().join(format!("smoke/{table}.parquet")));
+        let (node, episode) = (strings(&batch, "node_key"), strings(&batch, "episode_key"));
+        (0..batch.num_rows())
+            .map(|i| (node.value(i).to_string(), episode.value(i).to_string()))
+            .collect()
+    };
+    let certified = keys("certificates");
+    assert_eq!(certified.len(), 288);
+    assert_eq!(certified, keys("episodes"));
 
     // The first call of an episode that made more than one request now asks for
     // something else: the sandbox answers it differently, and the next request no

@@ -542,7 +542,7 @@ async fn an_episode_row_fills_the_episodes_table_contract() {
     let path = dir.path().join("episodes.parquet");
     tbb::tables::write_table(&path, &batch, &tbb::tables::Provenance::default()).expect("writes");
     let (back, _) = tbb::tables::read_table(&path).expect("reads");
-    let columns = "study, configuration, organization, model, route, lane, repair, completion_cap, repeat, variant_id, family, intent, v, w, d, r, depth, vts, ok_a, ok_s, ok_p, ok_q, ok_e, ok_x, ok_g, ok_b, ok_c, first_unmet, terminal_flag, truncated, truncated_before_first_call, calls, requests, schema_exposures, turns, prompt_tokens, completion_tokens, reasoning_tokens, total_tokens, cost_usd, wall_ms, infra_failure, stop_reason, transcript_ref, node_key";
+    let columns = "study, configuration, organization, model, route, lane, repair, completion_cap, repeat, variant_id, family, intent, v, w, d, r, depth, vts, ok_a, ok_s, ok_p, ok_q, ok_e, ok_x, ok_g, ok_b, ok_c, first_unmet, terminal_flag, truncated, truncated_before_first_call, calls, requests, schema_exposures, turns, prompt_tokens, completion_tokens, reasoning_tokens, total_tokens, cost_usd, wall_ms, infra_failure, stop_reason, episode_key, transcript_ref, node_key";
     let schema = back[0].schema();
     for c in columns.split(", ") {
         assert!(schema.field_with_name(c).is_ok(), "missing column {c}");

@@ -1,6 +1,7 @@
 //! `requests.parquet` through the binary: the smoke study's apply writes one row per
-//! provider request of every episode, and each episode's rows add up to its row of
-//! `episodes.parquet`.
+//! provider request of every episode, each request joins its episode's row of
+//! `episodes.parquet` on the episode's keys (`episode_key`, `transcript_ref`), with the
+//! same condition, and each episode's rows add up to its row.
 
 use crate::common;
 
@@ -11,14 +12,20 @@ use arrow_array::{Array, RecordBatch, StringArray, UInt32Array, UInt64Array};
 use assert_cmd::Command;
 use tbb::tables::read_table;
 
-/// The columns that identify an episode's condition in both tables.
-const CONDITION: [&str; 6] = [
+/// The keys both tables name an episode by, with one meaning in each.
+const KEYS: [&str; 2] = ["episode_key", "transcript_ref"];
+
+/// The columns that place an episode in the design, copied into its requests' rows.
+const CONDITION: [&str; 9] = [
+    "study",
     "block",
     "configuration",
     "variant_id",
     "arm",
+    "lane",
     "completion_cap",
     "repeat",
+    "schedule",
 ];
 
 fn root() -> &'static Path {
@@ -51,16 +58,17 @@ fn number(batch: &RecordBatch, name: &str, row: usize) -> u64 {
         .unwrap_or_else(|| panic!("{name} of row {row} is not a number"))
 }
 
-fn condition(batch: &RecordBatch, row: usize) -> Vec<String> {
-    CONDITION
+fn columns(batch: &RecordBatch, row: usize, names: &[&str]) -> Vec<String> {
+    names
         .iter()
         .map(|c| text(batch, c, row).unwrap_or_default())
         .collect()
 }
 
-/// What an episode's request rows add up to.
+/// What an episode's request rows add up to, and the condition they carry.
 #[derive(Debug, Default, PartialEq)]
 struct Sums {
+    condition: Vec<String>,
     requests: u64,
     schemas: u64,
     last_cumulative_tokens: u64,
@@ -100,7 +108,13 @@ fn the_smoke_apply_writes_one_request_row_per_request_adding_up_to_its_episode()
     let mut kinds: BTreeMap<String, u64> = BTreeMap::new();
     for b in &requests {
         for r in 0..b.num_rows() {
-            let sums = from_requests.entry(condition(b, r)).or_default();
+            let sums = from_requests.entry(columns(b, r, &KEYS)).or_default();
+            let condition = columns(b, r, &CONDITION);
+            assert!(
+                sums.condition.is_empty() || sums.condition == condition,
+                "two requests of one episode in different conditions"
+            );
+            sums.condition = condition;
             sums.requests += 1;
             sums.schemas += number(b, "visible_schemas", r);
             sums.last_cumulative_tokens = number(b, "cumulative_tokens", r);
@@ -110,24 +124,30 @@ fn the_smoke_apply_writes_one_request_row_per_request_adding_up_to_its_episode()
         }
     }
     let mut from_episodes: BTreeMap<Vec<String>, Sums> = BTreeMap::new();
+    let mut episode_keys = std::collections::BTreeSet::new();
     let mut total_requests = 0;
     for b in &episodes {
         for r in 0..b.num_rows() {
             let n = number(b, "requests", r);
             total_requests += n;
+            let keys = columns(b, r, &KEYS);
+            assert!(
+                episode_keys.insert(keys.clone()),
+                "two episodes share {keys:?}"
+            );
             if n == 0 {
                 continue;
             }
-            let previous = from_episodes.insert(
-                condition(b, r),
+            from_episodes.insert(
+                keys,
                 Sums {
+                    condition: columns(b, r, &CONDITION),
                     requests: n,
                     schemas: number(b, "schema_exposures", r),
                     last_cumulative_tokens: number(b, "total_tokens", r),
                     turns: (0..n).collect(),
                 },
             );
-            assert!(previous.is_none(), "two episodes share a condition");
         }
     }
     let rows: usize = requests.iter().map(RecordBatch::num_rows).sum();

@@ -69,7 +69,7 @@
 //! Never: runs episodes, reads transcripts or files, or decides an episode's verdict
 //! or flag (the grader did); it only counts and resamples what the rows hold.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use arrow_array::{Array, RecordBatch, StringArray, UInt32Array};
 use serde::{Deserialize, Serialize};
@@ -293,24 +293,13 @@ pub fn compute(
                 .into(),
         });
     }
-    // condition → the episode key and (request, calls so far, tokens so far) of its
-    // requests. A request row names its execute node, an episode row its grade node:
-    // they meet on the condition, which identifies one scored episode.
-    let mut by_condition: BTreeMap<Condition<'_>, (&str, Vec<Step>)> = BTreeMap::new();
+    // episode key → (request, calls so far, tokens so far) of its requests: a request
+    // row and its episode's row carry the same episode key.
+    let mut by_episode: HashMap<&str, Vec<Step>> = HashMap::new();
     for r in requests {
-        let e = &r.episode;
-        let condition = (
-            e.block.as_str(),
-            e.arm.as_str(),
-            e.configuration.as_str(),
-            e.variant_id.as_str(),
-            e.completion_cap,
-            e.repeat,
-        );
-        by_condition
-            .entry(condition)
-            .or_insert_with(|| (e.episode_key.as_str(), Vec::new()))
-            .1
+        by_episode
+            .entry(r.episode.episode_key.as_str())
+            .or_default()
             .push((
                 r.request.turn,
                 r.request.cumulative_calls,
@@ -370,9 +359,9 @@ pub fn compute(
             }
             let limit = limit_of(e)?;
             call_limit = call_limit.max(limit);
-            let (episode_key, own) = by_condition
-                .get(&condition(e))
-                .map_or(("", &[][..]), |(k, r)| (*k, r.as_slice()));
+            let own = by_episode
+                .get(e.episode_key.as_str())
+                .map_or(&[][..], Vec::as_slice);
             let which = first_limit(own, limit, budget);
             first[which as usize] += 1;
             let mut own = own.to_vec();
@@ -380,7 +369,7 @@ pub fn compute(
             paths.extend(
                 own.iter()
                     .map(|&(request, calls, tokens)| FrontierPathsRow {
-                        episode_key: episode_key.to_string(),
+                        episode_key: e.episode_key.clone(),
                         configuration: e.configuration.clone(),
                         family: e.family.clone(),
                         arm: e.arm.clone(),
@@ -512,17 +501,13 @@ pub mod tests {
         e.calls = calls;
         e.prompt_tokens = prompt;
         e.total_tokens = total;
-        e.node_key = format!("{config}/{family}/{depth}");
+        e.episode_key = format!("k-{config}/{family}/{depth}");
         e
     }
 
     /// The request rows of `e`: one per (calls so far, tokens so far), turns from 0.
     pub fn requests(e: &EpisodeRow, path: &[(u32, u64)]) -> Vec<RequestRow> {
-        let columns = Arc::new(EpisodeColumns::of(
-            e,
-            &format!("k-{}", e.node_key),
-            &e.node_key,
-        ));
+        let columns = Arc::new(EpisodeColumns::of(e));
         path.iter()
             .enumerate()
             .map(|(turn, &(calls, tokens))| RequestRow {

@@ -683,16 +683,14 @@ fn the_tables_the_analyses_write_render() {
     // reasoning-only when it ended before its first call, else inside a tool call.
     let requests: Vec<tbb_tables::rows::RequestRow> = episodes
         .iter()
-        .enumerate()
-        .map(|(k, e)| {
-            let key = format!("e{k}");
+        .map(|e| {
             let (finish, kind) = match (e.truncated, e.truncated_before_first_call) {
                 (true, true) => ("length", "reasoning_only"),
                 (true, false) => ("length", "cut_in_tool_call"),
                 _ => ("tool_calls", "tool_call"),
             };
             tbb_tables::rows::RequestRow {
-                episode: std::sync::Arc::new(tbb_tables::rows::EpisodeColumns::of(e, &key, &key)),
+                episode: std::sync::Arc::new(tbb_tables::rows::EpisodeColumns::of(e)),
                 request: tbb_tables::rows::RequestColumns {
                     turn: 0,
                     visible_schemas: e.v,

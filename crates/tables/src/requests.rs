@@ -462,7 +462,7 @@ retry = { max_attempts = 2, base_delay_ms = 1, max_delay_ms = 1, retry_on = ["se
             .trace(&episode.blobs, &v)
             .unwrap_or_else(|| panic!("the transcript rebuilds no trace"));
         let row = crate::EpisodeRow::of_episode(&episode, "unit", &spec, "exec-key", "grade-key");
-        let columns = Arc::new(EpisodeColumns::of(&row, &episode.key, "exec-key"));
+        let columns = Arc::new(EpisodeColumns::of(&row));
         let rows = rows(
             &columns,
             read(&episode.transcript, &trace, &episode.blobs).unwrap_or_else(|e| panic!("{e}")),
@@ -598,7 +598,7 @@ retry = { max_attempts = 2, base_delay_ms = 1, max_delay_ms = 1, retry_on = ["se
             Some("raw-Stop")
         );
         assert_eq!(rows[0].episode.episode_key, episode.key);
-        assert_eq!(rows[0].episode.node_key, "exec-key");
+        assert_eq!(rows[0].episode.transcript_ref, "exec-key");
         assert_eq!(rows[0].episode.lane, "routed");
         assert_eq!(rows[0].episode.v, 8);
     }

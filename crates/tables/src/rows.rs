@@ -186,16 +186,28 @@ pub struct EpisodeRow {
     pub sent_parallel_tool_calls: Option<bool>,
     /// Why the harness stopped.
     pub stop_reason: String,
-    /// Content address of the stored transcript.
+    /// The episode's content key ([`tbb_harness::episode_key`]): what the episode is
+    /// (configuration, variant, arm, prompts, cap, repeat), not where the design puts
+    /// it. The same column, with this meaning, in every table with a row per episode
+    /// or per request (`requests`, `frontier_paths`, `certificates`): the key to join
+    /// them on.
+    pub episode_key: String,
+    /// The key of the execute node that ran the episode, which addresses its stored
+    /// transcript (`tbb show` takes it); `requests` has the same column.
     pub transcript_ref: String,
-    /// The execute node's key.
+    /// The key of the grade node that graded it (`certificates` has the same column).
     pub node_key: String,
 }
 
 impl EpisodeRow {
     /// The layout of the row a grade node stores in the cache (its JSON): bump it when
     /// a field is added, removed, renamed or retyped, so that every grade node reruns
-    /// instead of leaving rows that no longer deserialise (`pipeline::rows`).
+    /// instead of leaving rows that no longer deserialise (`pipeline::rows`). It enters
+    /// every grade node's key, so a bump also changes every key downstream (the
+    /// provenance of each analysis table). A new required field may leave it: the plan
+    /// finds the old rows unreadable ("missing field") and regrades them from their
+    /// stored transcripts, with no provider request and every key as it was;
+    /// `episode_key` was added so.
     pub const ROW_VERSION: u32 = 1;
 
     /// The episode's row of `episodes.parquet`, with its place in the design blank
@@ -289,6 +301,7 @@ impl EpisodeRow {
                 .wire_sampling
                 .and_then(|s| s.parallel_tool_calls),
             stop_reason: level_name(&episode.trace.stop),
+            episode_key: episode.key.clone(),
             transcript_ref: transcript_ref.into(),
             node_key: node_key.into(),
         }
@@ -398,6 +411,7 @@ pub fn episodes(rows: &[EpisodeRow]) -> Result<RecordBatch, StoreError> {
             rows.iter().map(|r| r.sent_parallel_tool_calls),
         )
         .text("stop_reason", rows.iter().map(|r| &r.stop_reason))
+        .text("episode_key", rows.iter().map(|r| &r.episode_key))
         .text("transcript_ref", rows.iter().map(|r| &r.transcript_ref))
         .text("node_key", rows.iter().map(|r| &r.node_key))
         .build("episodes")
@@ -410,10 +424,10 @@ pub fn episodes(rows: &[EpisodeRow]) -> Result<RecordBatch, StoreError> {
 pub struct EpisodeColumns {
     /// Study (manifest) name.
     pub study: String,
-    /// The episode's content key ([`tbb_harness::Episode::key`]).
+    /// The episode's content key ([`EpisodeRow::episode_key`]).
     pub episode_key: String,
-    /// The key of the episode's execute node.
-    pub node_key: String,
+    /// The key of the episode's execute node ([`EpisodeRow::transcript_ref`]).
+    pub transcript_ref: String,
     /// Configuration name.
     pub configuration: String,
     /// Design block.
@@ -453,15 +467,14 @@ pub struct EpisodeColumns {
 }
 
 impl EpisodeColumns {
-    /// The columns of `row`'s episode, whose content key is `episode_key` and whose
-    /// execute node's key is `node_key`. The one place where a request row takes its
-    /// episode's condition: a new condition column of [`EpisodeRow`] is copied here
-    /// (and written in [`requests`]).
-    pub fn of(row: &EpisodeRow, episode_key: &str, node_key: &str) -> EpisodeColumns {
+    /// The columns of `row`'s episode. The one place where a request row takes its
+    /// episode's keys and condition: a new condition column of [`EpisodeRow`] is
+    /// copied here (and written in [`requests`]).
+    pub fn of(row: &EpisodeRow) -> EpisodeColumns {
         EpisodeColumns {
             study: row.study.clone(),
-            episode_key: episode_key.to_string(),
-            node_key: node_key.to_string(),
+            episode_key: row.episode_key.clone(),
+            transcript_ref: row.transcript_ref.clone(),
             configuration: row.configuration.clone(),
             block: row.block.clone(),
             arm: row.arm.clone(),
@@ -546,7 +559,7 @@ pub fn requests(rows: &[RequestRow]) -> Result<RecordBatch, StoreError> {
     TableBuilder::new()
         .text("study", rows.iter().map(|r| &e(r).study))
         .text("episode_key", rows.iter().map(|r| &e(r).episode_key))
-        .text("node_key", rows.iter().map(|r| &e(r).node_key))
+        .text("transcript_ref", rows.iter().map(|r| &e(r).transcript_ref))
         .text("configuration", rows.iter().map(|r| &e(r).configuration))
         .text("block", rows.iter().map(|r| &e(r).block))
         .text("arm", rows.iter().map(|r| &e(r).arm))

@@ -273,7 +273,7 @@ mod tests {
             episode: Arc::new(EpisodeColumns {
                 study: "t8".into(),
                 episode_key: episode.into(),
-                node_key: episode.into(),
+                transcript_ref: episode.into(),
                 configuration: config.into(),
                 block: "main".into(),
                 arm: "routed".into(),

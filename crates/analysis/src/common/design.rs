@@ -699,6 +699,7 @@ pub mod testing {
             sent_seed: Some(1),
             sent_parallel_tool_calls: Some(false),
             stop_reason: "answered".into(),
+            episode_key: String::new(),
             transcript_ref: String::new(),
             node_key: String::new(),
         }

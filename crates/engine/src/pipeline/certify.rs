@@ -156,6 +156,9 @@ pub struct Certificate {
     pub id: String,
     /// Its grade node's key (`node_key` in `episodes.parquet`).
     pub node_key: String,
+    /// Its content key (`episode_key` in `episodes.parquet`); null when the episode
+    /// could not be specified (its variant did not compile).
+    pub episode_key: Option<String>,
     /// Configuration.
     pub configuration: String,
     /// Design block.
@@ -205,6 +208,7 @@ impl Certification {
         TableBuilder::new()
             .text("episode", c.iter().map(|c| &c.id))
             .text("node_key", c.iter().map(|c| &c.node_key))
+            .text_opt("episode_key", c.iter().map(|c| c.episode_key.as_ref()))
             .text("configuration", c.iter().map(|c| &c.configuration))
             .text("block", c.iter().map(|c| &c.block))
             .text("arm", c.iter().map(|c| &c.arm))
@@ -509,6 +513,7 @@ fn blank(study: &Study, job: &Job, variant_id: Option<&str>) -> Certificate {
     let mut c = Certificate {
         id: execute.id.to_string(),
         node_key: dag.graph[job.grade].key.to_string(),
+        episode_key: None,
         configuration: String::new(),
         block: String::new(),
         arm: String::new(),
@@ -576,6 +581,7 @@ fn certify_one(
         certificate.first_difference = Some("not an execute node of this manifest".into());
         return certificate;
     };
+    certificate.episode_key = Some(tbb_harness::episode_key(&spec, &study.prompts));
     let payload: ExecutePayload = match payloads.get(&*execute.key).map(|p| serde_json::from_str(p))
     {
         Some(Ok(p)) => p,

@@ -185,14 +185,20 @@ pub struct Dag {
 pub mod versions {
     /// Table publication (columns, writer settings).
     pub const TABLE: &str = "table/1";
-    /// `episodes.parquet`'s columns (2: `calls_by_controller`).
-    pub const EPISODES: &str = "episodes/2";
+    /// `episodes.parquet`'s columns (2: `calls_by_controller`; 3: `episode_key`).
+    pub const EPISODES: &str = "episodes/3";
     /// `variants.parquet`'s columns (2: `required_tool_kinds`, the discovery study's
     /// required-tool cluster).
     pub const VARIANTS: &str = "variants/2";
-    /// `requests.parquet`: its columns and how its rows are read off transcripts
-    /// (`tbb_tables::requests`).
-    pub const REQUESTS: &str = "requests/2";
+    /// `requests.parquet`'s columns (3: the execute node's key is `transcript_ref`, as
+    /// in `episodes.parquet`, no longer `node_key`).
+    pub const REQUESTS: &str = "requests/3";
+    /// The request rows the analyses read: how they are read off transcripts
+    /// (`tbb_tables::requests`). Apart from [`REQUESTS`] since the published columns
+    /// and the rows can change alone: renaming a column republishes the table and
+    /// reruns no analysis. (It was the table's version until `requests/3`, so the
+    /// analyses' keys did not change when the two parted.)
+    pub const REQUEST_ROWS: &str = "requests/2";
     /// What an analysis node records (its tables as Parquet files in the cache),
     /// appended to the kind's own code version.
     pub const ANALYSIS: &str = "analysis/2";
@@ -332,6 +338,8 @@ struct Tables {
     variants_key: String,
     episodes_key: String,
     requests: NodeIndex,
+    /// The key of the request rows as the analyses read them ([`versions::REQUEST_ROWS`]).
+    request_rows_key: String,
 }
 
 /// A table's key input with the study's provenance (its manifest and lockfile).
@@ -601,10 +609,21 @@ impl Dag {
             Work::Table(Publish::Requests),
             grades,
         );
+        // What an analysis reading the requests depends on: the rows, not the columns
+        // they are published under.
+        let request_rows_key = provenance(
+            manifest,
+            inputs,
+            KeyInput::new(NodeKind::Table, versions::REQUEST_ROWS),
+        )
+        .param("study", manifest.study.clone())
+        .input("episodes", episodes_key.clone())
+        .key();
         Tables {
             variants_key,
             episodes_key,
             requests,
+            request_rows_key,
         }
     }
 
@@ -649,10 +668,11 @@ impl Dag {
                         input = input.input("variants", tables.variants_key.clone());
                         reads.extend(compiles);
                     }
-                    // The requests table node's key: a new requests layout
-                    // (`versions::REQUESTS`) or any changed episode reruns the analysis.
+                    // The request rows' key: a new way of reading them
+                    // (`versions::REQUEST_ROWS`) or any changed episode reruns the
+                    // analysis; the table's node still comes first.
                     Input::Requests => {
-                        input = input.input("requests", self_key(self, tables.requests));
+                        input = input.input("requests", tables.request_rows_key.clone());
                         reads.push(tables.requests);
                     }
                     Input::Table(table) => match a.from_study(table) {

@@ -558,11 +558,15 @@ pub(crate) fn request_rows(
                 dag.graph[grade].id
             ))
         })?;
-        let episode = Arc::new(EpisodeColumns::of(
-            row,
-            &read.episode_key,
-            &dag.graph[execute].key,
-        ));
+        // The row and its requests name the same episode and the same transcript, or
+        // the join the tables promise would pair the wrong rows.
+        if read.episode_key != row.episode_key || row.transcript_ref != *dag.graph[execute].key {
+            return Err(NodeFailure::internal(format!(
+                "the requests of {} belong to another episode",
+                dag.graph[grade].id
+            )));
+        }
+        let episode = Arc::new(EpisodeColumns::of(row));
         out.extend(requests::rows(&episode, read));
     }
     Ok(out)
