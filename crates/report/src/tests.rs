@@ -10,7 +10,7 @@ use super::figures::tests::{dots, strokes};
 use super::figures::SERIES_COLOURS;
 use super::{render, ReportError};
 use tbb_tables::analyses::cap_strata::SweepStrataRow;
-use tbb_tables::analyses::cap_sweep::CapSweepRow;
+use tbb_tables::analyses::cap_sweep::{CapSweepRow, Margin};
 use tbb_tables::analyses::contrasts::{
     ClusterUnit, ContrastsByConfigurationRow, ContrastsRow, ContrastsSignFlipRow, Weighting,
 };
@@ -23,7 +23,7 @@ use tbb_tables::analyses::truncation::{
     TruncationCorrelationRow, TruncationPairsRow, TruncationRow,
 };
 use tbb_tables::analyses::truncation_strata::TruncationStratum;
-use tbb_tables::analyses::two_caps::{CapRole, CapStatistic};
+use tbb_tables::analyses::two_caps::{CapEstimate, CapRole, CapStatistic};
 use tbb_tables::{TableBuilder, TableRow};
 
 /// The eight contrasts as the analysis names and labels them.
@@ -858,31 +858,35 @@ fn the_cap_sweep_section_puts_ours_beside_the_papers() {
             CapRole::Change => ("cap_16384_minus_cap_1024", None),
         };
         CapSweepRow {
-            stratum: stratum.into(),
-            arm: arm.into(),
-            arm_role,
-            completion_cap,
-            statistic,
-            n_configurations: 1,
-            n_units: None,
-            units_incomplete: None,
-            n_clusters: None,
-            n_events: None,
-            n_total: None,
-            estimate_pp: Some(estimate_pp),
-            ci_low_pp: ci.map(|c| c.0),
-            ci_high_pp: ci.map(|c| c.1),
-            p_value: None,
-            excluded_provider_failure: 0,
-            excluded_missing_usage: 0,
-            bound_low_pp: change.then_some(38.6),
-            bound_high_pp: change.then_some(38.6),
-            draws: None,
-            seed: 0,
-            draw_seed: None,
-            margin_pp: change.then_some(5.0),
-            clears_margin: change.then_some(true),
-            within_margin: change.then_some(false),
+            estimate: CapEstimate {
+                stratum: stratum.into(),
+                arm: arm.into(),
+                arm_role,
+                completion_cap,
+                statistic,
+                n_configurations: 1,
+                n_units: None,
+                units_incomplete: None,
+                n_clusters: None,
+                n_events: None,
+                n_total: None,
+                estimate_pp: Some(estimate_pp),
+                ci_low_pp: ci.map(|c| c.0),
+                ci_high_pp: ci.map(|c| c.1),
+                p_value: None,
+                excluded_provider_failure: 0,
+                excluded_missing_usage: 0,
+                bound_low_pp: change.then_some(38.6),
+                bound_high_pp: change.then_some(38.6),
+                draws: None,
+                seed: 0,
+                draw_seed: None,
+            },
+            margin: Margin {
+                margin_pp: change.then_some(5.0),
+                clears_margin: change.then_some(true),
+                within_margin: change.then_some(false),
+            },
         }
     };
     let contrast = CapStatistic::VContrast;

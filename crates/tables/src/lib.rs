@@ -20,7 +20,7 @@ pub mod stored_requests;
 pub mod typed;
 
 pub use rows::{EpisodeRow, Placement, RequestRow};
-pub use typed::{read_rows, TableRow};
+pub use typed::{columns_of, read_rows, TableRow};
 
 use std::fs::File;
 use std::io::Write as _;

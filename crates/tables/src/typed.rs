@@ -30,11 +30,11 @@ pub trait TableRow: Serialize + DeserializeOwned {
     /// The table's name (its file stem, `outputs/<study>/<TABLE>.parquet`).
     const TABLE: &'static str;
 
-    /// The table's columns, in order.
+    /// The table's columns, in order. A row that flattens column groups
+    /// (`#[serde(flatten)]`) writes this out as its groups' [`columns_of`] in order:
+    /// serde_arrow cannot trace a flattened struct from its type.
     fn fields() -> Result<Vec<FieldRef>, StoreError> {
-        let traced = Vec::<FieldRef>::from_type::<Self>(options())
-            .map_err(|e| arrow_error(Self::TABLE, e))?;
-        Ok(traced.into_iter().map(levels_as_text).collect())
+        columns_of::<Self>(Self::TABLE)
     }
 
     /// The rows as one batch.
@@ -76,6 +76,15 @@ pub trait TableRow: Serialize + DeserializeOwned {
     fn column_names() -> Result<Vec<String>, StoreError> {
         Ok(Self::fields()?.iter().map(|f| f.name().clone()).collect())
     }
+}
+
+/// The columns of the struct `T`, in order: a whole row's, or a group of columns that
+/// several rows flatten (`table` names the table in errors).
+pub fn columns_of<T: Serialize + DeserializeOwned>(
+    table: &str,
+) -> Result<Vec<FieldRef>, StoreError> {
+    let traced = Vec::<FieldRef>::from_type::<T>(options()).map_err(|e| arrow_error(table, e))?;
+    Ok(traced.into_iter().map(levels_as_text).collect())
 }
 
 /// The rows of a batch of `table` as `R`, a struct of some of the table's columns

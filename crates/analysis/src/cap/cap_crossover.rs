@@ -45,8 +45,9 @@ use serde::{Deserialize, Serialize};
 
 use super::two_caps::{self, CapRows, Caps, Resolved};
 use crate::{AnalysisError, Context, Design, Input, Output, ParamProblem, Produced, Typed};
-use tbb_tables::analyses::cap_crossover::{CapCrossoverConfigurationsRow, CapCrossoverRow};
-use tbb_tables::analyses::two_caps::CapRole;
+use tbb_tables::analyses::cap_crossover::{
+    CapCrossoverConfigurationsRow, CapCrossoverRow, Reading,
+};
 use tbb_tables::TableRow;
 
 /// Name in error messages and the first part of every stream seed.
@@ -154,34 +155,17 @@ pub fn run(params: &Params, input: &Context<'_>) -> Result<Vec<Output>, Analysis
 
     let mut configurations = Vec::new();
     for configuration in data.configurations() {
-        let membership = strata.get(configuration);
         let in_stratum = stratum_of(configuration).is_some();
-        for role in CapRole::CAPS {
-            let (episodes_v128, truncated_v128) = data.truncation(configuration, role);
-            let (excluded_provider_failure, excluded_missing_usage) =
-                data.excluded(configuration, role);
-            configurations.push(CapCrossoverConfigurationsRow {
-                configuration: configuration.to_string(),
-                organization: data
-                    .organizations
-                    .get(configuration)
-                    .copied()
-                    .unwrap_or_default()
-                    .to_string(),
-                stratum: membership.and_then(|m| m.stratum.clone()),
-                selected: membership.is_some_and(|m| m.selected),
-                arm: data.caps.label(role),
-                arm_role: role,
-                completion_cap: data.caps.cap(role),
-                episodes_v128,
-                truncated_v128,
-                truncated_share_v128: two_caps::truncated_share(episodes_v128, truncated_v128),
-                excluded_provider_failure,
-                excluded_missing_usage,
-                manipulation_check_passed: in_stratum.then(|| passes(configuration)),
-                in_pooled_estimate: in_stratum,
-            });
-        }
+        configurations.extend(
+            two_caps::configuration_rows(
+                &data,
+                configuration,
+                strata.get(configuration),
+                in_stratum.then(|| passes(configuration)),
+                in_stratum,
+            )
+            .map(CapCrossoverConfigurationsRow),
+        );
     }
     Ok(vec![
         Output {
@@ -205,30 +189,11 @@ fn table_row(
     reading: Option<String>,
 ) -> CapCrossoverRow {
     CapCrossoverRow {
-        stratum: r.stratum,
-        arm: caps.label(r.role),
-        arm_role: r.role,
-        completion_cap: caps.cap(r.role),
-        statistic: r.statistic,
-        n_configurations: r.n_configurations,
-        n_units: r.n_units,
-        units_incomplete: r.units_incomplete,
-        n_clusters: r.n_clusters,
-        n_events: r.n_events,
-        n_total: r.n_total,
-        estimate_pp: r.estimate_pp,
-        ci_low_pp: r.ci_low_pp,
-        ci_high_pp: r.ci_high_pp,
-        p_value: r.p_value,
-        excluded_provider_failure: r.excluded_provider_failure,
-        excluded_missing_usage: r.excluded_missing_usage,
-        bound_low_pp: r.bounds.map(|b| b.0),
-        bound_high_pp: r.bounds.map(|b| b.1),
-        draws: r.draws,
-        seed,
-        draw_seed: r.draw_seed,
-        truncation_persists,
-        reading,
+        estimate: r.estimate(caps, seed),
+        reading: Reading {
+            truncation_persists,
+            reading,
+        },
     }
 }
 
@@ -239,6 +204,7 @@ mod tests {
     use super::*;
     use crate::cap::two_caps::testing::{rows_at_cap, strata};
     use tbb_tables::analyses::two_caps::CapStatistic;
+    use tbb_tables::analyses::two_caps::{CapConfiguration, CapRole};
     use tbb_tables::rows::EpisodeRow;
 
     const FAMILIES: [&str; 4] = ["f1", "f2", "f3", "f4"];
@@ -291,13 +257,17 @@ mod tests {
     }
 
     /// The two tables' rows, read back from their batches.
-    fn tables_of(out: &[Output]) -> (Vec<CapCrossoverRow>, Vec<CapCrossoverConfigurationsRow>) {
+    fn tables_of(out: &[Output]) -> (Vec<CapCrossoverRow>, Vec<CapConfiguration>) {
         fn read<T>(e: tbb_tables::StoreError) -> T {
             panic!("{e}")
         }
         (
             CapCrossoverRow::from_batch(&out[0].batch).unwrap_or_else(read),
-            CapCrossoverConfigurationsRow::from_batch(&out[1].batch).unwrap_or_else(read),
+            CapCrossoverConfigurationsRow::from_batch(&out[1].batch)
+                .unwrap_or_else(read)
+                .into_iter()
+                .map(|r| r.0)
+                .collect(),
         )
     }
 
@@ -309,12 +279,18 @@ mod tests {
         statistic: CapStatistic,
     ) -> &'a CapCrossoverRow {
         rows.iter()
-            .find(|r| r.stratum == stratum && r.arm_role == role && r.statistic == statistic)
+            .find(|r| {
+                r.estimate.stratum == stratum
+                    && r.estimate.arm_role == role
+                    && r.estimate.statistic == statistic
+            })
             .unwrap_or_else(|| panic!("no row {stratum} {role:?} {statistic:?}"))
     }
 
     fn contrast(rows: &[CapCrossoverRow], stratum: &str, role: CapRole) -> Option<f64> {
-        find(rows, stratum, role, CapStatistic::VContrast).estimate_pp
+        find(rows, stratum, role, CapStatistic::VContrast)
+            .estimate
+            .estimate_pp
     }
 
     #[test]
@@ -341,19 +317,25 @@ mod tests {
         // heavy truncates half of its V = 128 episodes at 4,096: the check fails, the
         // stratum is kept and the reading says what the rows measure.
         let b = find(&t, "B", CapRole::Change, CapStatistic::VContrast);
-        assert_eq!(b.truncation_persists, Some(true));
-        let reading = b.reading.as_deref().unwrap_or_default();
+        assert_eq!(b.reading.truncation_persists, Some(true));
+        let reading = b.reading.reading.as_deref().unwrap_or_default();
         assert!(
             reading.contains("truncation persisting: 1 of 1"),
             "{reading}"
         );
         let s = find(&t, "S", CapRole::Change, CapStatistic::VContrast);
-        assert_eq!((s.truncation_persists, &s.reading), (Some(false), &None));
+        assert_eq!(
+            (s.reading.truncation_persists, &s.reading.reading),
+            (Some(false), &None)
+        );
         let all = find(&t, "all", CapRole::High, CapStatistic::TruncatedShareV128);
-        assert_eq!(all.truncation_persists, None);
+        assert_eq!(all.reading.truncation_persists, None);
         // heavy: 2 families × 4 cells × 2 repeats truncated of 32 at each cap.
         let b = find(&t, "B", CapRole::High, CapStatistic::TruncatedShareV128);
-        assert_eq!((b.n_events, b.n_total), (Some(16), Some(32)));
+        assert_eq!(
+            (b.estimate.n_events, b.estimate.n_total),
+            (Some(16), Some(32))
+        );
         for r in &c {
             assert_eq!(
                 r.manipulation_check_passed,
@@ -398,16 +380,26 @@ mod tests {
         }
         let (t, _) = tables_of(&run_on(&rows));
         let b = find(&t, "B", CapRole::Change, CapStatistic::VContrast);
-        assert_eq!((b.bound_low_pp, b.bound_high_pp), (Some(-6.25), Some(0.0)));
-        assert_eq!(b.estimate_pp, Some(0.0));
-        let excluded =
-            |r: &CapCrossoverRow| (r.excluded_provider_failure, r.excluded_missing_usage);
+        assert_eq!(
+            (b.estimate.bound_low_pp, b.estimate.bound_high_pp),
+            (Some(-6.25), Some(0.0))
+        );
+        assert_eq!(b.estimate.estimate_pp, Some(0.0));
+        let excluded = |r: &CapCrossoverRow| {
+            (
+                r.estimate.excluded_provider_failure,
+                r.estimate.excluded_missing_usage,
+            )
+        };
         assert_eq!(excluded(b), (1, 1));
         let low = find(&t, "B", CapRole::Low, CapStatistic::VContrast);
         assert_eq!(excluded(low), (0, 1));
-        assert_eq!(low.bound_low_pp, None);
+        assert_eq!(low.estimate.bound_low_pp, None);
         // The N stratum has nothing excluded: its bounds are its estimate.
         let n = find(&t, "N", CapRole::Change, CapStatistic::VContrast);
-        assert_eq!((n.bound_low_pp, n.bound_high_pp), (Some(0.0), Some(0.0)));
+        assert_eq!(
+            (n.estimate.bound_low_pp, n.estimate.bound_high_pp),
+            (Some(0.0), Some(0.0))
+        );
     }
 }

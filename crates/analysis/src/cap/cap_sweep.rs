@@ -46,7 +46,7 @@ use serde::{Deserialize, Serialize};
 
 use super::two_caps::{self, CapRows, Caps, Resolved};
 use crate::{AnalysisError, Context, Design, Input, Output, ParamProblem, Produced, Typed};
-use tbb_tables::analyses::cap_sweep::{CapSweepConfigurationsRow, CapSweepRow};
+use tbb_tables::analyses::cap_sweep::{CapSweepConfigurationsRow, CapSweepRow, Margin};
 use tbb_tables::analyses::two_caps::{CapRole, CapStatistic};
 use tbb_tables::TableRow;
 
@@ -158,34 +158,17 @@ pub fn run(params: &Params, input: &Context<'_>) -> Result<Vec<Output>, Analysis
 
     let mut configurations = Vec::new();
     for configuration in data.configurations() {
-        let membership = strata.get(configuration);
         let check = (stratum_of(configuration) == Some(PRIMARY)).then(|| passes(configuration));
-        for role in CapRole::CAPS {
-            let (episodes_v128, truncated_v128) = data.truncation(configuration, role);
-            let (excluded_provider_failure, excluded_missing_usage) =
-                data.excluded(configuration, role);
-            configurations.push(CapSweepConfigurationsRow {
-                configuration: configuration.to_string(),
-                organization: data
-                    .organizations
-                    .get(configuration)
-                    .copied()
-                    .unwrap_or_default()
-                    .to_string(),
-                stratum: membership.and_then(|m| m.stratum.clone()),
-                selected: membership.is_some_and(|m| m.selected),
-                arm: data.caps.label(role),
-                arm_role: role,
-                completion_cap: data.caps.cap(role),
-                episodes_v128,
-                truncated_v128,
-                truncated_share_v128: two_caps::truncated_share(episodes_v128, truncated_v128),
-                excluded_provider_failure,
-                excluded_missing_usage,
-                manipulation_check_passed: check,
-                in_pooled_estimate: pooled(configuration),
-            });
-        }
+        configurations.extend(
+            two_caps::configuration_rows(
+                &data,
+                configuration,
+                strata.get(configuration),
+                check,
+                pooled(configuration),
+            )
+            .map(CapSweepConfigurationsRow),
+        );
     }
     Ok(vec![
         Output {
@@ -205,31 +188,12 @@ fn table_row(r: two_caps::Row, caps: Caps, seed: u64, margin: f64) -> CapSweepRo
     let is_change = r.role == CapRole::Change && r.statistic == CapStatistic::VContrast;
     let interval = r.ci_low_pp.zip(r.ci_high_pp).filter(|_| is_change);
     CapSweepRow {
-        stratum: r.stratum,
-        arm: caps.label(r.role),
-        arm_role: r.role,
-        completion_cap: caps.cap(r.role),
-        statistic: r.statistic,
-        n_configurations: r.n_configurations,
-        n_units: r.n_units,
-        units_incomplete: r.units_incomplete,
-        n_clusters: r.n_clusters,
-        n_events: r.n_events,
-        n_total: r.n_total,
-        estimate_pp: r.estimate_pp,
-        ci_low_pp: r.ci_low_pp,
-        ci_high_pp: r.ci_high_pp,
-        p_value: r.p_value,
-        excluded_provider_failure: r.excluded_provider_failure,
-        excluded_missing_usage: r.excluded_missing_usage,
-        bound_low_pp: r.bounds.map(|b| b.0),
-        bound_high_pp: r.bounds.map(|b| b.1),
-        draws: r.draws,
-        seed,
-        draw_seed: r.draw_seed,
-        margin_pp: is_change.then_some(margin),
-        clears_margin: interval.map(|(lo, _)| lo > margin),
-        within_margin: interval.map(|(lo, hi)| -margin < lo && hi < margin),
+        estimate: r.estimate(caps, seed),
+        margin: Margin {
+            margin_pp: is_change.then_some(margin),
+            clears_margin: interval.map(|(lo, _)| lo > margin),
+            within_margin: interval.map(|(lo, hi)| -margin < lo && hi < margin),
+        },
     }
 }
 
@@ -242,6 +206,7 @@ mod tests {
     use super::*;
     use crate::cap::two_caps::testing::{rows_at_cap, strata};
     use crate::common::stats::IndexStream;
+    use tbb_tables::analyses::two_caps::CapConfiguration;
     use tbb_tables::rows::EpisodeRow;
 
     const FAMILIES: [&str; 5] = ["f1", "f2", "f3", "f4", "f5"];
@@ -314,13 +279,17 @@ mod tests {
     }
 
     /// The two tables' rows, read back from their batches.
-    fn tables_of(out: &[Output]) -> (Vec<CapSweepRow>, Vec<CapSweepConfigurationsRow>) {
+    fn tables_of(out: &[Output]) -> (Vec<CapSweepRow>, Vec<CapConfiguration>) {
         fn read<T>(e: tbb_tables::StoreError) -> T {
             panic!("{e}")
         }
         (
             CapSweepRow::from_batch(&out[0].batch).unwrap_or_else(read),
-            CapSweepConfigurationsRow::from_batch(&out[1].batch).unwrap_or_else(read),
+            CapSweepConfigurationsRow::from_batch(&out[1].batch)
+                .unwrap_or_else(read)
+                .into_iter()
+                .map(|r| r.0)
+                .collect(),
         )
     }
 
@@ -332,7 +301,11 @@ mod tests {
         statistic: CapStatistic,
     ) -> &'a CapSweepRow {
         rows.iter()
-            .find(|r| r.stratum == stratum && r.arm_role == role && r.statistic == statistic)
+            .find(|r| {
+                r.estimate.stratum == stratum
+                    && r.estimate.arm_role == role
+                    && r.estimate.statistic == statistic
+            })
             .unwrap_or_else(|| panic!("no row {stratum} {role:?} {statistic:?}"))
     }
 
@@ -403,9 +376,11 @@ mod tests {
         // 5 configurations × 2 caps.
         assert_eq!(c.len(), 10);
         let b_change = find(&t, "B", CapRole::Change, CapStatistic::VContrast);
-        assert_eq!(b_change.arm, "cap_16384_minus_cap_1024");
+        assert_eq!(b_change.estimate.arm, "cap_16384_minus_cap_1024");
         assert_eq!(
-            find(&t, "B", CapRole::Low, CapStatistic::VContrast).arm,
+            find(&t, "B", CapRole::Low, CapStatistic::VContrast)
+                .estimate
+                .arm,
             "cap_1024"
         );
     }
@@ -418,18 +393,18 @@ mod tests {
         let low = find(&t, "B", CapRole::Low, CapStatistic::VContrast);
         let high = find(&t, "B", CapRole::High, CapStatistic::VContrast);
         let change = find(&t, "B", CapRole::Change, CapStatistic::VContrast);
-        assert_eq!(change.n_configurations, 1);
+        assert_eq!(change.estimate.n_configurations, 1);
         assert_eq!(
-            (low.estimate_pp, high.estimate_pp),
+            (low.estimate.estimate_pp, high.estimate.estimate_pp),
             (Some(-60.0), Some(-20.0))
         );
-        assert_eq!(change.estimate_pp, Some(40.0));
+        assert_eq!(change.estimate.estimate_pp, Some(40.0));
         // Over the 5 pp margin: its interval [0, 100]... is at least 0 (every family
         // changes by 0 or +100), so it clears only if the lower end is above 5.
-        let lo = change.ci_low_pp.unwrap_or(f64::NAN);
-        assert_eq!(change.clears_margin, Some(lo > 5.0));
+        let lo = change.estimate.ci_low_pp.unwrap_or(f64::NAN);
+        assert_eq!(change.margin.clears_margin, Some(lo > 5.0));
         assert_eq!(
-            low.clears_margin, None,
+            low.margin.clears_margin, None,
             "margin columns live on change rows only"
         );
         // The configurations table says why.
@@ -457,11 +432,11 @@ mod tests {
         };
         let (t, _) = tables_of(&run_on(&panel(), &lenient));
         let low = find(&t, "B", CapRole::Low, CapStatistic::VContrast);
-        assert_eq!(low.estimate_pp, Some(-80.0));
+        assert_eq!(low.estimate.estimate_pp, Some(-80.0));
         // Controls: M and N never move.
         let n = find(&t, "N", CapRole::Change, CapStatistic::VContrast);
-        assert_eq!(n.estimate_pp, Some(0.0));
-        assert_eq!(n.within_margin, Some(true));
+        assert_eq!(n.estimate.estimate_pp, Some(0.0));
+        assert_eq!(n.margin.within_margin, Some(true));
     }
 
     /// The interaction bootstrap written plainly: per unit the change of its menu
@@ -554,14 +529,14 @@ mod tests {
         };
         let (t, _) = tables_of(&run_on(&rows, &lenient));
         let change = find(&t, "B", CapRole::Change, CapStatistic::VContrast);
-        let draw_seed = change.draw_seed.unwrap_or_default();
+        let draw_seed = change.estimate.draw_seed.unwrap_or_default();
         let (estimate, lo, hi) =
             slow_interaction(&rows, &["heavy_ok", "heavy_stuck"], 3_000, draw_seed);
         let value = |v: Option<f64>| v.unwrap_or(f64::NAN);
         let got = (
-            value(change.estimate_pp),
-            value(change.ci_low_pp),
-            value(change.ci_high_pp),
+            value(change.estimate.estimate_pp),
+            value(change.estimate.ci_low_pp),
+            value(change.estimate.ci_high_pp),
         );
         let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
         assert!(
@@ -599,12 +574,21 @@ mod tests {
             |stratum, role| find(&t, stratum, role, CapStatistic::RepeatDisagreement);
         let b = disagreement("B", CapRole::Low);
         // B pools heavy_ok only: 5 families × 12 cells = 60 conditions, 1 disagrees.
-        assert_eq!((b.n_events, b.n_total), (Some(1), Some(60)));
-        assert!((b.estimate_pp.unwrap_or(f64::NAN) - 100.0 / 60.0).abs() < 1e-12);
+        assert_eq!(
+            (b.estimate.n_events, b.estimate.n_total),
+            (Some(1), Some(60))
+        );
+        assert!((b.estimate.estimate_pp.unwrap_or(f64::NAN) - 100.0 / 60.0).abs() < 1e-12);
         let all = disagreement("all", CapRole::Low);
         // all: the four stratified configurations.
-        assert_eq!((all.n_events, all.n_total), (Some(1), Some(240)));
-        assert_eq!(disagreement("all", CapRole::High).n_events, Some(0));
+        assert_eq!(
+            (all.estimate.n_events, all.estimate.n_total),
+            (Some(1), Some(240))
+        );
+        assert_eq!(
+            disagreement("all", CapRole::High).estimate.n_events,
+            Some(0)
+        );
     }
 
     #[test]

@@ -62,7 +62,7 @@ use serde::Deserialize;
 use crate::common::design::{self, Contrast, N_ENDPOINTS};
 use crate::common::stats::{self, ClusterTotals, Interval};
 use crate::{AnalysisError, ParamProblem};
-use tbb_tables::analyses::two_caps::{CapRole, CapStatistic};
+use tbb_tables::analyses::two_caps::{CapConfiguration, CapEstimate, CapRole, CapStatistic};
 use tbb_tables::rows::EpisodeRow;
 
 /// The lane both studies run.
@@ -705,8 +705,77 @@ pub fn passes_ceiling(data: &CapRows<'_>, configuration: &str, ceiling_pct: f64)
 
 /// `truncated / episodes`, none without an episode (the `truncated_share_v128`
 /// column of the configurations tables).
-pub fn truncated_share(episodes: u32, truncated: u32) -> Option<f64> {
+fn truncated_share(episodes: u32, truncated: u32) -> Option<f64> {
     (episodes > 0).then(|| f64::from(truncated) / f64::from(episodes))
+}
+
+impl Row {
+    /// The row's columns in its study's main table, under `caps` and the analysis's
+    /// `seed`.
+    pub fn estimate(self, caps: Caps, seed: u64) -> CapEstimate {
+        CapEstimate {
+            stratum: self.stratum,
+            arm: caps.label(self.role),
+            arm_role: self.role,
+            completion_cap: caps.cap(self.role),
+            statistic: self.statistic,
+            n_configurations: self.n_configurations,
+            n_units: self.n_units,
+            units_incomplete: self.units_incomplete,
+            n_clusters: self.n_clusters,
+            n_events: self.n_events,
+            n_total: self.n_total,
+            estimate_pp: self.estimate_pp,
+            ci_low_pp: self.ci_low_pp,
+            ci_high_pp: self.ci_high_pp,
+            p_value: self.p_value,
+            excluded_provider_failure: self.excluded_provider_failure,
+            excluded_missing_usage: self.excluded_missing_usage,
+            bound_low_pp: self.bounds.map(|b| b.0),
+            bound_high_pp: self.bounds.map(|b| b.1),
+            draws: self.draws,
+            seed,
+            draw_seed: self.draw_seed,
+        }
+    }
+}
+
+/// The rows of `configuration` in its study's `_configurations` table, low cap first:
+/// `membership` its row of the strata table, `check` its manipulation check (where the
+/// study applies one), `pooled` whether its units enter its stratum's pooled estimate.
+pub fn configuration_rows(
+    data: &CapRows<'_>,
+    configuration: &str,
+    membership: Option<&Membership>,
+    check: Option<bool>,
+    pooled: bool,
+) -> [CapConfiguration; 2] {
+    CapRole::CAPS.map(|role| {
+        let (episodes_v128, truncated_v128) = data.truncation(configuration, role);
+        let (excluded_provider_failure, excluded_missing_usage) =
+            data.excluded(configuration, role);
+        CapConfiguration {
+            configuration: configuration.to_string(),
+            organization: data
+                .organizations
+                .get(configuration)
+                .copied()
+                .unwrap_or_default()
+                .to_string(),
+            stratum: membership.and_then(|m| m.stratum.clone()),
+            selected: membership.is_some_and(|m| m.selected),
+            arm: data.caps.label(role),
+            arm_role: role,
+            completion_cap: data.caps.cap(role),
+            episodes_v128,
+            truncated_v128,
+            truncated_share_v128: truncated_share(episodes_v128, truncated_v128),
+            excluded_provider_failure,
+            excluded_missing_usage,
+            manipulation_check_passed: check,
+            in_pooled_estimate: pooled,
+        }
+    })
 }
 
 /// Every selected configuration of the strata table must have rows.

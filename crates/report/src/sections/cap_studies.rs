@@ -15,7 +15,7 @@
 
 use tbb_tables::analyses::cap_crossover::CapCrossoverRow;
 use tbb_tables::analyses::cap_sweep::CapSweepRow;
-use tbb_tables::analyses::two_caps::{CapRole, CapStatistic};
+use tbb_tables::analyses::two_caps::{CapEstimate, CapRole, CapStatistic};
 
 use super::super::document::{text, Align, Figure, Section, Table};
 use super::super::figures::{self, Whisker, WhiskerSeries};
@@ -47,39 +47,33 @@ fn or_nan(x: Option<f64>) -> f64 {
     x.unwrap_or(f64::NAN)
 }
 
+impl StudyRow {
+    fn of(e: CapEstimate, clears_margin: Option<bool>, reading: Option<String>) -> StudyRow {
+        StudyRow {
+            stratum: e.stratum,
+            role: e.arm_role,
+            statistic: e.statistic,
+            completion_cap: e.completion_cap,
+            estimate: or_nan(e.estimate_pp),
+            low: or_nan(e.ci_low_pp),
+            high: or_nan(e.ci_high_pp),
+            bound_low: or_nan(e.bound_low_pp),
+            bound_high: or_nan(e.bound_high_pp),
+            clears_margin,
+            reading,
+        }
+    }
+}
+
 impl From<CapSweepRow> for StudyRow {
     fn from(r: CapSweepRow) -> StudyRow {
-        StudyRow {
-            stratum: r.stratum,
-            role: r.arm_role,
-            statistic: r.statistic,
-            completion_cap: r.completion_cap,
-            estimate: or_nan(r.estimate_pp),
-            low: or_nan(r.ci_low_pp),
-            high: or_nan(r.ci_high_pp),
-            bound_low: or_nan(r.bound_low_pp),
-            bound_high: or_nan(r.bound_high_pp),
-            clears_margin: r.clears_margin,
-            reading: None,
-        }
+        StudyRow::of(r.estimate, r.margin.clears_margin, None)
     }
 }
 
 impl From<CapCrossoverRow> for StudyRow {
     fn from(r: CapCrossoverRow) -> StudyRow {
-        StudyRow {
-            stratum: r.stratum,
-            role: r.arm_role,
-            statistic: r.statistic,
-            completion_cap: r.completion_cap,
-            estimate: or_nan(r.estimate_pp),
-            low: or_nan(r.ci_low_pp),
-            high: or_nan(r.ci_high_pp),
-            bound_low: or_nan(r.bound_low_pp),
-            bound_high: or_nan(r.bound_high_pp),
-            clears_margin: None,
-            reading: r.reading,
-        }
+        StudyRow::of(r.estimate, None, r.reading.reading)
     }
 }
 
