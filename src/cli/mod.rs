@@ -364,17 +364,12 @@ fn lock_outputs(
     } else {
         OutputsLock::acquire
     };
-    Ok(take(
-        outputs,
-        &command,
-        timeout,
-        &mut |holder| {
-            tell!(
-                "Blocking: waiting for lock on {} ({holder})",
-                outputs.display()
-            );
-        },
-    )?)
+    Ok(take(outputs, &command, timeout, &mut |holder| {
+        tell!(
+            "Blocking: waiting for lock on {} ({holder})",
+            outputs.display()
+        );
+    })?)
 }
 
 /// The catalogue of a command without a manifest: `--configs`, `TBB_CONFIGS`, or

@@ -56,13 +56,18 @@ fn ok(out: Output) -> String {
 }
 
 fn run(cmd: Command) -> String {
-    ok(spawn(cmd).wait_with_output().unwrap_or_else(|e| panic!("{e}")))
+    ok(spawn(cmd)
+        .wait_with_output()
+        .unwrap_or_else(|e| panic!("{e}")))
 }
 
 /// Every file under `dir` but the cache and the lock, by path relative to it.
 fn published(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
     fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<PathBuf, Vec<u8>>) {
-        for entry in std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{e}")).flatten() {
+        for entry in std::fs::read_dir(dir)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .flatten()
+        {
             let path = entry.path();
             let relative = path.strip_prefix(root).unwrap_or(&path).to_path_buf();
             if relative == Path::new("cache") || relative == Path::new(".lock") {
@@ -83,7 +88,10 @@ fn published(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
 
 fn assert_same_files(one: &Path, merged: &Path) {
     let (one, merged) = (published(one), published(merged));
-    assert!(one.len() > 10, "the smoke study publishes its tables: {one:?}");
+    assert!(
+        one.len() > 10,
+        "the smoke study publishes its tables: {one:?}"
+    );
     assert_eq!(
         one.keys().collect::<Vec<_>>(),
         merged.keys().collect::<Vec<_>>()
@@ -146,7 +154,13 @@ impl Reference {
     fn shard(&self, outputs: &Path, shard: &str) -> Command {
         self.tbb(
             outputs,
-            &["apply", "manifests/smoke.toml", "--locked", "--shard", shard],
+            &[
+                "apply",
+                "manifests/smoke.toml",
+                "--locked",
+                "--shard",
+                shard,
+            ],
         )
     }
 
@@ -155,7 +169,11 @@ impl Reference {
         let lockfiles = self.dir.path().join("lockfiles");
         let left = to_run(&common::repo(), outputs, &lockfiles);
         for kind in ["compile", "execute", "grade"] {
-            assert_eq!(left.get(kind), None, "the shards ran every {kind}: {left:?}");
+            assert_eq!(
+                left.get(kind),
+                None,
+                "the shards ran every {kind}: {left:?}"
+            );
         }
         run(self.tbb(outputs, &["apply", "manifests/smoke.toml", "--locked"]));
         assert_same_files(&self.outputs("one/smoke"), &outputs.join("smoke"));
@@ -316,9 +334,16 @@ fn shards_of_a_route_keep_its_concurrency_between_them() {
     for child in shards {
         ok(child.wait_with_output().unwrap_or_else(|e| panic!("{e}")));
     }
-    assert_eq!(answered.load(Ordering::SeqCst), 48, "every episode ran once");
+    assert_eq!(
+        answered.load(Ordering::SeqCst),
+        48,
+        "every episode ran once"
+    );
     let most = peak.load(Ordering::SeqCst);
-    assert!(most <= 2, "{most} requests in flight at once, over the route's 2");
+    assert!(
+        most <= 2,
+        "{most} requests in flight at once, over the route's 2"
+    );
     // The merge runs nothing new.
     let out = run(tbb(
         dir.path(),

@@ -73,7 +73,9 @@ impl Backend {
             let Some((table, numbered)) = stem.split_once('-') else {
                 continue;
             };
-            let seq = numbered.split_once('-').map_or(numbered, |(seq, _writer)| seq);
+            let seq = numbered
+                .split_once('-')
+                .map_or(numbered, |(seq, _writer)| seq);
             if let Ok(seq) = seq.parse::<u64>() {
                 out.push(Listed {
                     table: table.to_string(),

@@ -466,9 +466,10 @@ impl Cache {
     }
 
     fn next_path(&mut self, table: &str) -> PathBuf {
-        let path = self
-            .dir()
-            .join(format!("{table}-{:08}-{}.parquet", self.next_seq, self.writer));
+        let path = self.dir().join(format!(
+            "{table}-{:08}-{}.parquet",
+            self.next_seq, self.writer
+        ));
         self.next_seq += 1;
         path
     }
@@ -872,6 +873,26 @@ mod tests {
                 .map(String::as_str),
             Some("text")
         );
+    }
+
+    #[test]
+    fn two_writers_opened_together_keep_each_other_s_files() {
+        // Two shards open the same cache, so both number their first file alike.
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let mut one = Cache::open(dir.path()).unwrap_or_else(|e| panic!("{e}"));
+        let mut two = Cache::open(dir.path()).unwrap_or_else(|e| panic!("{e}"));
+        for (cache, id) in [(&mut one, "x"), (&mut two, "y")] {
+            let nodes = vec![entry(id, &format!("k{id}"), id)];
+            cache
+                .commit(Batch {
+                    nodes,
+                    ..Batch::default()
+                })
+                .unwrap_or_else(|e| panic!("{e}"));
+        }
+        let back = Cache::open(dir.path()).unwrap_or_else(|e| panic!("{e}"));
+        assert!(back.get("kx").is_some() && back.get("ky").is_some());
+        assert_eq!(back.node_files(), 2);
     }
 
     #[test]

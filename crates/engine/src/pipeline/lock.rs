@@ -175,9 +175,8 @@ mod tests {
     fn shards_share_the_lock_and_exclude_an_exclusive_holder_both_ways() {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         let now = Some(Duration::ZERO);
-        let shared = |command: &str| {
-            OutputsLock::acquire_shared(dir.path(), command, now, &mut |_| {})
-        };
+        let shared =
+            |command: &str| OutputsLock::acquire_shared(dir.path(), command, now, &mut |_| {});
         let first = shared("tbb apply --shard 0/2").unwrap_or_else(|e| panic!("{e}"));
         let second = shared("tbb apply --shard 1/2").unwrap_or_else(|e| panic!("{e}"));
         match OutputsLock::acquire(dir.path(), "tbb apply merge", now, &mut |_| {}) {

@@ -152,7 +152,9 @@ pub enum ShardError {
     )]
     TwoLaunchers,
     /// Kubernetes gives the index, not the count.
-    #[error("{KUBERNETES_INDEX} is set (a Kubernetes Indexed Job) but the number of shards is not")]
+    #[error(
+        "{KUBERNETES_INDEX} is set (a Kubernetes Indexed Job) but the number of shards is not"
+    )]
     #[diagnostic(
         code(tbb::shard::count_missing),
         help("pass --shards N with N the Job's spec.completions (Kubernetes does not put it in the pod's environment)")

@@ -39,10 +39,16 @@ fn a_shard_outside_its_count_no_count_or_no_numbers_is_refused_saying_why() {
         "shard 3 does not exist among 2 shards: shards count from 0, so the last is 1/2"
     );
     // The 1-based mistake names the same fix.
-    assert_eq!(refused("2/2"), ShardError::OutOfRange { index: 2, count: 2 });
+    assert_eq!(
+        refused("2/2"),
+        ShardError::OutOfRange { index: 2, count: 2 }
+    );
     let none = refused("0/0");
     assert!(matches!(none, ShardError::NoShards { .. }));
-    assert_eq!(none.to_string(), "`--shard 0/0` splits the study into no shards");
+    assert_eq!(
+        none.to_string(),
+        "`--shard 0/0` splits the study into no shards"
+    );
     for bad in ["x/y", "1", "1/", "/2", "-1/2", "1/2/3", "", "auto/2"] {
         let e = refused(bad);
         assert!(matches!(e, ShardError::Syntax { .. }), "{bad}: {e:?}");
@@ -74,8 +80,14 @@ fn a_named_shard_ignores_the_environment_and_agrees_with_shards() {
 #[test]
 fn auto_reads_a_kubernetes_index_with_the_count_given() {
     let k8s = |index: &str| env(&[(KUBERNETES_INDEX, index)]);
-    assert_eq!(ShardSpec::resolve("auto", Some(4), &k8s("0")), Ok(spec(0, 4)));
-    assert_eq!(ShardSpec::resolve("auto", Some(4), &k8s("3")), Ok(spec(3, 4)));
+    assert_eq!(
+        ShardSpec::resolve("auto", Some(4), &k8s("0")),
+        Ok(spec(0, 4))
+    );
+    assert_eq!(
+        ShardSpec::resolve("auto", Some(4), &k8s("3")),
+        Ok(spec(3, 4))
+    );
     assert_eq!(
         ShardSpec::resolve("auto", None, &k8s("3")),
         Err(ShardError::CountMissing)
@@ -215,10 +227,7 @@ fn a_route_s_slots_are_divided_among_at_most_its_concurrency_of_shards() {
             for (i, &share) in shares.iter().enumerate() {
                 assert_eq!(share > 0, shards.contains(&(i as u32)));
             }
-            let (low, high) = (
-                shares.iter().filter(|&&s| s > 0).min(),
-                shares.iter().max(),
-            );
+            let (low, high) = (shares.iter().filter(|&&s| s > 0).min(), shares.iter().max());
             assert!(high.zip(low).is_some_and(|(h, l)| h - l <= 1), "{shares:?}");
         }
     }
@@ -323,7 +332,10 @@ fn a_condition_is_its_identity_without_arm_and_cap() {
         ("cap", "1024".into()),
         ("rep", "0".into()),
     ];
-    assert_eq!(condition(&fields), "cfg=sim-x, family=f, v=8, block=b, rep=0");
+    assert_eq!(
+        condition(&fields),
+        "cfg=sim-x, family=f, v=8, block=b, rep=0"
+    );
 }
 
 fn smoke() -> crate::pipeline::Study {
@@ -365,7 +377,11 @@ fn the_shards_of_a_study_take_each_episode_once_with_its_condition_s_arms() {
                 .or_insert(holders[0]);
             assert_eq!(held, holders[0], "{}", dag.graph[e].id);
         }
-        assert_eq!(shard_of_condition.len() * 2, executes.len(), "two arms each");
+        assert_eq!(
+            shard_of_condition.len() * 2,
+            executes.len(),
+            "two arms each"
+        );
         // The simulated route is given to every shard, with all its slots.
         let sizes: Vec<usize> = shards.iter().map(|s| s.episodes().len()).collect();
         assert!(sizes.iter().all(|&s| s > 0), "{sizes:?}");
