@@ -1,8 +1,13 @@
-//! `tbb apply MANIFEST | PLAN.json [--locked] [--lock-timeout SECONDS] [--json]`:
-//! re-plans, prints the plan, and runs it; one summary line at the end, or with `--json`
-//! a machine-readable summary on stdout (everything else then goes to stderr). Progress
-//! goes to stderr: bars on a terminal, plain lines otherwise, JSON events with `--json`
+//! `tbb apply MANIFEST | PLAN.json [--locked] [--lock-timeout SECONDS] [--json]
+//! [--shard INDEX/COUNT | --shard auto [--shards N]]`: re-plans, prints the plan, and
+//! runs it; one summary line at the end, or with `--json` a machine-readable summary on
+//! stdout (everything else then goes to stderr). Progress goes to stderr: bars on a
+//! terminal, plain lines otherwise, JSON events with `--json`
 //! (`crate::pipeline::reporter`).
+//!
+//! With `--shard` (which needs `--locked`) it runs one shard's episodes
+//! (`crate::pipeline::shard`), under the outputs lock shared with the other shards, and
+//! neither publishes nor writes the lockfile.
 //!
 //! Ctrl-C once drains the nodes in flight, commits them and exits (130); twice aborts
 //! at once (committed nodes are safe either way).
@@ -10,6 +15,7 @@
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::Instant;
 
 use clap::Args;
@@ -20,7 +26,8 @@ use super::{lock_outputs, runtime, study, Cli};
 use crate::pipeline::apply::{self, Options};
 use crate::pipeline::plan::{Plan, PLAN_FORMAT};
 use crate::pipeline::reporter::Rendering;
-use crate::pipeline::{lockfile, PipelineError};
+use crate::pipeline::shard::{Shard, ShardError, ShardSpec};
+use crate::pipeline::{lockfile, NodeKind, PipelineError};
 
 #[derive(Debug, Args)]
 #[command(after_help = "\
@@ -65,6 +72,39 @@ pub struct ApplyArgs {
     /// summary line go to stderr.
     #[arg(long)]
     json: bool,
+    /// Run one shard of the study's episodes and publish nothing (needs --locked):
+    /// INDEX/COUNT counting from 0 (0/4 … 3/4), or `auto` for the index a Kubernetes
+    /// Indexed Job or a Slurm array gives. Once every shard has run, `tbb apply --locked`
+    /// merges and publishes.
+    #[arg(long, value_name = "INDEX/COUNT|auto")]
+    shard: Option<String>,
+    /// The number of shards, for --shard auto under Kubernetes (the Job's completions).
+    #[arg(long, value_name = "N", requires = "shard")]
+    shards: Option<u32>,
+}
+
+/// The shard of `--shard GIVEN [--shards N]` (`auto` reads this process's environment).
+pub(super) fn shard_spec(given: &str, shards: Option<u32>) -> Result<ShardSpec, ShardError> {
+    ShardSpec::resolve(given, shards, &|name| std::env::var(name).ok())
+}
+
+/// What a shard takes of a plan, in one line.
+pub(super) fn shard_line(shard: &Shard, plan: &Plan) -> String {
+    let runs: Vec<_> = plan
+        .nodes
+        .iter()
+        .filter(|p| p.action.runs() && p.kind == NodeKind::Execute)
+        .filter_map(|p| p.node)
+        .collect();
+    let taken = runs.iter().filter(|i| shard.episodes().contains(i)).count();
+    format!(
+        "Shard {}: {} of the {} episodes to run fall to this shard ({} in all); it publishes \
+         nothing: once every shard has run, `tbb apply --locked` merges and publishes.",
+        shard.spec,
+        crate::report::format::count(taken as u64),
+        crate::report::format::count(runs.len() as u64),
+        crate::report::format::count(shard.episodes().len() as u64),
+    )
 }
 
 /// The format tag of `tbb apply --json`'s summary.
@@ -112,6 +152,11 @@ fn read_plan(path: &Path) -> Result<Option<Plan>, PipelineError> {
 
 pub fn exec(cli: &Cli, args: &ApplyArgs) -> Result<()> {
     let started = Instant::now();
+    let shard = match &args.shard {
+        Some(_) if !args.locked => return Err(ShardError::Unlocked.into()),
+        Some(given) => Some(shard_spec(given, args.shards)?),
+        None => None,
+    };
     let saved = read_plan(&args.target)?;
     let (manifest, overrides) = match &saved {
         Some(_) if !args.set.is_empty() => {
@@ -132,9 +177,10 @@ pub fn exec(cli: &Cli, args: &ApplyArgs) -> Result<()> {
     lockfile::check(&lock_path, &study.lockfile_text, args.locked)?;
 
     let outputs = study.outputs();
-    let _lock = lock_outputs(&outputs, args.lock_timeout)?;
+    let _lock = lock_outputs(&outputs, args.lock_timeout, shard.is_some())?;
     let mut cache = study.cache()?;
     let plan = study.plan(&cache)?;
+    let shard = shard.map(|spec| Shard::new(&study.dag, &study.manifest.configurations, spec));
     if let Some(saved) = &saved {
         if saved.fingerprint != plan.fingerprint {
             let differ = saved
@@ -167,12 +213,19 @@ pub fn exec(cli: &Cli, args: &ApplyArgs) -> Result<()> {
         plan.catalogue
     ));
     text(plan.render(args.show_cached).trim_end());
-    lockfile::write(&lock_path, &study.lockfile_text)?;
-
-    let options = Options {
+    let mut options = Options {
         reporter: Rendering::choose(args.json, std::io::stderr().is_terminal()).on_stderr(),
         ..Options::default()
     };
+    match shard {
+        // --locked checked that the lockfile is this study's already.
+        Some(shard) => {
+            text(&format!("\n{}", shard_line(&shard, &plan)));
+            options.filter = Arc::new(shard);
+        }
+        None => lockfile::write(&lock_path, &study.lockfile_text)?,
+    }
+
     let rt = runtime()?;
     let interrupt = options.interrupt.clone();
     rt.spawn(async move {

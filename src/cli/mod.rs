@@ -340,7 +340,7 @@ fn locked_study_and_cache(
     let study = study(cli, manifest, overrides)?;
     let outputs = study.outputs();
     let lock = if outputs.is_dir() {
-        Some(lock_outputs(&outputs, lock_timeout)?)
+        Some(lock_outputs(&outputs, lock_timeout, false)?)
     } else {
         None
     };
@@ -350,23 +350,26 @@ fn locked_study_and_cache(
 
 /// Takes the lock on a study's outputs for this command line, saying on stderr whom
 /// it waits for; `lock_timeout` in seconds (`None`: wait; 0: fail at once).
+/// A shard (`shared`) shares it with the other shards.
 fn lock_outputs(
     outputs: &Path,
     lock_timeout: Option<f64>,
+    shared: bool,
 ) -> Result<crate::pipeline::lock::OutputsLock> {
+    use crate::pipeline::lock::OutputsLock;
     let command = std::env::args().collect::<Vec<_>>().join(" ");
     let timeout = lock_timeout.map(|s| std::time::Duration::from_secs_f64(s.max(0.0)));
-    Ok(crate::pipeline::lock::OutputsLock::acquire(
-        outputs,
-        &command,
-        timeout,
-        &mut |holder| {
-            tell!(
-                "Blocking: waiting for lock on {} ({holder})",
-                outputs.display()
-            );
-        },
-    )?)
+    let take = if shared {
+        OutputsLock::acquire_shared
+    } else {
+        OutputsLock::acquire
+    };
+    Ok(take(outputs, &command, timeout, &mut |holder| {
+        tell!(
+            "Blocking: waiting for lock on {} ({holder})",
+            outputs.display()
+        );
+    })?)
 }
 
 /// The catalogue of a command without a manifest: `--configs`, `TBB_CONFIGS`, or

@@ -1,5 +1,6 @@
-//! `tbb plan MANIFEST [--show-cached] [--json] [-o plan.json]`: what `apply` would run,
-//! what it would reuse, and why. Read-only.
+//! `tbb plan MANIFEST [--show-cached] [--json] [-o plan.json] [--shard INDEX/COUNT|auto
+//! [--shards N]]`: what `apply` would run, what it would reuse, and why; with `--shard`,
+//! how much of it falls to that shard. Read-only.
 
 use std::path::PathBuf;
 
@@ -25,11 +26,24 @@ pub struct PlanArgs {
     /// Save the plan, for `tbb apply PLAN.json` to run exactly it.
     #[arg(short = 'o', long = "out", value_name = "PLAN.json")]
     out: Option<PathBuf>,
+    /// Say how many of the episodes to run fall to this shard of `tbb apply --shard`.
+    #[arg(long, value_name = "INDEX/COUNT|auto")]
+    shard: Option<String>,
+    /// The number of shards, for --shard auto under Kubernetes.
+    #[arg(long, value_name = "N", requires = "shard")]
+    shards: Option<u32>,
 }
 
 pub fn exec(cli: &Cli, args: &PlanArgs) -> Result<()> {
+    let shard = match &args.shard {
+        Some(given) => Some(super::apply::shard_spec(given, args.shards)?),
+        None => None,
+    };
     let (study, cache) = study_and_cache(cli, &args.manifest, &args.set)?;
     let plan = study.plan(&cache)?;
+    let shard = shard.map(|spec| {
+        crate::pipeline::shard::Shard::new(&study.dag, &study.manifest.configurations, spec)
+    });
     // Serialising 36,000 planned nodes is a third of a cached plan's time: only
     // when asked for.
     let json = if args.json || args.out.is_some() {
@@ -48,6 +62,9 @@ pub fn exec(cli: &Cli, args: &PlanArgs) -> Result<()> {
             plan.catalogue
         );
         say!("{}", plan.render(args.show_cached).trim_end());
+        if let Some(shard) = &shard {
+            say!("\n{}", super::apply::shard_line(shard, &plan));
+        }
     }
     if let Some(out) = &args.out {
         std::fs::write(out, format!("{json}\n")).map_err(|source| CliError::Write {

@@ -32,7 +32,7 @@ pub struct ReportArgs {
 pub fn exec(cli: &Cli, args: &ReportArgs) -> Result<()> {
     let study = study(cli, &args.manifest, &args.set)?;
     let outputs = study.outputs();
-    let _lock = lock_outputs(&outputs, args.lock_timeout)?;
+    let _lock = lock_outputs(&outputs, args.lock_timeout, false)?;
     let mut cache = study.cache()?;
     let plan = study.plan(&cache)?;
     let files = republish_report(&study, &mut cache, &plan)?;

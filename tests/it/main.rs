@@ -35,6 +35,7 @@ mod providers;
 mod refusals;
 mod repairs;
 mod requests;
+mod shard;
 mod show;
 mod sim;
 mod standalone;

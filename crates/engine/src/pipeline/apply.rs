@@ -301,7 +301,12 @@ pub async fn run(
     let dag = &study.dag;
     // A missing or stale upstream study stops the run before anything is paid for.
     study.check_upstream()?;
-    cache.remove_temporaries()?;
+    let publishes = options.filter.publishes();
+    // A shard shares the cache with the other shards running beside it: their
+    // temporary files are not leftovers (the merge, which runs alone, removes those).
+    if publishes {
+        cache.remove_temporaries()?;
+    }
     // Objects the key inputs refer to go in first.
     let objects = dag
         .objects
@@ -334,11 +339,16 @@ pub async fn run(
     }
     apply.regrade(cache, &variants, &mut graded.rows)?;
     apply.summary.short_prompts = served_prompts::check(study, &variants, &graded.firsts);
+    if !publishes {
+        // A shard's episodes are committed: the rows and tables are the merge's.
+        apply.reporter.event(&Event::Finished);
+        return apply.finish(cache, false);
+    }
     let (rows, incomplete) = apply.rows(cache, graded.rows)?;
     let requests = RequestRows::new(graded.fresh_requests);
     apply.finals(cache, &variants, &rows, requests, incomplete.as_ref())?;
     apply.reporter.event(&Event::Finished);
-    apply.finish(cache)
+    apply.finish(cache, true)
 }
 
 impl Applying<'_> {
@@ -449,6 +459,7 @@ impl Applying<'_> {
         let (study, dag) = (self.study, &self.study.dag);
         let configs_of_manifest = &study.manifest.configurations;
         let (route_of_config, slots) = scheduler::routes(configs_of_manifest);
+        let slots = options.filter.slots(&slots);
         let units = scheduler::units(dag, &self.runs, &route_of_config);
         let regrades = self.regrades().len();
         self.reporter.event(&Event::StageStarted {
@@ -812,11 +823,12 @@ impl Applying<'_> {
     }
 
     /// Removes the stale report files of failed table nodes, compacts a fragmented
-    /// cache and lists the failures in DAG order.
-    fn finish(mut self, cache: &mut Cache) -> Result<Summary, PipelineError> {
+    /// cache (`alone`: not a shard, whose fellow shards read and add files beside it)
+    /// and lists the failures in DAG order.
+    fn finish(mut self, cache: &mut Cache, alone: bool) -> Result<Summary, PipelineError> {
         let (study, dag) = (self.study, &self.study.dag);
         self.summary.removed = remove_stale_reports(study, cache, &self.failed)?;
-        if cache.node_files() > 32 {
+        if alone && cache.node_files() > 32 {
             cache.compact()?;
         }
         let order: HashMap<NodeIndex, usize> = dag

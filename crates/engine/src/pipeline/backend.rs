@@ -54,8 +54,10 @@ impl Backend {
         }
     }
 
-    /// Every `<table>-<seq>.parquet` file directly under the root, by sequence number
-    /// (temporary files and anything else are not cache files).
+    /// Every `<table>-<seq>-<writer>.parquet` (or, as written before writers were named,
+    /// `<table>-<seq>.parquet`) file directly under the root, by sequence number and then
+    /// name, so that files of two writers with one number keep one order (temporary
+    /// files and anything else are not cache files).
     pub fn list(&self) -> Result<Vec<Listed>, CacheError> {
         let Backend::Local(dir) = self;
         let read = std::fs::read_dir(dir).map_err(|source| io(dir, source))?;
@@ -68,9 +70,12 @@ impl Backend {
             let Some(stem) = name.strip_suffix(".parquet") else {
                 continue;
             };
-            let Some((table, seq)) = stem.rsplit_once('-') else {
+            let Some((table, numbered)) = stem.split_once('-') else {
                 continue;
             };
+            let seq = numbered
+                .split_once('-')
+                .map_or(numbered, |(seq, _writer)| seq);
             if let Ok(seq) = seq.parse::<u64>() {
                 out.push(Listed {
                     table: table.to_string(),
@@ -79,7 +84,7 @@ impl Backend {
                 });
             }
         }
-        out.sort_by_key(|l| l.seq);
+        out.sort_by(|a, b| (a.seq, &a.path).cmp(&(b.seq, &b.path)));
         Ok(out)
     }
 

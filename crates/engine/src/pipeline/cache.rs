@@ -1,7 +1,9 @@
 //! The node cache under `outputs/<study>/cache/`: every committed node's identity, key,
 //! key input and result, in batched Parquet files.
 //!
-//! Layout: `nodes-<seq>.parquet` (kind, id, key, key_input, payload),
+//! Layout (each `<seq>` below is `<seq>-<writer>`: a file's number and its writer's tag,
+//! which keeps apart the files of shards writing at once; files named before tags read
+//! the same): `nodes-<seq>.parquet` (kind, id, key, key_input, payload),
 //! `objects-<seq>.parquet` (hash, json: configurations and other large key inputs),
 //! `blobs-<seq>.parquet` (ref, text: the system prompts and tool menus transcripts refer
 //! to), `requests-<seq>.parquet` (key, layout, record: the requests of an episode as
@@ -152,6 +154,8 @@ pub struct Cache {
     objects: HashMap<String, String>,
     blob_refs: HashSet<String>,
     next_seq: u64,
+    /// This writer's tag in the names of the files it writes ([`writer_tag`]).
+    writer: String,
 }
 
 const NODES: &str = "nodes";
@@ -178,6 +182,7 @@ impl Cache {
             objects: HashMap::new(),
             blob_refs: HashSet::new(),
             next_seq: 1,
+            writer: writer_tag(),
         };
         if !cache.backend.exists() {
             return Ok(cache);
@@ -461,9 +466,10 @@ impl Cache {
     }
 
     fn next_path(&mut self, table: &str) -> PathBuf {
-        let path = self
-            .dir()
-            .join(format!("{table}-{:08}.parquet", self.next_seq));
+        let path = self.dir().join(format!(
+            "{table}-{:08}-{}.parquet",
+            self.next_seq, self.writer
+        ));
         self.next_seq += 1;
         path
     }
@@ -661,6 +667,7 @@ impl Cache {
             objects: HashMap::new(),
             blob_refs: HashSet::new(),
             next_seq: other.next_seq,
+            writer: other.writer.clone(),
         }
     }
 
@@ -708,6 +715,21 @@ fn string_columns<'b>(
                 .ok_or_else(|| damaged(path, &format!("no text column `{c}`")))
         })
         .collect()
+}
+
+/// A tag naming this process's cache files apart from those of any other process
+/// writing the same cache at once (the shards of a study): two writers that open the
+/// cache together number their files alike, and without it the second's rename would
+/// replace the first's file. 64 bits from the process's random hasher keys, its pid and
+/// the time.
+fn writer_tag() -> String {
+    use std::hash::{BuildHasher as _, Hasher as _};
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u32(std::process::id());
+    if let Ok(now) = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH) {
+        hasher.write_u128(now.as_nanos());
+    }
+    format!("{:016x}", hasher.finish())
 }
 
 fn damaged(path: &Path, detail: &str) -> CacheError {
@@ -851,6 +873,26 @@ mod tests {
                 .map(String::as_str),
             Some("text")
         );
+    }
+
+    #[test]
+    fn two_writers_opened_together_keep_each_other_s_files() {
+        // Two shards open the same cache, so both number their first file alike.
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let mut one = Cache::open(dir.path()).unwrap_or_else(|e| panic!("{e}"));
+        let mut two = Cache::open(dir.path()).unwrap_or_else(|e| panic!("{e}"));
+        for (cache, id) in [(&mut one, "x"), (&mut two, "y")] {
+            let nodes = vec![entry(id, &format!("k{id}"), id)];
+            cache
+                .commit(Batch {
+                    nodes,
+                    ..Batch::default()
+                })
+                .unwrap_or_else(|e| panic!("{e}"));
+        }
+        let back = Cache::open(dir.path()).unwrap_or_else(|e| panic!("{e}"));
+        assert!(back.get("kx").is_some() && back.get("ky").is_some());
+        assert_eq!(back.node_files(), 2);
     }
 
     #[test]

@@ -6,6 +6,10 @@
 //! its holder exits, however it exits (SIGKILL included), so a dead holder never blocks
 //! anyone and no stale-lock cleaning is needed.
 //!
+//! The shards of a study (`tbb apply --shard`) take it shared: they only add cache files
+//! under names of their own, so any number run at once, while an apply that publishes
+//! (or compacts the cache) waits for them and they for it.
+//!
 //! Never: deletes the lock file (deleting it while held would let a second process lock
 //! a different inode).
 
@@ -58,6 +62,27 @@ impl OutputsLock {
         timeout: Option<Duration>,
         on_wait: &mut dyn FnMut(&str),
     ) -> Result<OutputsLock, LockError> {
+        OutputsLock::take(dir, command, timeout, on_wait, false)
+    }
+
+    /// Takes the lock on `dir` shared with other shards, as [`OutputsLock::acquire`]
+    /// does otherwise: it waits only for an exclusive holder.
+    pub fn acquire_shared(
+        dir: &Path,
+        command: &str,
+        timeout: Option<Duration>,
+        on_wait: &mut dyn FnMut(&str),
+    ) -> Result<OutputsLock, LockError> {
+        OutputsLock::take(dir, command, timeout, on_wait, true)
+    }
+
+    fn take(
+        dir: &Path,
+        command: &str,
+        timeout: Option<Duration>,
+        on_wait: &mut dyn FnMut(&str),
+        shared: bool,
+    ) -> Result<OutputsLock, LockError> {
         let path = dir.join(".lock");
         let io = |source| LockError::Io {
             path: path.clone(),
@@ -74,7 +99,12 @@ impl OutputsLock {
         let started = Instant::now();
         let mut told = false;
         loop {
-            match file.try_lock() {
+            let tried = if shared {
+                file.try_lock_shared()
+            } else {
+                file.try_lock()
+            };
+            match tried {
                 Ok(()) => break,
                 Err(std::fs::TryLockError::WouldBlock) => {
                     let holder = holder(&mut file);
@@ -94,6 +124,7 @@ impl OutputsLock {
                 Err(std::fs::TryLockError::Error(e)) => return Err(io(e)),
             }
         }
+        // Shared holders each write their record: a waiter names the last of them.
         let record = format!("pid {}, {command}\n", std::process::id());
         file.set_len(0).map_err(io)?;
         file.seek(SeekFrom::Start(0)).map_err(io)?;
@@ -138,5 +169,27 @@ mod tests {
         }
         drop(first);
         assert!(OutputsLock::acquire(dir.path(), "c", Some(Duration::ZERO), &mut |_| {}).is_ok());
+    }
+
+    #[test]
+    fn shards_share_the_lock_and_exclude_an_exclusive_holder_both_ways() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let now = Some(Duration::ZERO);
+        let shared =
+            |command: &str| OutputsLock::acquire_shared(dir.path(), command, now, &mut |_| {});
+        let first = shared("tbb apply --shard 0/2").unwrap_or_else(|e| panic!("{e}"));
+        let second = shared("tbb apply --shard 1/2").unwrap_or_else(|e| panic!("{e}"));
+        match OutputsLock::acquire(dir.path(), "tbb apply merge", now, &mut |_| {}) {
+            Err(LockError::Busy { holder, .. }) => assert!(holder.contains("--shard"), "{holder}"),
+            other => panic!("expected busy, got {other:?}"),
+        }
+        drop((first, second));
+        let merge = OutputsLock::acquire(dir.path(), "tbb apply merge", now, &mut |_| {})
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(matches!(
+            shared("tbb apply --shard 0/2"),
+            Err(LockError::Busy { .. })
+        ));
+        drop(merge);
     }
 }

@@ -36,6 +36,7 @@ pub mod reproduce;
 pub mod rows;
 pub mod scheduler;
 pub mod served_prompts;
+pub mod shard;
 pub mod upstream;
 
 use std::path::{Path, PathBuf};

@@ -32,6 +32,12 @@ pub trait Filter: Send + Sync {
     fn publishes(&self) -> bool {
         true
     }
+
+    /// This run's slots of each route, given the route's whole `concurrency` ([`routes`]):
+    /// a shard takes its share, so that the shards of a study together keep the limit.
+    fn slots(&self, slots: &[usize]) -> Vec<usize> {
+        slots.to_vec()
+    }
 }
 
 /// The filter of a whole study: every node the plan runs.
