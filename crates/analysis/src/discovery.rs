@@ -110,11 +110,7 @@ impl Typed for Discovery {
     fn run(params: &DiscoveryParams, input: &Context<'_>) -> Result<Produced, AnalysisError> {
         let clusters = required_clusters(input.tables)?;
         let rows = compute(params, input.episodes, &clusters)?;
-        Ok(vec![Output {
-            table: DiscoveryRow::TABLE,
-            batch: DiscoveryRow::to_batch(&rows)?,
-        }]
-        .into())
+        Ok(vec![Output::of(&rows)?].into())
     }
 }
 

@@ -161,17 +161,7 @@ impl Typed for Frontier {
     fn run(params: &FrontierParams, input: &Context<'_>) -> Result<Produced, AnalysisError> {
         let limits = call_limits(input.tables)?;
         let (rows, paths) = compute(params, input.episodes, input.requests, &limits)?;
-        Ok(vec![
-            Output {
-                table: FrontierRow::TABLE,
-                batch: FrontierRow::to_batch(&rows)?,
-            },
-            Output {
-                table: FrontierPathsRow::TABLE,
-                batch: FrontierPathsRow::to_batch(&paths)?,
-            },
-        ]
-        .into())
+        Ok(vec![Output::of(&rows)?, Output::of(&paths)?].into())
     }
 }
 

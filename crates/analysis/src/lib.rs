@@ -55,7 +55,7 @@ pub use common::needs::{BlockShape, Design, Names};
 pub use common::stats::{Bootstrap, ClusterUnit};
 
 use tbb_tables::rows::{EpisodeRow, RequestRow};
-use tbb_tables::StoreError;
+use tbb_tables::{StoreError, TableRow};
 
 /// Every statistical kind, in report order. Registering a kind is one line here (the
 /// engine's registry adds the report, which renders these kinds' tables, after them).
@@ -460,6 +460,16 @@ pub struct Output {
     pub table: &'static str,
     /// Its rows.
     pub batch: RecordBatch,
+}
+
+impl Output {
+    /// The table of `rows`, named by their row struct.
+    pub fn of<R: TableRow>(rows: &[R]) -> Result<Output, StoreError> {
+        Ok(Output {
+            table: R::TABLE,
+            batch: R::to_batch(rows)?,
+        })
+    }
 }
 
 /// Why an analysis could not be computed.

@@ -133,10 +133,7 @@ impl Typed for Pilot {
         let selector = select(&blocks);
         let rows = rows(&blocks, &selector, &action_names(params), draws, seed);
         Ok(vec![
-            Output {
-                table: PilotRow::TABLE,
-                batch: PilotRow::to_batch(&rows)?,
-            },
+            Output::of(&rows)?,
             Output {
                 table: TraceSelectorRow::TABLE,
                 batch: TraceSelectorRow::to_batch(&selector_rows(

@@ -167,16 +167,7 @@ pub fn run(params: &Params, input: &Context<'_>) -> Result<Vec<Output>, Analysis
             .map(CapCrossoverConfigurationsRow),
         );
     }
-    Ok(vec![
-        Output {
-            table: CapCrossoverRow::TABLE,
-            batch: CapCrossoverRow::to_batch(&main)?,
-        },
-        Output {
-            table: CapCrossoverConfigurationsRow::TABLE,
-            batch: CapCrossoverConfigurationsRow::to_batch(&configurations)?,
-        },
-    ])
+    Ok(vec![Output::of(&main)?, Output::of(&configurations)?])
 }
 
 /// A stratum's statistic as a row of the table, with its stratum's

@@ -170,16 +170,7 @@ pub fn run(params: &Params, input: &Context<'_>) -> Result<Vec<Output>, Analysis
             .map(CapSweepConfigurationsRow),
         );
     }
-    Ok(vec![
-        Output {
-            table: CapSweepRow::TABLE,
-            batch: CapSweepRow::to_batch(&main)?,
-        },
-        Output {
-            table: CapSweepConfigurationsRow::TABLE,
-            batch: CapSweepConfigurationsRow::to_batch(&configurations)?,
-        },
-    ])
+    Ok(vec![Output::of(&main)?, Output::of(&configurations)?])
 }
 
 /// A stratum's statistic as a row of the table: the margin columns are set on the

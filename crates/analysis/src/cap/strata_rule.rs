@@ -253,11 +253,7 @@ where
             in_study: in_study.contains(f.configuration.as_str()),
         })
         .collect();
-    Ok(vec![Output {
-        table: CapStrataRow::<S>::TABLE,
-        batch: CapStrataRow::<S>::to_batch(&rows)?,
-    }]
-    .into())
+    Ok(vec![Output::of(&rows)?].into())
 }
 
 /// The V contrast (pp) by configuration on the routed menu at `cap`, from an upstream

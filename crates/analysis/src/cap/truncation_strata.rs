@@ -114,11 +114,7 @@ impl Typed for TruncationStrata {
                 }
             })
             .collect();
-        Ok(vec![Output {
-            table: TruncationStrataRow::TABLE,
-            batch: TruncationStrataRow::to_batch(&rows)?,
-        }]
-        .into())
+        Ok(vec![Output::of(&rows)?].into())
     }
 }
 

@@ -375,21 +375,9 @@ pub fn run(analysis: &Bootstrap, episodes: &[EpisodeRow]) -> Result<Vec<Output>,
         ));
     }
     Ok(vec![
-        Output {
-            table: ContrastsRow::TABLE,
-            batch: ContrastsRow::to_batch(&contrasts_rows(&boot, settings.seed))?,
-        },
-        Output {
-            table: ContrastsSignFlipRow::TABLE,
-            batch: ContrastsSignFlipRow::to_batch(&sign_flip_rows(&flips))?,
-        },
-        Output {
-            table: ContrastsByConfigurationRow::TABLE,
-            batch: ContrastsByConfigurationRow::to_batch(&configuration_rows(
-                &configs,
-                settings.seed,
-            ))?,
-        },
+        Output::of(&contrasts_rows(&boot, settings.seed))?,
+        Output::of(&sign_flip_rows(&flips))?,
+        Output::of(&configuration_rows(&configs, settings.seed))?,
     ])
 }
 

@@ -113,10 +113,7 @@ pub fn run(episodes: &[EpisodeRow]) -> Result<Vec<Output>, AnalysisError> {
         });
     }
     let rows = cost_rows(episodes)?;
-    Ok(vec![Output {
-        table: CostsRow::TABLE,
-        batch: CostsRow::to_batch(&rows)?,
-    }])
+    Ok(vec![Output::of(&rows)?])
 }
 
 #[cfg(test)]

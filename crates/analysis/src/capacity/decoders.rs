@@ -250,22 +250,10 @@ impl Typed for Decoders {
         }
         let scores = score(&packets.labelled, draws, seed);
         Ok(vec![
-            Output {
-                table: DecodersRow::TABLE,
-                batch: DecodersRow::to_batch(&decoders_rows(&scores, lane, cap, draws, seed))?,
-            },
-            Output {
-                table: DecoderGainsRow::TABLE,
-                batch: DecoderGainsRow::to_batch(&gains(&scores, draws, seed))?,
-            },
-            Output {
-                table: DecoderPacketsRow::TABLE,
-                batch: DecoderPacketsRow::to_batch(&packets_rows(&packets, lane, cap))?,
-            },
-            Output {
-                table: DecoderMultiRow::TABLE,
-                batch: DecoderMultiRow::to_batch(&multi_rows(&multi(&packets)))?,
-            },
+            Output::of(&decoders_rows(&scores, lane, cap, draws, seed))?,
+            Output::of(&gains(&scores, draws, seed))?,
+            Output::of(&packets_rows(&packets, lane, cap))?,
+            Output::of(&multi_rows(&multi(&packets)))?,
         ]
         .into())
     }

@@ -269,10 +269,7 @@ pub fn run(analysis: &Bootstrap, episodes: &[EpisodeRow]) -> Result<Vec<Output>,
                 .into(),
         });
     }
-    Ok(vec![Output {
-        table: LanesRow::TABLE,
-        batch: LanesRow::to_batch(&rows)?,
-    }])
+    Ok(vec![Output::of(&rows)?])
 }
 
 #[cfg(test)]

@@ -239,10 +239,7 @@ pub fn run(episodes: &[EpisodeRow]) -> Result<Vec<Output>, AnalysisError> {
         rows.extend(strata_rows(stratum, &pairs));
     }
     let rows: Vec<StrataRow> = rows.iter().map(PairSums::row).collect();
-    Ok(vec![Output {
-        table: StrataRow::TABLE,
-        batch: StrataRow::to_batch(&rows)?,
-    }])
+    Ok(vec![Output::of(&rows)?])
 }
 
 #[cfg(test)]

@@ -324,18 +324,9 @@ pub fn run(episodes: &[EpisodeRow]) -> Result<Vec<Output>, AnalysisError> {
     let share_rows: Vec<TruncationRow> = share_rows.iter().map(ShareCounts::row).collect();
     let pair_rows: Vec<TruncationPairsRow> = pair_rows.iter().map(PairCounts::row).collect();
     Ok(vec![
-        Output {
-            table: TruncationRow::TABLE,
-            batch: TruncationRow::to_batch(&share_rows)?,
-        },
-        Output {
-            table: TruncationPairsRow::TABLE,
-            batch: TruncationPairsRow::to_batch(&pair_rows)?,
-        },
-        Output {
-            table: TruncationCorrelationRow::TABLE,
-            batch: TruncationCorrelationRow::to_batch(&corr_rows)?,
-        },
+        Output::of(&share_rows)?,
+        Output::of(&pair_rows)?,
+        Output::of(&corr_rows)?,
     ])
 }
 

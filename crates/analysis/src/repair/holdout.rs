@@ -141,17 +141,7 @@ impl Typed for Holdout {
             });
         }
         let rows = rows(input.episodes, &params.confirmatory, draws, seed)?;
-        Ok(vec![
-            Output {
-                table: HoldoutRow::TABLE,
-                batch: HoldoutRow::to_batch(&rows)?,
-            },
-            Output {
-                table: HoldoutArmsRow::TABLE,
-                batch: HoldoutArmsRow::to_batch(&arm_rows(input.episodes))?,
-            },
-        ]
-        .into())
+        Ok(vec![Output::of(&rows)?, Output::of(&arm_rows(input.episodes))?].into())
     }
 }
 

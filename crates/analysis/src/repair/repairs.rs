@@ -77,11 +77,7 @@ impl Typed for Repairs {
     fn run(params: &Params, input: &Context<'_>) -> Result<Produced, AnalysisError> {
         let (draws, seed) = params.resolved();
         let rows = rows(input.episodes, draws, seed)?;
-        Ok(vec![Output {
-            table: RepairsRow::TABLE,
-            batch: RepairsRow::to_batch(&rows)?,
-        }]
-        .into())
+        Ok(vec![Output::of(&rows)?].into())
     }
 }
 

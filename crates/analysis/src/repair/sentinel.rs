@@ -57,11 +57,7 @@ impl Typed for Sentinel {
     fn run(params: &Params, input: &Context<'_>) -> Result<Produced, AnalysisError> {
         let (draws, seed) = params.resolved();
         let rows = rows(input.episodes, draws, seed)?;
-        Ok(vec![Output {
-            table: SentinelRow::TABLE,
-            batch: SentinelRow::to_batch(&rows)?,
-        }]
-        .into())
+        Ok(vec![Output::of(&rows)?].into())
     }
 }
 

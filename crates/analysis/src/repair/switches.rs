@@ -563,18 +563,9 @@ fn tables(rows: &[Comparison], draws: u32, seed: u64) -> Result<Vec<Output>, Ana
     let incumbents = verdicts(rows);
     let summary = summary(rows, &incumbents);
     Ok(vec![
-        Output {
-            table: SwitchesRow::TABLE,
-            batch: SwitchesRow::to_batch(&switches)?,
-        },
-        Output {
-            table: SwitchIncumbentsRow::TABLE,
-            batch: SwitchIncumbentsRow::to_batch(&incumbents)?,
-        },
-        Output {
-            table: SwitchSummaryRow::TABLE,
-            batch: SwitchSummaryRow::to_batch(&summary)?,
-        },
+        Output::of(&switches)?,
+        Output::of(&incumbents)?,
+        Output::of(&summary)?,
     ])
 }
 
