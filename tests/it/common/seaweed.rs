@@ -70,17 +70,47 @@ fn weed() -> PathBuf {
         .unwrap_or_else(|| panic!("{INSTALL}"))
 }
 
-/// A port free on 127.0.0.1 now (the server binds it a moment later).
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .unwrap_or_else(|e| panic!("no free port: {e}"))
+/// Eight distinct ports free on 127.0.0.1 now (the server binds them a moment later):
+/// all held open until all are picked, so that none is picked twice.
+fn free_ports() -> [u16; 8] {
+    let held: Vec<TcpListener> = (0..8)
+        .map(|_| TcpListener::bind("127.0.0.1:0").unwrap_or_else(|e| panic!("no free port: {e}")))
+        .collect();
+    let mut ports = [0u16; 8];
+    for (port, listener) in ports.iter_mut().zip(&held) {
+        *port = listener
+            .local_addr()
+            .map(|a| a.port())
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+    ports
 }
 
 impl Seaweed {
-    /// Starts a server and waits until its filer and S3 gateway answer.
+    /// Starts a server and waits until its filer and S3 gateway answer. A port taken
+    /// between picking it and the server binding it (by another test's server) makes
+    /// the server exit: it is started again on other ports, up to three times.
     pub fn start() -> Seaweed {
+        // One start at a time in this process: two picking ports at once could pick
+        // the same.
+        static STARTING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        let _one = STARTING.lock().unwrap_or_else(|p| p.into_inner());
+        let mut failures = Vec::new();
+        for _ in 0..3 {
+            let (server, s3) = Seaweed::spawn();
+            match server.wait_until_ready(s3) {
+                Ok(server) => return server,
+                Err(log) => failures.push(log),
+            }
+        }
+        panic!(
+            "SeaweedFS did not come up (three tries); the last log ends:\n{}",
+            failures.pop().unwrap_or_default()
+        );
+    }
+
+    /// Starts `weed server` on free ports; returns it and its S3 port.
+    fn spawn() -> (Seaweed, u16) {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         let config = dir.path().join("s3.json");
         let identities = serde_json::json!({"identities": [{
@@ -94,7 +124,7 @@ impl Seaweed {
         let log =
             std::fs::File::create(dir.path().join("weed.log")).unwrap_or_else(|e| panic!("{e}"));
         let [master, master_grpc, volume, volume_grpc, filer, filer_grpc, s3, s3_grpc] =
-            [(); 8].map(|()| free_port());
+            free_ports();
         let child = Command::new(weed())
             .arg("server")
             .arg(format!("-dir={}", data.display()))
@@ -127,11 +157,12 @@ impl Seaweed {
             endpoint: format!("http://127.0.0.1:{s3}"),
             filer,
         };
-        server.wait_until_ready(s3);
-        server
+        (server, s3)
     }
 
-    fn wait_until_ready(&self, s3: u16) {
+    /// Waits until the server stores a file and its gateway answers; the end of its
+    /// log if it exits first or is not up within a minute.
+    fn wait_until_ready(mut self, s3: u16) -> Result<Self, String> {
         let deadline = Instant::now() + Duration::from_secs(60);
         // A file stored through the filer means the master, a writable volume and the
         // filer are up; the gateway answers any request once it is.
@@ -139,17 +170,16 @@ impl Seaweed {
         while !(stored(http(self.filer, "PUT", "/buckets/tbb-ready/probe"))
             && http(s3, "GET", "/").is_some())
         {
-            if Instant::now() > deadline {
+            let exited = self.child.try_wait().ok().flatten().is_some();
+            if exited || Instant::now() > deadline {
                 let log =
                     std::fs::read_to_string(self.dir.path().join("weed.log")).unwrap_or_default();
                 let tail: Vec<&str> = log.lines().rev().take(30).collect();
-                panic!(
-                    "SeaweedFS did not come up within a minute; its log ends:\n{}",
-                    tail.into_iter().rev().collect::<Vec<_>>().join("\n")
-                );
+                return Err(tail.into_iter().rev().collect::<Vec<_>>().join("\n"));
             }
             std::thread::sleep(Duration::from_millis(200));
         }
+        Ok(self)
     }
 
     /// Creates a bucket (a directory under the filer's `/buckets`); whether it
