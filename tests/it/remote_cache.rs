@@ -3,7 +3,8 @@
 //! outputs directory fills the store; a second fresh outputs directory applying
 //! `--locked` with the same `--cache` runs no episode and publishes the same bytes as a
 //! one-process local run. A store that cannot be used stops the command before it runs
-//! anything, without showing a credential.
+//! anything, without showing a credential. Eight processes racing for one claim (the
+//! lease a merge takes) have exactly one winner, whom the others name.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -229,4 +230,78 @@ fn a_store_that_cannot_be_used_stops_the_command_before_anything_runs_and_shows_
         "{stderr}"
     );
     assert!(!stderr.contains(SECRET_KEY), "{stderr}");
+}
+
+/// Set in the environment of the child runs of
+/// `eight_processes_racing_one_claim_have_exactly_one_winner_and_the_others_name_it`:
+/// the directory whose `go` file starts the race. Never set in this process (a child
+/// reads the store's credentials from its own environment).
+const RACER: &str = "REMOTE_CACHE_TEST_RACER";
+
+#[test]
+fn eight_processes_racing_one_claim_have_exactly_one_winner_and_the_others_name_it() {
+    if let Some(dir) = std::env::var_os(RACER) {
+        let go = PathBuf::from(dir).join("go");
+        while !go.exists() {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        let remote = tbb::pipeline::remote::Remote::connect("s3://tbb-race/p", "smoke")
+            .unwrap_or_else(|e| panic!("{e}"));
+        let me = format!("racer-{}", std::process::id());
+        match remote.claim("lease", &me, 1_000, std::time::Duration::from_secs(60)) {
+            Ok(tbb::pipeline::claims::Claim::Won { .. }) => println!("claim: won by {me}"),
+            Ok(tbb::pipeline::claims::Claim::Held(h)) => println!("claim: held by {}", h.holder),
+            Err(e) => panic!("{e}"),
+        }
+        return;
+    }
+    let server = Seaweed::start();
+    assert!(server.make_bucket("tbb-race"));
+    let start = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let this_test = format!(
+        "{}::eight_processes_racing_one_claim_have_exactly_one_winner_and_the_others_name_it",
+        module_path!().split_once("::").map_or("", |(_, m)| m)
+    );
+    let me = std::env::current_exe().unwrap_or_else(|e| panic!("{e}"));
+    let racers: Vec<std::process::Child> = (0..8)
+        .map(|_| {
+            let mut cmd = std::process::Command::new(&me);
+            cmd.args([
+                this_test.as_str(),
+                "--exact",
+                "--test-threads=1",
+                "--nocapture",
+            ])
+            .env(RACER, start.path())
+            .env_remove("AWS_SESSION_TOKEN")
+            .env_remove("AWS_PROFILE")
+            .stdout(std::process::Stdio::piped());
+            for (k, v) in server.vars() {
+                cmd.env(k, v);
+            }
+            cmd.spawn().unwrap_or_else(|e| panic!("{e}"))
+        })
+        .collect();
+    std::fs::write(start.path().join("go"), b"").unwrap_or_else(|e| panic!("{e}"));
+    let said: Vec<String> = racers
+        .into_iter()
+        .map(|r| {
+            let out = r.wait_with_output().unwrap_or_else(|e| panic!("{e}"));
+            assert!(out.status.success(), "{}", text(&out.stdout));
+            text(&out.stdout)
+                .lines()
+                // The harness prints it after the test's name, on that line.
+                .find_map(|l| l.split_once("claim: ").map(|(_, said)| said.to_string()))
+                .unwrap_or_else(|| panic!("a racer said nothing: {}", text(&out.stdout)))
+        })
+        .collect();
+    let winners: Vec<&String> = said.iter().filter(|s| s.starts_with("won by ")).collect();
+    assert_eq!(winners.len(), 1, "{said:?}");
+    let winner = winners[0].trim_start_matches("won by ");
+    assert!(
+        said.iter()
+            .filter(|s| !s.starts_with("won"))
+            .all(|s| s == &format!("held by {winner}")),
+        "{said:?}"
+    );
 }

@@ -189,14 +189,24 @@ impl Seaweed {
             .is_some_and(|status| (200..300).contains(&status))
     }
 
-    /// The environment a `tbb` child needs to reach this server as the test identity.
+    /// The environment a child needs to reach this server as the test identity.
+    pub fn vars(&self) -> [(&'static str, String); 5] {
+        [
+            ("AWS_ACCESS_KEY_ID", ACCESS_KEY.to_string()),
+            ("AWS_SECRET_ACCESS_KEY", SECRET_KEY.to_string()),
+            ("AWS_ENDPOINT_URL", self.endpoint.clone()),
+            ("AWS_REGION", "us-east-1".to_string()),
+            ("AWS_ALLOW_HTTP", "true".to_string()),
+        ]
+    }
+
+    /// [`Seaweed::vars`] on a `tbb` child, without a session token or profile of the
+    /// caller's.
     pub fn env(&self, cmd: &mut assert_cmd::Command) {
-        cmd.env("AWS_ACCESS_KEY_ID", ACCESS_KEY)
-            .env("AWS_SECRET_ACCESS_KEY", SECRET_KEY)
-            .env("AWS_ENDPOINT_URL", &self.endpoint)
-            .env("AWS_REGION", "us-east-1")
-            .env("AWS_ALLOW_HTTP", "true")
-            .env_remove("AWS_SESSION_TOKEN")
+        for (k, v) in self.vars() {
+            cmd.env(k, v);
+        }
+        cmd.env_remove("AWS_SESSION_TOKEN")
             .env_remove("AWS_PROFILE");
     }
 }

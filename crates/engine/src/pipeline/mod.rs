@@ -21,6 +21,7 @@ pub mod apply;
 pub mod backend;
 pub mod cache;
 pub mod certify;
+pub mod claims;
 pub mod committer;
 pub mod context;
 pub mod dag;

@@ -358,12 +358,23 @@ impl Remote {
         Ok(())
     }
 
-    fn location(&self, name: &str) -> Path {
+    /// The store (for [`super::claims`]).
+    pub(super) fn store(&self) -> Arc<dyn ObjectStore> {
+        self.store.clone()
+    }
+
+    /// Where file `name` (relative to the study's prefix) is in the store.
+    pub(super) fn location(&self, name: &str) -> Path {
         name.split('/')
             .fold(self.prefix.clone(), |path, part| path.join(part))
     }
 
-    fn transfer(&self, action: &'static str, name: &str, e: &object_store::Error) -> RemoteError {
+    pub(super) fn transfer(
+        &self,
+        action: &'static str,
+        name: &str,
+        e: &object_store::Error,
+    ) -> RemoteError {
         RemoteError::Transfer {
             url: self.shown.clone(),
             action,
@@ -375,7 +386,7 @@ impl Remote {
     /// Runs a future of the store to completion on this remote's runtime, from a
     /// thread of its own: the caller may itself be inside a runtime (apply commits from
     /// one), where blocking on another runtime panics.
-    fn block<T: Send, F: std::future::Future<Output = T> + Send>(&self, future: F) -> T {
+    pub(super) fn block<T: Send, F: std::future::Future<Output = T> + Send>(&self, future: F) -> T {
         std::thread::scope(|scope| {
             let runtime = self.runtime.as_ref();
             let handle = scope.spawn(move || match runtime {
