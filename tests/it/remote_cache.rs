@@ -39,6 +39,16 @@ impl Machine {
     /// `tbb --outputs … --lockfiles … ARGS` from the repository root, with the
     /// server's environment when there is one.
     fn tbb(&self, server: Option<&Seaweed>, args: &[&str]) -> std::process::Output {
+        self.tbb_with_cache_variable(server, None, args)
+    }
+
+    /// [`Machine::tbb`] with `TBB_CACHE` set to `cache`, if given.
+    fn tbb_with_cache_variable(
+        &self,
+        server: Option<&Seaweed>,
+        cache: Option<&str>,
+        args: &[&str],
+    ) -> std::process::Output {
         let mut cmd = assert_cmd::Command::cargo_bin("tbb").unwrap_or_else(|e| panic!("{e}"));
         cmd.current_dir(root())
             .env("NO_COLOR", "1")
@@ -52,6 +62,9 @@ impl Machine {
             .args(args);
         if let Some(server) = server {
             server.env(&mut cmd);
+        }
+        if let Some(cache) = cache {
+            cmd.env("TBB_CACHE", cache);
         }
         cmd.output().unwrap_or_else(|e| panic!("{e}"))
     }
@@ -120,10 +133,9 @@ fn a_second_machine_applies_from_the_shared_cache_runs_no_episode_and_publishes_
     );
 
     let second = Machine::new();
-    let plan = second.tbb(
-        Some(&server),
-        &["--cache", url, "plan", "manifests/smoke.toml"],
-    );
+    // `TBB_CACHE` stands for `--cache` (and the manifest loader knows it is tbb's).
+    let plan =
+        second.tbb_with_cache_variable(Some(&server), Some(url), &["plan", "manifests/smoke.toml"]);
     assert!(plan.status.success(), "{}", text(&plan.stderr));
     let said = text(&plan.stdout);
     assert!(
