@@ -58,19 +58,15 @@ impl Remote {
             expires_ms: now_ms.saturating_add(ttl.as_millis() as u64),
         };
         let body = serde_json::to_vec(&mine).unwrap_or_default();
-        match self.put_claim(name, body.clone(), PutMode::Create)? {
-            Ok(e_tag) => return Ok(Claim::Won { e_tag }),
-            Err(Refused) => {}
+        if let Ok(e_tag) = self.put_claim(name, body.clone(), PutMode::Create)? {
+            return Ok(Claim::Won { e_tag });
         }
-        let (current, e_tag) = match self.read_claim(name)? {
-            Some(read) => read,
+        let Some((current, e_tag)) = self.read_claim(name)? else {
             // Deleted in between (by hand): try once more from the start.
-            None => {
-                return Ok(match self.put_claim(name, body, PutMode::Create)? {
-                    Ok(e_tag) => Claim::Won { e_tag },
-                    Err(Refused) => Claim::Held(self.holder_of(name)?),
-                });
-            }
+            return Ok(match self.put_claim(name, body, PutMode::Create)? {
+                Ok(e_tag) => Claim::Won { e_tag },
+                Err(Refused) => Claim::Held(self.holder_of(name)?),
+            });
         };
         if current.expires_ms > now_ms {
             return Ok(Claim::Held(current));
