@@ -24,6 +24,7 @@ fn main() {
         prompts: root.join("prompts"),
         outputs: PathBuf::from(outputs),
         lockfiles: std::env::temp_dir().join("tbb-bench-lockfiles"),
+        cache: None,
     };
     let manifest = root.join("manifests/capacity.toml");
     let mut best = [f64::MAX; 4];

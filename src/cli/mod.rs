@@ -110,6 +110,12 @@ pub struct Cli {
         default_value = "lockfiles"
     )]
     pub lockfiles: PathBuf,
+    /// A cache shared through object storage, which `<outputs>/<study>/cache/` is kept
+    /// in step with: s3://BUCKET/PREFIX, gs://…, az://…, file:///DIR. Credentials come
+    /// only from the environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,
+    /// AWS_ENDPOINT_URL, AWS_REGION, AWS_ALLOW_HTTP; GOOGLE_*, AZURE_*).
+    #[arg(long, global = true, env = "TBB_CACHE", value_name = "URL")]
+    pub cache: Option<String>,
     #[command(subcommand)]
     command: Command,
 }
@@ -298,6 +304,7 @@ fn paths(cli: &Cli) -> crate::pipeline::Paths {
         prompts: cli.prompts.clone(),
         outputs: cli.outputs.clone(),
         lockfiles: cli.lockfiles.clone(),
+        cache: cli.cache.clone(),
     }
 }
 

@@ -66,6 +66,27 @@ pub fn exec(cli: &Cli, args: &PlanArgs) -> Result<()> {
             say!("\n{}", super::apply::shard_line(shard, &plan));
         }
     }
+    if let Some(remote) = cache.shared() {
+        let cached: Vec<&str> = plan
+            .nodes
+            .iter()
+            .filter(|n| n.action == crate::pipeline::Action::Cached)
+            .map(|n| n.key.as_ref())
+            .collect();
+        let (in_store, here) = cache.where_cached(&cached);
+        // On stderr with --json: stdout is the plan's alone.
+        let line = format!(
+            "\nShared cache {}: {in_store} of the {} cached nodes are in the store, {here} only \
+             in this machine's cache (an apply with the same --cache sends them).",
+            remote.url(),
+            cached.len()
+        );
+        if args.json {
+            eprintln!("{}", line.trim_start());
+        } else {
+            say!("{line}");
+        }
+    }
     if let Some(out) = &args.out {
         std::fs::write(out, format!("{json}\n")).map_err(|source| CliError::Write {
             path: out.clone(),

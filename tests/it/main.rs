@@ -33,6 +33,7 @@ mod pipeline;
 mod properties;
 mod providers;
 mod refusals;
+mod remote_cache;
 mod repairs;
 mod requests;
 mod shard;

@@ -311,6 +311,7 @@ fn shards_of_a_route_keep_its_concurrency_between_them() {
             prompts: dir.path().join("prompts"),
             outputs: outputs.clone(),
             lockfiles: lockfiles.clone(),
+            cache: None,
         },
     )
     .unwrap_or_else(|e| panic!("{e}"));

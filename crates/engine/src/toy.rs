@@ -112,6 +112,7 @@ kind = "toy"
             prompts: repo().join("prompts"),
             outputs: dir.join("outputs"),
             lockfiles: dir.join("lockfiles"),
+            cache: None,
         }
     }
 

@@ -6,6 +6,8 @@
 //! `benches/live.rs` compiles this module too and uses part of it.
 #![allow(dead_code)]
 
+pub mod seaweed;
+
 use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
@@ -39,8 +41,8 @@ pub fn scratch() -> tempfile::TempDir {
 }
 
 /// `tbb` run in `dir`, reading the repository's families, with no colour and no
-/// `TBB_REPEATS`, `TBB_OUTPUTS`, `TBB_PROMPTS`, `TBB_LOCKFILES` or `TBB_CONFIGS` from the
-/// caller.
+/// `TBB_REPEATS`, `TBB_OUTPUTS`, `TBB_PROMPTS`, `TBB_LOCKFILES`, `TBB_CONFIGS` or
+/// `TBB_CACHE` from the caller.
 pub fn tbb_in(dir: &Path) -> Command {
     let mut cmd = Command::cargo_bin("tbb").unwrap_or_else(|e| panic!("{e}"));
     cmd.current_dir(dir)
@@ -50,7 +52,8 @@ pub fn tbb_in(dir: &Path) -> Command {
         .env_remove("TBB_OUTPUTS")
         .env_remove("TBB_PROMPTS")
         .env_remove("TBB_LOCKFILES")
-        .env_remove("TBB_CONFIGS");
+        .env_remove("TBB_CONFIGS")
+        .env_remove("TBB_CACHE");
     cmd
 }
 

@@ -3,10 +3,15 @@
 //! The cache ([`super::cache`]) owns its format and its commit protocol (blobs, then
 //! objects, then the nodes that refer to them; later files win). A backend owns only
 //! storing immutable files: listing them, reading one, writing one so that it exists
-//! whole or not at all, deleting one. The one backend today is a local directory
-//! ([`Backend::Local`]: temporary file, fsync, rename). A store on object storage goes
-//! beside it as a second variant with the same operations: its writes create-only and
-//! its names unique per writer, its listing the union of every writer's files.
+//! whole or not at all, deleting one. The one backend is a local directory
+//! ([`Backend::Local`]: temporary file, fsync, rename); a cache shared through object
+//! storage keeps this directory as its working copy and [`super::remote`] copies files
+//! between it and the store.
+//!
+//! Names: `<table>-<seq>-<id>.parquet`, `<id>` a digest of the file's rows (unique per
+//! writer without coordination), or `<table>-<seq>.parquet` as caches made before
+//! shared caches name them. A listing is ordered by `(seq, id)`, a legacy file's id
+//! being empty: an order of the names alone, whatever order the directory gives.
 //!
 //! Never: interprets a file's bytes (Parquet is the cache's business), decides what is
 //! committed when (the committer does), or holds a lock (the outputs lock is the
@@ -35,6 +40,8 @@ pub struct Listed {
     pub table: String,
     /// Its sequence number: later files win.
     pub seq: u64,
+    /// The digest of its rows that makes its name unique (empty in a legacy name).
+    pub id: String,
     /// Where it is.
     pub path: PathBuf,
 }
@@ -54,10 +61,8 @@ impl Backend {
         }
     }
 
-    /// Every `<table>-<seq>-<writer>.parquet` (or, as written before writers were named,
-    /// `<table>-<seq>.parquet`) file directly under the root, by sequence number and then
-    /// name, so that files of two writers with one number keep one order (temporary
-    /// files and anything else are not cache files).
+    /// Every cache file directly under the root ([`parse_name`]), in `(seq, id)` order
+    /// (temporary files and anything else are not cache files).
     pub fn list(&self) -> Result<Vec<Listed>, CacheError> {
         let Backend::Local(dir) = self;
         let read = std::fs::read_dir(dir).map_err(|source| io(dir, source))?;
@@ -67,24 +72,16 @@ impl Backend {
             let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
                 continue;
             };
-            let Some(stem) = name.strip_suffix(".parquet") else {
-                continue;
-            };
-            let Some((table, numbered)) = stem.split_once('-') else {
-                continue;
-            };
-            let seq = numbered
-                .split_once('-')
-                .map_or(numbered, |(seq, _writer)| seq);
-            if let Ok(seq) = seq.parse::<u64>() {
+            if let Some((table, seq, id)) = parse_name(name) {
                 out.push(Listed {
                     table: table.to_string(),
                     seq,
+                    id: id.to_string(),
                     path,
                 });
             }
         }
-        out.sort_by(|a, b| (a.seq, &a.path).cmp(&(b.seq, &b.path)));
+        out.sort_by(|a, b| (a.seq, &a.id).cmp(&(b.seq, &b.id)));
         Ok(out)
     }
 
@@ -166,6 +163,20 @@ impl Backend {
         }
     }
 
+    /// The files directly under `path` (none when it does not exist).
+    pub fn files_in(&self, path: &Path) -> Vec<PathBuf> {
+        match self {
+            Backend::Local(_) => std::fs::read_dir(path)
+                .map(|read| {
+                    read.flatten()
+                        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+                        .map(|e| e.path())
+                        .collect()
+                })
+                .unwrap_or_default(),
+        }
+    }
+
     /// Deletes a directory and everything under it.
     pub fn remove_dir(&self, path: &Path) -> Result<(), CacheError> {
         match self {
@@ -190,9 +201,65 @@ impl Backend {
     }
 }
 
+/// `(table, seq, id)` of a cache file's name: `<table>-<seq>-<id>.parquet`, `<id>`
+/// lowercase hex, or `<table>-<seq>.parquet` (id empty); `None` for any other name.
+pub fn parse_name(name: &str) -> Option<(&str, u64, &str)> {
+    let stem = name.strip_suffix(".parquet")?;
+    let mut parts = stem.splitn(3, '-');
+    let table = parts.next().filter(|t| !t.is_empty())?;
+    let seq = parts.next()?.parse::<u64>().ok()?;
+    let id = parts.next().unwrap_or("");
+    let hex = id
+        .bytes()
+        .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+    hex.then_some((table, seq, id))
+}
+
 fn io(path: &Path, source: std::io::Error) -> CacheError {
     CacheError::Io {
         path: path.to_path_buf(),
         source,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_with_and_without_a_writer_digest_parse_and_order_by_seq_then_digest() {
+        assert_eq!(
+            parse_name("nodes-00000012-0a1b.parquet"),
+            Some(("nodes", 12, "0a1b"))
+        );
+        assert_eq!(parse_name("blobs-00000003.parquet"), Some(("blobs", 3, "")));
+        for not_ours in [
+            "nodes-00000012-0a1b.parquet.tmp",
+            "nodes-x.parquet",
+            "nodes-1-XYZ.parquet",
+            "-1.parquet",
+            "lease",
+        ] {
+            assert_eq!(parse_name(not_ours), None, "{not_ours}");
+        }
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        for name in [
+            "nodes-00000002-ff.parquet",
+            "nodes-00000002-0f.parquet",
+            "nodes-00000002.parquet",
+            "nodes-00000001-ff.parquet",
+        ] {
+            std::fs::write(dir.path().join(name), b"").unwrap_or_else(|e| panic!("{e}"));
+        }
+        let order: Vec<(u64, String)> = Backend::Local(dir.path().to_path_buf())
+            .list()
+            .unwrap_or_else(|e| panic!("{e}"))
+            .into_iter()
+            .map(|l| (l.seq, l.id))
+            .collect();
+        assert_eq!(
+            order,
+            [(1, "ff"), (2, ""), (2, "0f"), (2, "ff")].map(|(s, i)| (s, i.to_string()))
+        );
     }
 }

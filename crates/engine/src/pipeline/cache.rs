@@ -1,12 +1,11 @@
 //! The node cache under `outputs/<study>/cache/`: every committed node's identity, key,
 //! key input and result, in batched Parquet files.
 //!
-//! Layout (each `<seq>` below is `<seq>-<writer>`: a file's number and its writer's tag,
-//! which keeps apart the files of shards writing at once; files named before tags read
-//! the same): `nodes-<seq>.parquet` (kind, id, key, key_input, payload),
-//! `objects-<seq>.parquet` (hash, json: configurations and other large key inputs),
-//! `blobs-<seq>.parquet` (ref, text: the system prompts and tool menus transcripts refer
-//! to), `requests-<seq>.parquet` (key, layout, record: the requests of an episode as
+//! Layout: `nodes-<seq>-<id>.parquet` (kind, id, key, key_input, payload),
+//! `objects-<seq>-<id>.parquet` (hash, json: configurations and other large key inputs),
+//! `blobs-<seq>-<id>.parquet` (ref, text: the system prompts and tool menus transcripts
+//! refer to), `requests-<seq>-<id>.parquet` (key, layout, record: the requests of an
+//! episode as
 //! apply read them, by its execute node's key, so that no later apply reads its
 //! transcript again for them) and `tables/<key>/<table>.parquet` (the tables of an
 //! analysis node, as Parquet, read back as record batches). A batch is committed by
@@ -17,10 +16,24 @@
 //! A process killed at any point leaves only complete files and ignorable `*.tmp`
 //! files.
 //!
-//! Reading: later files win; within the cache the *latest* entry of an identity is the
-//! one a plan compares with. [`Cache::compact`] rewrites the live entries into one file
-//! per table and then deletes the files it replaced (a crash in between leaves
-//! duplicates, which reading collapses).
+//! Names and order: `<seq>` is a Lamport clock, one above the highest of every file
+//! the writer has listed (its own and, for a shared cache, every other writer's it has
+//! pulled); `<id>` is a digest of the file's rows, so that writers never collide on a
+//! name and need no counter in common ([`super::remote`]). Caches made before shared
+//! caches have `<table>-<seq>.parquet` names, read as an empty id. Files are read in
+//! `(seq, id)` order and later files win: a file written after its writer saw another
+//! comes after it, as in a one-process cache; files written concurrently by different
+//! writers are ordered by their ids. Where two writers committed one identity or one
+//! key, the entry that wins is so a function of the files alone — never of the order a
+//! store lists them in, of which machine merged them, or of a random number. For one
+//! key the entries are equal by construction (its key is a digest of everything that
+//! makes its result, and every node but a live episode is deterministic; two live runs
+//! of one episode differ, and the one in the later file is read by everyone). Within
+//! the cache the *latest* entry of an identity is the one a plan compares with, which
+//! changes only the reasons it prints: a node whose key any entry has is cached.
+//! [`Cache::compact`] rewrites the live entries into one file per table and then
+//! deletes the files it replaced (a crash in between leaves duplicates, which reading
+//! collapses); a shared cache is never compacted (its store only ever gains files).
 //!
 //! Damage: every file is opened only if it is a regular file (a named pipe under a cache
 //! file's name would block `plan` forever; it is a damaged entry instead). Each file
@@ -35,8 +48,10 @@
 //! everything stored is `tbb certify` (every episode replayed and re-graded from its
 //! transcript and blobs) and `tbb reproduce` (every table recomputed).
 //!
-//! Storage: the files are kept by a [`Backend`] (a local directory today; the seam of a
-//! remote cache), which this module reads and writes through and never around.
+//! Storage: the files are kept by a [`Backend`] (a local directory), which this module
+//! reads and writes through and never around; a shared cache ([`Cache::open_shared`])
+//! is that directory kept in step with a [`Remote`] store: every file it commits is
+//! pushed as it is written, in the commit protocol's order.
 //!
 //! Never: decides what is stale (the plan does) or interprets payloads (apply does).
 
@@ -52,8 +67,9 @@ use rustc_hash::FxHashMap;
 use serde_json::Value;
 use thiserror::Error;
 
-use super::backend::{Backend, Listed};
+use super::backend::{parse_name, Backend, Listed};
 use super::key::{KeyInput, NodeKind};
+use super::remote::{Remote, RemoteError};
 use tbb_tables::StoreError;
 
 /// The cache cannot be read or written.
@@ -84,6 +100,10 @@ pub enum CacheError {
     #[error(transparent)]
     #[diagnostic(transparent)]
     Store(#[from] StoreError),
+    /// The shared store failed.
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Remote(#[from] RemoteError),
 }
 
 /// One committed node.
@@ -154,8 +174,29 @@ pub struct Cache {
     objects: HashMap<String, String>,
     blob_refs: HashSet<String>,
     next_seq: u64,
-    /// This writer's tag in the names of the files it writes ([`writer_tag`]).
-    writer: String,
+    /// The shared store this directory is kept in step with, if any.
+    remote: Option<Arc<Remote>>,
+    /// Whether what this cache commits is sent to `remote` ([`SyncMode::PullAndPush`]).
+    pushing: bool,
+}
+
+/// How a shared cache's directory is brought in step with its store when opened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SyncMode {
+    /// Fetch what the store has and this directory lacks (every command that reads).
+    Pull,
+    /// Also send what this directory has and the store lacks (a command that
+    /// commits: its commits are pushed as they are written).
+    PullAndPush,
+}
+
+/// What opening a shared cache copied.
+#[derive(Debug, Clone, Default)]
+pub struct Synced {
+    /// Files fetched from the store.
+    pub pulled: usize,
+    /// Files sent to the store.
+    pub pushed: usize,
 }
 
 const NODES: &str = "nodes";
@@ -182,7 +223,8 @@ impl Cache {
             objects: HashMap::new(),
             blob_refs: HashSet::new(),
             next_seq: 1,
-            writer: writer_tag(),
+            remote: None,
+            pushing: false,
         };
         if !cache.backend.exists() {
             return Ok(cache);
@@ -208,6 +250,69 @@ impl Cache {
             }
         }
         Ok(cache)
+    }
+
+    /// Opens the cache in `dir` kept in step with `remote`: first fetches the store's
+    /// files this directory lacks; with [`SyncMode::PullAndPush`] also sends the store
+    /// the files it lacks, and then every file this cache commits. Legacy names
+    /// (`<table>-<seq>.parquet`) are given their digest before they are sent, so that
+    /// two machines' legacy files never meet under one name.
+    pub fn open_shared(
+        dir: &Path,
+        remote: Remote,
+        sync: SyncMode,
+    ) -> Result<(Cache, Synced), CacheError> {
+        let mut synced = Synced::default();
+        let in_store: Vec<String> = ordered(remote.names().into_iter().collect());
+        synced.pulled = remote.pull(dir, &in_store)?.len();
+        if sync == SyncMode::PullAndPush {
+            let backend = Backend::Local(dir.to_path_buf());
+            if backend.exists() {
+                name_legacy_files(&backend)?;
+            }
+            let known = remote.names();
+            let here: Vec<String> = ordered(local_names(&backend)?)
+                .into_iter()
+                .filter(|n| !known.contains(n))
+                .collect();
+            for name in &here {
+                remote.push(name, &dir.join(name))?;
+            }
+            synced.pushed = here.len();
+        }
+        let mut cache = Cache::open(dir)?;
+        cache.remote = Some(Arc::new(remote));
+        cache.pushing = sync == SyncMode::PullAndPush;
+        Ok((cache, synced))
+    }
+
+    /// The shared store this cache is kept in step with, if any.
+    pub fn shared(&self) -> Option<&Remote> {
+        self.remote.as_deref()
+    }
+
+    /// Of the given keys that are committed, how many are in a file the shared store
+    /// holds and how many only in a file here (not yet pushed): what is cached where.
+    /// Everything is "here" in a cache that is not shared.
+    pub fn where_cached(&self, keys: &[&str]) -> (usize, usize) {
+        let names = self.remote.as_ref().map(|r| r.names()).unwrap_or_default();
+        let mut in_store = 0;
+        let mut here = 0;
+        for key in keys {
+            let Some(entry) = self.get(key) else {
+                continue;
+            };
+            let name = self.files[entry.file]
+                .file_name()
+                .map(|n| n.to_string_lossy().to_string())
+                .unwrap_or_default();
+            if names.contains(&name) {
+                in_store += 1;
+            } else {
+                here += 1;
+            }
+        }
+        (in_store, here)
     }
 
     fn index_nodes(&mut self, path: &Path) -> Result<(), CacheError> {
@@ -465,17 +570,17 @@ impl Cache {
         Ok(())
     }
 
-    fn next_path(&mut self, table: &str) -> PathBuf {
-        let path = self.dir().join(format!(
-            "{table}-{:08}-{}.parquet",
-            self.next_seq, self.writer
-        ));
+    /// The next file of `table`, `id` the digest of what it will hold.
+    fn next_path(&mut self, table: &str, id: &str) -> PathBuf {
+        let path = self
+            .dir()
+            .join(format!("{table}-{:08}-{id}.parquet", self.next_seq));
         self.next_seq += 1;
         path
     }
 
     fn write(&mut self, table: &str, columns: &[(&str, &[&str])]) -> Result<PathBuf, CacheError> {
-        let path = self.next_path(table);
+        let path = self.next_path(table, &rows_digest(table, columns));
         let fields: Vec<Field> = columns
             .iter()
             .map(|(name, _)| Field::new(*name, DataType::Utf8, false))
@@ -491,7 +596,25 @@ impl Cache {
             }
         })?;
         self.backend.put_cache_table(&path, &batch)?;
+        self.push(&path)?;
         Ok(path)
+    }
+
+    /// Sends a file just written here to the shared store, if there is one.
+    fn push(&self, path: &Path) -> Result<(), CacheError> {
+        let Some(remote) = self.remote.as_ref().filter(|_| self.pushing) else {
+            return Ok(());
+        };
+        let name = path
+            .strip_prefix(self.dir())
+            .map(|p| {
+                p.components()
+                    .map(|c| c.as_os_str().to_string_lossy().to_string())
+                    .collect::<Vec<_>>()
+                    .join("/")
+            })
+            .unwrap_or_default();
+        Ok(remote.push(&name, path)?)
     }
 
     /// Writes the tables of analysis node `key` (each atomically) — before the node is
@@ -504,8 +627,9 @@ impl Cache {
         let dir = self.dir().join(TABLES).join(key);
         self.backend.make_dir(&dir)?;
         for (name, batch) in tables {
-            self.backend
-                .put_table(&dir.join(format!("{name}.parquet")), batch)?;
+            let path = dir.join(format!("{name}.parquet"));
+            self.backend.put_table(&path, batch)?;
+            self.push(&path)?;
         }
         Ok(())
     }
@@ -542,6 +666,11 @@ impl Cache {
     /// never decodes another's — holding only the latest entry of each identity; then
     /// deletes the files it replaced.
     pub fn compact(&mut self) -> Result<(), CacheError> {
+        // A shared store only ever gains files: compacting this copy would fetch the
+        // files it replaced back at the next pull.
+        if self.remote.is_some() {
+            return Ok(());
+        }
         let old = self.backend.list()?;
         let live: Vec<Entry> = self.latest_entries().into_iter().cloned().collect();
         let mut fresh = Cache::empty_like(self);
@@ -572,7 +701,7 @@ impl Cache {
             .map(|e| e.key.as_ref())
             .collect();
         if !request_files.is_empty() && !executed.is_empty() {
-            let path = fresh.next_path(REQUESTS);
+            let path = fresh.next_path(REQUESTS, &keys_digest(&executed));
             self.copy_latest(&request_files, &REQUEST_COLUMNS, 0, &mut executed, &path)?;
         }
         // Newest files first, so that of two copies of a key the latest is kept.
@@ -591,7 +720,7 @@ impl Cache {
             if wanted.is_empty() {
                 continue;
             }
-            let path = fresh.next_path(NODES);
+            let path = fresh.next_path(NODES, &keys_digest(&wanted));
             self.copy_latest(&node_files, &NODE_COLUMNS, 2, &mut wanted, &path)?;
             fresh.index_nodes(&path)?;
         }
@@ -667,7 +796,8 @@ impl Cache {
             objects: HashMap::new(),
             blob_refs: HashSet::new(),
             next_seq: other.next_seq,
-            writer: other.writer.clone(),
+            remote: other.remote.clone(),
+            pushing: other.pushing,
         }
     }
 
@@ -685,6 +815,109 @@ impl Cache {
         tbb_tables::check_body_digest(&bytes).map_err(|detail| damaged(path, &detail))?;
         Ok(bytes)
     }
+}
+
+/// A file's id from its rows: 16 hex digits of a blake3 digest of the table and every
+/// value, each length-prefixed (so that no two different sets of rows share one).
+fn rows_digest(table: &str, columns: &[(&str, &[&str])]) -> String {
+    let mut hasher = blake3::Hasher::new();
+    let mut put = |text: &str| {
+        hasher.update(&(text.len() as u64).to_le_bytes());
+        hasher.update(text.as_bytes());
+    };
+    put(table);
+    for (name, values) in columns {
+        put(name);
+        for value in *values {
+            put(value);
+        }
+    }
+    hasher.finalize().to_hex()[..16].to_string()
+}
+
+/// A compacted file's id: a digest of the keys it keeps.
+fn keys_digest(keys: &HashSet<&str>) -> String {
+    let mut sorted: Vec<&str> = keys.iter().copied().collect();
+    sorted.sort_unstable();
+    rows_digest("compacted", &[("key", &sorted)])
+}
+
+/// Every file of a cache directory a store holds, by name relative to it: the cache
+/// files and the analysis tables (`tables/<key>/<table>.parquet`).
+fn local_names(backend: &Backend) -> Result<Vec<String>, CacheError> {
+    if !backend.exists() {
+        return Ok(Vec::new());
+    }
+    let mut names: Vec<String> = backend
+        .list()?
+        .into_iter()
+        .filter_map(|l| l.path.file_name().map(|n| n.to_string_lossy().to_string()))
+        .collect();
+    for dir in backend.subdirectories(&backend.root().join(TABLES)) {
+        let Some(key) = dir.file_name().map(|n| n.to_string_lossy().to_string()) else {
+            continue;
+        };
+        for table in backend.files_in(&dir) {
+            if let Some(file) = table.file_name().and_then(|n| n.to_str()) {
+                if file.ends_with(".parquet") {
+                    names.push(format!("{TABLES}/{key}/{file}"));
+                }
+            }
+        }
+    }
+    Ok(names)
+}
+
+/// Names in the commit protocol's order: analysis tables, then blobs, objects,
+/// requests and nodes, each table's files by `(seq, id)`; names of no cache file
+/// dropped.
+fn ordered(names: Vec<String>) -> Vec<String> {
+    let rank = |name: &str| -> Option<(u8, u64, String)> {
+        if let Some(rest) = name.strip_prefix("tables/") {
+            let mut parts = rest.split('/');
+            let (key, file) = (parts.next()?, parts.next()?);
+            let sane = parts.next().is_none()
+                && !key.is_empty()
+                && !key.starts_with('.')
+                && file.ends_with(".parquet");
+            return sane.then(|| (0, 0, name.to_string()));
+        }
+        let (table, seq, id) = parse_name(name)?;
+        let rank = match table {
+            BLOBS => 1,
+            OBJECTS => 2,
+            REQUESTS => 3,
+            NODES => 4,
+            _ => return None,
+        };
+        Some((rank, seq, id.to_string()))
+    };
+    let mut ranked: Vec<((u8, u64, String), String)> = names
+        .into_iter()
+        .filter_map(|n| rank(&n).map(|r| (r, n)))
+        .collect();
+    ranked.sort();
+    ranked.into_iter().map(|(_, n)| n).collect()
+}
+
+/// Gives every legacy-named file (`<table>-<seq>.parquet`) of the directory an id, the
+/// digest of its bytes, before it is shared.
+fn name_legacy_files(backend: &Backend) -> Result<(), CacheError> {
+    for listed in backend.list()? {
+        if !listed.id.is_empty() {
+            continue;
+        }
+        let bytes = backend.read(&listed.path)?;
+        let id = &blake3::hash(&bytes).to_hex()[..16];
+        let named = listed
+            .path
+            .with_file_name(format!("{}-{:08}-{id}.parquet", listed.table, listed.seq));
+        std::fs::rename(&listed.path, &named).map_err(|source| CacheError::Io {
+            path: listed.path.clone(),
+            source,
+        })?;
+    }
+    Ok(())
 }
 
 /// The columns of a nodes file, in order.
@@ -715,21 +948,6 @@ fn string_columns<'b>(
                 .ok_or_else(|| damaged(path, &format!("no text column `{c}`")))
         })
         .collect()
-}
-
-/// A tag naming this process's cache files apart from those of any other process
-/// writing the same cache at once (the shards of a study): two writers that open the
-/// cache together number their files alike, and without it the second's rename would
-/// replace the first's file. 64 bits from the process's random hasher keys, its pid and
-/// the time.
-fn writer_tag() -> String {
-    use std::hash::{BuildHasher as _, Hasher as _};
-    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
-    hasher.write_u32(std::process::id());
-    if let Ok(now) = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH) {
-        hasher.write_u128(now.as_nanos());
-    }
-    format!("{:016x}", hasher.finish())
 }
 
 fn damaged(path: &Path, detail: &str) -> CacheError {
@@ -932,6 +1150,109 @@ mod tests {
         cache.compact().unwrap_or_else(|e| panic!("{e}"));
         assert!(!dir.path().join("tables/k1").exists());
         assert_eq!(cache.table("k2", "t").ok(), Some(batch));
+    }
+
+    /// A remote over one in-memory store, listed.
+    fn shared(store: &Arc<object_store::memory::InMemory>) -> Remote {
+        let remote = Remote::with_store(
+            store.clone(),
+            &object_store::path::Path::from("team"),
+            "smoke",
+            "memory://",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        remote.check().unwrap_or_else(|e| panic!("{e}"));
+        remote
+    }
+
+    #[test]
+    fn writers_sharing_a_store_never_collide_and_every_reader_takes_the_same_entry() {
+        let store = Arc::new(object_store::memory::InMemory::new());
+        let dirs: Vec<tempfile::TempDir> = (0..3)
+            .map(|_| tempfile::tempdir().unwrap_or_else(|e| panic!("{e}")))
+            .collect();
+        // Two writers that have seen nothing of each other commit at the same seq:
+        // one identity under different keys, and one key both ran.
+        let mut writers: Vec<Cache> = dirs[..2]
+            .iter()
+            .map(|dir| {
+                Cache::open_shared(dir.path(), shared(&store), SyncMode::PullAndPush)
+                    .unwrap_or_else(|e| panic!("{e}"))
+                    .0
+            })
+            .collect();
+        for (cache, key) in writers.iter_mut().zip(["ka", "kb"]) {
+            cache
+                .commit(Batch {
+                    nodes: vec![entry("x", key, key), entry("y", "k", "same")],
+                    blobs: vec![("b".into(), "text".into())],
+                    ..Batch::default()
+                })
+                .unwrap_or_else(|e| panic!("{e}"));
+        }
+        drop(writers);
+        let names = shared(&store).names();
+        let nodes: Vec<&String> = names.iter().filter(|n| n.starts_with("nodes-")).collect();
+        assert_eq!(nodes.len(), 2, "both writers' files are kept: {names:?}");
+        // Identical blobs files of the two writers are one name, one file.
+        assert_eq!(names.iter().filter(|n| n.starts_with("blobs-")).count(), 1);
+        // Each writer's own copy (its file first, the other's pulled) and a third
+        // machine's (both pulled) read the same winner.
+        let mut winners = Vec::new();
+        for dir in &dirs {
+            let (cache, _) = Cache::open_shared(dir.path(), shared(&store), SyncMode::Pull)
+                .unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(cache.node_files(), 2);
+            winners.push(cache.latest("x").map(|e| e.key.to_string()));
+            let p = cache.payloads(&["k"]).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(p.get("k").map(String::as_str), Some("same"));
+            let (in_store, here) = cache.where_cached(&["ka", "kb", "k", "nope"]);
+            assert_eq!((in_store, here), (3, 0));
+        }
+        assert!(winners[0].is_some());
+        assert!(winners.iter().all(|w| w == &winners[0]), "{winners:?}");
+        // A shared cache is never compacted: the store would hand the files back.
+        let (mut cache, _) =
+            Cache::open_shared(dirs[2].path(), shared(&store), SyncMode::PullAndPush)
+                .unwrap_or_else(|e| panic!("{e}"));
+        cache.compact().unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            Cache::open(dirs[2].path()).map(|c| c.node_files()).ok(),
+            Some(2)
+        );
+    }
+
+    #[test]
+    fn a_legacy_cache_is_named_by_digest_before_it_is_shared_and_stays_readable() {
+        let store = Arc::new(object_store::memory::InMemory::new());
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let mut cache = Cache::open(dir.path()).unwrap_or_else(|e| panic!("{e}"));
+        cache
+            .commit(Batch {
+                nodes: vec![entry("x", "k1", "p1")],
+                ..Batch::default()
+            })
+            .unwrap_or_else(|e| panic!("{e}"));
+        // As a cache made before shared caches names its files.
+        let ours = std::fs::read_dir(dir.path())
+            .unwrap_or_else(|e| panic!("{e}"))
+            .flatten()
+            .map(|e| e.path())
+            .find(|p| p.to_string_lossy().contains("nodes-"))
+            .unwrap_or_else(|| panic!("no nodes file"));
+        std::fs::rename(&ours, dir.path().join("nodes-00000001.parquet"))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let (cache, synced) = Cache::open_shared(dir.path(), shared(&store), SyncMode::PullAndPush)
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(synced.pushed, 1);
+        assert_eq!(cache.latest("x").map(|e| e.key.as_ref()), Some("k1"));
+        let names = shared(&store).names();
+        assert!(
+            names
+                .iter()
+                .all(|n| parse_name(n).is_some_and(|(_, _, id)| id.len() == 16)),
+            "{names:?}"
+        );
     }
 
     #[test]

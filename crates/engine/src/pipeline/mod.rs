@@ -21,6 +21,7 @@ pub mod apply;
 pub mod backend;
 pub mod cache;
 pub mod certify;
+pub mod claims;
 pub mod committer;
 pub mod context;
 pub mod dag;
@@ -31,6 +32,7 @@ pub mod lock;
 pub mod lockfile;
 pub mod plan;
 pub mod publish;
+pub mod remote;
 pub mod reporter;
 pub mod reproduce;
 pub mod rows;
@@ -67,6 +69,9 @@ pub struct Paths {
     pub outputs: PathBuf,
     /// Where lockfiles live.
     pub lockfiles: PathBuf,
+    /// The URL of a shared cache (`--cache`, `TBB_CACHE`; [`remote`]), which
+    /// `outputs/<study>/cache/` is kept in step with.
+    pub cache: Option<String>,
 }
 
 /// Why the pipeline stopped.
@@ -392,7 +397,12 @@ impl Study {
         let lockfile_file = lockfile::path_for(&paths.lockfiles, &manifest)?;
         let cache_dir = outputs_dir.join("cache");
         std::thread::scope(|scope| {
-            let cache = with_cache.then(|| scope.spawn(|| Cache::open(&cache_dir)));
+            let study_name = manifest.study.clone();
+            let cache = with_cache.then(|| {
+                scope.spawn(move || {
+                    open_cache(&cache_dir, paths, &study_name, cache::SyncMode::Pull)
+                })
+            });
             let prompts = Prompts::load(&paths.prompts)?;
             let pins = upstream::pins(&manifest, &paths.outputs);
             let lockfile_text =
@@ -484,9 +494,16 @@ impl Study {
         self.lockfile_file.clone()
     }
 
-    /// Opens the study's cache (read-only until something commits).
+    /// Opens the study's cache (read-only until something commits). A shared cache
+    /// ([`Paths::cache`]) is first brought in step with its store both ways, and sends
+    /// the store whatever it commits.
     pub fn cache(&self) -> Result<Cache, PipelineError> {
-        Ok(Cache::open(&self.outputs().join("cache"))?)
+        Ok(open_cache(
+            &self.outputs().join("cache"),
+            &self.paths,
+            &self.manifest.study,
+            cache::SyncMode::PullAndPush,
+        )?)
     }
 
     /// The plan against `cache`, with the request estimate.
@@ -521,5 +538,21 @@ impl Study {
         p.context = context::warnings(self, &std::collections::HashMap::new());
         p.fingerprint = plan::fingerprint(&p);
         Ok(p)
+    }
+}
+
+/// The cache in `dir`, kept in step with the shared store `paths` names, if any.
+fn open_cache(
+    dir: &Path,
+    paths: &Paths,
+    study: &str,
+    sync: cache::SyncMode,
+) -> Result<Cache, cache::CacheError> {
+    match &paths.cache {
+        None => Cache::open(dir),
+        Some(url) => {
+            let remote = remote::Remote::connect(url, study)?;
+            Ok(Cache::open_shared(dir, remote, sync)?.0)
+        }
     }
 }

@@ -347,6 +347,7 @@ mod tests {
             prompts: repo.join("prompts"),
             outputs: dir.path().join("outputs"),
             lockfiles: dir.path().join("lockfiles"),
+            cache: None,
         };
         let study = super::super::Study::load(&repo.join("manifests/smoke.toml"), &[], &paths)
             .unwrap_or_else(|e| panic!("{e}"));

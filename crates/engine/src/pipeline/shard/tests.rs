@@ -346,6 +346,7 @@ fn smoke() -> crate::pipeline::Study {
         prompts: repo.join("prompts"),
         outputs: dir.path().join("outputs"),
         lockfiles: dir.path().join("lockfiles"),
+        cache: None,
     };
     crate::pipeline::Study::load(&repo.join("manifests/smoke.toml"), &[], &paths)
         .unwrap_or_else(|e| panic!("{e}"))
