@@ -2,9 +2,10 @@
 //! `common::seaweed`): the smoke study applied with `--cache s3://…` from a fresh
 //! outputs directory fills the store; a second fresh outputs directory applying
 //! `--locked` with the same `--cache` runs no episode and publishes the same bytes as a
-//! one-process local run. A store that cannot be used stops the command before it runs
-//! anything, without showing a credential. Eight processes racing for one claim (the
-//! lease a merge takes) have exactly one winner, whom the others name.
+//! one-process local run, as does a merge of three shards that ran at once on three
+//! machines sharing only the store. A store that cannot be used stops the command
+//! before it runs anything, without showing a credential. Eight processes racing for
+//! one claim (the lease a merge takes) have exactly one winner, whom the others name.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -177,6 +178,87 @@ fn a_second_machine_applies_from_the_shared_cache_runs_no_episode_and_publishes_
                 "{name} differs from the local run's"
             );
         }
+    }
+}
+
+/// Three shards on three machines at once, sharing only the store, then a merge on a
+/// fourth: the merge runs no episode and publishes what one process does.
+#[test]
+fn three_shards_on_three_machines_then_a_merge_on_a_fourth_publish_what_one_process_does() {
+    let server = Seaweed::start();
+    assert!(server.make_bucket("tbb-shards"));
+    let url = "s3://tbb-shards/studies";
+    let shards: Vec<Machine> = (0..3).map(|_| Machine::new()).collect();
+    std::thread::scope(|scope| {
+        let running: Vec<_> = shards
+            .iter()
+            .enumerate()
+            .map(|(i, machine)| {
+                let server = &server;
+                scope.spawn(move || {
+                    let shard = format!("{i}/3");
+                    machine.tbb(
+                        Some(server),
+                        &[
+                            "--cache",
+                            url,
+                            "apply",
+                            "manifests/smoke.toml",
+                            "--locked",
+                            "--shard",
+                            &shard,
+                            "--json",
+                        ],
+                    )
+                })
+            })
+            .collect();
+        for (i, shard) in running.into_iter().enumerate() {
+            let out = shard
+                .join()
+                .unwrap_or_else(|_| panic!("shard {i} panicked"));
+            assert!(out.status.success(), "shard {i}: {}", text(&out.stderr));
+            assert!(
+                episodes_run(&text(&out.stderr)) > 0,
+                "shard {i} runs its share"
+            );
+        }
+    });
+    for machine in &shards {
+        assert!(
+            !machine.study().join("episodes.parquet").exists(),
+            "a shard publishes nothing"
+        );
+    }
+
+    let merge = Machine::new();
+    let out = merge.tbb(
+        Some(&server),
+        &[
+            "--cache",
+            url,
+            "apply",
+            "manifests/smoke.toml",
+            "--locked",
+            "--json",
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(episodes_run(&text(&out.stderr)), 0, "{}", text(&out.stderr));
+
+    let alone = Machine::new();
+    let out = alone.tbb(None, &["apply", "manifests/smoke.toml", "--locked"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let (expected, got) = (published(&alone.study()), published(&merge.study()));
+    assert_eq!(
+        got.keys().collect::<Vec<_>>(),
+        expected.keys().collect::<Vec<_>>()
+    );
+    for (name, bytes) in &expected {
+        assert!(
+            got.get(name) == Some(bytes),
+            "{name} differs from the local run's"
+        );
     }
 }
 

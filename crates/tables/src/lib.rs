@@ -25,6 +25,7 @@ pub use typed::{columns_of, read_rows, TableRow};
 use std::fs::File;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use arrow_array::builder::{
@@ -350,7 +351,7 @@ impl TableWriter {
                     .collect::<std::collections::HashMap<String, String>>(),
             ),
         );
-        let tmp = path.with_extension("parquet.tmp");
+        let tmp = temporary_beside(path);
         let file = Digesting {
             file: File::create(&tmp).map_err(io)?,
             hasher: blake3::Hasher::new(),
@@ -488,15 +489,29 @@ pub fn check_body_digest(bytes: &bytes::Bytes) -> Result<bool, String> {
     Ok(true)
 }
 
+/// A temporary name beside `path`, `<name>.<pid>-<n>.tmp`, that no other writer uses at
+/// once: writers sharing a directory (the shards of a study) may write files of one
+/// final name (a cache file is named by its rows' digest), and one's rename must never
+/// take away, or publish, the other's half-written file. The name ends in `.tmp`, which
+/// is how a cleanup knows what a killed writer left.
+pub fn temporary_beside(path: &Path) -> PathBuf {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let mut name = path.as_os_str().to_owned();
+    name.push(format!(
+        ".{}-{}.tmp",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    ));
+    PathBuf::from(name)
+}
+
 /// Writes a text file atomically, like [`write_table`]: a temporary file beside it
-/// (`<name>.tmp`), fsync, rename, then the directory.
+/// ([`temporary_beside`]), fsync, rename, then the directory.
 pub fn write_text(path: &Path, text: &str) -> std::io::Result<()> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
     }
-    let mut tmp_name = path.as_os_str().to_owned();
-    tmp_name.push(".tmp");
-    let tmp = PathBuf::from(tmp_name);
+    let tmp = temporary_beside(path);
     let written = (|| {
         let mut f = File::create(&tmp)?;
         f.write_all(text.as_bytes())?;
@@ -607,6 +622,30 @@ mod tests {
                     .collect()
             })
             .unwrap_or_default()
+    }
+
+    /// Two writers of one final name at once (two shards committing the same rows,
+    /// whose cache file is named by their digest) each write their own temporary file:
+    /// neither's rename takes the other's, and the file ends whole.
+    #[test]
+    fn two_writers_of_one_name_at_once_both_finish() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let batch = TableBuilder::new()
+            .f64_opt("share", [Some(0.5)])
+            .build("t")
+            .unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.path().join("objects-00000001-d180.parquet");
+        let open =
+            || TableWriter::create_cache(&path, batch.schema()).unwrap_or_else(|e| panic!("{e}"));
+        let (mut one, mut two) = (open(), open());
+        for writer in [&mut one, &mut two] {
+            writer.write(&batch).unwrap_or_else(|e| panic!("{e}"));
+        }
+        one.finish().unwrap_or_else(|e| panic!("{e}"));
+        two.finish().unwrap_or_else(|e| panic!("{e}"));
+        let (back, _) = read_table(&path).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(back.iter().map(RecordBatch::num_rows).sum::<usize>(), 1);
+        assert_eq!(leftovers(dir.path()), Vec::<String>::new());
     }
 
     #[test]

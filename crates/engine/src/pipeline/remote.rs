@@ -417,9 +417,8 @@ fn write_whole(path: &LocalPath, bytes: &[u8]) -> std::io::Result<()> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
     }
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".pull.tmp");
-    let tmp = PathBuf::from(tmp);
+    // Unique per writer: two processes sharing this directory may pull one file at once.
+    let tmp = tbb_tables::temporary_beside(path);
     let mut file = std::fs::File::create(&tmp)?;
     file.write_all(bytes)?;
     file.sync_all()?;
