@@ -252,7 +252,7 @@ pub fn exec(cli: &Cli, args: &ApplyArgs) -> Result<()> {
         for line in checked {
             match line {
                 Checked::Ok { config, detail } => {
-                    text(&format!("preflight {config}: ok: {detail}"))
+                    text(&format!("preflight {config}: ok: {detail}"));
                 }
                 Checked::Warning { config, detail } => tell!(
                     "preflight {config}: warning: the route answered, but its check failed: \
