@@ -25,6 +25,7 @@ use super::manifest::parse_set;
 use super::{lock_outputs, runtime, study, Cli};
 use crate::pipeline::apply::{self, Options};
 use crate::pipeline::plan::{Plan, PLAN_FORMAT};
+use crate::pipeline::preflight::{self, Checked};
 use crate::pipeline::reporter::Rendering;
 use crate::pipeline::shard::{Shard, ShardError, ShardSpec};
 use crate::pipeline::{lockfile, NodeKind, PipelineError};
@@ -33,11 +34,16 @@ use crate::pipeline::{lockfile, NodeKind, PipelineError};
 #[command(after_help = "\
 Exit status: 0 when every node ran or was reused; 1 when some nodes failed (the others
 were committed; the failures are listed, and rerun on the next apply); 2 on bad input or
-outputs locked by another command; 130 when interrupted.
+outputs locked by another command; 4 when the preflight found a live route down or
+refusing its key (nothing was run; --no-preflight skips the check); 5 when no node
+failed but episodes ended as infrastructure failures (recorded as failures of their
+configuration; the count and causes are printed) or a route's breaker stopped it (its
+remaining episodes stay planned; see --max-infra-failures); 130 when interrupted.
 
-With --json, stdout holds one JSON object when the run ends (exit 0 or 1):
+With --json, stdout holds one JSON object when the run ends (exit 0, 1 or 5):
   {\"format\": \"tbb-apply-summary/1\", \"study\", \"manifest\", \"ok\", \"exit_code\",
-   \"run\", \"failed\", \"cached\", \"files\", \"infra_failures\", \"seconds\",
+   \"run\", \"failed\", \"cached\", \"files\", \"infra_failures\", \"infra_causes\",
+   \"stopped_routes\": [{\"route\", \"failures\", \"cause\", \"not_run\"}], \"seconds\",
    \"failures\": [{\"node\", \"cause\", \"root_cause\", \"message\"}], \"removed\": [...]}
 A failure's cause is one of upstream_failed, stored_row_unreadable, compile,
 nondeterministic, analysis_refused, io, upstream_study_changed, internal; root_cause is
@@ -81,6 +87,17 @@ pub struct ApplyArgs {
     /// The number of shards, for --shard auto under Kubernetes (the Job's completions).
     #[arg(long, value_name = "N", requires = "shard")]
     shards: Option<u32>,
+    /// Skip the preflight: by default, before the first request, every live route with
+    /// episodes to run is checked (as `tbb providers check` does) and the apply stops,
+    /// running nothing, when one is down or refuses its key.
+    #[arg(long)]
+    no_preflight: bool,
+    /// Stop scheduling a route after N of its episodes in a row ended as
+    /// infrastructure failures (its remaining episodes are not run and stay planned);
+    /// 0 never stops. Overrides every route's `max_infra_failures` in the catalogue
+    /// (default 8).
+    #[arg(long, value_name = "N")]
+    max_infra_failures: Option<u32>,
 }
 
 /// The shard of `--shard GIVEN [--shards N]` (`auto` reads this process's environment).
@@ -215,18 +232,40 @@ pub fn exec(cli: &Cli, args: &ApplyArgs) -> Result<()> {
     text(plan.render(args.show_cached).trim_end());
     let mut options = Options {
         reporter: Rendering::choose(args.json, std::io::stderr().is_terminal()).on_stderr(),
+        max_infra_failures: args.max_infra_failures,
         ..Options::default()
     };
-    match shard {
-        // --locked checked that the lockfile is this study's already.
-        Some(shard) => {
-            text(&format!("\n{}", shard_line(&shard, &plan)));
-            options.filter = Arc::new(shard);
+    let writes_lockfile = shard.is_none();
+    if let Some(shard) = shard {
+        text(&format!("\n{}", shard_line(&shard, &plan)));
+        options.filter = Arc::new(shard);
+    }
+    let rt = runtime()?;
+    if !args.no_preflight {
+        // Before anything is written: a dead route leaves no trace of this apply.
+        let checked = rt.block_on(preflight::check(
+            &study,
+            &plan,
+            options.filter.as_ref(),
+            &providers,
+        ))?;
+        for line in checked {
+            match line {
+                Checked::Ok { config, detail } => {
+                    text(&format!("preflight {config}: ok: {detail}"));
+                }
+                Checked::Warning { config, detail } => tell!(
+                    "preflight {config}: warning: the route answered, but its check failed: \
+                     {detail} (going on)"
+                ),
+            }
         }
-        None => lockfile::write(&lock_path, &study.lockfile_text)?,
+    }
+    // A shard's --locked checked that the lockfile is this study's already.
+    if writes_lockfile {
+        lockfile::write(&lock_path, &study.lockfile_text)?;
     }
 
-    let rt = runtime()?;
     let interrupt = options.interrupt.clone();
     rt.spawn(async move {
         if tokio::signal::ctrl_c().await.is_ok() {
@@ -253,17 +292,20 @@ pub fn exec(cli: &Cli, args: &ApplyArgs) -> Result<()> {
     for short in &summary.short_prompts {
         tell!("  ! {short}");
     }
+    let infra = infra_failures(&summary, &manifest);
     if args.json {
-        let exit_code = if summary.failures.is_empty() {
-            super::exit_codes::OK
-        } else {
+        let exit_code = if !summary.failures.is_empty() {
             super::exit_codes::NODES_FAILED
+        } else if infra.is_some() {
+            super::exit_codes::INFRA_FAILURES
+        } else {
+            super::exit_codes::OK
         };
         let json = JsonSummary {
             format: SUMMARY_FORMAT,
             study: &study.manifest.study,
             manifest: manifest.display().to_string(),
-            ok: summary.failures.is_empty(),
+            ok: exit_code == super::exit_codes::OK,
             exit_code,
             seconds,
             summary: &summary,
@@ -281,5 +323,53 @@ pub fn exec(cli: &Cli, args: &ApplyArgs) -> Result<()> {
         }
         .into());
     }
-    Ok(())
+    match infra {
+        Some(error) => Err(error.into()),
+        None => Ok(()),
+    }
+}
+
+/// The error of an apply whose episodes ended as infrastructure failures or whose
+/// route a breaker stopped (everything else committed), if any.
+fn infra_failures(summary: &apply::Summary, manifest: &Path) -> Option<PipelineError> {
+    if summary.infra_failures == 0 && summary.stopped_routes.is_empty() {
+        return None;
+    }
+    let causes: Vec<String> = summary
+        .infra_causes
+        .iter()
+        .map(|(cause, n)| format!("{cause} ×{n}"))
+        .collect();
+    let stopped: String = summary
+        .stopped_routes
+        .iter()
+        .map(|s| {
+            format!(
+                "; route {} stopped after {} in a row, {} of its episodes not run",
+                s.route, s.failures, s.not_run
+            )
+        })
+        .collect();
+    let rerun = if summary.stopped_routes.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "; `tbb apply {}` runs the episodes not run once the route is back",
+            manifest.display()
+        )
+    };
+    Some(PipelineError::InfraFailures {
+        count: summary.infra_failures,
+        causes: if causes.is_empty() {
+            "none".into()
+        } else {
+            causes.join(", ")
+        },
+        stopped,
+        advice: format!(
+            "the episodes that ended as infrastructure failures are recorded as failures of \
+             their configuration (`infra_failure` in the episodes table): check the route \
+             (`tbb providers check`){rerun}"
+        ),
+    })
 }

@@ -59,6 +59,11 @@ pub mod exit_codes {
     /// A check found a difference: `certify` an episode that does not re-derive,
     /// `reproduce` a table that does not, `audit` a family that breaks a guarantee.
     pub const CHECK_FAILED: i32 = 3;
+    /// `apply`'s preflight found a live route down or refusing its key: nothing ran.
+    pub const ROUTE_UNAVAILABLE: i32 = 4;
+    /// `apply` committed everything, but episodes ended as infrastructure failures
+    /// or a route's breaker stopped it.
+    pub const INFRA_FAILURES: i32 = 5;
     /// Interrupted by Ctrl-C (128 + SIGINT).
     pub const INTERRUPTED: i32 = 130;
 
@@ -79,6 +84,8 @@ pub mod exit_codes {
         match report.downcast_ref::<PipelineError>() {
             Some(PipelineError::Interrupted { .. }) => INTERRUPTED,
             Some(PipelineError::Failed { .. }) => NODES_FAILED,
+            Some(PipelineError::RouteUnavailable { .. }) => ROUTE_UNAVAILABLE,
+            Some(PipelineError::InfraFailures { .. }) => INFRA_FAILURES,
             _ => USER_ERROR,
         }
     }

@@ -182,6 +182,19 @@ fn stderr_of_success(cmd: &mut assert_cmd::Command) -> String {
     stderr
 }
 
+/// Runs an apply whose episodes include infrastructure failures, which must exit with
+/// its own code (5) having committed and published everything, and returns its stdout.
+fn stdout_of_infra_failures(cmd: &mut assert_cmd::Command) -> String {
+    let out = cmd.output().unwrap_or_else(|e| panic!("{e}"));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(5), "{stderr}");
+    assert!(
+        stderr.contains("episodes ended as infrastructure failures (context_exceeded ×"),
+        "{stderr}"
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 fn stdout(cmd: &mut assert_cmd::Command) -> String {
     let out = cmd.output().unwrap_or_else(|e| panic!("{e}"));
     assert!(
@@ -215,13 +228,8 @@ fn the_plan_warns_of_the_cells_a_local_context_cannot_hold_and_the_server_refuse
         assert!(w.contains("in 4 of 4 families"), "{w}");
     }
 
-    let out = tbb_in(dir.path())
-        .args(["apply", "manifests/local.toml"])
-        .output()
-        .unwrap_or_else(|e| panic!("{e}"));
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
-    let summary = String::from_utf8_lossy(&out.stdout);
+    let summary =
+        stdout_of_infra_failures(tbb_in(dir.path()).args(["apply", "manifests/local.toml"]));
     // The server refused exactly the episodes the plan named: 4 families × 2 arms at
     // V = 32; every V = 8 episode ran.
     assert!(
@@ -252,7 +260,7 @@ fn the_plan_warns_of_the_cells_a_local_context_cannot_hold_and_the_server_refuse
         "study.name=\"local-llama\"",
     ]));
     assert_eq!(plan.matches("context_window 4,500").count(), 2, "{plan}");
-    let summary = stdout(tbb_in(dir.path()).args([
+    let summary = stdout_of_infra_failures(tbb_in(dir.path()).args([
         "apply",
         "manifests/local.toml",
         "--set",
@@ -337,7 +345,8 @@ fn a_completion_cut_short_after_a_retry_is_certified_with_its_attempts() {
         1,
     );
     std::fs::write(&path, format!("{head}{entry}")).unwrap_or_else(|e| panic!("{e}"));
-    let summary = stdout(tbb_in(dir.path()).args(["apply", "manifests/local.toml"]));
+    let summary =
+        stdout_of_infra_failures(tbb_in(dir.path()).args(["apply", "manifests/local.toml"]));
     assert!(
         summary.contains("8 episodes were infrastructure failures"),
         "{summary}"

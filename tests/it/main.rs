@@ -25,6 +25,7 @@ mod discovery;
 mod fuzz_smoke;
 mod harness;
 mod hostile;
+mod infra;
 mod local;
 mod manifest;
 mod one_binary;

@@ -1191,7 +1191,8 @@ fn slow_answering_server(
     let log = seen.clone();
     // The handler sleeps asynchronously, so one runtime thread still answers the
     // concurrent requests concurrently.
-    let app = axum::Router::new().fallback(move |body: axum::body::Bytes| {
+    // Chat requests only: apply's preflight lists models first, and is not one.
+    let chat = move |body: axum::body::Bytes| {
         let log = log.clone();
         async move {
             let arrived = Instant::now();
@@ -1208,7 +1209,8 @@ fn slow_answering_server(
                 "usage": {"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12}
             }))
         }
-    });
+    };
+    let app = axum::Router::new().route("/v1/chat/completions", axum::routing::post(chat));
     let origin = common::serve_on_loopback(app);
     (origin, seen)
 }

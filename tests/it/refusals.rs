@@ -335,12 +335,13 @@ fn a_response_in_another_role_is_recorded_as_a_bad_body_not_graded_as_an_answer(
     assert_eq!(episode["verdict"]["vts"], false, "{episode}");
     assert_eq!(episode["verdict"]["terminal_flag"], "infra_failure");
 
-    // Every protocol through a study: each episode's row records the failure.
+    // Every protocol through a study: each episode's row records the failure, and
+    // apply exits with its code for infrastructure failures (5).
     common::tbb_in(dir.path())
         .env("TBB_TEST_KEY", "loopback-key")
         .args(["apply", "manifests/roles.toml"])
         .assert()
-        .success();
+        .code(5);
     let (batches, _) = tbb::tables::read_table(&dir.path().join("outputs/roles/episodes.parquet"))
         .unwrap_or_else(|e| panic!("{e}"));
     let mut seen = Vec::new();

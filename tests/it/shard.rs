@@ -257,7 +257,8 @@ fn counting_server() -> (String, Arc<AtomicUsize>, Arc<AtomicUsize>) {
     let peak = Arc::new(AtomicUsize::new(0));
     let answered = Arc::new(AtomicUsize::new(0));
     let (counting, most, total) = (in_flight.clone(), peak.clone(), answered.clone());
-    let app = axum::Router::new().fallback(move || {
+    // Chat requests only: each shard's preflight lists models first, and is not one.
+    let chat = move || {
         let (counting, most, total) = (counting.clone(), most.clone(), total.clone());
         async move {
             let now = counting.fetch_add(1, Ordering::SeqCst) + 1;
@@ -273,7 +274,8 @@ fn counting_server() -> (String, Arc<AtomicUsize>, Arc<AtomicUsize>) {
                 "usage": {"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12}
             }))
         }
-    });
+    };
+    let app = axum::Router::new().route("/v1/chat/completions", axum::routing::post(chat));
     (common::serve_on_loopback(app), peak, answered)
 }
 

@@ -524,9 +524,10 @@ fn an_infrastructure_failure_shows_its_cause_status_and_attempts() {
         .args(["apply", "manifests/fire.toml"])
         .output()
         .unwrap_or_else(|e| panic!("{e}"));
-    assert!(
-        out.status.success(),
-        "an infrastructure failure is a recorded result: {}",
+    assert_eq!(
+        out.status.code(),
+        Some(5),
+        "an infrastructure failure is a recorded result, and apply exits with its code: {}",
         String::from_utf8_lossy(&out.stderr)
     );
     let text = show(

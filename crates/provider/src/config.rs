@@ -157,6 +157,11 @@ fn default_concurrency() -> u32 {
     4
 }
 
+/// Consecutive infrastructure failures that stop a route when its catalogue entry does
+/// not say (`max_infra_failures`): enough that a flaky route's occasional failure does
+/// not stop it, few enough that a dead one costs seconds, not the study.
+pub const DEFAULT_MAX_INFRA_FAILURES: u32 = 8;
+
 /// The per-request timeout of a remote route.
 pub const REMOTE_TIMEOUT_MS: u64 = 120_000;
 
@@ -208,6 +213,13 @@ pub struct Configuration {
     /// Requests in flight on this configuration's route at most.
     #[serde(default = "default_concurrency")]
     pub concurrency: u32,
+    /// Consecutive episodes of this route ended by an infrastructure failure after
+    /// which `tbb apply` stops scheduling the route (its remaining episodes stay
+    /// planned, unrecorded); 0 never stops it. When absent, [`DEFAULT_MAX_INFRA_FAILURES`].
+    /// The first configuration naming a route sets it, as with `concurrency`. Not part
+    /// of what an episode is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_infra_failures: Option<u32>,
     /// Per-request timeout; when absent, [`LOCAL_TIMEOUT_MS`] for a route on this
     /// machine and [`REMOTE_TIMEOUT_MS`] otherwise.
     #[serde(default = "unset_timeout_ms")]
@@ -286,6 +298,7 @@ impl Configuration {
             concurrency: 0,
             enabled: true,
             context_window: None,
+            max_infra_failures: None,
             ..self.clone()
         }
     }
@@ -634,6 +647,17 @@ mod tests {
         assert_eq!(c.context_window, Some(4096));
         let mut without = c.clone();
         without.context_window = None;
+        assert_eq!(c.identity(), without.identity());
+    }
+
+    #[test]
+    fn the_breaker_of_a_route_is_not_part_of_what_an_episode_is() {
+        let text = live("b", "http://127.0.0.1:8080/v1", "max_infra_failures = 3");
+        let cat = catalogue(&text).expect("valid catalogue");
+        let c = cat.get("b").expect("present");
+        assert_eq!(c.max_infra_failures, Some(3));
+        let mut without = c.clone();
+        without.max_infra_failures = None;
         assert_eq!(c.identity(), without.identity());
     }
 

@@ -55,6 +55,9 @@ pub struct Options {
     /// Which of the plan's nodes this run takes ([`Everything`] by default; a shard
     /// takes its conditions).
     pub filter: Arc<dyn Filter>,
+    /// Consecutive infrastructure failures that stop a route, for every route
+    /// (`--max-infra-failures`); `None`: each route's catalogue entry, or the default.
+    pub max_infra_failures: Option<u32>,
 }
 
 impl Default for Options {
@@ -63,6 +66,7 @@ impl Default for Options {
             interrupt: Arc::default(),
             reporter: Arc::new(Silent),
             filter: Arc::new(Everything),
+            max_infra_failures: None,
         }
     }
 }
@@ -88,6 +92,9 @@ pub struct Summary {
     pub files: usize,
     /// Episodes that ended as infrastructure failures (recorded as such).
     pub infra_failures: usize,
+    /// Their causes (as the episode rows name them), with how many each.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub infra_causes: std::collections::BTreeMap<String, usize>,
     /// Failures, in DAG order.
     pub failures: Vec<Failed>,
     /// Report files (report, figures, episode pages) removed because the node that
@@ -97,6 +104,23 @@ pub struct Summary {
     /// Configurations on this machine whose servers counted this apply's first
     /// requests far shorter than they are (`served_prompts`).
     pub short_prompts: Vec<super::served_prompts::ShortPrompts>,
+    /// Routes their breaker stopped: their episodes not started stay planned, and the
+    /// tables are not published (they would lack those episodes).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub stopped_routes: Vec<StoppedRoute>,
+}
+
+/// A route its breaker stopped.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct StoppedRoute {
+    /// The route.
+    pub route: String,
+    /// The consecutive infrastructure failures that stopped it.
+    pub failures: u32,
+    /// The last one's cause and message.
+    pub cause: String,
+    /// Its episodes this apply did not run (they stay planned).
+    pub not_run: usize,
 }
 
 /// One failed node, as the summary and `tbb apply --json` give it.
@@ -133,7 +157,21 @@ impl Summary {
             } else {
                 String::new()
             }
-        )
+        ) + &self
+            .stopped_routes
+            .iter()
+            .map(|s| {
+                format!(
+                    "\nStopped route {} after {} infrastructure failures in a row (the last: \
+                     {}): {} of its episodes were not run and stay planned; the tables are \
+                     not published until they have run.",
+                    s.route,
+                    s.failures,
+                    s.cause,
+                    tbb_report::format::count(s.not_run as u64)
+                )
+            })
+            .collect::<String>()
     }
 }
 
@@ -344,6 +382,11 @@ pub async fn run(
         apply.reporter.event(&Event::Finished);
         return apply.finish(cache, false);
     }
+    if !apply.summary.stopped_routes.is_empty() {
+        // Episodes a stopped route did not run have no rows: the tables wait for them.
+        apply.reporter.event(&Event::Finished);
+        return apply.finish(cache, true);
+    }
     let (rows, incomplete) = apply.rows(cache, graded.rows)?;
     let requests = RequestRows::new(graded.fresh_requests);
     apply.finals(cache, &variants, &rows, requests, incomplete.as_ref())?;
@@ -466,7 +509,19 @@ impl Applying<'_> {
             stage: Stage::Episodes,
             nodes: (units.len() + regrades) as u64,
         });
-        let mut schedule = Scheduler::new(units, &slots);
+        let mut schedule = Scheduler::new(units, &slots).with_breakers(&scheduler::breakers(
+            configs_of_manifest,
+            options.max_infra_failures,
+        ));
+        let route_names: Vec<String> = {
+            let mut names = vec![String::new(); slots.len()];
+            for (c, &r) in configs_of_manifest.iter().zip(&route_of_config) {
+                if let Some(name) = names.get_mut(r) {
+                    *name = c.route();
+                }
+            }
+            names
+        };
         // Requests are what a slow route is slow at: a live study has them as a stage
         // of their own, with the plan's estimate as its size.
         let live = !configs_of_manifest
@@ -559,7 +614,36 @@ impl Applying<'_> {
                     continue;
                 }
             };
-            schedule.finished(done.execute);
+            let infra = done.result.as_ref().ok().and_then(|ran| {
+                ran.row.infra_failure.then(|| {
+                    let cause = ran.row.infra_error.as_deref().unwrap_or("unknown");
+                    match &ran.payload.transcript.infra {
+                        Some(failure) => format!("{cause}: {}", failure.message),
+                        None => cause.to_string(),
+                    }
+                })
+            });
+            // A request the served model cannot hold says nothing of the route's health.
+            let route_failed = infra.is_some()
+                && done
+                    .result
+                    .as_ref()
+                    .is_ok_and(|ran| ran.row.infra_error.as_deref() != Some("context_exceeded"));
+            if let Some((route, failures)) = schedule.ended(done.execute, route_failed) {
+                let route = route_names.get(route).cloned().unwrap_or_default();
+                let cause = infra.clone().unwrap_or_default();
+                self.reporter.event(&Event::RouteStopped {
+                    route: &route,
+                    failures,
+                    cause: &cause,
+                });
+                self.summary.stopped_routes.push(StoppedRoute {
+                    route,
+                    failures,
+                    cause,
+                    not_run: 0,
+                });
+            }
             let execute = &dag.graph[done.execute];
             counts.node(self.reporter, Stage::Episodes, execute, done.result.is_ok());
             match done.result {
@@ -572,6 +656,8 @@ impl Applying<'_> {
                 }) => {
                     if row.infra_failure {
                         self.summary.infra_failures += 1;
+                        let cause = row.infra_error.clone().unwrap_or_default();
+                        *self.summary.infra_causes.entry(cause).or_default() += 1;
                     }
                     self.committer.episode(
                         cache,
@@ -611,6 +697,31 @@ impl Applying<'_> {
         }
         self.committer.flush(cache)?;
         self.episode_counts = counts;
+        // The episodes a stopped route did not start are left out of this run: not
+        // recorded, so the next plan runs them.
+        for e in schedule.not_started() {
+            let route = match dag.graph[e].work {
+                Work::Execute { config, .. } => route_of_config.get(config).copied(),
+                _ => None,
+            };
+            let name = route.and_then(|r| route_names.get(r));
+            if let Some(stopped) = self
+                .summary
+                .stopped_routes
+                .iter_mut()
+                .find(|s| Some(&s.route) == name)
+            {
+                stopped.not_run += 1;
+            }
+            self.runs.remove(&e);
+            let grade = dag
+                .graph
+                .neighbors(e)
+                .find(|&g| dag.graph[g].kind == NodeKind::Grade);
+            if let Some(g) = grade {
+                self.runs.remove(&g);
+            }
+        }
         if live {
             self.reporter.event(&Event::StageFinished {
                 stage: Stage::Requests,

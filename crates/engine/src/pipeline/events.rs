@@ -74,6 +74,17 @@ pub enum Event<'a> {
         /// Nodes that failed.
         failed: u64,
     },
+    /// A route's breaker stopped it: `failures` episodes in a row ended as
+    /// infrastructure failures, so its episodes not yet started will not start in
+    /// this run (they stay planned, unrecorded).
+    RouteStopped {
+        /// The route (a base URL, or the provider's default).
+        route: &'a str,
+        /// The consecutive infrastructure failures that stopped it.
+        failures: u32,
+        /// The last one's cause, as the episode row names it, and its message.
+        cause: &'a str,
+    },
     /// The run is over (completed or interrupted): nothing more will be reported.
     Finished,
 }
@@ -108,6 +119,11 @@ mod tests {
                 done: 2,
                 failed: 1,
             },
+            Event::RouteStopped {
+                route: "http://127.0.0.1:1/v1",
+                failures: 8,
+                cause: "server_error",
+            },
             Event::Finished,
         ]
         .iter()
@@ -120,6 +136,7 @@ mod tests {
                 r#"{"event":"node_finished","stage":"compile","node":"compile[family=f, v=8]","ok":false}"#,
                 r#"{"event":"request_finished","tokens":12}"#,
                 r#"{"event":"stage_finished","stage":"analyses","done":2,"failed":1}"#,
+                r#"{"event":"route_stopped","route":"http://127.0.0.1:1/v1","failures":8,"cause":"server_error"}"#,
                 r#"{"event":"finished"}"#,
             ]
         );

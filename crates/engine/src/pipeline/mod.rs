@@ -31,6 +31,7 @@ pub mod key;
 pub mod lock;
 pub mod lockfile;
 pub mod plan;
+pub mod preflight;
 pub mod publish;
 pub mod remote;
 pub mod reporter;
@@ -116,6 +117,38 @@ pub enum PipelineError {
         config: String,
         /// Why.
         source: tbb_provider::ProviderError,
+    },
+    /// The preflight of an apply found a live route down or refusing its key: nothing
+    /// was run or recorded.
+    #[error("configuration `{config}` cannot run: its route {route} {cause}")]
+    #[diagnostic(
+        code(tbb::pipeline::route_unavailable),
+        help("{fix}; or pass --no-preflight to run anyway (its episodes would be recorded as infrastructure failures)")
+    )]
+    RouteUnavailable {
+        /// The configuration.
+        config: String,
+        /// Its route (base URL, or the provider's default).
+        route: String,
+        /// What the check found ("is down (...)", "refuses the key (...)").
+        cause: String,
+        /// How to fix it.
+        fix: String,
+    },
+    /// Episodes of this apply ended as infrastructure failures (recorded as failures of
+    /// their configuration), or a route's breaker stopped it; everything else was
+    /// committed.
+    #[error("{count} episodes ended as infrastructure failures ({causes}){stopped}")]
+    #[diagnostic(code(tbb::pipeline::infra_failures), help("{advice}"))]
+    InfraFailures {
+        /// How many.
+        count: usize,
+        /// Their causes, with how many each ("server_error ×3, transport ×1").
+        causes: String,
+        /// What the breaker stopped, as a clause ("" when nothing).
+        stopped: String,
+        /// What to do next.
+        advice: String,
     },
     /// A name that becomes part of a path (a study, a manifest file, a study an
     /// analysis reads from) is not an identifier.

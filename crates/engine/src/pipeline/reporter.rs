@@ -75,6 +75,25 @@ impl Rendering {
     }
 }
 
+/// The line a person reads for an event that is news rather than progress, escaped
+/// (it quotes a catalogue and a server).
+fn news(event: &Event<'_>) -> Option<String> {
+    match event {
+        Event::RouteStopped {
+            route,
+            failures,
+            cause,
+        } => Some(
+            tbb_diag::terminal::escape(&format!(
+                "stopped route {route}: {failures} episodes in a row ended as infrastructure \
+                 failures (the last: {cause}); its other episodes are not run and stay planned"
+            ))
+            .into_owned(),
+        ),
+        _ => None,
+    }
+}
+
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
@@ -156,6 +175,11 @@ impl Reporter for Bars {
             }
             Event::Finished => {
                 let _ = self.multi.clear();
+            }
+            Event::RouteStopped { .. } => {
+                if let Some(line) = news(event) {
+                    let _ = self.multi.println(line);
+                }
             }
         }
     }
@@ -255,6 +279,11 @@ impl Reporter for Plain {
                 }
             }
             Event::Finished => {}
+            Event::RouteStopped { .. } => {
+                if let Some(line) = news(event) {
+                    self.line(&line);
+                }
+            }
         }
     }
 

@@ -3,6 +3,11 @@
 //! concurrency, the manifest's order within a route, and an ordered schedule's arm
 //! only after the arm it follows has ended.
 //!
+//! A route's breaker stops it after its `max_infra_failures` consecutive episodes ended
+//! as infrastructure failures (`--max-infra-failures` overrides the catalogue; 0 never
+//! stops): its episodes not yet started then never start in this run, and the caller
+//! leaves them unrecorded, so the next plan still runs them.
+//!
 //! Owns: the selection of the nodes a run executes (the seam of a shard: a [`Filter`]
 //! admits the execute nodes of its conditions; the compile and grade nodes they need
 //! follow), the slots of each provider route, and the order episodes start in.
@@ -118,6 +123,24 @@ pub fn routes(configs: &[Configuration]) -> (Vec<usize>, Vec<usize>) {
     (of_config, slots)
 }
 
+/// The breaker threshold of each route, indexed as [`routes`] indexes them: `given`
+/// (the command line's), else the first configuration naming the route's
+/// `max_infra_failures`, else [`DEFAULT_MAX_INFRA_FAILURES`]; 0 never stops a route.
+///
+/// [`DEFAULT_MAX_INFRA_FAILURES`]: tbb_provider::config::DEFAULT_MAX_INFRA_FAILURES
+pub fn breakers(configs: &[Configuration], given: Option<u32>) -> Vec<u32> {
+    let mut seen = HashSet::new();
+    configs
+        .iter()
+        .filter(|c| seen.insert(c.route()))
+        .map(|c| {
+            given
+                .or(c.max_infra_failures)
+                .unwrap_or(tbb_provider::config::DEFAULT_MAX_INFRA_FAILURES)
+        })
+        .collect()
+}
+
 /// The episodes of `dag` among `runs`, in DAG order, each with its route and the
 /// execute node it waits for.
 pub fn units(dag: &Dag, runs: &HashSet<NodeIndex>, route_of_config: &[usize]) -> Vec<Unit> {
@@ -152,6 +175,19 @@ pub struct Scheduler {
     unfinished: HashSet<NodeIndex>,
     /// Episodes waiting for the one they follow, by that one.
     waiting: HashMap<NodeIndex, Vec<Unit>>,
+    /// Per route: its breaker.
+    breakers: Vec<Breaker>,
+}
+
+/// A route's breaker: how many episodes in a row ended as infrastructure failures, and
+/// whether that reached its threshold.
+#[derive(Debug, Clone, Copy, Default)]
+struct Breaker {
+    /// Consecutive infrastructure failures that stop the route (0: never).
+    threshold: u32,
+    /// Infrastructure failures since the route's last episode that did not end as one.
+    consecutive: u32,
+    stopped: bool,
 }
 
 impl Scheduler {
@@ -172,7 +208,17 @@ impl Scheduler {
             running: HashMap::new(),
             unfinished,
             waiting: HashMap::new(),
+            breakers: vec![Breaker::default(); slots.len()],
         }
+    }
+
+    /// The same schedule with each route's breaker threshold ([`breakers`]); without,
+    /// no route is ever stopped.
+    pub fn with_breakers(mut self, thresholds: &[u32]) -> Scheduler {
+        for (breaker, &threshold) in self.breakers.iter_mut().zip(thresholds) {
+            breaker.threshold = threshold;
+        }
+        self
     }
 
     /// The next episode to start, taking a slot of its route; `None` when every route
@@ -197,7 +243,7 @@ impl Scheduler {
     /// The route to take from: a released episode first (its schedule waited for it),
     /// else the earliest queued episode of a route with a free slot.
     fn pick(&self) -> Option<usize> {
-        let open = |r: &usize| self.free[*r] > 0;
+        let open = |r: &usize| self.free[*r] > 0 && !self.breakers[*r].stopped;
         if let Some(r) = (0..self.free.len())
             .filter(open)
             .find(|&r| !self.released[r].is_empty())
@@ -221,6 +267,40 @@ impl Scheduler {
         for unit in self.waiting.remove(&node).unwrap_or_default() {
             self.released[unit.route].push_back(unit);
         }
+    }
+
+    /// Episode `node`, which started, ended: as [`Scheduler::finished`], and counted by
+    /// its route's breaker (`infra`: it ended as an infrastructure failure). Returns
+    /// the route when this ending stopped it, with the failures in a row that did.
+    pub fn ended(&mut self, node: NodeIndex, infra: bool) -> Option<(usize, u32)> {
+        let route = self.running.get(&node).copied();
+        self.finished(node);
+        let breaker = self.breakers.get_mut(route?)?;
+        if !infra {
+            breaker.consecutive = 0;
+            return None;
+        }
+        breaker.consecutive += 1;
+        let trips = breaker.threshold > 0 && breaker.consecutive >= breaker.threshold;
+        if trips && !breaker.stopped {
+            breaker.stopped = true;
+            return Some((route?, breaker.consecutive));
+        }
+        None
+    }
+
+    /// Episodes that did not start and will not: those of stopped routes, and those
+    /// waiting for one of them. Only meaningful once nothing is in flight.
+    pub fn not_started(&self) -> Vec<NodeIndex> {
+        let mut left: Vec<NodeIndex> = self
+            .queues
+            .iter()
+            .flat_map(|q| q.iter().map(|(_, u)| u.node))
+            .chain(self.released.iter().flat_map(|q| q.iter().map(|u| u.node)))
+            .chain(self.waiting.values().flat_map(|w| w.iter().map(|u| u.node)))
+            .collect();
+        left.sort();
+        left
     }
 
     /// Episodes started and not ended.
@@ -323,6 +403,58 @@ mod tests {
         s.finished(n(0));
         assert_eq!(s.in_flight(), 0);
         assert_eq!(drain(&mut s), [1]);
+    }
+
+    #[test]
+    fn a_route_stops_after_its_threshold_of_infra_failures_in_a_row_and_only_it() {
+        // Route 0 (one slot, threshold 2) fails, succeeds, then fails twice: stopped,
+        // its last two episodes never start; route 1 (threshold 0) fails and goes on.
+        let units = vec![
+            unit(0, 0, None),
+            unit(1, 0, None),
+            unit(2, 0, None),
+            unit(3, 0, None),
+            unit(4, 0, None),
+            unit(5, 0, Some(4)),
+            unit(6, 1, None),
+            unit(7, 1, None),
+        ];
+        let mut s = Scheduler::new(units, &[1, 1]).with_breakers(&[2, 0]);
+        assert_eq!(drain(&mut s), [0, 6]);
+        assert_eq!(s.ended(n(0), true), None);
+        assert_eq!(s.ended(n(6), true), None, "a threshold of 0 never stops");
+        assert_eq!(drain(&mut s), [1, 7]);
+        assert_eq!(s.ended(n(1), false), None, "a success resets the count");
+        assert_eq!(drain(&mut s), [2]);
+        assert_eq!(s.ended(n(2), true), None);
+        assert_eq!(drain(&mut s), [3]);
+        assert_eq!(s.ended(n(3), true), Some((0, 2)));
+        assert_eq!(drain(&mut s), Vec::<u32>::new(), "route 0 is stopped");
+        assert_eq!(s.ended(n(7), true), None);
+        assert_eq!(s.in_flight(), 0);
+        assert_eq!(s.not_started(), [n(4), n(5)]);
+    }
+
+    #[test]
+    fn breakers_are_per_route_the_command_line_first_then_the_catalogue() {
+        let config = |name: &str, base_url: &str, extra: &str| {
+            let c: Configuration = toml::from_str(&format!(
+                "name = \"{name}\"\norganization = \"o\"\nprovider = \"openai\"\nmodel = \"m\"\n\
+                 base_url = \"{base_url}\"\n\
+                 prices = {{ input_per_mtok = 0.0, output_per_mtok = 0.0 }}\n{extra}"
+            ))
+            .unwrap_or_else(|e| panic!("{e}"));
+            c
+        };
+        let configs = [
+            config("a", "http://127.0.0.1:1", "max_infra_failures = 3"),
+            config("b", "http://127.0.0.1:2", ""),
+            config("c", "http://127.0.0.1:1", "max_infra_failures = 9"),
+        ];
+        let default = tbb_provider::config::DEFAULT_MAX_INFRA_FAILURES;
+        assert_eq!(breakers(&configs, None), [3, default]);
+        assert_eq!(breakers(&configs, Some(0)), [0, 0]);
+        assert_eq!(routes(&configs).1.len(), 2);
     }
 
     /// A shard-like filter: the episodes of one configuration, no tables.
