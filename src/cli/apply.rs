@@ -289,6 +289,9 @@ pub fn exec(cli: &Cli, args: &ApplyArgs) -> Result<()> {
     }
     let seconds = started.elapsed().as_secs_f64();
     text(&format!("\n{}", summary.line(seconds)));
+    if writes_lockfile && summary.failures.is_empty() && summary.stopped_routes.is_empty() {
+        text(&published(&outputs));
+    }
     for short in &summary.short_prompts {
         tell!("  ! {short}");
     }
@@ -327,6 +330,34 @@ pub fn exec(cli: &Cli, args: &ApplyArgs) -> Result<()> {
         Some(error) => Err(error.into()),
         None => Ok(()),
     }
+}
+
+/// Where the study's results are, for the last lines of an apply that published them:
+/// the folder, its report and its tables.
+fn published(outputs: &Path) -> String {
+    let mut tables: Vec<String> = std::fs::read_dir(outputs)
+        .map(|entries| {
+            entries
+                .flatten()
+                .filter_map(|e| e.file_name().to_str().map(str::to_string))
+                .filter_map(|name| name.strip_suffix(".parquet").map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default();
+    tables.sort();
+    let mut lines = vec![format!("Outputs:  {}/", outputs.display())];
+    let report = outputs.join("report.html");
+    if report.is_file() {
+        lines.push(format!("Report:   {}", report.display()));
+    }
+    if !tables.is_empty() {
+        lines.push(format!(
+            "Tables:   {} Parquet files, <name>.parquet: {}",
+            tables.len(),
+            tables.join(", ")
+        ));
+    }
+    lines.join("\n")
 }
 
 /// The error of an apply whose episodes ended as infrastructure failures or whose

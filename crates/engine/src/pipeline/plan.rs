@@ -92,6 +92,13 @@ pub struct Estimate {
     pub completion_tokens: u64,
     /// Cost at the configured prices.
     pub cost_usd: f64,
+    /// Of `cost_usd`, the simulated configurations' requests: priced as their models
+    /// list, and paid by no one (the simulated panel runs on this machine).
+    #[serde(default)]
+    pub simulated_cost_usd: f64,
+    /// Of `requests`, those to simulated configurations.
+    #[serde(default)]
+    pub simulated_requests: u64,
 }
 
 /// A plan.
@@ -582,9 +589,25 @@ impl Plan {
         let e = &self.estimate;
         let traffic = if e.requests == 0 {
             "no provider requests".to_string()
+        } else if e.simulated_requests == e.requests {
+            format!(
+                "≈{} requests to the simulated panel, which cost nothing (≈${:.2} at its \
+                 models' listed prices)",
+                count(e.requests),
+                e.cost_usd
+            )
+        } else if e.simulated_requests > 0 {
+            format!(
+                "≈{} provider requests, ≈${:.2} at the listed prices, and ≈{} to the \
+                 simulated panel, which cost nothing (≈${:.2} at its models' listed prices)",
+                count(e.requests - e.simulated_requests),
+                e.cost_usd - e.simulated_cost_usd,
+                count(e.simulated_requests),
+                e.simulated_cost_usd
+            )
         } else {
             format!(
-                "≈{} provider requests, ≈${:.2} at the configured prices",
+                "≈{} provider requests, ≈${:.2} at the listed prices",
                 count(e.requests),
                 e.cost_usd
             )
@@ -602,6 +625,66 @@ impl Plan {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A plan of one execute node to run, with `estimate`.
+    fn plan_with(estimate: Estimate) -> Plan {
+        Plan {
+            format: PLAN_FORMAT.into(),
+            manifest: String::new(),
+            overrides: Vec::new(),
+            manifest_hash: String::new(),
+            lockfile_hash: String::new(),
+            nodes: vec![Planned {
+                kind: NodeKind::Execute,
+                id: "execute[cfg=a]".into(),
+                key: "k".into(),
+                action: Action::Create,
+                reasons: Vec::new(),
+                why: Vec::new(),
+                node: None,
+            }],
+            estimate,
+            fingerprint: String::new(),
+            skipped_analyses: Vec::new(),
+            units: Vec::new(),
+            preflight: Vec::new(),
+            upstream: Vec::new(),
+            catalogue: String::new(),
+            context: Vec::new(),
+        }
+    }
+
+    /// The simulated panel's requests are priced as their models list, and the summary
+    /// says no one pays them.
+    #[test]
+    fn the_summary_says_what_is_paid_and_what_the_simulated_panel_costs_nothing() {
+        let live = Estimate {
+            requests: 100,
+            cost_usd: 2.5,
+            ..Estimate::default()
+        };
+        assert!(plan_with(live)
+            .summary()
+            .ends_with("≈100 provider requests, ≈$2.50 at the listed prices."));
+        let simulated = Estimate {
+            simulated_requests: 100,
+            simulated_cost_usd: 2.5,
+            ..live
+        };
+        assert!(plan_with(simulated).summary().ends_with(
+            "≈100 requests to the simulated panel, which cost nothing (≈$2.50 at its models' \
+             listed prices)."
+        ));
+        let mixed = Estimate {
+            requests: 130,
+            cost_usd: 3.5,
+            ..simulated
+        };
+        assert!(plan_with(mixed).summary().ends_with(
+            "≈30 provider requests, ≈$1.00 at the listed prices, and ≈100 to the simulated \
+             panel, which cost nothing (≈$2.50 at its models' listed prices)."
+        ));
+    }
 
     #[test]
     fn identities_parse_back_into_their_fields() {
