@@ -43,11 +43,12 @@ use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
 
-use super::two_caps::{self, CapRows, Caps, Resolved};
+use super::two_caps::{self, CapRows, Resolved};
 use crate::{AnalysisError, Context, Design, Input, Output, ParamProblem, Produced, Typed};
 use tbb_tables::analyses::cap_crossover::{
     CapCrossoverConfigurationsRow, CapCrossoverRow, Reading,
 };
+use tbb_tables::analyses::two_caps::CapEstimate;
 use tbb_tables::TableRow;
 
 /// Name in error messages and the first part of every stream seed.
@@ -132,26 +133,18 @@ pub fn run(params: &Params, input: &Context<'_>) -> Result<Vec<Output>, Analysis
         let reading =
             (failing > 0).then(|| persisting(failing, members.len(), ceiling, data.caps.high));
         let block = two_caps::stratum_rows(KIND, &data, stratum, &members, settings);
-        main.extend(block.into_iter().map(|r| {
-            table_row(
-                r,
-                data.caps,
-                settings.seed,
-                Some(failing > 0),
-                reading.clone(),
-            )
-        }));
+        main.extend(
+            block
+                .into_iter()
+                .map(|r| table_row(r, Some(failing > 0), reading.clone())),
+        );
     }
     let every: BTreeSet<&str> = data
         .configurations()
         .filter(|c| stratum_of(c).is_some())
         .collect();
     let block = two_caps::stratum_rows(KIND, &data, two_caps::ALL, &every, settings);
-    main.extend(
-        block
-            .into_iter()
-            .map(|r| table_row(r, data.caps, settings.seed, None, None)),
-    );
+    main.extend(block.into_iter().map(|r| table_row(r, None, None)));
 
     let mut configurations = Vec::new();
     for configuration in data.configurations() {
@@ -173,14 +166,12 @@ pub fn run(params: &Params, input: &Context<'_>) -> Result<Vec<Output>, Analysis
 /// A stratum's statistic as a row of the table, with its stratum's
 /// `truncation_persists` and `reading` (none on `all` rows).
 fn table_row(
-    r: two_caps::Row,
-    caps: Caps,
-    seed: u64,
+    r: CapEstimate,
     truncation_persists: Option<bool>,
     reading: Option<String>,
 ) -> CapCrossoverRow {
     CapCrossoverRow {
-        estimate: r.estimate(caps, seed),
+        estimate: r,
         reading: Reading {
             truncation_persists,
             reading,

@@ -44,10 +44,10 @@ use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
 
-use super::two_caps::{self, CapRows, Caps, Resolved};
+use super::two_caps::{self, CapRows, Resolved};
 use crate::{AnalysisError, Context, Design, Input, Output, ParamProblem, Produced, Typed};
 use tbb_tables::analyses::cap_sweep::{CapSweepConfigurationsRow, CapSweepRow, Margin};
-use tbb_tables::analyses::two_caps::{CapRole, CapStatistic};
+use tbb_tables::analyses::two_caps::{CapEstimate, CapRole, CapStatistic};
 use tbb_tables::TableRow;
 
 /// Name in error messages and the first part of every stream seed.
@@ -151,10 +151,7 @@ pub fn run(params: &Params, input: &Context<'_>) -> Result<Vec<Output>, Analysis
         settings,
     ));
 
-    let main: Vec<CapSweepRow> = rows
-        .into_iter()
-        .map(|r| table_row(r, data.caps, settings.seed, margin))
-        .collect();
+    let main: Vec<CapSweepRow> = rows.into_iter().map(|r| table_row(r, margin)).collect();
 
     let mut configurations = Vec::new();
     for configuration in data.configurations() {
@@ -175,11 +172,11 @@ pub fn run(params: &Params, input: &Context<'_>) -> Result<Vec<Output>, Analysis
 
 /// A stratum's statistic as a row of the table: the margin columns are set on the
 /// change rows of the menu contrast only, the verdicts where that row has an interval.
-fn table_row(r: two_caps::Row, caps: Caps, seed: u64, margin: f64) -> CapSweepRow {
-    let is_change = r.role == CapRole::Change && r.statistic == CapStatistic::VContrast;
+fn table_row(r: CapEstimate, margin: f64) -> CapSweepRow {
+    let is_change = r.arm_role == CapRole::Change && r.statistic == CapStatistic::VContrast;
     let interval = r.ci_low_pp.zip(r.ci_high_pp).filter(|_| is_change);
     CapSweepRow {
-        estimate: r.estimate(caps, seed),
+        estimate: r,
         margin: Margin {
             margin_pp: is_change.then_some(margin),
             clears_margin: interval.map(|(lo, _)| lo > margin),

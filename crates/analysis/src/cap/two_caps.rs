@@ -572,47 +572,6 @@ pub struct ContrastRow {
     pub bounds: Option<(f64, f64)>,
 }
 
-/// One row of a cap study's main table (see the kinds' module docs for the columns).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Row {
-    /// `B`, `M`, `N`, `S` or [`ALL`].
-    pub stratum: String,
-    /// Low, high or the change.
-    pub role: CapRole,
-    /// What the row measures.
-    pub statistic: CapStatistic,
-    /// Configurations the row pools.
-    pub n_configurations: u32,
-    /// Family × configuration units (contrasts).
-    pub n_units: Option<u32>,
-    /// Units left out for lacking an endpoint cell (contrasts).
-    pub units_incomplete: Option<u32>,
-    /// Families (contrasts).
-    pub n_clusters: Option<u32>,
-    /// Truncated episodes or disagreeing conditions (shares).
-    pub n_events: Option<u32>,
-    /// V = 128 episodes or conditions counted (shares).
-    pub n_total: Option<u32>,
-    /// Estimate in pp (null when nothing was counted).
-    pub estimate_pp: Option<f64>,
-    /// 2.5 % quantile of the draws.
-    pub ci_low_pp: Option<f64>,
-    /// 97.5 % quantile of the draws.
-    pub ci_high_pp: Option<f64>,
-    /// Centered bootstrap p.
-    pub p_value: Option<f64>,
-    /// Excluded rows (provider failure) of the row's configurations and cap(s).
-    pub excluded_provider_failure: u32,
-    /// Excluded rows (missing or invalid usage).
-    pub excluded_missing_usage: u32,
-    /// Either-outcome bounds on the change.
-    pub bounds: Option<(f64, f64)>,
-    /// Draws (bootstrapped rows).
-    pub draws: Option<u32>,
-    /// The stream seed (bootstrapped rows).
-    pub draw_seed: Option<u64>,
-}
-
 /// Every row of one stratum: the menu contrast (two caps and the change), V = 128
 /// truncation and repeat disagreement in each cap.
 pub fn stratum_rows(
@@ -621,7 +580,7 @@ pub fn stratum_rows(
     stratum: &str,
     configurations: &BTreeSet<&str>,
     settings: Resolved,
-) -> Vec<Row> {
+) -> Vec<CapEstimate> {
     let excluded = |role: CapRole| {
         configurations
             .iter()
@@ -632,9 +591,11 @@ pub fn stratum_rows(
     let mut out = Vec::new();
     let share = |role: CapRole, statistic: CapStatistic, (events, total): (u32, u32)| {
         let ex = excluded(role);
-        Row {
+        CapEstimate {
             stratum: stratum.to_string(),
-            role,
+            arm: data.caps.label(role),
+            arm_role: role,
+            completion_cap: data.caps.cap(role),
             statistic,
             n_configurations,
             n_units: None,
@@ -648,8 +609,10 @@ pub fn stratum_rows(
             p_value: None,
             excluded_provider_failure: ex.0,
             excluded_missing_usage: ex.1,
-            bounds: None,
+            bound_low_pp: None,
+            bound_high_pp: None,
             draws: None,
+            seed: settings.seed,
             draw_seed: None,
         }
     };
@@ -657,9 +620,11 @@ pub fn stratum_rows(
         for c in data.v_contrasts(kind, stratum, configurations, settings) {
             let ex = excluded(c.role);
             let defined = c.n_units > 0;
-            out.push(Row {
+            out.push(CapEstimate {
                 stratum: stratum.to_string(),
-                role: c.role,
+                arm: data.caps.label(c.role),
+                arm_role: c.role,
+                completion_cap: data.caps.cap(c.role),
                 statistic: CapStatistic::VContrast,
                 n_configurations,
                 n_units: Some(c.n_units),
@@ -673,8 +638,10 @@ pub fn stratum_rows(
                 p_value: defined.then_some(c.interval.p_value),
                 excluded_provider_failure: ex.0,
                 excluded_missing_usage: ex.1,
-                bounds: c.bounds,
+                bound_low_pp: c.bounds.map(|b| b.0),
+                bound_high_pp: c.bounds.map(|b| b.1),
                 draws: Some(settings.draws),
+                seed: settings.seed,
                 draw_seed: Some(c.draw_seed),
             });
         }
@@ -707,37 +674,6 @@ pub fn passes_ceiling(data: &CapRows<'_>, configuration: &str, ceiling_pct: f64)
 /// column of the configurations tables).
 fn truncated_share(episodes: u32, truncated: u32) -> Option<f64> {
     (episodes > 0).then(|| f64::from(truncated) / f64::from(episodes))
-}
-
-impl Row {
-    /// The row's columns in its study's main table, under `caps` and the analysis's
-    /// `seed`.
-    pub fn estimate(self, caps: Caps, seed: u64) -> CapEstimate {
-        CapEstimate {
-            stratum: self.stratum,
-            arm: caps.label(self.role),
-            arm_role: self.role,
-            completion_cap: caps.cap(self.role),
-            statistic: self.statistic,
-            n_configurations: self.n_configurations,
-            n_units: self.n_units,
-            units_incomplete: self.units_incomplete,
-            n_clusters: self.n_clusters,
-            n_events: self.n_events,
-            n_total: self.n_total,
-            estimate_pp: self.estimate_pp,
-            ci_low_pp: self.ci_low_pp,
-            ci_high_pp: self.ci_high_pp,
-            p_value: self.p_value,
-            excluded_provider_failure: self.excluded_provider_failure,
-            excluded_missing_usage: self.excluded_missing_usage,
-            bound_low_pp: self.bounds.map(|b| b.0),
-            bound_high_pp: self.bounds.map(|b| b.1),
-            draws: self.draws,
-            seed,
-            draw_seed: self.draw_seed,
-        }
-    }
 }
 
 /// The rows of `configuration` in its study's `_configurations` table, low cap first:
@@ -936,13 +872,16 @@ mod tests {
         let rows_out = stratum_rows("t", &data, "B", &configs, Resolved::of(Some(10), Some(1)));
         let change = rows_out
             .iter()
-            .find(|r| r.statistic == CapStatistic::VContrast && r.role == CapRole::Change)
+            .find(|r| r.statistic == CapStatistic::VContrast && r.arm_role == CapRole::Change)
             .unwrap_or_else(|| panic!("no change row"));
         assert_eq!(
             (change.n_units, change.units_incomplete, change.estimate_pp),
             (Some(0), Some(1), None)
         );
-        assert_eq!(change.bounds, Some((-50.0, 25.0)));
+        assert_eq!(
+            (change.bound_low_pp, change.bound_high_pp),
+            (Some(-50.0), Some(25.0))
+        );
         assert_eq!(
             (
                 change.excluded_provider_failure,
@@ -965,7 +904,7 @@ mod tests {
             let r = stratum_rows("t", &data, "B", &configs, Resolved::of(Some(10), Some(1)));
             let change = r
                 .iter()
-                .find(|r| r.statistic == CapStatistic::VContrast && r.role == CapRole::Change)
+                .find(|r| r.statistic == CapStatistic::VContrast && r.arm_role == CapRole::Change)
                 .and_then(|r| r.estimate_pp)
                 .unwrap_or(f64::NAN);
             seen.push(change);
