@@ -21,7 +21,13 @@ fn main() {
         )
     }));
     if let Err(report) = tbb::cli::run() {
-        eprintln!("{}", tbb::terminal::escape(&format!("{report:?}")));
+        // Not `eprintln!`, which panics (exit 101) when stderr is a closed pipe
+        // (`tbb plan bad.toml 2>&1 | head -1`): the exit code must stay the error's.
+        use std::io::Write as _;
+        let rendered = format!("{report:?}");
+        let text = tbb::terminal::escape(&rendered);
+        let mut stderr = std::io::stderr().lock();
+        let _ = writeln!(stderr, "{text}");
         std::process::exit(tbb::cli::exit_codes::of(&report));
     }
 }

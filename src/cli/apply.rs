@@ -218,7 +218,7 @@ pub fn exec(cli: &Cli, args: &ApplyArgs) -> Result<()> {
     // With --json, stdout is the summary's alone.
     let text = |line: &str| {
         if args.json {
-            eprintln!("{line}");
+            tell!("{line}");
         } else {
             say!("{line}");
         }
@@ -282,7 +282,7 @@ pub fn exec(cli: &Cli, args: &ApplyArgs) -> Result<()> {
         tell!("failed: {}: {}", failed.node, failed.message);
     }
     if !summary.removed.is_empty() {
-        eprintln!(
+        tell!(
             "removed the report files of the failed nodes, which would disagree with the tables: {}",
             summary.removed.join(", ")
         );

@@ -82,7 +82,7 @@ pub fn exec(cli: &Cli, args: &PlanArgs) -> Result<()> {
             cached.len()
         );
         if args.json {
-            eprintln!("{}", line.trim_start());
+            tell!("{}", line.trim_start());
         } else {
             say!("{line}");
         }

@@ -1594,3 +1594,25 @@ fn check_refuses_a_prompt_directory_apply_could_not_load() {
     ]));
     assert!(stderr.contains("no-prompts"), "{stderr}");
 }
+
+/// Regression: `tbb plan bad.toml 2>&1 | head -1` exited 101 (a panic in the error's
+/// printing once `head` had closed the pipe) instead of the error's own exit code 2.
+#[test]
+fn a_closed_stderr_keeps_the_error_s_exit_code() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let manifest = dir.path().join("bad.toml");
+    std::fs::write(&manifest, "study = 3\n").unwrap_or_else(|e| panic!("{e}"));
+    // The reader is gone before tbb starts, so every write it makes fails with EPIPE.
+    let (reader, writer) = std::io::pipe().unwrap_or_else(|e| panic!("{e}"));
+    drop(reader);
+    let status = std::process::Command::new(assert_cmd::cargo::cargo_bin("tbb"))
+        .current_dir(dir.path())
+        .env("TBB_FAMILIES", common::repo().join("families"))
+        .arg("plan")
+        .arg(&manifest)
+        .stdout(writer.try_clone().unwrap_or_else(|e| panic!("{e}")))
+        .stderr(writer)
+        .status()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(status.code(), Some(2), "{status:?}");
+}
