@@ -25,6 +25,7 @@ pub mod claims;
 pub mod committer;
 pub mod context;
 pub mod dag;
+pub mod eta;
 pub mod events;
 pub mod failure;
 pub mod key;

@@ -14,8 +14,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
-use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle};
 
+use super::eta;
 use super::events::{Event, Stage};
 use tbb_report::format::count;
 
@@ -130,12 +131,28 @@ impl Bars {
         if nodes == 0 && stage != Stage::Requests {
             return;
         }
+        // Our own remaining time and rate rather than indicatif's `{eta}` and
+        // `{per_sec}`: see `eta`'s module doc.
         let template = match stage {
-            Stage::Requests => "{prefix:>9} [{bar:32}] {pos}/≈{len} {msg} ETA {eta}",
-            _ => "{prefix:>9} [{bar:32}] {pos}/{len} {per_sec} ETA {eta}",
+            Stage::Requests => "{prefix:>9} [{bar:32}] {pos}/≈{len} {msg} {remaining}",
+            _ => "{prefix:>9} [{bar:32}] {pos}/{len} {rate} {remaining}",
         };
         let style = ProgressStyle::with_template(template)
             .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .with_key(
+                "remaining",
+                |state: &ProgressState, w: &mut dyn std::fmt::Write| {
+                    let total = state.len().unwrap_or(0);
+                    let _ = w.write_str(&eta::eta_text(state.elapsed(), state.pos(), total));
+                },
+            )
+            .with_key(
+                "rate",
+                |state: &ProgressState, w: &mut dyn std::fmt::Write| {
+                    let seconds = state.elapsed().as_secs_f64().max(1e-3);
+                    let _ = w.write_str(&eta::rate_text(state.pos() as f64 / seconds, "nodes"));
+                },
+            )
             .progress_chars("=> ");
         let bar = self.multi.add(ProgressBar::new(nodes.max(1)));
         bar.set_style(style);
@@ -154,7 +171,7 @@ impl Bars {
             bar.set_length(bar.position());
         }
         let seconds = self.started.elapsed().as_secs_f64().max(1e-3);
-        bar.set_message(format!("{:.0} tok/s", total as f64 / seconds));
+        bar.set_message(eta::rate_text(total as f64 / seconds, "tok"));
     }
 }
 
