@@ -16,6 +16,11 @@ What is checked (each failure is printed, naming the figure; exit status 1):
    primary series colour (#0072B2, the dots and whiskers of the first series) and
    enough non-white pixels. (Headless Chromium paints a blank screenshot when a page
    is opened at a ``#fragment`` further down, so figures are shot one by one.)
+4. Every table fits a window 1,280 pixels wide: laid out by Chromium at that width,
+   no table is wider than the box that holds it (a table that did not fit would
+   hide its right-hand columns, the intervals and bounds, behind a sideways scroll).
+   The page has no script of its own, so a copy of it gets one that measures each
+   table and writes the numbers into the DOM that ``--dump-dom`` prints.
 
 Exit status 2 means the check could not run (no Chromium, no such file).
 Chromium is Debian's ``chromium`` package (``apt-get install -y chromium``), or
@@ -283,6 +288,51 @@ def check_figures(chromium: str, dom: str, work: Path, profile: Path) -> list[st
     return problems
 
 
+# The window width every table must fit, and the script that measures them (run in a
+# copy of the page only).
+TABLE_WINDOW = (1280, 1000)
+MEASURE_TABLES = """<script>
+window.addEventListener('load', () => {
+  const lines = [];
+  document.querySelectorAll('figure.report-table').forEach(f => {
+    const box = f.querySelector('.table-wrap');
+    lines.push(f.id + ' ' + box.clientWidth + ' ' + box.scrollWidth);
+  });
+  const pre = document.createElement('pre');
+  pre.id = 'tbb-table-widths';
+  pre.textContent = lines.join('\\n');
+  document.body.appendChild(pre);
+});
+</script>"""
+WIDTHS_RE = re.compile(r'<pre id="tbb-table-widths">(.*?)</pre>', re.S)
+
+
+def check_tables_fit(chromium: str, report: Path, work: Path, profile: Path) -> list[str]:
+    page = report.read_text(encoding="utf-8")
+    if "</body>" not in page:
+        return ["the page has no </body>"]
+    measured = work / "table-widths.html"
+    measured.write_text(page.replace("</body>", MEASURE_TABLES + "</body>"), encoding="utf-8")
+    width, height = TABLE_WINDOW
+    dom = run_chromium(chromium, [f"--window-size={width},{height}", "--virtual-time-budget=5000",
+                                  "--dump-dom", measured.as_uri()], profile).stdout
+    found = WIDTHS_RE.search(dom)
+    if not found:
+        return ["the table-measuring script wrote nothing: did the page load?"]
+    problems, tables = [], 0
+    for line in found.group(1).split("\n"):
+        if not line.strip():
+            continue
+        table, box, content = line.split()
+        tables += 1
+        if int(content) > int(box):
+            problems.append(f"{table} is {content} px wide in a {box} px column at a "
+                            f"{width} px window: its right-hand columns are hidden")
+    if not problems:
+        print(f"ok  tables: all {tables} fit a {width} px window")
+    return problems
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("report", type=Path, help="path to report.html")
@@ -314,6 +364,7 @@ def main() -> int:
             else:
                 print(f"ok  page: {share:.1%} non-white pixels at the top")
             problems += check_figures(chromium, dom, work, profile)
+            problems += check_tables_fit(chromium, report, work, profile)
         except Problem as e:
             problems.append(str(e))
 

@@ -15,19 +15,27 @@
 
 use super::document::{Align, Block, Document, Inline, Table};
 
-/// The page's style sheet. Tables scroll sideways inside their wrapper rather than
-/// widening the page; figures scale down to the column width.
+/// The page's style sheet. The column is as wide as a 1,280-pixel window allows, prose
+/// keeps a readable measure inside it, and tables fit it: headers wrap at their words,
+/// and a cell that holds an estimate and its interval wraps between the two (never
+/// inside an interval, [`cell`]) when the table would not fit otherwise. A table that
+/// still does not fit scrolls sideways inside its wrapper rather than widening the
+/// page; figures scale down to the column width. `scripts/check_report.py` measures
+/// every table at 1,280 pixels.
 const STYLE: &str = "\
 body{font-family:system-ui,-apple-system,\"Segoe UI\",Roboto,\"Helvetica Neue\",Arial,sans-serif;\
 margin:0;color:#1a1a1a;background:#fff;line-height:1.45}
-main{max-width:1100px;margin:0 auto;padding:1.5rem}
+main{max-width:1240px;margin:0 auto;padding:1.5rem 1.25rem}
+p,ul,ol{max-width:860px}
 h1{font-size:1.6rem;margin-top:.5rem}
 h2{border-bottom:1px solid #ddd;padding-bottom:.2rem;margin-top:2.4rem}
 h3{margin-top:1.8rem}
 .table-wrap{overflow-x:auto;margin:.3rem 0 0}
 table{border-collapse:collapse;font-size:.88rem}
-th,td{padding:.25rem .6rem;border-bottom:1px solid #e3e3e3;white-space:nowrap;text-align:left}
-th{background:#f4f4f4;font-weight:600}
+th,td{padding:.25rem .5rem;border-bottom:1px solid #e3e3e3;text-align:left;vertical-align:top}
+th{background:#f4f4f4;font-weight:600;min-width:4.5em}
+td:first-child{white-space:nowrap}
+.ci{display:block;font-size:.82em;color:#555}
 .num{text-align:right;font-variant-numeric:tabular-nums}
 tbody tr:nth-child(even){background:#fafafa}
 figure{margin:1.4rem 0}
@@ -131,7 +139,7 @@ fn table(number: usize, t: &Table) -> String {
     for row in &t.rows {
         out.push_str("<tr>");
         for (c, a) in row.iter().zip(&t.align) {
-            out.push_str(&format!("<td{}>{}</td>", class(a), escape(c)));
+            out.push_str(&format!("<td{}>{}</td>", class(a), cell(c, a)));
         }
         out.push_str("</tr>\n");
     }
@@ -154,6 +162,26 @@ fn inlines(parts: &[Inline]) -> String {
         .collect()
 }
 
+/// A table cell's text, escaped. In a number column nothing wraps inside a value (an
+/// interval's own space, `14.8% (449/3,024)`), and an estimate with its interval,
+/// `-47.9 [-56.2, -39.6]`, is set as the estimate over its interval in every row
+/// (wrapping only where the table is tight left its cells ragged).
+fn cell(text: &str, align: &Align) -> String {
+    let escaped = escape(text);
+    let unbroken = |part: &str| part.replace(' ', "&nbsp;");
+    match align {
+        Align::Left => escaped,
+        Align::Right => match escaped.split_once(" [") {
+            Some((estimate, interval)) => format!(
+                "{}<span class=\"ci\">[{}</span>",
+                unbroken(estimate),
+                unbroken(interval)
+            ),
+            None => unbroken(&escaped),
+        },
+    }
+}
+
 /// Escapes text for element content and attribute values.
 pub fn escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
@@ -173,6 +201,24 @@ pub fn escape(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_number_cell_never_wraps_inside_a_value_and_sets_its_interval_under_it() {
+        assert_eq!(
+            cell("-47.9 [-56.2, -39.6]", &Align::Right),
+            "-47.9<span class=\"ci\">[-56.2,&nbsp;-39.6]</span>"
+        );
+        assert_eq!(
+            cell("14.8% (449/3,024)", &Align::Right),
+            "14.8%&nbsp;(449/3,024)"
+        );
+        assert_eq!(cell("[-13.4, 2.2]", &Align::Right), "[-13.4,&nbsp;2.2]");
+        // Text columns wrap at their words, and escaping comes first.
+        assert_eq!(
+            cell("visible menu (V 128 − 8) <a>", &Align::Left),
+            "visible menu (V 128 − 8) &lt;a&gt;"
+        );
+    }
 
     #[test]
     fn text_cannot_open_a_tag() {

@@ -369,6 +369,7 @@ pub async fn run(
         reporter: options.reporter.as_ref(),
         episode_counts: Counts::default(),
     };
+    cache.reserve(apply.runs.len());
     let variants = apply.compile(cache)?;
     let mut graded = Graded::default();
     let interrupted = apply

@@ -570,6 +570,15 @@ impl Cache {
         Ok(())
     }
 
+    /// Room in the index for `nodes` more committed nodes, taken before an apply
+    /// commits them: grown by doubling as batches arrive, the entries and both maps
+    /// of a large study briefly held their old and new tables at once.
+    pub fn reserve(&mut self, nodes: usize) {
+        self.entries.reserve(nodes);
+        self.by_key.reserve(nodes);
+        self.latest.reserve(nodes);
+    }
+
     /// The next file of `table`, `id` the digest of what it will hold.
     fn next_path(&mut self, table: &str, id: &str) -> PathBuf {
         let path = self

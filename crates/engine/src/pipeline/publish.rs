@@ -550,7 +550,9 @@ pub(crate) fn request_rows(
             }
         }
     }
-    let mut out = Vec::new();
+    // Sized once: grown by doubling, the vector of the capacity study at 4 repeats
+    // (326,010 rows) held 524,288 slots and, while it moved, both copies at once.
+    let mut out = Vec::with_capacity(fresh.values().map(|read| read.requests.len()).sum());
     for (&(grade, execute, _), row) in grades.iter().zip(rows) {
         let read = fresh.remove(&grade).ok_or_else(|| {
             NodeFailure::internal(format!(
