@@ -419,21 +419,22 @@ pub(crate) fn share_lines(
     title: &str,
     categories: &[u64],
     pooled: &[f64],
-    configurations: &[Vec<f64>],
+    configurations: &[(String, Vec<f64>)],
 ) -> Result<String, ReportError> {
     let n = categories.len().max(1);
     let shares = pooled
         .iter()
-        .chain(configurations.iter().flatten())
+        .chain(configurations.iter().flat_map(|(_, values)| values))
         .filter(|s| s.is_finite())
         .map(|s| 100.0 * s);
     // At least 0–10%, so an axis of zeros is still an axis.
     let y1 = (shares.fold(0.0_f64, f64::max) * 1.12).clamp(10.0, 105.0);
     let x1 = n as f64 - 0.7;
-    render(title, (760, 460), |root| {
+    render(title, (760 + LINE_LABELS_WIDTH, 460), |root| {
         let mut chart = ChartBuilder::on(root)
             .margin(16)
             .margin_top(HEADER_WITH_LEGEND)
+            .margin_right(16 + LINE_LABELS_WIDTH)
             .x_label_area_size(56)
             .y_label_area_size(70)
             .build_cartesian_2d(-0.3..x1, 0.0..y1)?;
@@ -457,10 +458,38 @@ pub(crate) fn share_lines(
                 .map(|(i, v)| (i as f64, 100.0 * v))
                 .collect()
         };
-        for values in configurations {
+        for (_, values) in configurations {
             chart.draw_series(LineSeries::new(
                 line(values),
                 BACKGROUND_LINE.stroke_width(1),
+            ))?;
+        }
+        // Each line is named at its right-hand end, the names spread apart where the
+        // lines end close together, each joined to its line by a thin leader.
+        let ends: Vec<(&str, (i32, i32))> = configurations
+            .iter()
+            .filter_map(|(name, values)| {
+                let (x, y) = line(values).last().copied()?;
+                Some((name.as_str(), chart.backend_coord(&(x, y))))
+            })
+            .collect();
+        let (right, _) = chart.backend_coord(&(x1, 0.0));
+        let (_, top) = chart.backend_coord(&(0.0, y1));
+        let (_, bottom) = chart.backend_coord(&(0.0, 0.0));
+        let wanted: Vec<i32> = ends.iter().map(|(_, (_, y))| *y).collect();
+        let placed = spread_labels(&wanted, LINE_LABEL_GAP, (top, bottom));
+        let name_style = TextStyle::from((FONT, 12).into_font())
+            .color(&LABEL_GREY)
+            .pos(Pos::new(HPos::Left, VPos::Center));
+        for ((name, (x, y)), label_y) in ends.iter().zip(placed) {
+            root.draw(&PathElement::new(
+                vec![(*x + 3, *y), (right + 6, *y), (right + 18, label_y)],
+                LEADER_LINE.stroke_width(1),
+            ))?;
+            root.draw(&Text::new(
+                name.to_string(),
+                (right + 22, label_y),
+                name_style.clone(),
             ))?;
         }
         let colour = SERIES_COLOURS[0];
@@ -505,6 +534,42 @@ pub(crate) fn share_lines(
         )?;
         Ok(())
     })
+}
+
+/// Room on the right of [`share_lines`] for its lines' names, and the least vertical
+/// distance between two of them (12-pixel text).
+const LINE_LABELS_WIDTH: u32 = 150;
+const LINE_LABEL_GAP: i32 = 13;
+/// The leaders from lines to their names: lighter than the lines.
+const LEADER_LINE: RGBColor = RGBColor(0xD2, 0xD2, 0xD2);
+/// The lines' names: darker than the lines, lighter than the axes.
+const LABEL_GREY: RGBColor = RGBColor(0x55, 0x55, 0x55);
+
+/// Label positions as close to `wanted` (pixel rows, any order) as they can be with
+/// at least `gap` between neighbours, inside `(top, bottom)` when the range holds
+/// them all: a pass down the sorted rows pushes each below its neighbour, and a pass
+/// up pulls the overflow back above `bottom`. Returned in the order of `wanted`.
+fn spread_labels(wanted: &[i32], gap: i32, (top, bottom): (i32, i32)) -> Vec<i32> {
+    let mut order: Vec<usize> = (0..wanted.len()).collect();
+    order.sort_by_key(|&i| (wanted[i], i));
+    let mut at: Vec<i32> = order.iter().map(|&i| wanted[i]).collect();
+    for k in 0..at.len() {
+        let floor = if k == 0 { top } else { at[k - 1] + gap };
+        at[k] = at[k].max(floor);
+    }
+    for k in (0..at.len()).rev() {
+        let ceiling = if k + 1 == at.len() {
+            bottom
+        } else {
+            at[k + 1] - gap
+        };
+        at[k] = at[k].min(ceiling);
+    }
+    let mut placed = vec![0; wanted.len()];
+    for (k, &i) in order.iter().enumerate() {
+        placed[i] = at[k];
+    }
+    placed
 }
 
 /// A legend row of coloured swatches in the series colours.
@@ -608,6 +673,19 @@ fn axis_number(x: f64, span: f64) -> String {
 pub(crate) mod tests {
     use super::*;
 
+    #[test]
+    fn line_names_spread_apart_inside_the_plot_and_keep_their_order() {
+        // Far apart: where they are wanted.
+        assert_eq!(spread_labels(&[100, 10, 200], 13, (0, 300)), [100, 10, 200]);
+        // Three at one row: pushed down 13 apart, in the order given.
+        assert_eq!(spread_labels(&[50, 50, 50], 13, (0, 300)), [50, 63, 76]);
+        // At the bottom: pulled back up above it.
+        assert_eq!(spread_labels(&[300, 299, 10], 13, (0, 300)), [300, 287, 10]);
+        // Near the top: pushed below it.
+        assert_eq!(spread_labels(&[-5, 0], 13, (0, 300)), [0, 13]);
+        assert!(spread_labels(&[], 13, (0, 300)).is_empty());
+    }
+
     /// `<circle>` elements filled with `colour`.
     pub(crate) fn dots(svg: &str, colour: RGBColor) -> usize {
         let fill = format!("fill=\"{}\"", svg_colour(colour));
@@ -709,12 +787,17 @@ pub(crate) mod tests {
             "t",
             &[8, 32, 128],
             &[0.01, f64::NAN, 0.2],
-            &[vec![0.0, 0.0, 0.1], vec![0.02, 0.0, 0.3]],
+            &[
+                ("sim-a".to_string(), vec![0.0, 0.0, 0.1]),
+                ("sim-b".to_string(), vec![0.02, 0.0, 0.3]),
+            ],
         )
         .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(dots(&lines, SERIES_COLOURS[0]), 2);
         assert_eq!(strokes(&lines, SERIES_COLOURS[0]), 1);
         assert_eq!(strokes(&lines, BACKGROUND_LINE), 2);
+        assert_eq!(strokes(&lines, LEADER_LINE), 2);
         assert!(lines.contains(">\nV = 128\n</text>"));
+        assert!(lines.contains(">\nsim-a\n</text>") && lines.contains(">\nsim-b\n</text>"));
     }
 }

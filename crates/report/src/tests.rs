@@ -525,6 +525,13 @@ fn effect_figures_have_a_dot_per_configuration_and_the_share_figure_one_per_menu
     assert_eq!(dots(figure(&r, "report-w-effect"), SERIES_COLOURS[0]), 2);
     let shares = figure(&r, "report-truncation-by-menu");
     assert_eq!(dots(shares, SERIES_COLOURS[0]), 3);
+    // Every configuration's line is named.
+    for configuration in ["sim-a", "sim-b"] {
+        assert!(
+            shares.contains(&format!(">\n{configuration}\n</text>")),
+            "{configuration}"
+        );
+    }
     assert_eq!(strokes(shares, SERIES_COLOURS[0]), 1);
     // The HTML holds every figure inline, and says how many.
     assert!(r.html.contains("<main data-figures=\"4\">"));

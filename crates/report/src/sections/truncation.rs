@@ -260,14 +260,17 @@ fn share_figure(stratum: &Stratum, rows: &[&TruncationRow]) -> Result<Figure, Re
     .into_iter()
     .filter(|c| c != "all")
     .collect();
-    let each: Vec<Vec<f64>> = configurations.iter().map(|c| line(c)).collect();
+    let each: Vec<(String, Vec<f64>)> = configurations
+        .iter()
+        .map(|c| (c.clone(), line(c)))
+        .collect();
     let title = format!("Truncated at the cap by menu size, {}", stratum.short());
     Ok(Figure {
         file_name: format!("report-truncation-by-menu-{}.svg", stratum.slug()),
         caption: format!(
             "Share of episodes truncated at the completion cap at each visible menu size \
              ({}): pooled over configurations (thick line with dots) and for each of the \
-             {} configurations (thin grey lines).",
+             {} configurations (thin grey lines, each named at its right-hand end).",
             stratum.short(),
             configurations.len()
         ),
