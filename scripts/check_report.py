@@ -21,6 +21,10 @@ What is checked (each failure is printed, naming the figure; exit status 1):
    hide its right-hand columns, the intervals and bounds, behind a sideways scroll).
    The page has no script of its own, so a copy of it gets one that measures each
    table and writes the numbers into the DOM that ``--dump-dom`` prints.
+5. ``episodes.html`` beside the report (the index of every episode) filters with CSS
+   alone: a copy with one configuration and one verdict checked shows exactly the
+   rows whose classes carry both (counted in Python from the page), and its load
+   time at that size is printed.
 
 Exit status 2 means the check could not run (no Chromium, no such file).
 Chromium is Debian's ``chromium`` package (``apt-get install -y chromium``), or
@@ -333,6 +337,56 @@ def check_tables_fit(chromium: str, report: Path, work: Path, profile: Path) -> 
     return problems
 
 
+INDEX_ROW_RE = re.compile(r'<tr class="([^"]*)">')
+COUNT_SHOWN = """<script>
+window.addEventListener('load', () => {
+  const rows = document.querySelectorAll('tbody tr');
+  let shown = 0;
+  rows.forEach(r => { if (getComputedStyle(r).display !== 'none') shown++; });
+  const t = performance.getEntriesByType('navigation')[0];
+  const pre = document.createElement('pre');
+  pre.id = 'tbb-index-count';
+  pre.textContent = shown + ' ' + rows.length + ' ' + Math.round(t ? t.loadEventStart : -1);
+  document.body.appendChild(pre);
+});
+</script>"""
+COUNT_RE = re.compile(r'<pre id="tbb-index-count">(\d+) (\d+) (-?\d+)</pre>')
+
+
+def check_index(chromium: str, index: Path, work: Path, profile: Path) -> list[str]:
+    if not index.is_file():
+        return [f"no {index.name} beside the report"]
+    page = index.read_text(encoding="utf-8")
+    rows = [set(m.group(1).split()) for m in INDEX_ROW_RE.finditer(page)]
+    if not rows:
+        return [f"{index.name} lists no episode"]
+    # The configuration of the first row, and the verdict its rows have least of.
+    config = next(c for c in sorted(rows[0]) if c.startswith("c"))
+    verdict = min(("v0", "v1"), key=lambda v: sum(1 for r in rows if config in r and v in r))
+    expected = sum(1 for r in rows if config in r and verdict in r)
+    checked = page
+    for value in (config, verdict):
+        checked = checked.replace(f'id="{value}">', f'id="{value}" checked>', 1)
+    filtered = work / "index-filtered.html"
+    filtered.write_text(checked.replace("</body>", COUNT_SHOWN + "</body>"), encoding="utf-8")
+    dom = run_chromium(chromium, ["--virtual-time-budget=20000", "--dump-dom",
+                                  filtered.as_uri()], profile).stdout
+    found = COUNT_RE.search(dom)
+    if not found:
+        return [f"{index.name}: the counting script wrote nothing: did the page load?"]
+    shown, total, load_ms = (int(g) for g in found.groups())
+    problems = []
+    if total != len(rows):
+        problems.append(f"{index.name}: Chromium parsed {total} rows, the page has {len(rows)}")
+    if shown != expected:
+        problems.append(f"{index.name}: with {config} and {verdict} checked, {shown} rows show; "
+                        f"{expected} carry both classes")
+    if not problems:
+        print(f"ok  {index.name}: {len(rows)} episodes, {index.stat().st_size:,} bytes, loaded in "
+              f"{load_ms} ms; {config} and {verdict} checked show {shown} rows, as expected")
+    return problems
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("report", type=Path, help="path to report.html")
@@ -365,6 +419,7 @@ def main() -> int:
                 print(f"ok  page: {share:.1%} non-white pixels at the top")
             problems += check_figures(chromium, dom, work, profile)
             problems += check_tables_fit(chromium, report, work, profile)
+            problems += check_index(chromium, report.parent / "episodes.html", work, profile)
         except Problem as e:
             problems.append(str(e))
 

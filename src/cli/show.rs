@@ -102,16 +102,21 @@ pub fn exec(cli: &Cli, args: &ShowArgs) -> Result<()> {
                 .write_all(show::text::render(&view).as_bytes());
         }
         Some(path) => {
-            let path = match path {
-                Some(p) => p.clone(),
-                None => study
-                    .outputs()
-                    .join("show")
-                    .join(show::page_name(&view.key)),
+            let (path, placed) = match path {
+                Some(p) => (p.clone(), show::html::Placed::Elsewhere),
+                None => (
+                    study
+                        .outputs()
+                        .join("show")
+                        .join(show::page_name(&view.key)),
+                    show::html::Placed::InStudy,
+                ),
             };
-            write_text(&path, &show::html::render(&view)).map_err(|source| CliError::Write {
-                path: path.clone(),
-                source,
+            write_text(&path, &show::html::render(&view, placed)).map_err(|source| {
+                CliError::Write {
+                    path: path.clone(),
+                    source,
+                }
             })?;
             say!("Wrote {}.", path.display());
         }

@@ -1,6 +1,7 @@
 //! The `report` analysis kind: renders `report.md`, `report.html` and the figures from
 //! the tables of every analysis listed before it (the rendering is this crate's),
-//! and links a few failing episodes of each configuration to their pages.
+//! and links a few failing episodes of each configuration to their pages; beside them,
+//! `episodes.html`, the filterable index of every episode ([`crate::index`]).
 //!
 //! Which episodes: per configuration, at most [`LINKED_PER_CONFIGURATION`] failures,
 //! chosen from the episode rows alone — one per terminal flag first (flags in
@@ -10,7 +11,7 @@
 //!
 //! Never: computes a statistic; it reads the tables and rows it is given.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 use crate::EpisodeLink;
 use tbb_analysis::{AnalysisError, Context, Input, NoParams, Produced, Typed};
@@ -32,7 +33,8 @@ impl Typed for Report {
     type Params = NoParams;
     const NAME: &'static str = "report";
     // 8: links failing episodes to their pages (reads the episodes); 9: tables fit
-    // a 1,280-pixel window (wrapping headers, intervals under their estimates); bump with
+    // a 1,280-pixel window (wrapping headers, intervals under their estimates), named
+    // lines in the truncation figure, and `episodes.html`; bump with
     // the engine's `show::VERSION`, since the pages are published with the report.
     const VERSION: &'static str = "report/9";
     const INPUTS: &'static [Input] = &[Input::EveryAnalysis, Input::Episodes];
@@ -42,9 +44,15 @@ impl Typed for Report {
         let chosen = chosen(input.episodes);
         let links: Vec<EpisodeLink> = chosen.iter().map(|r| link(r)).collect();
         let rendered = crate::render_linked(input.study, input.tables, input.skipped, &links)?;
+        let paged: HashSet<&str> = chosen.iter().map(|r| r.transcript_ref.as_str()).collect();
+        let mut files = rendered.into_files();
+        files.push((
+            crate::index::FILE.to_string(),
+            crate::index::render(input.study, input.episodes, &paged),
+        ));
         Ok(Produced {
             tables: Vec::new(),
-            files: rendered.into_files(),
+            files,
             episodes: chosen.iter().map(|r| r.transcript_ref.clone()).collect(),
         })
     }

@@ -30,6 +30,7 @@ mod document;
 mod figures;
 pub mod format;
 pub mod html;
+pub mod index;
 pub mod kind;
 mod markdown;
 mod sections;
@@ -161,7 +162,12 @@ fn episodes_section(links: &[EpisodeLink]) -> document::Section {
          prompt, every request, response and observation, the verdict and the limits. ",
         ),
         code("tbb show"),
-        text(" prints any episode the same way."),
+        text(" prints any episode the same way, and "),
+        Inline::Link {
+            text: crate::index::FILE.to_string(),
+            href: crate::index::FILE.to_string(),
+        },
+        text(" lists every episode of the study, filterable by configuration, family, cell, arm, verdict and terminal flag."),
     ]);
     let mut configurations: Vec<&str> = Vec::new();
     for l in links {

@@ -8,6 +8,9 @@
 //! the call), and the obligations as `<tr class="obligation met|unmet">`, the first
 //! unmet one also `first-unmet` with the id `first-unmet`.
 //!
+//! A page in the study's outputs links back to its report and to the index of every
+//! episode (`episodes.html`, written with the report).
+//!
 //! Invariants: no external resource and no JavaScript (the report's rule); every text
 //! from a model, a tool, a prompt or a manifest is escaped with the report's
 //! `escape`; the page is a pure function of the view.
@@ -48,8 +51,19 @@ tr.first-unmet td{border-top:2px solid #c62828;border-bottom:2px solid #c62828}
 .failed{color:#b71c1c}
 ";
 
+/// Where a page sits: in a folder of the study's outputs (`episodes/` or `show/`),
+/// whose parent holds `report.html` and `episodes.html`, or anywhere else.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Placed {
+    /// One folder below the study's report: the page links back to it and to the
+    /// index of every episode.
+    InStudy,
+    /// Where its reader asked (`tbb show --html PATH`): no links that may not resolve.
+    Elsewhere,
+}
+
 /// The page of one episode.
-pub fn render(v: &EpisodeView) -> String {
+pub fn render(v: &EpisodeView, placed: Placed) -> String {
     let mut out = String::new();
     let title = format!(
         "Episode {} of study {}",
@@ -70,6 +84,12 @@ pub fn render(v: &EpisodeView) -> String {
         escape(&v.key),
         v.exchanges.len()
     );
+    if placed == Placed::InStudy {
+        out.push_str(
+            "<nav class=\"meta\"><a href=\"../report.html\">report</a> · \
+             <a href=\"../episodes.html\">every episode</a></nav>\n",
+        );
+    }
     let _ = writeln!(out, "<h1>{}</h1>", escape(&title));
     let _ = writeln!(out, "<p class=\"meta\"><code>{}</code></p>", escape(&v.id));
 

@@ -44,7 +44,8 @@ use tbb_harness::transcript::BlobStore;
 
 /// Version of what a shown episode looks like; the report's version must be bumped
 /// with it, since the report publishes episode pages.
-pub const VERSION: &str = "show/1";
+/// (2: a page in the study's outputs links to its report and to `episodes.html`.)
+pub const VERSION: &str = "show/2";
 
 pub use tbb_tables::paths::{episode_page as page_name, PAGE_PREFIX};
 
@@ -265,7 +266,7 @@ pub fn pages(
         let view = view(study, e, &sources, variant)?;
         out.push((
             format!("episodes/{}", page_name(&view.key)),
-            html::render(&view),
+            html::render(&view, html::Placed::InStudy),
         ));
     }
     Ok(out)
