@@ -373,8 +373,13 @@ mod tests {
                 calls_needed: 1,
             },
         };
-        let page = render(&view);
+        let page = render(&view, Placed::InStudy);
         assert!(!page.contains("<script"), "{page}");
+        // In the study's outputs it links back; where its reader put it, it does not.
+        assert!(page.contains("<a href=\"../report.html\">report</a>"));
+        assert!(page.contains("<a href=\"../episodes.html\">every episode</a>"));
+        let elsewhere = render(&view, Placed::Elsewhere);
+        assert!(!elsewhere.contains("../report.html") && !elsewhere.contains("<nav"));
         assert!(!page.contains("<b>"));
         assert!(page.contains("&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;&amp;&quot;"));
         assert_eq!(page.matches("id=\"first-unmet\"").count(), 1);
