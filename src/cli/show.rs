@@ -109,7 +109,7 @@ pub fn exec(cli: &Cli, args: &ShowArgs) -> Result<()> {
                         .outputs()
                         .join("show")
                         .join(show::page_name(&view.key)),
-                    show::html::Placed::InStudy,
+                    show::html::Placed::InStudy { matched: &[] },
                 ),
             };
             write_text(&path, &show::html::render(&view, placed)).map_err(|source| {

@@ -7,7 +7,9 @@
 //! chosen from the episode rows alone — one per terminal flag first (flags in
 //! alphabetical order), then the rest, each group ordered by key
 //! (`transcript_ref`) — so the choice is a pure function of the rows. The pages are
-//! the pipeline's to write (`Produced::episodes`), since they read transcripts.
+//! the pipeline's to write (`Produced::episodes`), since they read transcripts; so are
+//! the pages of their matched episodes (the same unit, one pressure changed:
+//! [`matched_of`]), which each failure's page links to.
 //!
 //! Never: computes a statistic; it reads the tables and rows it is given.
 
@@ -44,7 +46,15 @@ impl Typed for Report {
         let chosen = chosen(input.episodes);
         let links: Vec<EpisodeLink> = chosen.iter().map(|r| link(r)).collect();
         let rendered = crate::render_linked(input.study, input.tables, input.skipped, &links)?;
-        let paged: HashSet<&str> = chosen.iter().map(|r| r.transcript_ref.as_str()).collect();
+        // The linked failures' pages, then their matched episodes' (the same unit with
+        // one pressure changed), which each failure's page links to.
+        let mut episodes: Vec<String> = chosen.iter().map(|r| r.transcript_ref.clone()).collect();
+        for r in matched_of(input.episodes, &chosen) {
+            if !episodes.contains(&r.transcript_ref) {
+                episodes.push(r.transcript_ref.clone());
+            }
+        }
+        let paged: HashSet<&str> = episodes.iter().map(String::as_str).collect();
         let mut files = rendered.into_files();
         files.push((
             crate::index::FILE.to_string(),
@@ -53,7 +63,7 @@ impl Typed for Report {
         Ok(Produced {
             tables: Vec::new(),
             files,
-            episodes: chosen.iter().map(|r| r.transcript_ref.clone()).collect(),
+            episodes,
         })
     }
 }
@@ -98,6 +108,62 @@ pub fn chosen(rows: &[EpisodeRow]) -> Vec<&EpisodeRow> {
     out
 }
 
+/// Everything of an episode but its cell: rows alike in it are one unit's episodes.
+type Unit<'r> = (
+    &'r str,
+    &'r str,
+    &'r str,
+    &'r str,
+    &'r str,
+    u32,
+    u32,
+    &'r str,
+    &'r str,
+    &'r str,
+);
+
+fn unit(r: &EpisodeRow) -> Unit<'_> {
+    (
+        &r.configuration,
+        &r.family,
+        &r.block,
+        &r.arm,
+        &r.lane,
+        r.completion_cap,
+        r.repeat,
+        &r.repair,
+        &r.delivery,
+        &r.actor,
+    )
+}
+
+/// The cell's pressures, in the order of the engine's `show::matched::PRESSURES`.
+fn pressures(r: &EpisodeRow) -> [String; 5] {
+    [
+        r.v.to_string(),
+        r.w.clone(),
+        r.d.clone(),
+        r.r.clone(),
+        r.depth.map(|d| d.to_string()).unwrap_or_default(),
+    ]
+}
+
+/// The episodes of the same unit as one of `chosen` whose cell differs from its cell
+/// in exactly one pressure, in the rows' order.
+pub fn matched_of<'r>(rows: &'r [EpisodeRow], chosen: &[&EpisodeRow]) -> Vec<&'r EpisodeRow> {
+    let wanted: Vec<(Unit<'_>, [String; 5])> =
+        chosen.iter().map(|c| (unit(c), pressures(c))).collect();
+    rows.iter()
+        .filter(|r| !r.transcript_ref.is_empty())
+        .filter(|r| {
+            let (u, p) = (unit(r), pressures(r));
+            wanted
+                .iter()
+                .any(|(wu, wp)| *wu == u && wp.iter().zip(&p).filter(|(a, b)| a != b).count() == 1)
+        })
+        .collect()
+}
+
 fn link(r: &EpisodeRow) -> EpisodeLink {
     let page = tbb_tables::paths::episode_page(&r.transcript_ref);
     let mut what = format!("{}, v={} w={} d={}", r.family, r.v, r.w, r.d);
@@ -118,5 +184,37 @@ fn link(r: &EpisodeRow) -> EpisodeLink {
             r.first_unmet.as_deref().unwrap_or("none"),
             r.terminal_flag.as_deref().unwrap_or("no flag")
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tbb_analysis::common::design::testing::row;
+
+    fn episode(config: &str, v: u32, w: &str, d: &str, repeat: u32, key: &str) -> EpisodeRow {
+        let mut r = row(config, "o", "harbor", "i", v, w, d, false);
+        r.repeat = repeat;
+        r.transcript_ref = key.into();
+        r
+    }
+
+    #[test]
+    fn matched_episodes_are_the_same_unit_one_pressure_apart() {
+        let rows = [
+            episode("sim-a", 128, "low", "raw", 0, "chosen"),
+            episode("sim-a", 8, "low", "raw", 0, "v8"),
+            episode("sim-a", 128, "high", "raw", 0, "high"),
+            episode("sim-a", 8, "high", "raw", 0, "two-apart"),
+            episode("sim-b", 8, "low", "raw", 0, "other-config"),
+            episode("sim-a", 8, "low", "raw", 1, "other-repeat"),
+            episode("sim-a", 128, "low", "linked", 0, "linked"),
+        ];
+        let chosen = [&rows[0]];
+        let keys: Vec<&str> = matched_of(&rows, &chosen)
+            .iter()
+            .map(|r| r.transcript_ref.as_str())
+            .collect();
+        assert_eq!(keys, ["v8", "high", "linked"]);
     }
 }

@@ -19,6 +19,7 @@
 
 use std::fmt::Write as _;
 
+use super::matched::Matched;
 use super::text::left;
 use super::{EpisodeView, Headroom, Outcome};
 use tbb_report::format::count;
@@ -54,16 +55,19 @@ tr.first-unmet td{border-top:2px solid #c62828;border-bottom:2px solid #c62828}
 /// Where a page sits: in a folder of the study's outputs (`episodes/` or `show/`),
 /// whose parent holds `report.html` and `episodes.html`, or anywhere else.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Placed {
+pub enum Placed<'a> {
     /// One folder below the study's report: the page links back to it and to the
-    /// index of every episode.
-    InStudy,
+    /// index of every episode, and to its matched episodes' pages beside it.
+    InStudy {
+        /// The matched episodes whose pages sit beside this one.
+        matched: &'a [Matched],
+    },
     /// Where its reader asked (`tbb show --html PATH`): no links that may not resolve.
     Elsewhere,
 }
 
 /// The page of one episode.
-pub fn render(v: &EpisodeView, placed: Placed) -> String {
+pub fn render(v: &EpisodeView, placed: Placed<'_>) -> String {
     let mut out = String::new();
     let title = format!(
         "Episode {} of study {}",
@@ -84,11 +88,24 @@ pub fn render(v: &EpisodeView, placed: Placed) -> String {
         escape(&v.key),
         v.exchanges.len()
     );
-    if placed == Placed::InStudy {
+    if let Placed::InStudy { matched } = placed {
         out.push_str(
             "<nav class=\"meta\"><a href=\"../report.html\">report</a> · \
-             <a href=\"../episodes.html\">every episode</a></nav>\n",
+             <a href=\"../episodes.html\">every episode</a>",
         );
+        if !matched.is_empty() {
+            out.push_str(" · the same unit with one pressure changed:");
+            for (i, m) in matched.iter().enumerate() {
+                let _ = write!(
+                    out,
+                    "{} <a class=\"matched\" href=\"{}\">{}</a>",
+                    if i > 0 { "," } else { "" },
+                    escape(&super::page_name(&m.key)),
+                    escape(&m.change)
+                );
+            }
+        }
+        out.push_str("</nav>\n");
     }
     let _ = writeln!(out, "<h1>{}</h1>", escape(&title));
     let _ = writeln!(out, "<p class=\"meta\"><code>{}</code></p>", escape(&v.id));
@@ -373,11 +390,16 @@ mod tests {
                 calls_needed: 1,
             },
         };
-        let page = render(&view, Placed::InStudy);
+        let matched = [Matched {
+            change: "v = 8".into(),
+            key: "0123456789abcdef".into(),
+        }];
+        let page = render(&view, Placed::InStudy { matched: &matched });
         assert!(!page.contains("<script"), "{page}");
         // In the study's outputs it links back; where its reader put it, it does not.
         assert!(page.contains("<a href=\"../report.html\">report</a>"));
         assert!(page.contains("<a href=\"../episodes.html\">every episode</a>"));
+        assert!(page.contains("<a class=\"matched\" href=\"0123456789ab.html\">v = 8</a>"));
         let elsewhere = render(&view, Placed::Elsewhere);
         assert!(!elsewhere.contains("../report.html") && !elsewhere.contains("<nav"));
         assert!(!page.contains("<b>"));

@@ -24,6 +24,7 @@
 
 pub mod html;
 mod locate;
+pub mod matched;
 pub mod text;
 mod view;
 
@@ -253,8 +254,13 @@ pub fn pages(
         }
     }
     let sources = Sources::read(study, cache, &executes)?;
+    let identities: Vec<(&str, &[(&'static str, String)])> = executes
+        .iter()
+        .map(|&e| (study.dag.graph[e].key.as_ref(), &*study.dag.graph[e].fields))
+        .collect();
+    let matched = matched::matched(&identities);
     let mut out = Vec::with_capacity(executes.len());
-    for e in executes {
+    for (e, matched) in executes.into_iter().zip(&matched) {
         let compiled;
         let variant: &Variant = match &study.dag.graph[e].work {
             Work::Execute { compile: c, .. } if variants.contains_key(c) => &variants[c],
@@ -266,7 +272,7 @@ pub fn pages(
         let view = view(study, e, &sources, variant)?;
         out.push((
             format!("episodes/{}", page_name(&view.key)),
-            html::render(&view, html::Placed::InStudy),
+            html::render(&view, html::Placed::InStudy { matched }),
         ));
     }
     Ok(out)
