@@ -6,11 +6,14 @@
 What is checked (each failure is printed, naming the page; exit status 1):
 
 1. Every ``<a class="episode-link" href="...">`` of report.html resolves to a file
-   beside the report, and there is at least one.
+   beside the report (the episode pages under ``episodes/``, and the index of every
+   episode, ``episodes.html``), and there is at least one episode page.
 2. Each page, as Chromium parsed it (``--dump-dom``): a ``<main class="episode">``
    whose ``data-observations`` equals its number of ``<details class="observation">``;
    one ``<tr id="first-unmet">`` with the class ``first-unmet`` (the pages are of
-   failing episodes); no ``<script>`` and nothing loaded from elsewhere.
+   failing episodes); no ``<script>`` and nothing loaded from elsewhere; every link
+   (back to the report and the index, to the matched episodes' pages) resolves to a
+   file of the study's outputs.
 3. For the first N pages (default 1) with observations: a screenshot shows the
    highlighted first unmet obligation (pixels of its background, #fde2e1), and the
    collapsible observations work: the page with every ``<details>`` opened paints
@@ -59,6 +62,7 @@ class Page(html.parser.HTMLParser):
         self.first_unmet: list[str] = []
         self.scripts = 0
         self.external: list[str] = []
+        self.links: list[str] = []
 
     def handle_starttag(self, tag: str, attrs: list) -> None:
         a = dict(attrs)
@@ -74,8 +78,21 @@ class Page(html.parser.HTMLParser):
             self.scripts += 1
         if tag == "link" and a.get("href"):
             self.external.append(a["href"])
-        if tag in ("img", "image", "iframe", "object", "embed", "a") and (a.get("src") or a.get("href")):
+        if tag == "a" and a.get("href"):
+            self.links.append(a["href"])
+        elif tag in ("img", "image", "iframe", "object", "embed") and (a.get("src") or a.get("href")):
             self.external.append(a.get("src") or a.get("href") or "")
+
+
+def check_page_links(page: Path, links: list[str]) -> list[str]:
+    """A page's links stay inside the study's outputs and resolve to files there."""
+    problems = []
+    for href in links:
+        if ":" in href or href.startswith("/"):
+            problems.append(f"the page links outside the study: {href}")
+        elif not (page.parent / href).is_file():
+            problems.append(f"the link {href} resolves to no file")
+    return problems
 
 
 def check_page_dom(dom: str) -> tuple[list[str], int]:
@@ -94,8 +111,14 @@ def check_page_dom(dom: str) -> tuple[list[str], int]:
     if p.scripts:
         problems.append(f"{p.scripts} <script> element(s); the page needs none")
     for e in p.external:
-        problems.append(f"the page loads or links to {e}")
+        problems.append(f"the page loads {e}")
     return problems, p.details
+
+
+def page_links(dom: str) -> list[str]:
+    p = Page()
+    p.feed(dom)
+    return p.links
 
 
 def pixels(chromium: str, page: Path, profile_root: Path, name: str):
@@ -139,8 +162,10 @@ def main() -> int:
         target = base / href
         if not target.is_file():
             problems.append(f"{args.report}: the link {href} resolves to no file")
-        else:
+        elif href.startswith("episodes/"):
             pages.append(target)
+    if not pages:
+        problems.append(f"{args.report}: links to no episode page")
 
     shot = 0
     with tempfile.TemporaryDirectory() as tmp:
@@ -150,6 +175,7 @@ def main() -> int:
                 profile = Path(tempfile.mkdtemp(dir=root))
                 dom = cr.run_chromium(chromium, ["--dump-dom", page.as_uri()], profile).stdout
                 found, observations = check_page_dom(dom)
+                found += check_page_links(page, page_links(dom))
                 problems.extend(f"{page.name}: {p}" for p in found)
                 if found or shot >= args.screenshots or observations == 0:
                     continue

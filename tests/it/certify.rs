@@ -331,7 +331,9 @@ fn reproduce_passes_on_a_fresh_apply_and_fails_on_exactly_the_table_edited_by_ha
     let stdout = text(&out.stdout);
     assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
     assert!(
-        stdout.contains("30 files checked (30 byte-identical), 30 passed, 0 failed"),
+        // 16 tables, report.md and .html, 7 figures, episodes.html and 15 episode
+        // pages (6 failures linked and 9 matched episodes of theirs).
+        stdout.contains("40 files checked (40 byte-identical), 40 passed, 0 failed"),
         "{stdout}"
     );
 
@@ -377,10 +379,10 @@ fn reproduce_passes_on_a_fresh_apply_and_fails_on_exactly_the_table_edited_by_ha
     );
     assert_eq!(stdout.matches("FAILED").count(), 2, "{stdout}");
     assert!(
-        stdout.contains("30 files checked (28 byte-identical), 28 passed, 2 failed"),
+        stdout.contains("40 files checked (38 byte-identical), 38 passed, 2 failed"),
         "{stdout}"
     );
-    assert!(flat(&out.stderr).contains("2 of 30 published files do not reproduce"));
+    assert!(flat(&out.stderr).contains("2 of 40 published files do not reproduce"));
 }
 
 #[test]

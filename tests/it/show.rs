@@ -431,12 +431,17 @@ fn the_report_links_failing_episodes_of_each_configuration_to_their_pages() {
     let report =
         std::fs::read_to_string(outputs.join("report.html")).unwrap_or_else(|e| panic!("{e}"));
     assert!(report.contains("id=\"failing-episodes\""), "a section");
-    let hrefs: Vec<&str> = report
+    let (hrefs, index): (Vec<&str>, Vec<&str>) = report
         .split("class=\"episode-link\" href=\"")
         .skip(1)
         .filter_map(|s| s.split('"').next())
-        .collect();
+        .partition(|h| h.starts_with("episodes/"));
     assert!(!hrefs.is_empty());
+    // The section also links the index of every episode, which lists every row.
+    assert_eq!(index, ["episodes.html"]);
+    let listing =
+        std::fs::read_to_string(outputs.join("episodes.html")).unwrap_or_else(|e| panic!("{e}"));
+    assert!(listing.contains(&format!("data-episodes=\"{}\"", a.rows.len())));
     for config in ["sim-aurora-flash", "sim-basalt-mini", "sim-dunlin-max"] {
         let failing = a
             .rows
