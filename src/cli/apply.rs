@@ -319,7 +319,15 @@ pub fn exec(cli: &Cli, args: &ApplyArgs) -> Result<()> {
             .iter()
             .map(|(k, v)| format!(" --set '{k}={v}'"))
             .collect::<String>(),
-        args.models.flags()
+        super::models::ModelArgs {
+            model: models
+                .configurations
+                .iter()
+                .map(|(f, _)| f.clone())
+                .collect(),
+            base_url: args.models.base_url.clone(),
+        }
+        .flags()
     );
     let infra = infra_failures(&summary, &manifest, &retry_command);
     if args.json {
