@@ -159,3 +159,40 @@ fn a_misspelt_model_flag_is_refused_with_the_providers_tbb_speaks() {
     assert_eq!(code, Some(2), "{text}");
     assert!(flat(&text).contains("did you mean `openai`?"), "{text}");
 }
+
+#[test]
+fn a_model_the_catalogue_has_runs_as_the_catalogue_has_it() {
+    let dir = scratch();
+    study(dir.path());
+    // The shipped catalogue's `openai-gpt-4.1-mini` (disabled there) pins a dated model
+    // and lists prices: the flag selects it as it is.
+    let (code, plan) = run(tbb_in(dir.path())
+        .env_remove("OPENAI_BASE_URL")
+        .env_remove("OPENAI_API_KEY")
+        .args([
+            "plan",
+            "manifests/model.toml",
+            "--model",
+            "openai/gpt-4.1-mini",
+        ]));
+    assert_eq!(code, Some(0), "{plan}");
+    assert!(
+        plan.contains("key: configuration `openai-gpt-4.1-mini` (https://api.openai.com/v1): OPENAI_API_KEY is not set"),
+        "{plan}"
+    );
+    assert!(!plan.contains("≈$0.00"), "the catalogue's prices: {plan}");
+    // On another route it is another configuration, and the name is taken.
+    let (code, text) = run(tbb_in(dir.path())
+        .env("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+        .args([
+            "plan",
+            "manifests/model.toml",
+            "--model",
+            "openai/gpt-4.1-mini",
+        ]));
+    assert_eq!(code, Some(2), "{text}");
+    assert!(
+        flat(&text).contains("has already on another route"),
+        "{text}"
+    );
+}

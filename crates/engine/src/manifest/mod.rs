@@ -99,8 +99,10 @@ pub struct Manifest {
 /// the flag as given. When there are any, they are the study's configurations for this
 /// run: every block runs them instead of the configurations its manifest selects, and
 /// a `configuration_caps` entry of a configuration they replace is left out. They join
-/// the catalogue for the run, after its entries; a name the catalogue has already is
-/// refused.
+/// the catalogue for the run, after its entries. A flag whose name the catalogue has
+/// already (`openai/gpt-4.1-mini` and the catalogue's `openai-gpt-4.1-mini`) selects
+/// that entry as the catalogue has it, enabled for the run, when it speaks the same
+/// protocol on the flag's route; on another route it is refused.
 #[derive(Debug, Clone, Default)]
 pub struct Models {
     /// `(flag, configuration)`, in the order given.
@@ -446,23 +448,36 @@ impl Manifest {
         let catalogue = if catalogue_path.is_file() {
             let mut catalogue = Catalogue::load(&catalogue_path)?;
             for (flag, c) in &models.configurations {
-                if catalogue.get(&c.name).is_some() {
-                    sink.problems.push(Problem {
+                let same_route = |entry: &Configuration| {
+                    entry.provider == c.provider
+                        && (c.base_url.is_none() || c.base_url == entry.base_url)
+                };
+                match catalogue
+                    .configurations
+                    .iter_mut()
+                    .find(|entry| entry.name == c.name)
+                {
+                    // The flag names the catalogue's own configuration of this model:
+                    // it runs as the catalogue has it (its key variable, route, prices
+                    // and pinned version), disabled or not, since the flag asked for it.
+                    Some(entry) if same_route(entry) => entry.enabled = true,
+                    Some(entry) => sink.problems.push(Problem {
                         message: format!(
-                            "--model {flag} makes the configuration `{}`, which the catalogue {} has already",
+                            "--model {flag} makes the configuration `{}`, which the catalogue {} has already on another route ({} at {})",
                             c.name,
-                            catalogue_path.display()
+                            catalogue_path.display(),
+                            tbb_core::compile::cell::level_name(&entry.provider),
+                            entry.route()
                         ),
                         src: src.at(None).0,
                         span: None,
                         label: "here".into(),
                         help: Some(format!(
-                            "select `{}` in the manifest (`[configurations] names`) instead of --model, or rename the catalogue's entry",
+                            "drop --base-url (and unset OPENAI_BASE_URL) to run the catalogue's `{}`, or rename the catalogue's entry",
                             c.name
                         )),
-                    });
-                } else {
-                    catalogue.configurations.push(c.clone());
+                    }),
+                    None => catalogue.configurations.push(c.clone()),
                 }
             }
             Some(catalogue)
