@@ -177,6 +177,7 @@ fn panel() -> Vec<EpisodeRow> {
                     episode_key: String::new(),
                     transcript_ref: String::new(),
                     node_key: String::new(),
+                    attempt: 1,
                 });
             }
         }

@@ -28,7 +28,7 @@ use crate::pipeline::plan::{Plan, PLAN_FORMAT};
 use crate::pipeline::preflight::{self, Checked};
 use crate::pipeline::reporter::Rendering;
 use crate::pipeline::shard::{Shard, ShardError, ShardSpec};
-use crate::pipeline::{lockfile, NodeKind, PipelineError};
+use crate::pipeline::{lockfile, retry, NodeKind, PipelineError};
 
 #[derive(Debug, Args)]
 #[command(after_help = "\
@@ -37,7 +37,8 @@ were committed; the failures are listed, and rerun on the next apply); 2 on bad 
 outputs locked by another command; 4 when the preflight found a live route down or
 refusing its key (nothing was run; --no-preflight skips the check); 5 when no node
 failed but episodes ended as infrastructure failures (recorded as failures of their
-configuration; the count and causes are printed) or a route's breaker stopped it (its
+configuration; the count, the causes and the `--retry-infra` command that reruns exactly
+them are printed) or a route's breaker stopped it (its
 remaining episodes stay planned; see --max-infra-failures); 130 when interrupted.
 
 With --json, stdout holds one JSON object when the run ends (exit 0, 1 or 5):
@@ -64,6 +65,13 @@ pub struct ApplyArgs {
     /// Override a manifest key (`budgets.completion_caps=[4096]`); repeatable.
     #[arg(long = "set", value_name = "KEY=VALUE", value_parser = parse_set)]
     set: Vec<(String, String)>,
+    #[command(flatten)]
+    models: super::models::ModelArgs,
+    /// Rerun exactly the episodes that ended as infrastructure failures (each then
+    /// records attempt 2, 3, …; the lockfile records the retry). Without it they stay
+    /// failures of their configuration.
+    #[arg(long)]
+    retry_infra: bool,
     /// Refuse to run when the lockfile would change.
     #[arg(long)]
     locked: bool,
@@ -175,19 +183,25 @@ pub fn exec(cli: &Cli, args: &ApplyArgs) -> Result<()> {
         None => None,
     };
     let saved = read_plan(&args.target)?;
-    let (manifest, overrides) = match &saved {
-        Some(_) if !args.set.is_empty() => {
+    let (manifest, overrides, models) = match &saved {
+        Some(_) if !args.set.is_empty() || !args.models.model.is_empty() => {
             return Err(PipelineError::PlanFile {
                 path: args.target.clone(),
-                message: "a saved plan runs with the overrides it was planned with; drop --set, or plan again with it".into(),
+                message: "a saved plan runs with the overrides and models it was planned with; drop --set and --model, or plan again with them".into(),
             }
             .into());
         }
-        Some(p) => (PathBuf::from(&p.manifest), p.overrides.clone()),
-        None => (args.target.clone(), args.set.clone()),
+        Some(p) => (
+            PathBuf::from(&p.manifest),
+            p.overrides.clone(),
+            crate::manifest::Models {
+                configurations: p.models.clone(),
+            },
+        ),
+        None => (args.target.clone(), args.set.clone(), args.models.models()?),
     };
     // Everything that can be wrong with the input is checked before anything is written.
-    let study = study(cli, &manifest, &overrides)?;
+    let mut study = study(cli, &manifest, &overrides, &models)?;
     study.check_upstream()?;
     let providers = apply::providers(&study)?;
     let lock_path = study.lockfile_path();
@@ -196,6 +210,9 @@ pub fn exec(cli: &Cli, args: &ApplyArgs) -> Result<()> {
     let outputs = study.outputs();
     let _lock = lock_outputs(&outputs, args.lock_timeout, shard.is_some())?;
     let mut cache = study.cache()?;
+    if args.retry_infra {
+        study = retry_infra(study, &cache, args.locked, &text_to(args.json))?;
+    }
     let plan = study.plan(&cache)?;
     let shard = shard.map(|spec| Shard::new(&study.dag, &study.manifest.configurations, spec));
     if let Some(saved) = &saved {
@@ -295,7 +312,24 @@ pub fn exec(cli: &Cli, args: &ApplyArgs) -> Result<()> {
     for short in &summary.short_prompts {
         tell!("  ! {short}");
     }
-    let infra = infra_failures(&summary, &manifest);
+    let retry_command = format!(
+        "tbb apply {}{}{} --retry-infra",
+        manifest.display(),
+        overrides
+            .iter()
+            .map(|(k, v)| format!(" --set '{k}={v}'"))
+            .collect::<String>(),
+        super::models::ModelArgs {
+            model: models
+                .configurations
+                .iter()
+                .map(|(f, _)| f.clone())
+                .collect(),
+            base_url: args.models.base_url.clone(),
+        }
+        .flags()
+    );
+    let infra = infra_failures(&summary, &manifest, &retry_command);
     if args.json {
         let exit_code = if !summary.failures.is_empty() {
             super::exit_codes::NODES_FAILED
@@ -332,6 +366,40 @@ pub fn exec(cli: &Cli, args: &ApplyArgs) -> Result<()> {
     }
 }
 
+/// Prints a line of apply's text: on stdout, or on stderr with `--json`.
+fn text_to(json: bool) -> impl Fn(&str) {
+    move |line: &str| {
+        if json {
+            eprintln!("{line}");
+        } else {
+            say!("{line}");
+        }
+    }
+}
+
+/// `--retry-infra`: the study with the episodes that ended as infrastructure failures
+/// due to run again at their next attempt (recorded in the lockfile it writes; with
+/// `--locked`, only when that changes nothing).
+fn retry_infra(
+    study: crate::pipeline::Study,
+    cache: &crate::pipeline::Cache,
+    locked: bool,
+    text: &dyn Fn(&str),
+) -> Result<crate::pipeline::Study> {
+    let (retries, rerun) = retry::next(&study, cache)?;
+    if rerun == 0 {
+        text("--retry-infra: no episode ended as an infrastructure failure; nothing to retry.\n");
+        return Ok(study);
+    }
+    text(&format!(
+        "--retry-infra: rerunning the {rerun} episodes that ended as infrastructure failures \
+         (each records its attempt; the lockfile records the retry).\n"
+    ));
+    let study = study.with_retries(retries);
+    lockfile::check(&study.lockfile_path(), &study.lockfile_text, locked)?;
+    Ok(study)
+}
+
 /// Where the study's results are, for the last lines of an apply that published them:
 /// the folder, its report and its tables.
 fn published(outputs: &Path) -> String {
@@ -362,7 +430,11 @@ fn published(outputs: &Path) -> String {
 
 /// The error of an apply whose episodes ended as infrastructure failures or whose
 /// route a breaker stopped (everything else committed), if any.
-fn infra_failures(summary: &apply::Summary, manifest: &Path) -> Option<PipelineError> {
+fn infra_failures(
+    summary: &apply::Summary,
+    manifest: &Path,
+    retry_command: &str,
+) -> Option<PipelineError> {
     if summary.infra_failures == 0 && summary.stopped_routes.is_empty() {
         return None;
     }
@@ -381,6 +453,11 @@ fn infra_failures(summary: &apply::Summary, manifest: &Path) -> Option<PipelineE
             )
         })
         .collect();
+    let retry = if summary.infra_failures == 0 {
+        String::new()
+    } else {
+        format!("; once it is, `{retry_command}` reruns exactly those episodes")
+    };
     let rerun = if summary.stopped_routes.is_empty() {
         String::new()
     } else {
@@ -400,7 +477,7 @@ fn infra_failures(summary: &apply::Summary, manifest: &Path) -> Option<PipelineE
         advice: format!(
             "the episodes that ended as infrastructure failures are recorded as failures of \
              their configuration (`infra_failure` in the episodes table): check the route \
-             (`tbb providers check`){rerun}"
+             (`tbb providers check`){retry}{rerun}"
         ),
     })
 }

@@ -28,6 +28,8 @@ pub struct CertifyArgs {
     /// Override a manifest key, as given to apply; repeatable.
     #[arg(long = "set", value_name = "KEY=VALUE", value_parser = parse_set)]
     set: Vec<(String, String)>,
+    #[command(flatten)]
+    models: super::models::ModelArgs,
     /// Only these configurations (comma-separated).
     #[arg(long, value_delimiter = ',', value_name = "NAMES")]
     configurations: Vec<String>,
@@ -39,8 +41,9 @@ pub struct CertifyArgs {
 
 pub fn exec(cli: &Cli, args: &CertifyArgs) -> Result<()> {
     let started = Instant::now();
+    let models = args.models.models()?;
     let (study, _lock, cache) =
-        locked_study_and_cache(cli, &args.manifest, &args.set, args.lock_timeout)?;
+        locked_study_and_cache(cli, &args.manifest, &args.set, &models, args.lock_timeout)?;
     let options = Options {
         configurations: args.configurations.clone(),
         reporter: Rendering::choose(false, std::io::stderr().is_terminal()).on_stderr(),

@@ -18,10 +18,12 @@ pub struct DagArgs {
     /// Override a manifest key; repeatable.
     #[arg(long = "set", value_name = "KEY=VALUE", value_parser = parse_set)]
     set: Vec<(String, String)>,
+    #[command(flatten)]
+    models: super::models::ModelArgs,
 }
 
 pub fn exec(cli: &Cli, args: &DagArgs) -> Result<()> {
-    let study = study(cli, &args.manifest, &args.set)?;
+    let study = study(cli, &args.manifest, &args.set, &args.models.models()?)?;
     say!("{}", study.dag.dot().trim_end());
     Ok(())
 }

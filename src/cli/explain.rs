@@ -22,10 +22,12 @@ pub struct ExplainArgs {
     /// Override a manifest key; repeatable.
     #[arg(long = "set", value_name = "KEY=VALUE", value_parser = parse_set)]
     set: Vec<(String, String)>,
+    #[command(flatten)]
+    models: super::models::ModelArgs,
 }
 
 pub fn exec(cli: &Cli, args: &ExplainArgs) -> Result<()> {
-    let study = study(cli, &args.manifest, &args.set)?;
+    let study = study(cli, &args.manifest, &args.set, &args.models.models()?)?;
     let cache = study.cache()?;
     let dag = &study.dag;
     let found = dag.find(&args.node).or_else(|| {

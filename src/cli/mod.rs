@@ -31,6 +31,7 @@ mod explain;
 mod families;
 mod grade;
 mod manifest;
+mod models;
 mod plan;
 mod reference_trace;
 mod report;
@@ -315,13 +316,14 @@ fn paths(cli: &Cli) -> crate::pipeline::Paths {
     }
 }
 
-/// Loads a study, printing the manifest's warnings.
+/// Loads a study, with the configurations of its `--model` flags.
 fn study(
     cli: &Cli,
     manifest: &Path,
     overrides: &[(String, String)],
+    models: &crate::manifest::Models,
 ) -> Result<crate::pipeline::Study> {
-    let study = crate::pipeline::Study::load(manifest, overrides, &paths(cli))?;
+    let study = crate::pipeline::Study::load_with_models(manifest, overrides, models, &paths(cli))?;
     check_catalogue(cli, &study.manifest)?;
     Ok(study)
 }
@@ -332,8 +334,10 @@ fn study_and_cache(
     cli: &Cli,
     manifest: &Path,
     overrides: &[(String, String)],
+    models: &crate::manifest::Models,
 ) -> Result<(crate::pipeline::Study, crate::pipeline::cache::Cache)> {
-    let (study, cache) = crate::pipeline::Study::load_with_cache(manifest, overrides, &paths(cli))?;
+    let (study, cache) =
+        crate::pipeline::Study::load_with_cache(manifest, overrides, models, &paths(cli))?;
     check_catalogue(cli, &study.manifest)?;
     Ok((study, cache))
 }
@@ -345,13 +349,14 @@ fn locked_study_and_cache(
     cli: &Cli,
     manifest: &Path,
     overrides: &[(String, String)],
+    models: &crate::manifest::Models,
     lock_timeout: Option<f64>,
 ) -> Result<(
     crate::pipeline::Study,
     Option<crate::pipeline::lock::OutputsLock>,
     crate::pipeline::cache::Cache,
 )> {
-    let study = study(cli, manifest, overrides)?;
+    let study = study(cli, manifest, overrides, models)?;
     let outputs = study.outputs();
     let lock = if outputs.is_dir() {
         Some(lock_outputs(&outputs, lock_timeout, false)?)

@@ -17,6 +17,8 @@ pub struct PlanArgs {
     /// Override a manifest key (`budgets.completion_caps=[4096]`); repeatable.
     #[arg(long = "set", value_name = "KEY=VALUE", value_parser = parse_set)]
     set: Vec<(String, String)>,
+    #[command(flatten)]
+    models: super::models::ModelArgs,
     /// List the nodes that are reused too.
     #[arg(long)]
     show_cached: bool,
@@ -39,7 +41,8 @@ pub fn exec(cli: &Cli, args: &PlanArgs) -> Result<()> {
         Some(given) => Some(super::apply::shard_spec(given, args.shards)?),
         None => None,
     };
-    let (study, cache) = study_and_cache(cli, &args.manifest, &args.set)?;
+    let models = args.models.models()?;
+    let (study, cache) = study_and_cache(cli, &args.manifest, &args.set, &models)?;
     let plan = study.plan(&cache)?;
     let shard = shard.map(|spec| {
         crate::pipeline::shard::Shard::new(&study.dag, &study.manifest.configurations, spec)

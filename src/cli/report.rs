@@ -23,6 +23,8 @@ pub struct ReportArgs {
     /// Override a manifest key; repeatable.
     #[arg(long = "set", value_name = "KEY=VALUE", value_parser = parse_set)]
     set: Vec<(String, String)>,
+    #[command(flatten)]
+    models: super::models::ModelArgs,
     /// Seconds to wait for another command holding the same outputs (default: wait;
     /// 0: fail).
     #[arg(long, value_name = "SECONDS")]
@@ -30,7 +32,7 @@ pub struct ReportArgs {
 }
 
 pub fn exec(cli: &Cli, args: &ReportArgs) -> Result<()> {
-    let study = study(cli, &args.manifest, &args.set)?;
+    let study = study(cli, &args.manifest, &args.set, &args.models.models()?)?;
     let outputs = study.outputs();
     let _lock = lock_outputs(&outputs, args.lock_timeout, false)?;
     let mut cache = study.cache()?;

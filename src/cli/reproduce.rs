@@ -20,6 +20,8 @@ pub struct ReproduceArgs {
     /// Override a manifest key, as given to apply; repeatable.
     #[arg(long = "set", value_name = "KEY=VALUE", value_parser = parse_set)]
     set: Vec<(String, String)>,
+    #[command(flatten)]
+    models: super::models::ModelArgs,
     /// Seconds to wait for an apply on the same outputs (default: wait; 0: fail).
     #[arg(long, value_name = "SECONDS",
           value_parser = |s: &str| crate::limits::LOCK_TIMEOUT_SECONDS.parse_seconds(s))]
@@ -28,8 +30,9 @@ pub struct ReproduceArgs {
 
 pub fn exec(cli: &Cli, args: &ReproduceArgs) -> Result<()> {
     let started = Instant::now();
+    let models = args.models.models()?;
     let (study, _lock, cache) =
-        locked_study_and_cache(cli, &args.manifest, &args.set, args.lock_timeout)?;
+        locked_study_and_cache(cli, &args.manifest, &args.set, &models, args.lock_timeout)?;
     let reproduction = reproduce::reproduce(&study, &cache)?;
     let failures: Vec<_> = reproduction.failures().collect();
     for f in &failures {

@@ -63,6 +63,8 @@ pub struct ShowArgs {
     /// Override a manifest key, as given to apply; repeatable.
     #[arg(long = "set", value_name = "KEY=VALUE", value_parser = parse_set)]
     set: Vec<(String, String)>,
+    #[command(flatten)]
+    models: super::models::ModelArgs,
 }
 
 impl ShowArgs {
@@ -91,7 +93,7 @@ impl ShowArgs {
 }
 
 pub fn exec(cli: &Cli, args: &ShowArgs) -> Result<()> {
-    let (study, cache) = study_and_cache(cli, &args.manifest, &args.set)?;
+    let (study, cache) = study_and_cache(cli, &args.manifest, &args.set, &args.models.models()?)?;
     let execute = show::locate(&study, &args.selector())?;
     let view = show::load(&study, &cache, execute)?;
     match &args.html {

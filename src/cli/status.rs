@@ -19,13 +19,15 @@ pub struct StatusArgs {
     /// Override a manifest key; repeatable.
     #[arg(long = "set", value_name = "KEY=VALUE", value_parser = parse_set)]
     set: Vec<(String, String)>,
+    #[command(flatten)]
+    models: super::models::ModelArgs,
     /// Print JSON.
     #[arg(long)]
     json: bool,
 }
 
 pub fn exec(cli: &Cli, args: &StatusArgs) -> Result<()> {
-    let (study, cache) = study_and_cache(cli, &args.manifest, &args.set)?;
+    let (study, cache) = study_and_cache(cli, &args.manifest, &args.set, &args.models.models()?)?;
     let plan = study.plan(&cache)?;
     let mut by_kind: BTreeMap<NodeKind, (usize, usize)> = BTreeMap::new();
     for n in plan.nodes.iter().filter(|n| n.node.is_some()) {

@@ -9,7 +9,7 @@ use crate::common;
 
 use std::path::Path;
 use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Value};
 
@@ -20,24 +20,27 @@ const ROUTE_UNAVAILABLE: i32 = 4;
 /// `tbb apply`'s exit code when episodes ended as infrastructure failures.
 const INFRA_FAILURES: i32 = 5;
 
-const MODEL: &str = "loopback-model";
+pub(crate) const MODEL: &str = "loopback-model";
 const KEY_VARIABLE: &str = "TBB_TEST_INFRA_KEY";
 
 /// A loopback OpenAI-compatible server and what it was asked.
-struct Server {
-    origin: String,
+pub(crate) struct Server {
+    pub(crate) origin: String,
     /// Chat requests received (the paid ones).
-    chats: Arc<AtomicUsize>,
+    pub(crate) chats: Arc<AtomicUsize>,
     /// Chat requests still answered before the server fails every one with a 500
     /// (negative: no limit).
-    answers_left: Arc<AtomicI64>,
+    pub(crate) answers_left: Arc<AtomicI64>,
+    /// The `Authorization` header of the last chat request, if it had one.
+    pub(crate) authorization: Arc<Mutex<Option<String>>>,
 }
 
 /// A server listing [`MODEL`] that answers chat requests like a model calling the
 /// first tool, then answering, until `answers` requests are spent (`None`: forever);
 /// it refuses every request with a 401 when `refuse_key`.
-fn server(answers: Option<i64>, refuse_key: bool) -> Server {
+pub(crate) fn server(answers: Option<i64>, refuse_key: bool) -> Server {
     let chats = Arc::new(AtomicUsize::new(0));
+    let authorization = Arc::new(Mutex::new(None));
     let answers_left = Arc::new(AtomicI64::new(answers.unwrap_or(-1)));
     let refused = || {
         (
@@ -56,8 +59,14 @@ fn server(answers: Option<i64>, refuse_key: bool) -> Server {
     };
     let chat = {
         let (chats, answers_left) = (chats.clone(), answers_left.clone());
-        move |body: axum::body::Bytes| {
+        let authorization = authorization.clone();
+        move |headers: axum::http::HeaderMap, body: axum::body::Bytes| {
             let (chats, answers_left) = (chats.clone(), answers_left.clone());
+            let seen = headers
+                .get(axum::http::header::AUTHORIZATION)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string);
+            *authorization.lock().unwrap_or_else(|e| e.into_inner()) = seen;
             async move {
                 chats.fetch_add(1, Ordering::SeqCst);
                 if refuse_key {
@@ -107,6 +116,7 @@ fn server(answers: Option<i64>, refuse_key: bool) -> Server {
         origin,
         chats,
         answers_left,
+        authorization,
     }
 }
 
@@ -152,7 +162,7 @@ fn tbb(dir: &Path) -> assert_cmd::Command {
 }
 
 /// Runs `cmd`; returns its exit code and its stdout and stderr together.
-fn run(cmd: &mut assert_cmd::Command) -> (Option<i32>, String) {
+pub(crate) fn run(cmd: &mut assert_cmd::Command) -> (Option<i32>, String) {
     let out = cmd.output().unwrap_or_else(|e| panic!("{e}"));
     let text = format!(
         "{}{}",
@@ -251,4 +261,106 @@ fn a_server_that_dies_midway_trips_the_breaker_and_the_rest_stay_planned() {
         dir.path().join("outputs/infra/episodes.parquet").exists(),
         "{text}"
     );
+}
+
+/// `text` with every run of whitespace and miette's margins made one space.
+pub(crate) fn flat(text: &str) -> String {
+    text.split_whitespace()
+        .filter(|w| *w != "│")
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The `attempt` column of a published `episodes.parquet`, if it has one, and its
+/// `infra_failure` column, row by row.
+fn attempts_and_failures(path: &Path) -> (Option<Vec<u32>>, Vec<bool>) {
+    use arrow_array::{BooleanArray, UInt32Array};
+    let (batches, _) = tbb::tables::read_table(path).unwrap_or_else(|e| panic!("{e}"));
+    let mut attempts: Option<Vec<u32>> = None;
+    let mut failures = Vec::new();
+    for b in &batches {
+        if let Some(column) = b.column_by_name("attempt") {
+            let column = column
+                .as_any()
+                .downcast_ref::<UInt32Array>()
+                .unwrap_or_else(|| panic!("attempt is not u32"));
+            attempts
+                .get_or_insert_with(Vec::new)
+                .extend(column.values());
+        }
+        let column = b
+            .column_by_name("infra_failure")
+            .and_then(|c| c.as_any().downcast_ref::<BooleanArray>().cloned())
+            .unwrap_or_else(|| panic!("no infra_failure column"));
+        failures.extend(column.iter().map(|v| v.unwrap_or(false)));
+    }
+    (attempts, failures)
+}
+
+#[test]
+fn retry_infra_reruns_exactly_the_episodes_that_failed_and_their_rows_say_attempt_2() {
+    let dir = scratch();
+    // Two episodes' worth of answers, then 500s; the breaker never stops the route,
+    // so the other six episodes each fail their one request.
+    let server = server(Some(4), false);
+    study(dir.path(), &server.origin, "max_infra_failures = 0\n");
+    let (code, text) = run(tbb(dir.path()).args(["apply", "manifests/infra.toml"]));
+    assert_eq!(code, Some(INFRA_FAILURES), "{text}");
+    // miette wraps the help at the terminal's width.
+    let flat = flat(&text);
+    assert!(
+        flat.contains("6 episodes ended as infrastructure failures")
+            && flat.contains("`tbb apply manifests/infra.toml --retry-infra` reruns exactly those"),
+        "names the retry command: {text}"
+    );
+    assert_eq!(server.chats.load(Ordering::SeqCst), 4 + 6, "{text}");
+    let episodes = dir.path().join("outputs/infra/episodes.parquet");
+    let (attempts, failures) = attempts_and_failures(&episodes);
+    assert_eq!(attempts, None, "no retry, no attempt column");
+    assert_eq!(failures.iter().filter(|f| **f).count(), 6);
+    let lockfile = dir.path().join("lockfiles/infra.lock");
+    let before = std::fs::read_to_string(&lockfile).unwrap_or_default();
+    assert!(!before.contains("[[retry]]"), "{before}");
+
+    // A plain apply does not rerun them: they are failures of their configuration.
+    server.answers_left.store(-1, Ordering::SeqCst);
+    let (code, text) = run(tbb(dir.path()).args(["apply", "manifests/infra.toml"]));
+    assert_eq!(code, Some(0), "{text}");
+    assert_eq!(server.chats.load(Ordering::SeqCst), 10, "{text}");
+
+    // --retry-infra reruns exactly the six: a tool call and an answer each.
+    server.chats.store(0, Ordering::SeqCst);
+    let (code, text) =
+        run(tbb(dir.path()).args(["apply", "manifests/infra.toml", "--retry-infra"]));
+    assert_eq!(code, Some(0), "{text}");
+    assert!(text.contains("rerunning the 6 episodes"), "{text}");
+    assert_eq!(server.chats.load(Ordering::SeqCst), 6 * 2, "{text}");
+    let (attempts, failures) = attempts_and_failures(&episodes);
+    let attempts = attempts.unwrap_or_else(|| panic!("no attempt column after a retry"));
+    assert_eq!(
+        attempts.iter().filter(|a| **a == 2).count(),
+        6,
+        "{attempts:?}"
+    );
+    assert_eq!(
+        attempts.iter().filter(|a| **a == 1).count(),
+        2,
+        "{attempts:?}"
+    );
+    assert!(failures.iter().all(|f| !f), "{failures:?}");
+    // The lockfile records the retry; every later command reads it and reruns nothing.
+    let after = std::fs::read_to_string(&lockfile).unwrap_or_default();
+    assert_eq!(after.matches("[[retry]]").count(), 6, "{after}");
+    assert!(after.contains("attempt = 2"), "{after}");
+    let (code, plan) = run(tbb(dir.path()).args(["plan", "manifests/infra.toml"]));
+    assert_eq!(code, Some(0), "{plan}");
+    assert!(plan.contains("No changes"), "{plan}");
+    let (code, text) = run(tbb(dir.path()).args(["apply", "manifests/infra.toml", "--locked"]));
+    assert_eq!(code, Some(0), "{text}");
+    assert_eq!(server.chats.load(Ordering::SeqCst), 12, "{text}");
+    let (code, text) = run(tbb(dir.path()).args(["certify", "manifests/infra.toml"]));
+    assert_eq!(code, Some(0), "{text}");
+    assert!(text.contains("8 passed, 0 failed"), "{text}");
+    let (code, text) = run(tbb(dir.path()).args(["reproduce", "manifests/infra.toml"]));
+    assert_eq!(code, Some(0), "{text}");
 }

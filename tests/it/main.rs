@@ -28,6 +28,7 @@ mod hostile;
 mod infra;
 mod local;
 mod manifest;
+mod models;
 mod one_binary;
 mod panel;
 mod pipeline;

@@ -181,6 +181,10 @@ fn enabled() -> bool {
     true
 }
 
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
 /// One configuration.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -202,6 +206,10 @@ pub struct Configuration {
     /// The environment variable holding the key.
     #[serde(default)]
     pub api_key_env: Option<String>,
+    /// The key is sent when its variable is set, and the route is used without one when
+    /// it is not (a server on this machine, which takes none unless started with one).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub api_key_optional: bool,
     /// Frozen prices.
     pub prices: Prices,
     /// Request fields and values.

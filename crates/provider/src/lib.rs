@@ -18,6 +18,7 @@ pub mod config;
 pub mod gemini;
 mod http;
 pub mod menu_memo;
+pub mod model;
 pub mod openai;
 pub mod replay;
 pub mod retry;
@@ -36,18 +37,62 @@ pub use tbb_agent::{
     ChatRequest, ChatResponse, Finish, Message, ReasoningSource, ToolCall, ToolSchema, Usage,
 };
 
-/// Reads a configuration's key from the environment. A missing key is an error before
-/// any episode starts; the key itself is never logged or stored.
+/// Reads a configuration's key from the environment: its `api_key_env`, or that
+/// variable's conventional alternative ([`model::key_variables`]). A missing key is an
+/// error before any episode starts; the key itself is never logged or stored.
 pub fn api_key(config: &Configuration) -> Result<Option<String>, ProviderError> {
     let Some(env) = &config.api_key_env else {
         return Ok(None);
     };
-    match std::env::var(env) {
-        Ok(k) if !k.is_empty() => Ok(Some(k)),
-        _ => Err(ProviderError::MissingKey {
+    let set = model::key_variables(env)
+        .into_iter()
+        .find_map(|name| std::env::var(name).ok().filter(|k| !k.is_empty()));
+    match set {
+        Some(k) => Ok(Some(k)),
+        None if config.api_key_optional => Ok(None),
+        None => Err(ProviderError::MissingKey {
             config: config.name.clone(),
             env: env.clone(),
         }),
+    }
+}
+
+/// Whether a configuration's key is there, as far as the environment says.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case", tag = "key")]
+pub enum KeyStatus {
+    /// The configuration names no key variable (the simulated panel), or its key is
+    /// optional and not set (a local server).
+    NotNeeded,
+    /// `variable` is set (the configuration's own, or its conventional alternative).
+    Set {
+        /// The variable found set.
+        variable: String,
+    },
+    /// No variable of the configuration's is set.
+    Missing {
+        /// The variable to set (the configuration's `api_key_env`).
+        variable: String,
+    },
+}
+
+/// Whether `config`'s key is set, read as [`api_key`] reads it. Looks only at whether a
+/// variable is set, never at its value.
+pub fn key_status(config: &Configuration) -> KeyStatus {
+    let Some(env) = &config.api_key_env else {
+        return KeyStatus::NotNeeded;
+    };
+    let set = model::key_variables(env)
+        .into_iter()
+        .find(|name| std::env::var_os(name).is_some_and(|k| !k.is_empty()));
+    match set {
+        Some(variable) => KeyStatus::Set {
+            variable: variable.to_string(),
+        },
+        None if config.api_key_optional => KeyStatus::NotNeeded,
+        None => KeyStatus::Missing {
+            variable: env.clone(),
+        },
     }
 }
 

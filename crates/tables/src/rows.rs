@@ -197,6 +197,17 @@ pub struct EpisodeRow {
     pub transcript_ref: String,
     /// The key of the grade node that graded it (`certificates` has the same column).
     pub node_key: String,
+    /// The attempt that ran the episode: 1, or more once `tbb apply --retry-infra`
+    /// reran it after an infrastructure failure. Placed at publication, like `arm`
+    /// ([`EpisodeRow::place`]); never stored with the row. The `attempt` column of
+    /// `episodes.parquet` is there only when some episode of the study was retried
+    /// ([`episodes`]).
+    #[serde(skip, default = "first_attempt")]
+    pub attempt: u32,
+}
+
+fn first_attempt() -> u32 {
+    1
 }
 
 impl EpisodeRow {
@@ -304,6 +315,7 @@ impl EpisodeRow {
             episode_key: episode.key.clone(),
             transcript_ref: transcript_ref.into(),
             node_key: node_key.into(),
+            attempt: 1,
         }
     }
 
@@ -315,6 +327,7 @@ impl EpisodeRow {
         self.arm = place.arm;
         self.schedule = place.schedule;
         self.schedule_position = place.schedule_position;
+        self.attempt = place.attempt;
     }
 }
 
@@ -329,9 +342,14 @@ pub struct Placement {
     pub schedule: String,
     /// This arm's place in it ([`EpisodeRow::schedule_position`]).
     pub schedule_position: Option<u32>,
+    /// The attempt that ran it ([`EpisodeRow::attempt`]).
+    pub attempt: u32,
 }
 
-/// `episodes.parquet`.
+/// `episodes.parquet`. Its last column, `attempt`, is there only when some episode was
+/// retried (`tbb apply --retry-infra`): a study whose every episode ran once publishes
+/// the table it always did, byte for byte, and a reader takes a missing `attempt`
+/// column as 1 for every row.
 pub fn episodes(rows: &[EpisodeRow]) -> Result<RecordBatch, StoreError> {
     let mut t = TableBuilder::new()
         .text("study", rows.iter().map(|r| &r.study))
@@ -370,7 +388,8 @@ pub fn episodes(rows: &[EpisodeRow]) -> Result<RecordBatch, StoreError> {
     {
         t = t.bool(name, rows.iter().map(|r| r.ok[i]));
     }
-    t.text_opt("first_unmet", rows.iter().map(|r| r.first_unmet.as_ref()))
+    t = t
+        .text_opt("first_unmet", rows.iter().map(|r| r.first_unmet.as_ref()))
         .text_opt(
             "terminal_flag",
             rows.iter().map(|r| r.terminal_flag.as_ref()),
@@ -413,8 +432,11 @@ pub fn episodes(rows: &[EpisodeRow]) -> Result<RecordBatch, StoreError> {
         .text("stop_reason", rows.iter().map(|r| &r.stop_reason))
         .text("episode_key", rows.iter().map(|r| &r.episode_key))
         .text("transcript_ref", rows.iter().map(|r| &r.transcript_ref))
-        .text("node_key", rows.iter().map(|r| &r.node_key))
-        .build("episodes")
+        .text("node_key", rows.iter().map(|r| &r.node_key));
+    if rows.iter().any(|r| r.attempt > 1) {
+        t = t.u32("attempt", rows.iter().map(|r| r.attempt));
+    }
+    t.build("episodes")
 }
 
 /// What a row of `requests.parquet` copies from its episode's row: which episode it

@@ -702,6 +702,7 @@ pub mod testing {
             episode_key: String::new(),
             transcript_ref: String::new(),
             node_key: String::new(),
+            attempt: 1,
         }
     }
 

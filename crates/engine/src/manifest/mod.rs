@@ -87,6 +87,41 @@ pub struct Manifest {
     pub budgets: Budgets,
     /// Analyses, in the order given.
     pub analyses: Vec<Analysis>,
+    /// The configurations `--model` added for this run, each with the flag that made
+    /// it (`openai-gpt-4.1-mini`, `openai/gpt-4.1-mini`); they replace the manifest's
+    /// own selection in every block ([`Models`]). Empty (and out of the hash) without
+    /// the flag.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub models: Vec<(String, String)>,
+}
+
+/// The configurations of a run's `--model` flags ([`tbb_provider::model`]), each with
+/// the flag as given. When there are any, they are the study's configurations for this
+/// run: every block runs them instead of the configurations its manifest selects, and
+/// a `configuration_caps` entry of a configuration they replace is left out. They join
+/// the catalogue for the run, after its entries. A flag whose name the catalogue has
+/// already (`openai/gpt-4.1-mini` and the catalogue's `openai-gpt-4.1-mini`) selects
+/// that entry as the catalogue has it, enabled for the run, when it speaks the same
+/// protocol on the flag's route; on another route it is refused.
+#[derive(Debug, Clone, Default)]
+pub struct Models {
+    /// `(flag, configuration)`, in the order given.
+    pub configurations: Vec<(String, Configuration)>,
+}
+
+impl Models {
+    /// Whether no `--model` was given.
+    pub fn is_empty(&self) -> bool {
+        self.configurations.is_empty()
+    }
+
+    /// The configurations' names, in the order given.
+    pub fn names(&self) -> Vec<String> {
+        self.configurations
+            .iter()
+            .map(|(_, c)| c.name.clone())
+            .collect()
+    }
 }
 
 /// How the arms of one condition (a variant, a configuration and a repeat) run.
@@ -225,6 +260,16 @@ impl Manifest {
         families: &FamilySet,
         overrides: &[(String, String)],
     ) -> Result<Manifest, ManifestError> {
+        Manifest::load_with_models(path, families, overrides, &Models::default())
+    }
+
+    /// [`Manifest::load`] for a run with `--model` flags ([`Models`]).
+    pub fn load_with_models(
+        path: &Path,
+        families: &FamilySet,
+        overrides: &[(String, String)],
+        models: &Models,
+    ) -> Result<Manifest, ManifestError> {
         // `vars_os`: a variable whose value is not Unicode must not panic; only the
         // names of tbb's own variables matter, and their values are read as text.
         let env: Vec<(String, String)> = std::env::vars_os()
@@ -234,7 +279,23 @@ impl Manifest {
                     .then(|| (k, v.to_string_lossy().into_owned()))
             })
             .collect();
-        Manifest::load_with_env(path, families, overrides, &env)
+        Manifest::read(path)
+            .and_then(|text| Manifest::parse_inner(path, &text, families, overrides, &env, models))
+    }
+
+    fn read(path: &Path) -> Result<String, ManifestError> {
+        read_text(path, MAX_SOURCE_BYTES).map_err(|source| {
+            if source.kind() == std::io::ErrorKind::NotFound {
+                ManifestError::Missing {
+                    path: path.to_path_buf(),
+                }
+            } else {
+                ManifestError::Io {
+                    path: path.to_path_buf(),
+                    source,
+                }
+            }
+        })
     }
 
     /// [`Manifest::load`] with an explicit environment (`(name, value)` pairs; only
@@ -246,18 +307,7 @@ impl Manifest {
         overrides: &[(String, String)],
         env: &[(String, String)],
     ) -> Result<Manifest, ManifestError> {
-        let text = read_text(path, MAX_SOURCE_BYTES).map_err(|source| {
-            if source.kind() == std::io::ErrorKind::NotFound {
-                ManifestError::Missing {
-                    path: path.to_path_buf(),
-                }
-            } else {
-                ManifestError::Io {
-                    path: path.to_path_buf(),
-                    source,
-                }
-            }
-        })?;
+        let text = Manifest::read(path)?;
         Manifest::parse_with_env(path, &text, families, overrides, env)
     }
 
@@ -269,6 +319,17 @@ impl Manifest {
         families: &FamilySet,
         overrides: &[(String, String)],
         env: &[(String, String)],
+    ) -> Result<Manifest, ManifestError> {
+        Manifest::parse_inner(path, text, families, overrides, env, &Models::default())
+    }
+
+    fn parse_inner(
+        path: &Path,
+        text: &str,
+        families: &FamilySet,
+        overrides: &[(String, String)],
+        env: &[(String, String)],
+        models: &Models,
     ) -> Result<Manifest, ManifestError> {
         let src = SourceFile::new(path.display().to_string(), text);
         let invalid = |problems: Vec<Problem>| ManifestError::invalid(path.to_path_buf(), problems);
@@ -385,7 +446,41 @@ impl Manifest {
         // Stage 2: names, levels and rules.
         let catalogue_path = resolve::catalogue_path(&raw, path);
         let catalogue = if catalogue_path.is_file() {
-            Some(Catalogue::load(&catalogue_path)?)
+            let mut catalogue = Catalogue::load(&catalogue_path)?;
+            for (flag, c) in &models.configurations {
+                let same_route = |entry: &Configuration| {
+                    entry.provider == c.provider
+                        && (c.base_url.is_none() || c.base_url == entry.base_url)
+                };
+                match catalogue
+                    .configurations
+                    .iter_mut()
+                    .find(|entry| entry.name == c.name)
+                {
+                    // The flag names the catalogue's own configuration of this model:
+                    // it runs as the catalogue has it (its key variable, route, prices
+                    // and pinned version), disabled or not, since the flag asked for it.
+                    Some(entry) if same_route(entry) => entry.enabled = true,
+                    Some(entry) => sink.problems.push(Problem {
+                        message: format!(
+                            "--model {flag} makes the configuration `{}`, which the catalogue {} has already on another route ({} at {})",
+                            c.name,
+                            catalogue_path.display(),
+                            tbb_core::compile::cell::level_name(&entry.provider),
+                            entry.route()
+                        ),
+                        src: src.at(None).0,
+                        span: None,
+                        label: "here".into(),
+                        help: Some(format!(
+                            "drop --base-url (and unset OPENAI_BASE_URL) to run the catalogue's `{}`, or rename the catalogue's entry",
+                            c.name
+                        )),
+                    }),
+                    None => catalogue.configurations.push(c.clone()),
+                }
+            }
+            Some(catalogue)
         } else {
             sink.at(
                 "study.catalogue",
@@ -408,7 +503,14 @@ impl Manifest {
                 help: Some(unread.help),
             });
         }
-        let resolved = resolve::resolve(&raw, &mut sink, families, catalogue.as_ref());
+        let selected = (!models.is_empty()).then(|| models.names());
+        let resolved = resolve::resolve(
+            &raw,
+            &mut sink,
+            families,
+            catalogue.as_ref(),
+            selected.as_deref(),
+        );
         let problems = sink.problems;
         let Some(r) = resolved.filter(|_| problems.is_empty()) else {
             return Err(invalid(problems));
@@ -425,6 +527,11 @@ impl Manifest {
             blocks: r.blocks,
             budgets: r.budgets,
             analyses: r.analyses,
+            models: models
+                .configurations
+                .iter()
+                .map(|(flag, c)| (c.name.clone(), flag.clone()))
+                .collect(),
         };
         manifest.content_hash = manifest.compute_hash();
         Ok(manifest)

@@ -90,13 +90,14 @@ pub(super) fn resolve(
     sink: &mut Sink<'_>,
     families: &FamilySet,
     catalogue: Option<&Catalogue>,
+    models: Option<&[String]>,
 ) -> Option<Resolved> {
     let before = sink.problems.len();
     check_study_name(raw, sink);
     check_replaced_keys(raw, sink);
     let arms = resolve_arms(raw, sink);
     let budgets = resolve_budgets(raw, sink);
-    let blocks = resolve_blocks(raw, sink, families, catalogue, &arms);
+    let blocks = resolve_blocks(raw, sink, families, catalogue, models, &arms);
     check_conditions_once(sink, &blocks, &arms);
     // The unions every block draws from, in family-set, first-given and catalogue order.
     let family_names: Vec<String> = families
@@ -330,12 +331,15 @@ fn check_identifier(sink: &mut Sink<'_>, path: &str, what: &str, name: &str) -> 
 
 /// The blocks: each `[[blocks]]` entry over the top-level defaults, or one `main`
 /// block of the top level. Each part is resolved where it was written, so a problem is
-/// reported once, at its span.
+/// reported once, at its span. `models` (the configurations of `--model`), when given,
+/// replace every block's selection, and the caps of the configurations they replace are
+/// left out.
 fn resolve_blocks(
     raw: &RawManifest,
     sink: &mut Sink<'_>,
     set: &FamilySet,
     catalogue: Option<&Catalogue>,
+    models: Option<&[String]>,
     arms: &[Arm],
 ) -> Vec<Block> {
     let blocks = raw.blocks.as_deref();
@@ -347,6 +351,7 @@ fn resolve_blocks(
         .then(|| resolve_families(sink, "families", &raw.families, set));
     let cells = inherits(&|b| b.cells.is_some()).then(|| resolve_cells(sink, "cells", &raw.cells));
     let configurations = match catalogue {
+        Some(_) if models.is_some() => models.map(<[String]>::to_vec),
         Some(cat) if inherits(&|b| b.configurations.is_some()) => Some(resolve_configurations(
             sink,
             "configurations",
@@ -358,8 +363,9 @@ fn resolve_blocks(
     let repeats = limit_or(sink, "repeats", raw.repeats, &limits::REPEATS, 1);
     let schedule = resolve_schedule(sink, "schedule", raw.schedule.as_deref());
     let all_arms: Vec<usize> = (0..arms.len()).collect();
+    let replaced = models.is_some();
     let top_caps = |sink: &mut Sink<'_>, configs: &[String]| {
-        resolve_caps_of(sink, "budgets", &raw.budgets, configs)
+        resolve_caps_of(sink, "budgets", &raw.budgets, configs, replaced)
     };
     let Some(list) = blocks else {
         let configurations = configurations.unwrap_or_default();
@@ -410,6 +416,7 @@ fn resolve_blocks(
             None => cells.clone().unwrap_or_default(),
         };
         let configs = match (&b.configurations, catalogue) {
+            (Some(_), Some(_)) if replaced => configurations.clone().unwrap_or_default(),
             (Some(c), Some(cat)) => {
                 resolve_configurations(sink, &format!("{at}.configurations"), c, cat)
             }
@@ -431,7 +438,7 @@ fn resolve_blocks(
                         );
                     }
                 }
-                resolve_caps_of(sink, &format!("{at}.budgets"), budgets, &configs)
+                resolve_caps_of(sink, &format!("{at}.budgets"), budgets, &configs, replaced)
             }
             None => top_caps(sink, &configs),
         };
@@ -974,11 +981,15 @@ fn resolve_budgets(raw: &RawManifest, sink: &mut Sink<'_>) -> Budgets {
 
 /// The completion caps of a block (`at` is where its budgets were written):
 /// `completion_caps` and the `configuration_caps` of its configurations.
+/// The caps of a block; with `replaced` (`--model` replaced the manifest's
+/// configurations), an entry of `configuration_caps` naming a configuration the block
+/// no longer runs is left out rather than refused.
 fn resolve_caps_of(
     sink: &mut Sink<'_>,
     at: &str,
     b: &RawBudgets,
     configurations: &[String],
+    replaced: bool,
 ) -> (Vec<u32>, std::collections::BTreeMap<String, Vec<u32>>) {
     let caps = match &b.completion_caps {
         None => vec![COMPLETION_CAP],
@@ -989,7 +1000,7 @@ fn resolve_caps_of(
         let path = format!("{at}.configuration_caps.{name}");
         if configurations.iter().any(|c| c == name) {
             configuration_caps.insert(name.clone(), resolve_caps(sink, &path, list));
-        } else {
+        } else if !replaced {
             sink.unknown(
                 &path,
                 "selected configuration",

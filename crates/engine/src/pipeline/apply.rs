@@ -1001,15 +1001,16 @@ impl Counts {
     }
 }
 
-/// Where a row sits in the design — its block, its arm's name and its schedule —
-/// taken from the DAG at publication, like the study's name, so that renaming a block
-/// or an arm relabels cached rows without rerunning them.
+/// Where a row sits in the design — its block, its arm's name, its schedule and the
+/// attempt that ran it — taken from the DAG at publication, like the study's name, so
+/// that renaming a block or an arm relabels cached rows without rerunning them.
 pub fn place_in_design(row: &mut EpisodeRow, manifest: &crate::manifest::Manifest, work: &Work) {
     if let Work::Execute {
         block,
         arm,
         schedule,
         position,
+        attempt,
         ..
     } = work
     {
@@ -1024,6 +1025,7 @@ pub fn place_in_design(row: &mut EpisodeRow, manifest: &crate::manifest::Manifes
                 .map_or_else(String::new, |a| a.name.clone()),
             schedule: schedule.to_string(),
             schedule_position: *position,
+            attempt: *attempt,
         });
     }
 }

@@ -68,6 +68,9 @@ pub enum Work {
         /// arm of an ordered schedule). Ordering only: it is not an input, its key is
         /// not in this node's key, and its failure does not fail this node.
         after: Option<NodeIndex>,
+        /// The attempt this episode runs: 1, or more once `--retry-infra` reran it
+        /// ([`super::retry`]); above 1 it is part of the node's key.
+        attempt: u32,
     },
     /// Grade one episode's transcript.
     Grade {
@@ -236,6 +239,9 @@ pub struct Inputs<'a> {
     pub lockfile_hash: &'a str,
     /// Tables the analyses read from other studies, with their hashes.
     pub upstream: &'a [super::upstream::Pin],
+    /// The attempt due for each execute node retried by `--retry-infra`, by its key at
+    /// its first attempt ([`super::retry::attempts`]).
+    pub attempts: &'a std::collections::HashMap<String, u32>,
 }
 
 /// A manifest resolved to its units of work, before any node or key: per block, the
@@ -505,6 +511,17 @@ impl Dag {
                         fields.extend(compile_fields.iter().cloned());
                         fields.extend(suffix.iter().cloned());
                         let input = NodeInput::of(template, vec![("compile", compile_key.clone())]);
+                        // A retried episode's attempt enters its key, and only then:
+                        // every other node keeps the key it always had.
+                        let retried = if inputs.attempts.is_empty() {
+                            None
+                        } else {
+                            inputs.attempts.get(&input.key()).filter(|&&n| n > 1)
+                        };
+                        let (input, attempt) = match retried {
+                            Some(&n) => (NodeInput::from(input.full().param("attempt", n)), n),
+                            None => (input, 1),
+                        };
                         let work = Work::Execute {
                             compile,
                             config: condition.config,
@@ -515,6 +532,7 @@ impl Dag {
                             schedule: condition.schedule.clone(),
                             position: unit.position,
                             after: previous.filter(|_| unit.position.is_some()),
+                            attempt,
                         };
                         let fields: Arc<[(&'static str, String)]> = fields.into();
                         let execute =

@@ -5,7 +5,10 @@
 //! and prompt the study reads, every configuration with its provider, model, pinned
 //! version, prices and content hash, and (`[[upstream]]`) the blake3 of every table its
 //! analyses read from another study ([`super::upstream`]). Secrets never enter it: a configuration names the
-//! environment variable of its key, never the key.
+//! environment variable of its key, never the key. A configuration made by `--model`
+//! says so (`added_by`), and so does the message of a run that lacks it. The episodes
+//! `tbb apply --retry-infra` reran are listed (`[[retry]]`, [`super::retry`]): the
+//! retry is the user's choice, and the record of it.
 //!
 //! `tbb apply` writes it (atomically); `tbb apply --locked` refuses to run when the
 //! lockfile it would write differs from the one on disk.
@@ -20,6 +23,7 @@ use thiserror::Error;
 
 use super::dag::{config_object, short_name};
 use super::key::hash_hex;
+use super::retry::Retry;
 use super::upstream::Pin;
 use crate::manifest::Manifest;
 use tbb_core::family::FamilySet;
@@ -39,6 +43,20 @@ pub enum LockfileError {
         path: PathBuf,
         /// Removed (`-`) and added (`+`) lines.
         diff: String,
+    },
+    /// `--locked`, and the lockfile names a configuration this run does not have.
+    #[error("the lockfile {} names the configuration `{name}`{}, which this run does not have", path.display(), added_by.as_deref().map(|f| format!(" (added by `{f}`)")).unwrap_or_default())]
+    #[diagnostic(code(tbb::lockfile::configuration))]
+    MissingConfiguration {
+        /// The lockfile.
+        path: PathBuf,
+        /// The configuration.
+        name: String,
+        /// The flag that made it, as the lockfile records it.
+        added_by: Option<String>,
+        /// How to fix it.
+        #[help]
+        help: String,
     },
     /// `--locked` and there is no lockfile.
     #[error("--locked was given but there is no lockfile {}", path.display())]
@@ -71,6 +89,8 @@ struct Lock<'a> {
     configurations: BTreeMap<&'a str, LockedConfiguration<'a>>,
     #[serde(skip_serializing_if = "<[Pin]>::is_empty")]
     upstream: &'a [Pin],
+    #[serde(skip_serializing_if = "<[Retry]>::is_empty")]
+    retry: &'a [Retry],
 }
 
 #[derive(Serialize)]
@@ -83,6 +103,9 @@ struct LockedConfiguration<'a> {
     input_per_mtok: f64,
     output_per_mtok: f64,
     content_hash: String,
+    /// The `--model` flag that made it (absent for the catalogue's own).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    added_by: Option<String>,
 }
 
 /// The lockfile's text for a manifest.
@@ -92,6 +115,7 @@ pub fn render(
     prompts: &Prompts,
     prompts_dir: &Path,
     upstream: &[Pin],
+    retries: &[Retry],
 ) -> String {
     let mut prompt_hashes = BTreeMap::new();
     for form in manifest.forms() {
@@ -130,11 +154,17 @@ pub fn render(
                         input_per_mtok: c.prices.input_per_mtok,
                         output_per_mtok: c.prices.output_per_mtok,
                         content_hash: hash_hex(config_object(c).to_string().as_bytes()),
+                        added_by: manifest
+                            .models
+                            .iter()
+                            .find(|(name, _)| *name == c.name)
+                            .map(|(_, flag)| format!("--model {flag}")),
                     },
                 )
             })
             .collect(),
         upstream,
+        retry: retries,
     };
     let body = toml::to_string(&lock).unwrap_or_default();
     format!("# Written by `tbb apply`: the resolved manifest of this study. Do not edit.\n{body}")
@@ -170,6 +200,9 @@ pub fn check(path: &Path, text: &str, locked: bool) -> Result<(), LockfileError>
     if old == text {
         return Ok(());
     }
+    if let Some(missing) = missing_configuration(path, &old, text) {
+        return Err(missing);
+    }
     let old_lines: Vec<&str> = old.lines().collect();
     let new_lines: Vec<&str> = text.lines().collect();
     let mut diff = String::new();
@@ -182,6 +215,34 @@ pub fn check(path: &Path, text: &str, locked: bool) -> Result<(), LockfileError>
     Err(LockfileError::Drift {
         path: path.to_path_buf(),
         diff: diff.trim_end().to_string(),
+    })
+}
+
+/// The first configuration the lockfile `old` names that `new` lacks, as the error
+/// saying how to get it back: a configuration of `--model` wants its flag, one of the
+/// catalogue the catalogue and manifest that selected it.
+fn missing_configuration(path: &Path, old: &str, new: &str) -> Option<LockfileError> {
+    let configurations = |text: &str| -> Option<toml::Table> {
+        let table: toml::Table = toml::from_str(text).ok()?;
+        table.get("configurations")?.as_table().cloned()
+    };
+    let (old, new) = (configurations(old)?, configurations(new)?);
+    let (name, entry) = old.iter().find(|(name, _)| !new.contains_key(*name))?;
+    let added_by = entry
+        .get("added_by")
+        .and_then(|v| v.as_str())
+        .map(str::to_string);
+    let help = match &added_by {
+        Some(flag) => format!(
+            "pass `{flag}` again (with the same --base-url or OPENAI_BASE_URL) to run what the lockfile records, or run without --locked to write a lockfile without it"
+        ),
+        None => "select it again (the manifest's `[configurations]`, and its catalogue entry), or run without --locked to write a lockfile without it".to_string(),
+    };
+    Some(LockfileError::MissingConfiguration {
+        path: path.to_path_buf(),
+        name: name.clone(),
+        added_by,
+        help,
     })
 }
 

@@ -37,6 +37,7 @@ pub mod publish;
 pub mod remote;
 pub mod reporter;
 pub mod reproduce;
+pub mod retry;
 pub mod rows;
 pub mod scheduler;
 pub mod served_prompts;
@@ -53,7 +54,7 @@ pub use dag::Dag;
 pub use key::{KeyInput, NodeKind, Reason};
 pub use plan::{Action, Plan};
 
-use crate::manifest::Manifest;
+use crate::manifest::{Manifest, Models};
 use tbb_core::compile::Variant;
 use tbb_core::family::FamilySet;
 use tbb_harness::transcript::Transcript;
@@ -358,6 +359,11 @@ pub struct Study {
     pub manifest: Manifest,
     /// `--set` overrides it was loaded with.
     pub overrides: Vec<(String, String)>,
+    /// The `--model` configurations it was loaded with.
+    pub models: Models,
+    /// The episodes `--retry-infra` reran, as the lockfile records them (read from the
+    /// lockfile on disk when the study loads; [`retry`]).
+    pub retries: Vec<retry::Retry>,
     /// Every family.
     pub families: FamilySet,
     /// The prompts.
@@ -392,7 +398,17 @@ impl Study {
         overrides: &[(String, String)],
         paths: &Paths,
     ) -> Result<Study, PipelineError> {
-        Ok(Study::load_inner(manifest, overrides, paths, false)?.0)
+        Study::load_with_models(manifest, overrides, &Models::default(), paths)
+    }
+
+    /// [`Study::load`] for a run with `--model` flags.
+    pub fn load_with_models(
+        manifest: &Path,
+        overrides: &[(String, String)],
+        models: &Models,
+        paths: &Paths,
+    ) -> Result<Study, PipelineError> {
+        Ok(Study::load_inner(manifest, overrides, models, paths, false)?.0)
     }
 
     /// [`Study::load`] and [`Study::cache`] at once: the cache's index is read on a
@@ -400,9 +416,10 @@ impl Study {
     pub fn load_with_cache(
         manifest: &Path,
         overrides: &[(String, String)],
+        models: &Models,
         paths: &Paths,
     ) -> Result<(Study, Cache), PipelineError> {
-        let (study, cache) = Study::load_inner(manifest, overrides, paths, true)?;
+        let (study, cache) = Study::load_inner(manifest, overrides, models, paths, true)?;
         match cache {
             Some(cache) => Ok((study, cache)),
             None => {
@@ -415,11 +432,12 @@ impl Study {
     fn load_inner(
         manifest: &Path,
         overrides: &[(String, String)],
+        models: &Models,
         paths: &Paths,
         with_cache: bool,
     ) -> Result<(Study, Option<Cache>), PipelineError> {
         let families = FamilySet::load(&paths.families)?;
-        let manifest = Manifest::load(manifest, &families, overrides)?;
+        let manifest = Manifest::load_with_models(manifest, &families, overrides, models)?;
         // The manifest loader has refused a study name that is not an identifier; the
         // paths are made by the one function that refuses it again, whatever loaded it.
         let outputs_dir = tbb_diag::names::path_under(&paths.outputs, &manifest.study, "")
@@ -438,28 +456,8 @@ impl Study {
                 })
             });
             let prompts = Prompts::load(&paths.prompts)?;
-            let pins = upstream::pins(&manifest, &paths.outputs);
-            let lockfile_text =
-                lockfile::render(&manifest, &families, &prompts, &paths.prompts, &pins);
-            let lockfile_hash = key::hash_hex(lockfile_text.as_bytes());
-            let upstream = upstream::statuses(&upstream::Context {
-                manifest: &manifest,
-                families: &families,
-                prompts: &prompts,
-                paths,
-                pins: &pins,
-            });
-            let preflight = upstream::preflight(&manifest, &upstream, &paths.outputs);
-            let dag = Dag::build(
-                &manifest,
-                &dag::Inputs {
-                    families: &families,
-                    prompts: &prompts,
-                    prompts_dir: &paths.prompts,
-                    lockfile_hash: &lockfile_hash,
-                    upstream: &pins,
-                },
-            );
+            let retries = retry::recorded(&lockfile_file);
+            let built = Built::new(&manifest, &families, &prompts, paths, &retries);
             // A panic while reading the cache is a bug; it resurfaces as one.
             let cache = match cache.map(|c| c.join()) {
                 Some(Ok(cache)) => Some(cache?),
@@ -470,14 +468,16 @@ impl Study {
                 Study {
                     manifest,
                     overrides: overrides.to_vec(),
+                    models: models.clone(),
+                    retries,
                     families,
                     prompts,
                     paths: paths.clone(),
-                    lockfile_text,
-                    lockfile_hash,
-                    dag,
-                    upstream,
-                    preflight,
+                    lockfile_text: built.lockfile_text,
+                    lockfile_hash: built.lockfile_hash,
+                    dag: built.dag,
+                    upstream: built.upstream,
+                    preflight: built.preflight,
                     compiled: Default::default(),
                     outputs_dir,
                     lockfile_file,
@@ -485,6 +485,28 @@ impl Study {
                 cache,
             ))
         })
+    }
+
+    /// The study with `retries` recorded instead of the lockfile's (`--retry-infra`):
+    /// its lockfile and DAG made again, the retried execute nodes under their new keys.
+    pub fn with_retries(self, retries: Vec<retry::Retry>) -> Study {
+        let built = Built::new(
+            &self.manifest,
+            &self.families,
+            &self.prompts,
+            &self.paths,
+            &retries,
+        );
+        Study {
+            retries,
+            lockfile_text: built.lockfile_text,
+            lockfile_hash: built.lockfile_hash,
+            dag: built.dag,
+            upstream: built.upstream,
+            preflight: built.preflight,
+            compiled: Default::default(),
+            ..self
+        }
     }
 
     /// Refuses when a table its analyses read from another study is missing or stale,
@@ -545,6 +567,18 @@ impl Study {
         let mut p = plan::plan(&self.dag, cache, &self.outputs())?;
         p.manifest = self.manifest.path.display().to_string();
         p.overrides = self.overrides.clone();
+        p.models = self.models.configurations.clone();
+        p.keys = self
+            .manifest
+            .configurations
+            .iter()
+            .filter(|c| c.provider != tbb_provider::ProviderKind::Sim)
+            .map(|c| plan::KeyLine {
+                configuration: c.name.clone(),
+                route: c.route(),
+                status: tbb_provider::key_status(c),
+            })
+            .collect();
         p.manifest_hash = self.manifest.content_hash.clone();
         p.lockfile_hash = self.lockfile_hash.clone();
         p.upstream = self.upstream.clone();
@@ -572,6 +606,57 @@ impl Study {
         p.context = context::warnings(self, &std::collections::HashMap::new());
         p.fingerprint = plan::fingerprint(&p);
         Ok(p)
+    }
+}
+
+/// What a study makes of its manifest and inputs: its lockfile, DAG and upstream
+/// tables' state.
+struct Built {
+    lockfile_text: String,
+    lockfile_hash: String,
+    dag: Dag,
+    upstream: Vec<upstream::Status>,
+    preflight: Vec<(String, String)>,
+}
+
+impl Built {
+    fn new(
+        manifest: &Manifest,
+        families: &FamilySet,
+        prompts: &Prompts,
+        paths: &Paths,
+        retries: &[retry::Retry],
+    ) -> Built {
+        let pins = upstream::pins(manifest, &paths.outputs);
+        let lockfile_text =
+            lockfile::render(manifest, families, prompts, &paths.prompts, &pins, retries);
+        let lockfile_hash = key::hash_hex(lockfile_text.as_bytes());
+        let upstream = upstream::statuses(&upstream::Context {
+            manifest,
+            families,
+            prompts,
+            paths,
+            pins: &pins,
+        });
+        let preflight = upstream::preflight(manifest, &upstream, &paths.outputs);
+        let dag = Dag::build(
+            manifest,
+            &dag::Inputs {
+                families,
+                prompts,
+                prompts_dir: &paths.prompts,
+                lockfile_hash: &lockfile_hash,
+                upstream: &pins,
+                attempts: &retry::attempts(retries),
+            },
+        );
+        Built {
+            lockfile_text,
+            lockfile_hash,
+            dag,
+            upstream,
+            preflight,
+        }
     }
 }
 

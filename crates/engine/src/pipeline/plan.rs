@@ -110,6 +110,13 @@ pub struct Plan {
     pub manifest: String,
     /// The `--set` overrides it was loaded with.
     pub overrides: Vec<(String, String)>,
+    /// The `--model` configurations it was loaded with, each with its flag.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub models: Vec<(String, tbb_provider::Configuration)>,
+    /// Whether the key of each live configuration with episodes to run is set (the
+    /// environment of the plan; `tbb apply` refuses while one is missing).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub keys: Vec<KeyLine>,
     /// The manifest's content hash.
     pub manifest_hash: String,
     /// The lockfile hash the run would write.
@@ -142,6 +149,33 @@ pub struct Plan {
     /// Requests that will not fit a configuration's `context_window`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub context: Vec<super::context::ContextWarning>,
+}
+
+/// Whether a live configuration's key is set, as the plan says it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KeyLine {
+    /// The configuration.
+    pub configuration: String,
+    /// Its route.
+    pub route: String,
+    /// Whether its key is set, and in which variable.
+    pub status: tbb_provider::KeyStatus,
+}
+
+impl KeyLine {
+    /// The line the plan prints.
+    pub fn line(&self) -> String {
+        let what = format!("configuration `{}` ({})", self.configuration, self.route);
+        match &self.status {
+            tbb_provider::KeyStatus::NotNeeded => format!("key: {what} needs none"),
+            tbb_provider::KeyStatus::Set { variable } => {
+                format!("key: {what}: {variable} is set")
+            }
+            tbb_provider::KeyStatus::Missing { variable } => format!(
+                "key: {what}: {variable} is not set; `tbb apply` refuses until it is (export {variable}=…)"
+            ),
+        }
+    }
 }
 
 /// The format tag of saved plans.
@@ -265,6 +299,8 @@ pub fn plan(dag: &Dag, cache: &Cache, outputs: &Path) -> Result<Plan, CacheError
         format: PLAN_FORMAT.into(),
         manifest: String::new(),
         overrides: Vec::new(),
+        models: Vec::new(),
+        keys: Vec::new(),
         manifest_hash: String::new(),
         lockfile_hash: String::new(),
         nodes,
@@ -562,6 +598,9 @@ impl Plan {
         }
         out.push_str(&self.summary());
         out.push('\n');
+        for key in &self.keys {
+            let _ = writeln!(out, "  {}", key.line());
+        }
         out
     }
 
@@ -632,6 +671,8 @@ mod tests {
             format: PLAN_FORMAT.into(),
             manifest: String::new(),
             overrides: Vec::new(),
+            models: Vec::new(),
+            keys: Vec::new(),
             manifest_hash: String::new(),
             lockfile_hash: String::new(),
             nodes: vec![Planned {

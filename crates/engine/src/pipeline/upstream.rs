@@ -344,12 +344,17 @@ fn stale(cx: &Context<'_>, upstream: &Path, file: &Path) -> Option<String> {
             ))
         }
     };
+    // The episodes its own `--retry-infra` reran are part of its lockfile.
+    let retries = lockfile::path_for(&cx.paths.lockfiles, &loaded)
+        .map(|path| super::retry::recorded(&path))
+        .unwrap_or_default();
     let text = lockfile::render(
         &loaded,
         cx.families,
         cx.prompts,
         &cx.paths.prompts,
         &pins(&loaded, &cx.paths.outputs),
+        &retries,
     );
     let lock_hash = hash_hex(text.as_bytes());
     let meta = match tbb_tables::read_metadata(file) {
