@@ -381,32 +381,42 @@ def report(results, machines, mapping):
 
 
 def self_test():
-    # BLAKE3's published vector for the empty input.
-    assert blake3_one_chunk(b"").hex() == \
-        "af1349b9f5f9a1a6a0404dea36dcc9499bcb25c9adc112b7cc9a93cae41f3262"
-    # 3 episodes of 3, 3 and 4 ms on 2 slots, in manifest order: the first two run
-    # 0-3, the third 3-7 -> 7. Longest first: 4 (0-4) beside 3 (0-3), then 3 (3-6) -> 6.
-    assert simulate([3, 3, 4], [None] * 3, 2) == 7
-    assert lpt([3, 3, 4], 2) == 6
-    # One slot: the sum.
-    assert simulate([3, 3, 4], [None] * 3, 1) == 10
-    # An ordered arm: B (2 ms) follows A (2 ms); C (5 ms) after them in the manifest.
-    # 2 slots: A starts at 0, B waits aside, C takes the second slot at 0; A ends at 2,
-    # B runs 2-4; C ends at 5 -> 5.
-    assert simulate([2, 2, 5], [None, 0, None], 2) == 5
-    # ... and B, released, goes before the queue: A(2), B(1) after A, C(4), D(4);
-    # 2 slots: A and C at 0 (B waits); A ends at 2 -> B (2-3), not D; B ends -> D (3-7).
-    assert simulate([2, 1, 4, 4], [None, 0, None, None], 2) == 7
-    # shard.rs's division: 6 slots over 4 shards are 2, 2, 1, 1 in dealing order; a
-    # route of 4 slots on 16 shards goes to 4 of them, one slot each; unlimited: all.
-    for slots, count in ((6, 4), (4, 16), (3, 3), (1, 16)):
-        order = route_shards("sim", slots, count, True)
-        shares = [route_share("sim", slots, count, True, s) for s in range(count)]
-        assert len(order) == min(slots, count) and sum(shares) == slots
-        assert [shares[s] for s in order] == sorted(shares[s] for s in order)[::-1]
-    assert [route_share("x", 6, 4, True, s) for s in route_shards("x", 6, 4, True)] == [2, 2, 1, 1]
-    assert route_shards("sim", 4, 16, False) == route_shards("sim", 16, 16, True)
-    print("self-test: 9 passed, 0 failed")
+    """Hand-computed cases; prints 'N passed, N failed' and returns the failures."""
+    checks = [
+        # BLAKE3's published vector for the empty input.
+        ("blake3 of the empty input", blake3_one_chunk(b"").hex()
+         == "af1349b9f5f9a1a6a0404dea36dcc9499bcb25c9adc112b7cc9a93cae41f3262"),
+        # 3 episodes of 3, 3 and 4 ms on 2 slots, in manifest order: the first two run
+        # 0-3, the third 3-7 -> 7.
+        ("3 episodes on 2 slots, manifest order", simulate([3, 3, 4], [None] * 3, 2) == 7),
+        # Longest first: 4 (0-4) beside 3 (0-3), then 3 (3-6) -> 6.
+        ("3 episodes on 2 slots, LPT", lpt([3, 3, 4], 2) == 6),
+        ("one slot is the sum", simulate([3, 3, 4], [None] * 3, 1) == 10),
+        # An ordered arm: B (2 ms) follows A (2 ms); C (5 ms) after them in the manifest.
+        # 2 slots: A starts at 0, B waits aside, C takes the second slot at 0; A ends at
+        # 2, B runs 2-4; C ends at 5 -> 5.
+        ("an ordered arm waits aside", simulate([2, 2, 5], [None, 0, None], 2) == 5),
+        # A released arm goes before the queue: A(2), B(3) after A, C(4), D(4); 2 slots:
+        # A and C at 0 (B waits aside); A ends at 2 -> B (2-5), not D; C ends at 4 -> D
+        # (4-8) -> 8. (Taking D first would give D 2-6, B 4-7 -> 7.)
+        ("a released arm goes first", simulate([2, 3, 4, 4], [None, 0, None, None], 2) == 8),
+        # shard.rs's division: 6 slots over 4 shards are 2, 2, 1, 1 in dealing order.
+        ("6 slots over 4 shards", [route_share("x", 6, 4, True, s)
+                                   for s in route_shards("x", 6, 4, True)] == [2, 2, 1, 1]),
+        # A route of 4 slots on 16 shards goes to 4 of them, one slot each.
+        ("4 slots over 16 shards", sorted(route_share("sim", 4, 16, True, s)
+                                          for s in range(16)) == [0] * 12 + [1] * 4),
+        # Unlimited (per-process): dealt to every shard, each with all the slots.
+        ("per-process: every shard, every slot",
+         len(route_shards("sim", 4, 16, False)) == 16
+         and all(route_share("sim", 4, 16, False, s) == 4 for s in range(16))),
+    ]
+    failed = [name for name, ok in checks if not ok]
+    for name in failed:
+        print(f"FAILED: {name}")
+    print(f"self-test: {len(checks) - len(failed)} passed, {len(failed)} failed")
+    return failed
+
 
 # ------------------------------------------------------------------------------ main
 
@@ -426,8 +436,7 @@ def main():
     ap.add_argument("--self-test", action="store_true")
     args = ap.parse_args()
     if args.self_test:
-        self_test()
-        return
+        sys.exit(1 if self_test() else 0)
     catalogue, order = load_catalogue(args.catalogue)
     names = args.studies or [s for s in STUDIES
                              if (args.outputs / s / "episodes.parquet").exists()]
