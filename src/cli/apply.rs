@@ -16,7 +16,7 @@ use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use clap::Args;
 use miette::Result;
@@ -24,6 +24,7 @@ use miette::Result;
 use super::manifest::parse_set;
 use super::{lock_outputs, runtime, study, Cli};
 use crate::pipeline::apply::{self, Options};
+use crate::pipeline::episode_claims::ClaimSettings;
 use crate::pipeline::plan::{Plan, PLAN_FORMAT};
 use crate::pipeline::preflight::{self, Checked};
 use crate::pipeline::reporter::Rendering;
@@ -250,6 +251,19 @@ pub fn exec(cli: &Cli, args: &ApplyArgs) -> Result<()> {
     let mut options = Options {
         reporter: Rendering::choose(args.json, std::io::stderr().is_terminal()).on_stderr(),
         max_infra_failures: args.max_infra_failures,
+        claims: cache.shared().map(|_| {
+            let what = match &shard {
+                Some(shard) => format!("tbb apply {} --shard {}", manifest.display(), shard.spec),
+                None => format!("tbb apply {}", manifest.display()),
+            };
+            let ttl = cli
+                .claim_ttl
+                .map_or(ClaimSettings::DEFAULT_TTL, Duration::from_secs_f64);
+            ClaimSettings::of_this_process(&what, ttl)
+        }),
+        lease_timeout: args
+            .lock_timeout
+            .map(|s| Duration::from_secs_f64(s.max(0.0))),
         ..Options::default()
     };
     let writes_lockfile = shard.is_none();

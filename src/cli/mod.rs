@@ -124,6 +124,12 @@ pub struct Cli {
     /// AWS_ENDPOINT_URL, AWS_REGION, AWS_ALLOW_HTTP; GOOGLE_*, AZURE_*).
     #[arg(long, global = true, env = "TBB_CACHE", value_name = "URL")]
     pub cache: Option<String>,
+    /// On a shared cache: how long a claim on a live episode, or the publishing lease,
+    /// outlives its holder's last renewal (default 60). A process that dies holding
+    /// one delays the others this long; the machines' clocks must agree well within it.
+    #[arg(long, global = true, env = "TBB_CLAIM_TTL", value_name = "SECONDS",
+          value_parser = |s: &str| crate::limits::CLAIM_TTL_SECONDS.parse_seconds(s))]
+    pub claim_ttl: Option<f64>,
     #[command(subcommand)]
     command: Command,
 }

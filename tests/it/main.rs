@@ -18,6 +18,7 @@
 
 mod audit;
 mod certify;
+mod claims;
 mod cli;
 mod common;
 mod controller;

@@ -137,6 +137,16 @@ pub const LOCK_TIMEOUT_SECONDS: Limit = Limit {
     help: "seconds to wait for another command holding the study's outputs (0: fail at once; leave it out to wait)",
 };
 
+/// Seconds a claim or lease on a shared cache outlives its holder's last renewal
+/// (`--claim-ttl`).
+pub const CLAIM_TTL_SECONDS: Limit = Limit {
+    name: "claim time to live",
+    unit: "seconds",
+    min: 3,
+    max: 86_400,
+    help: "seconds a claim on an episode, or the publishing lease, outlives its holder's last renewal on a shared cache (default 60)",
+};
+
 /// A value outside its limit's range.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OutOfRange {

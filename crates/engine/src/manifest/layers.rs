@@ -42,13 +42,14 @@ pub const TOP_LEVEL_KEYS: [&str; 12] = [
 ];
 
 /// The `TBB_*` variables the command line's global options read.
-pub const COMMAND_LINE_VARIABLES: [&str; 6] = [
+pub const COMMAND_LINE_VARIABLES: [&str; 7] = [
     "TBB_FAMILIES",
     "TBB_CONFIGS",
     "TBB_PROMPTS",
     "TBB_OUTPUTS",
     "TBB_LOCKFILES",
     "TBB_CACHE",
+    "TBB_CLAIM_TTL",
 ];
 
 /// The variables of the repository's own scripts and benches (`scripts/`, `benches/`,

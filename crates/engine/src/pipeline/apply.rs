@@ -23,12 +23,14 @@ use petgraph::graph::NodeIndex;
 use serde::Serialize;
 use tokio::task::JoinSet;
 
-use super::cache::Cache;
+use super::cache::{Cache, CacheError};
 use super::committer::Committer;
-use super::dag::{ExecuteSpec, Node, Publish, Work};
+use super::dag::{Dag, ExecuteSpec, Node, Publish, Work};
+use super::episode_claims::{ClaimSettings, EpisodeClaims, Taken};
 use super::events::{Event, Stage};
 use super::failure::{Cause, NodeFailure};
 use super::key::NodeKind;
+use super::lease::Lease;
 use super::plan::{Estimate, Plan};
 use super::publish::{publish, FreshRequests, Outcomes, RequestRows};
 use super::reporter::{Reporter, Silent};
@@ -58,6 +60,13 @@ pub struct Options {
     /// Consecutive infrastructure failures that stop a route, for every route
     /// (`--max-infra-failures`); `None`: each route's catalogue entry, or the default.
     pub max_infra_failures: Option<u32>,
+    /// Who this apply is, and how long its claims live, when its cache is shared
+    /// through a store: its live episodes then take claims
+    /// ([`super::episode_claims`]) and its publishing takes the store's lease
+    /// ([`super::lease`]). `None`: neither (a local cache has its outputs lock).
+    pub claims: Option<ClaimSettings>,
+    /// How long to wait for the publishing lease (`--lock-timeout`; `None`: wait).
+    pub lease_timeout: Option<std::time::Duration>,
 }
 
 impl Default for Options {
@@ -67,6 +76,8 @@ impl Default for Options {
             reporter: Arc::new(Silent),
             filter: Arc::new(Everything),
             max_infra_failures: None,
+            claims: None,
+            lease_timeout: None,
         }
     }
 }
@@ -88,6 +99,10 @@ pub struct Summary {
     pub failed: usize,
     /// Nodes reused from the cache.
     pub cached: usize,
+    /// Of the episodes planned to run, those another process sharing the cache ran
+    /// (its claims were held when this apply came to them): reused, not paid twice.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub ran_elsewhere: usize,
     /// Files published under `outputs/<study>/` (tables, report, figures).
     pub files: usize,
     /// Episodes that ended as infrastructure failures (recorded as such).
@@ -108,6 +123,10 @@ pub struct Summary {
     /// tables are not published (they would lack those episodes).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub stopped_routes: Vec<StoppedRoute>,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// A route its breaker stopped.
@@ -157,7 +176,15 @@ impl Summary {
             } else {
                 String::new()
             }
-        ) + &self
+        ) + &if self.ran_elsewhere > 0 {
+            format!(
+                "\n{} of the episodes were run meanwhile by other processes sharing the cache \
+                 and reused from it.",
+                tbb_report::format::count(self.ran_elsewhere as u64)
+            )
+        } else {
+            String::new()
+        } + &self
             .stopped_routes
             .iter()
             .map(|s| {
@@ -393,9 +420,30 @@ pub async fn run(
         apply.reporter.event(&Event::Finished);
         return apply.finish(cache, true);
     }
+    // Two applies sharing a store publish one at a time (a local cache has the
+    // outputs lock for that).
+    let mut lease = match (cache.shared_store(), &options.claims) {
+        (Some(remote), Some(settings)) => Some(
+            Lease::take(
+                remote,
+                settings.clone(),
+                options.lease_timeout,
+                &mut |holder| options.reporter.event(&Event::LeaseHeld { holder }),
+            )
+            .await?,
+        ),
+        _ => None,
+    };
     let (rows, incomplete) = apply.rows(cache, graded.rows)?;
     let requests = RequestRows::new(graded.fresh_requests);
-    apply.finals(cache, &variants, &rows, requests, incomplete.as_ref())?;
+    apply.finals(
+        cache,
+        &variants,
+        &rows,
+        requests,
+        incomplete.as_ref(),
+        lease.as_mut(),
+    )?;
     apply.reporter.event(&Event::Finished);
     apply.finish(cache, true)
 }
@@ -550,6 +598,13 @@ impl Applying<'_> {
         let configs: Vec<Arc<Configuration>> =
             configs_of_manifest.iter().cloned().map(Arc::new).collect();
         let routes = RouteLimits::default();
+        // Live episodes on a shared cache are claimed before they run.
+        let mut claims = match (cache.shared_store(), &options.claims) {
+            (Some(remote), Some(settings)) if live => {
+                Some(EpisodeClaims::new(remote, settings.clone()))
+            }
+            _ => None,
+        };
         let mut tasks: JoinSet<Finished> = JoinSet::new();
         let mut task_nodes: HashMap<tokio::task::Id, NodeIndex> = HashMap::new();
         let mut interrupted = false;
@@ -582,8 +637,33 @@ impl Applying<'_> {
                     schedule.finished(e);
                     continue;
                 };
-                let provider = providers[spec.config].clone();
                 let config = configs[spec.config].clone();
+                if let Some(claims) = claims.as_mut().filter(|_| !config.wall_time_is_modelled()) {
+                    match claims.take(e, &node.key).map_err(CacheError::from)? {
+                        Taken::Ours => {}
+                        Taken::AfterAnother => {
+                            // Its last holder may have committed it since this apply
+                            // planned: look again before paying for it.
+                            cache.refresh()?;
+                            if is_committed(dag, cache, e) {
+                                claims.give_back(e).map_err(CacheError::from)?;
+                                self.ran_elsewhere(e, &mut schedule, &mut counts);
+                                continue;
+                            }
+                        }
+                        Taken::Held(holder) => {
+                            schedule.defer(e);
+                            if claims.first_news_of(&holder.holder) {
+                                self.reporter.event(&Event::ClaimHeld {
+                                    node: &node.id,
+                                    holder: &holder.holder,
+                                });
+                            }
+                            continue;
+                        }
+                    }
+                }
+                let provider = providers[spec.config].clone();
                 let prompts = prompts.clone();
                 let routes = routes.clone();
                 let study_name = study.manifest.study.clone();
@@ -602,8 +682,30 @@ impl Applying<'_> {
                 });
                 task_nodes.insert(handle.id(), e);
             }
-            let Some(joined) = tasks.join_next().await else {
+            let waits_for_others =
+                !interrupted && claims.as_ref().is_some_and(EpisodeClaims::has_deferred);
+            if tasks.is_empty() && !waits_for_others {
                 break;
+            }
+            let joined = match claims.as_ref().map(EpisodeClaims::next_due) {
+                Some(due) if tasks.is_empty() => {
+                    tokio::time::sleep(due).await;
+                    None
+                }
+                Some(due) => tokio::select! {
+                    joined = tasks.join_next() => joined,
+                    () = tokio::time::sleep(due) => None,
+                },
+                None => tasks.join_next().await,
+            };
+            if let Some(claims) = claims.as_mut() {
+                self.claims_due(claims, cache, &mut schedule, &mut counts)?;
+            }
+            let Some(joined) = joined else {
+                // Others may wait on the claims of what ended here: commit it in time
+                // even while nothing else ends.
+                self.commit_due(cache, claims.as_mut())?;
+                continue;
             };
             let done = match joined {
                 Ok(done) => done,
@@ -652,6 +754,9 @@ impl Applying<'_> {
             }
             let execute = &dag.graph[done.execute];
             counts.node(self.reporter, Stage::Episodes, execute, done.result.is_ok());
+            if let Some(claims) = claims.as_mut() {
+                claims.ended(done.execute);
+            }
             match done.result {
                 Ok(Ran {
                     payload,
@@ -699,9 +804,14 @@ impl Applying<'_> {
                     self.failed.insert(done.execute, why);
                 }
             }
-            self.committer.tick(cache)?;
+            self.commit_due(cache, claims.as_mut())?;
         }
         self.committer.flush(cache)?;
+        if let Some(claims) = claims.as_mut() {
+            claims.committed().map_err(CacheError::from)?;
+            // Interrupted: what was taken and not committed is free for others at once.
+            claims.release_all();
+        }
         self.episode_counts = counts;
         // The episodes a stopped route did not start are left out of this run: not
         // recorded, so the next plan runs them.
@@ -736,6 +846,77 @@ impl Applying<'_> {
             });
         }
         Ok(interrupted)
+    }
+
+    /// Renews this apply's claims and, when a poll is due, takes in what the store
+    /// gained: a deferred episode committed by its holder is reused (dropped from this
+    /// run, counted cached), one whose holder's claim expired is run here.
+    fn claims_due(
+        &mut self,
+        claims: &mut EpisodeClaims,
+        cache: &mut Cache,
+        schedule: &mut Scheduler,
+        counts: &mut Counts,
+    ) -> Result<(), PipelineError> {
+        let dag = &self.study.dag;
+        let lost = claims.renew_due().map_err(CacheError::from)?;
+        if lost > 0 {
+            self.reporter
+                .event(&Event::ClaimsLost { count: lost as u64 });
+        }
+        if !claims.poll_is_due() {
+            return Ok(());
+        }
+        cache.refresh()?;
+        let resolved = claims
+            .poll_due(&|e| is_committed(dag, cache, e))
+            .map_err(CacheError::from)?;
+        for e in resolved.committed {
+            self.ran_elsewhere(e, schedule, counts);
+        }
+        if resolved.taken_over.is_empty() {
+            return Ok(());
+        }
+        // A claim released by its holder was released after the holder committed:
+        // perhaps since the store was last looked at.
+        cache.refresh()?;
+        for e in resolved.taken_over {
+            if is_committed(dag, cache, e) {
+                claims.give_back(e).map_err(CacheError::from)?;
+                self.ran_elsewhere(e, schedule, counts);
+            } else {
+                schedule.resume(e);
+            }
+        }
+        Ok(())
+    }
+
+    /// Episode `execute`, planned here, was committed by another process: its nodes
+    /// are reused (dropped from this run, counted cached).
+    fn ran_elsewhere(&mut self, execute: NodeIndex, schedule: &mut Scheduler, counts: &mut Counts) {
+        let dag = &self.study.dag;
+        schedule.finished(execute);
+        self.runs.remove(&execute);
+        if let Some(g) = grade_of(dag, execute) {
+            self.runs.remove(&g);
+        }
+        self.summary.cached += 2;
+        self.summary.ran_elsewhere += 1;
+        counts.node(self.reporter, Stage::Episodes, &dag.graph[execute], true);
+    }
+
+    /// Commits what is due, and releases the claims of the episodes that ended once
+    /// nothing is pending.
+    fn commit_due(
+        &mut self,
+        cache: &mut Cache,
+        claims: Option<&mut EpisodeClaims>,
+    ) -> Result<(), PipelineError> {
+        self.committer.tick(cache)?;
+        if let Some(claims) = claims.filter(|_| self.committer.all_committed()) {
+            claims.committed().map_err(CacheError::from)?;
+        }
+        Ok(())
     }
 
     /// Grade nodes this run takes whose episode is cached: they regrade the stored
@@ -871,6 +1052,7 @@ impl Applying<'_> {
         all_rows: &[EpisodeRow],
         mut requests: RequestRows,
         incomplete: Option<&NodeFailure>,
+        mut lease: Option<&mut Lease>,
     ) -> Result<(), PipelineError> {
         let (study, dag) = (self.study, &self.study.dag);
         let mut outcomes = Outcomes::default();
@@ -887,6 +1069,11 @@ impl Applying<'_> {
             nodes: finals.len() as u64,
         });
         for i in finals {
+            // Publishing beside another apply's would mix their files: a lease lost
+            // (this process stalled past its time to live) stops here.
+            if let Some(lease) = lease.as_deref_mut() {
+                lease.check()?;
+            }
             let node = &dag.graph[i];
             // A failed analysis, or a failed requests table, fails what reads it.
             let upstream = dag
@@ -1028,6 +1215,19 @@ pub fn place_in_design(row: &mut EpisodeRow, manifest: &crate::manifest::Manifes
             attempt: *attempt,
         });
     }
+}
+
+/// The grade node of execute node `execute`.
+fn grade_of(dag: &Dag, execute: NodeIndex) -> Option<NodeIndex> {
+    dag.graph
+        .neighbors(execute)
+        .find(|&g| dag.graph[g].kind == NodeKind::Grade)
+}
+
+/// Whether the cache holds episode `execute` committed: its execute and grade nodes.
+fn is_committed(dag: &Dag, cache: &Cache, execute: NodeIndex) -> bool {
+    cache.get(&dag.graph[execute].key).is_some()
+        && grade_of(dag, execute).is_some_and(|g| cache.get(&dag.graph[g].key).is_some())
 }
 
 fn upstream_failure(

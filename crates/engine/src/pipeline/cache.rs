@@ -291,6 +291,33 @@ impl Cache {
         self.remote.as_deref()
     }
 
+    /// The shared store this cache is kept in step with, as a handle that outlives a
+    /// [`Cache::refresh`] (claims and leases are taken on it).
+    pub fn shared_store(&self) -> Option<Arc<Remote>> {
+        self.remote.clone()
+    }
+
+    /// Takes in what other writers have committed to the shared store since this cache
+    /// was opened or last refreshed: lists the store again, copies the files this
+    /// directory lacks, and when there were any reads the index again whole, so that
+    /// which of two entries wins stays a function of the file names alone. Returns how
+    /// many files came in (0 for a cache that is not shared).
+    pub fn refresh(&mut self) -> Result<usize, CacheError> {
+        let Some(remote) = self.remote.clone() else {
+            return Ok(0);
+        };
+        remote.check()?;
+        let in_store: Vec<String> = ordered(remote.names().into_iter().collect());
+        let pulled = remote.pull(self.backend.root(), &in_store)?.len();
+        if pulled > 0 {
+            let mut fresh = Cache::open(self.backend.root())?;
+            fresh.remote = Some(remote);
+            fresh.pushing = self.pushing;
+            *self = fresh;
+        }
+        Ok(pulled)
+    }
+
     /// Of the given keys that are committed, how many are in a file the shared store
     /// holds and how many only in a file here (not yet pushed): what is cached where.
     /// Everything is "here" in a cache that is not shared.
@@ -1172,6 +1199,44 @@ mod tests {
         .unwrap_or_else(|e| panic!("{e}"));
         remote.check().unwrap_or_else(|e| panic!("{e}"));
         remote
+    }
+
+    #[test]
+    fn a_refresh_takes_in_what_another_writer_committed_since_the_cache_was_opened() {
+        let store = Arc::new(object_store::memory::InMemory::new());
+        let (a, b) = (
+            tempfile::tempdir().unwrap_or_else(|e| panic!("{e}")),
+            tempfile::tempdir().unwrap_or_else(|e| panic!("{e}")),
+        );
+        let open = |dir: &tempfile::TempDir| {
+            Cache::open_shared(dir.path(), shared(&store), SyncMode::PullAndPush)
+                .unwrap_or_else(|e| panic!("{e}"))
+                .0
+        };
+        let (mut first, mut second) = (open(&a), open(&b));
+        assert_eq!(second.refresh().ok(), Some(0), "nothing new yet");
+        first
+            .commit(Batch {
+                nodes: vec![entry("x", "kx", "from a")],
+                ..Batch::default()
+            })
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(second.get("kx").is_none());
+        assert_eq!(second.refresh().ok(), Some(1));
+        let p = second.payloads(&["kx"]).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(p.get("kx").map(String::as_str), Some("from a"));
+        // It keeps pushing what it commits, after what it took in.
+        second
+            .commit(Batch {
+                nodes: vec![entry("y", "ky", "from b")],
+                ..Batch::default()
+            })
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(first.refresh().ok(), Some(1));
+        assert!(first.get("ky").is_some());
+        // A cache that is not shared has nothing to take in.
+        let mut local = Cache::open(a.path()).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(local.refresh().ok(), Some(0));
     }
 
     #[test]

@@ -8,7 +8,8 @@
 //! What they are for: a claim per live episode, so that shards sharing a store never
 //! pay twice for one episode; and the lease a merge holds while it publishes (renewed
 //! while held, re-checked before each write, released by expiring it). This module
-//! owns the protocol only; apply does not take claims yet.
+//! owns the protocol only; apply takes them through [`super::episode_claims`] and
+//! [`super::lease`].
 //!
 //! Never: decides what a claim guards, waits (a caller that finds a claim held decides
 //! whether to skip, wait or fail), or deletes anything (object_store has no conditional
@@ -37,6 +38,9 @@ pub enum Claim {
     Won {
         /// The ETag of our claim object.
         e_tag: String,
+        /// Whether another holder had it before (expired or released): what it guarded
+        /// may have been done meanwhile, and the taker looks again before acting.
+        after_another: bool,
     },
     /// Someone else's, live.
     Held(Holder),
@@ -59,12 +63,18 @@ impl Remote {
         };
         let body = serde_json::to_vec(&mine).unwrap_or_default();
         if let Ok(e_tag) = self.put_claim(name, body.clone(), PutMode::Create)? {
-            return Ok(Claim::Won { e_tag });
+            return Ok(Claim::Won {
+                e_tag,
+                after_another: false,
+            });
         }
         let Some((current, e_tag)) = self.read_claim(name)? else {
             // Deleted in between (by hand): try once more from the start.
             return Ok(match self.put_claim(name, body, PutMode::Create)? {
-                Ok(e_tag) => Claim::Won { e_tag },
+                Ok(e_tag) => Claim::Won {
+                    e_tag,
+                    after_another: true,
+                },
                 Err(Refused) => Claim::Held(self.holder_of(name)?),
             });
         };
@@ -76,7 +86,10 @@ impl Remote {
             version: None,
         });
         Ok(match self.put_claim(name, body, swap)? {
-            Ok(e_tag) => Claim::Won { e_tag },
+            Ok(e_tag) => Claim::Won {
+                e_tag,
+                after_another: true,
+            },
             Err(Refused) => Claim::Held(self.holder_of(name)?),
         })
     }
@@ -108,6 +121,11 @@ impl Remote {
     pub fn release(&self, name: &str, holder: &str, e_tag: &str) -> Result<(), RemoteError> {
         self.renew(name, holder, e_tag, 0, Duration::ZERO)
             .map(|_| ())
+    }
+
+    /// Who holds claim `name` now, live or expired; `None` when there is no such claim.
+    pub fn current_holder(&self, name: &str) -> Result<Option<Holder>, RemoteError> {
+        Ok(self.read_claim(name)?.map(|(h, _)| h))
     }
 
     /// Who holds claim `name` now (an empty holder if it vanished).
@@ -240,7 +258,11 @@ mod tests {
         let store = Arc::new(object_store::memory::InMemory::new());
         let (a, b) = (remote(&store), remote(&store));
         let ttl = Duration::from_secs(30);
-        let Ok(Claim::Won { e_tag }) = a.claim("lease", "merge-a", 0, ttl) else {
+        let Ok(Claim::Won {
+            e_tag,
+            after_another: false,
+        }) = a.claim("lease", "merge-a", 0, ttl)
+        else {
             panic!("the first merge takes the lease");
         };
         // The second merge waits, and can name the holder.
@@ -266,9 +288,13 @@ mod tests {
         );
         a.release("lease", "merge-a", &e_tag)
             .unwrap_or_else(|e| panic!("{e}"));
+        // Released, it is taken by the next, who is told it had a holder before.
         assert!(matches!(
             b.claim("lease", "merge-b", 41_000, ttl),
-            Ok(Claim::Won { .. })
+            Ok(Claim::Won {
+                after_another: true,
+                ..
+            })
         ));
     }
 }

@@ -97,6 +97,11 @@ impl Committer {
         Ok(())
     }
 
+    /// Whether everything handed over is committed (nothing is pending).
+    pub fn all_committed(&self) -> bool {
+        self.pending.is_empty()
+    }
+
     /// Commits what is pending (nothing when nothing is).
     pub fn flush(&mut self, cache: &mut Cache) -> Result<(), CacheError> {
         cache.commit(std::mem::take(&mut self.pending))?;

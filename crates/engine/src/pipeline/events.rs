@@ -85,6 +85,26 @@ pub enum Event<'a> {
         /// The last one's cause, as the episode row names it, and its message.
         cause: &'a str,
     },
+    /// A live episode's claim is held by another process sharing the cache (said once
+    /// per holder): this apply leaves that process's episodes to it and reuses them
+    /// once they are committed, or runs them if their claims expire.
+    ClaimHeld {
+        /// The first episode found held.
+        node: &'a str,
+        /// Who holds it (host, process and command).
+        holder: &'a str,
+    },
+    /// Held claims could not be renewed in time and were taken over: their episodes may
+    /// be paid for twice.
+    ClaimsLost {
+        /// How many.
+        count: u64,
+    },
+    /// The shared cache's publishing lease is held by another apply: this one waits.
+    LeaseHeld {
+        /// Who holds it.
+        holder: &'a str,
+    },
     /// The run is over (completed or interrupted): nothing more will be reported.
     Finished,
 }
@@ -124,6 +144,11 @@ mod tests {
                 failures: 8,
                 cause: "server_error",
             },
+            Event::ClaimHeld {
+                node: "execute[x]",
+                holder: "h pid 1",
+            },
+            Event::LeaseHeld { holder: "h pid 2" },
             Event::Finished,
         ]
         .iter()
@@ -137,6 +162,8 @@ mod tests {
                 r#"{"event":"request_finished","tokens":12}"#,
                 r#"{"event":"stage_finished","stage":"analyses","done":2,"failed":1}"#,
                 r#"{"event":"route_stopped","route":"http://127.0.0.1:1/v1","failures":8,"cause":"server_error"}"#,
+                r#"{"event":"claim_held","node":"execute[x]","holder":"h pid 1"}"#,
+                r#"{"event":"lease_held","holder":"h pid 2"}"#,
                 r#"{"event":"finished"}"#,
             ]
         );

@@ -25,10 +25,12 @@ pub mod claims;
 pub mod committer;
 pub mod context;
 pub mod dag;
+pub mod episode_claims;
 pub mod eta;
 pub mod events;
 pub mod failure;
 pub mod key;
+pub mod lease;
 pub mod lock;
 pub mod lockfile;
 pub mod plan;
@@ -100,6 +102,10 @@ pub enum PipelineError {
     #[error(transparent)]
     #[diagnostic(transparent)]
     Lock(#[from] lock::LockError),
+    /// Another apply publishes from the same shared cache, or this one lost its lease.
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Lease(#[from] lease::LeaseError),
     /// The lockfile is missing, drifted or unwritable.
     #[error(transparent)]
     #[diagnostic(transparent)]

@@ -91,6 +91,23 @@ fn news(event: &Event<'_>) -> Option<String> {
             ))
             .into_owned(),
         ),
+        Event::ClaimHeld { holder, .. } => Some(
+            tbb_diag::terminal::escape(&format!(
+                "episodes claimed by {holder}, which shares the cache, are left to it and \
+                 reused once committed (run here only if its claims expire)"
+            ))
+            .into_owned(),
+        ),
+        Event::ClaimsLost { count } => Some(format!(
+            "{count} claims expired before they could be renewed and were taken over: \
+             their episodes may be paid for twice (is this machine's clock right?)"
+        )),
+        Event::LeaseHeld { holder } => Some(
+            tbb_diag::terminal::escape(&format!(
+                "Blocking: waiting for the shared cache's publishing lease, held by {holder}"
+            ))
+            .into_owned(),
+        ),
         _ => None,
     }
 }
@@ -193,7 +210,10 @@ impl Reporter for Bars {
             Event::Finished => {
                 let _ = self.multi.clear();
             }
-            Event::RouteStopped { .. } => {
+            Event::RouteStopped { .. }
+            | Event::ClaimHeld { .. }
+            | Event::ClaimsLost { .. }
+            | Event::LeaseHeld { .. } => {
                 if let Some(line) = news(event) {
                     let _ = self.multi.println(line);
                 }
@@ -296,7 +316,10 @@ impl Reporter for Plain {
                 }
             }
             Event::Finished => {}
-            Event::RouteStopped { .. } => {
+            Event::RouteStopped { .. }
+            | Event::ClaimHeld { .. }
+            | Event::ClaimsLost { .. }
+            | Event::LeaseHeld { .. } => {
                 if let Some(line) = news(event) {
                     self.line(&line);
                 }

@@ -177,6 +177,8 @@ pub struct Scheduler {
     waiting: HashMap<NodeIndex, Vec<Unit>>,
     /// Per route: its breaker.
     breakers: Vec<Breaker>,
+    /// Route of each episode started and deferred ([`Scheduler::defer`]).
+    deferred: HashMap<NodeIndex, usize>,
 }
 
 /// A route's breaker: how many episodes in a row ended as infrastructure failures, and
@@ -209,6 +211,7 @@ impl Scheduler {
             unfinished,
             waiting: HashMap::new(),
             breakers: vec![Breaker::default(); slots.len()],
+            deferred: HashMap::new(),
         }
     }
 
@@ -263,6 +266,7 @@ impl Scheduler {
         if let Some(route) = self.running.remove(&node) {
             self.free[route] += 1;
         }
+        self.deferred.remove(&node);
         self.unfinished.remove(&node);
         for unit in self.waiting.remove(&node).unwrap_or_default() {
             self.released[unit.route].push_back(unit);
@@ -287,6 +291,28 @@ impl Scheduler {
             return Some((route?, breaker.consecutive));
         }
         None
+    }
+
+    /// Episode `node`, which started, will not run here for now (another process
+    /// holds its claim): its slot is free, but the arm that follows it waits until it
+    /// is [`Scheduler::finished`] or [`Scheduler::resume`]d and has ended.
+    pub fn defer(&mut self, node: NodeIndex) {
+        if let Some(route) = self.running.remove(&node) {
+            self.free[route] += 1;
+            self.deferred.insert(node, route);
+        }
+    }
+
+    /// Deferred episode `node` is to run here after all (its holder's claim expired
+    /// and this process took it over): it starts before anything else of its route.
+    pub fn resume(&mut self, node: NodeIndex) {
+        if let Some(route) = self.deferred.remove(&node) {
+            self.released[route].push_front(Unit {
+                node,
+                route,
+                after: None,
+            });
+        }
     }
 
     /// Episodes that did not start and will not: those of stopped routes, and those
@@ -389,6 +415,30 @@ mod tests {
         // An arm whose predecessor already ended starts in its place in the queue.
         let mut s = Scheduler::new(vec![unit(0, 0, None), unit(1, 0, Some(0))], &[1]);
         assert_eq!(drain(&mut s), [0]);
+        s.finished(n(0));
+        assert_eq!(drain(&mut s), [1]);
+    }
+
+    #[test]
+    fn a_deferred_episode_frees_its_slot_but_holds_its_follower_until_it_ends() {
+        // 0 is held by another process: 2 takes its slot, 1 (its follower) waits.
+        let units = vec![unit(0, 0, None), unit(1, 0, Some(0)), unit(2, 0, None)];
+        let mut s = Scheduler::new(units, &[1]);
+        assert_eq!(drain(&mut s), [0]);
+        s.defer(n(0));
+        assert_eq!(s.in_flight(), 0);
+        assert_eq!(drain(&mut s), [2]);
+        // The holder died: 0 runs here after all, before anything queued.
+        s.finished(n(2));
+        s.resume(n(0));
+        assert_eq!(drain(&mut s), [0]);
+        s.finished(n(0));
+        assert_eq!(drain(&mut s), [1]);
+        // Committed by its holder: finishing a deferred episode releases its follower.
+        let mut s = Scheduler::new(vec![unit(0, 0, None), unit(1, 0, Some(0))], &[1]);
+        assert_eq!(drain(&mut s), [0]);
+        s.defer(n(0));
+        assert_eq!(drain(&mut s), Vec::<u32>::new());
         s.finished(n(0));
         assert_eq!(drain(&mut s), [1]);
     }
