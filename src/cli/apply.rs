@@ -76,7 +76,8 @@ pub struct ApplyArgs {
     /// Refuse to run when the lockfile would change.
     #[arg(long)]
     locked: bool,
-    /// Seconds to wait for another apply on the same outputs (default: wait; 0: fail).
+    /// Seconds to wait for another apply on the same outputs, or for the publishing
+    /// lease of a shared cache (default: wait; 0: fail).
     #[arg(long, value_name = "SECONDS",
           value_parser = |s: &str| crate::limits::LOCK_TIMEOUT_SECONDS.parse_seconds(s))]
     lock_timeout: Option<f64>,
