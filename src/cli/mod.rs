@@ -276,6 +276,16 @@ pub enum CliError {
         /// The catalogue it names.
         catalogue: PathBuf,
     },
+    /// `tbb show --all` was given a page path.
+    #[error("--all writes a page per episode into {}: give --html without a path", dir.display())]
+    #[diagnostic(
+        code(tbb::cli::show_all_path),
+        help("drop the path after --html, or drop --all to write the one episode's page there")
+    )]
+    ShowAllWithPath {
+        /// Where --all writes.
+        dir: PathBuf,
+    },
     /// Output could not be written.
     #[error("cannot write {}: {source}", path.display())]
     #[diagnostic(code(tbb::cli::write))]

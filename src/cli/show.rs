@@ -4,7 +4,9 @@
 //! and the limits with their headroom (`crate::show` builds and renders it).
 //!
 //! `--html` without a path writes `outputs/<study>/show/<key prefix>.html` (not the
-//! report's `episodes/` directory, which apply owns).
+//! report's `episodes/` directory, which apply owns). `--all --html` writes there the
+//! page of every episode the selectors match (and `--verdict`, `--flag` keep): the
+//! rows a reader filtered in `episodes.html`, whose keys link to that folder.
 
 use std::path::PathBuf;
 
@@ -15,6 +17,7 @@ use super::manifest::parse_set;
 use super::{study_and_cache, Cli, CliError};
 use crate::show::{self, Selector};
 use crate::tables::write_text;
+use tbb_report::format::count;
 
 #[derive(Debug, Args)]
 pub struct ShowArgs {
@@ -60,11 +63,33 @@ pub struct ShowArgs {
     #[arg(long, value_name = "PATH", num_args = 0..=1)]
     #[allow(clippy::option_option)]
     html: Option<Option<PathBuf>>,
+    /// With --html: write the page of every episode the selectors match (every
+    /// episode of the study when none is given) into outputs/<study>/show/.
+    #[arg(long, requires = "html")]
+    all: bool,
+    /// With --all: only the episodes that passed, or only those that failed.
+    #[arg(long, value_enum, requires = "all")]
+    verdict: Option<Verdict>,
+    /// With --all: only the episodes this terminal flag ended (`none`, `infra_failure`,
+    /// `truncation`, `budget_or_call_limit`, `turn_limit`, `infeasibility`,
+    /// `wrong_conclusion`, `contract_break`).
+    #[arg(long, value_name = "FLAG", requires = "all",
+          value_parser = clap::builder::PossibleValuesParser::new(show::TERMINAL_FLAGS))]
+    flag: Option<String>,
     /// Override a manifest key, as given to apply; repeatable.
     #[arg(long = "set", value_name = "KEY=VALUE", value_parser = parse_set)]
     set: Vec<(String, String)>,
     #[command(flatten)]
     models: super::models::ModelArgs,
+}
+
+/// A verdict, as `--verdict` names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Verdict {
+    /// Verified task success.
+    Pass,
+    /// Anything else.
+    Fail,
 }
 
 impl ShowArgs {
@@ -94,6 +119,9 @@ impl ShowArgs {
 
 pub fn exec(cli: &Cli, args: &ShowArgs) -> Result<()> {
     let (study, cache) = study_and_cache(cli, &args.manifest, &args.set, &args.models.models()?)?;
+    if args.all {
+        return write_all(&study, &cache, args);
+    }
     let execute = show::locate(&study, &args.selector())?;
     let view = show::load(&study, &cache, execute)?;
     match &args.html {
@@ -109,7 +137,7 @@ pub fn exec(cli: &Cli, args: &ShowArgs) -> Result<()> {
                 None => (
                     study
                         .outputs()
-                        .join("show")
+                        .join(tbb_tables::paths::SHOWN_PAGES)
                         .join(show::page_name(&view.key)),
                     show::html::Placed::InStudy { matched: &[] },
                 ),
@@ -124,4 +152,61 @@ pub fn exec(cli: &Cli, args: &ShowArgs) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// `--all --html`: the page of every selected episode, into `outputs/<study>/show/`.
+fn write_all(
+    study: &crate::pipeline::Study,
+    cache: &crate::pipeline::cache::Cache,
+    args: &ShowArgs,
+) -> Result<()> {
+    let dir = study.outputs().join(tbb_tables::paths::SHOWN_PAGES);
+    if let Some(Some(_)) = &args.html {
+        return Err(CliError::ShowAllWithPath { dir }.into());
+    }
+    let executes = show::select(study, &args.selector())?;
+    let filter = show::VerdictFilter {
+        passed: args.verdict.map(|v| v == Verdict::Pass),
+        flag: args.flag.clone(),
+    };
+    let written = show::write_pages(study, cache, &executes, &filter, &dir)?;
+    let mut also = Vec::new();
+    if written.left_out > 0 {
+        also.push(format!(
+            "{} left out by --verdict/--flag",
+            count(written.left_out as u64)
+        ));
+    }
+    if written.not_run > 0 {
+        also.push(format!(
+            "{} not run yet (`tbb apply {}` runs them)",
+            count(written.not_run as u64),
+            args.manifest.display()
+        ));
+    }
+    say!(
+        "Wrote {} episode page{} ({}) into {}{}.",
+        count(written.pages as u64),
+        if written.pages == 1 { "" } else { "s" },
+        megabytes(written.bytes),
+        dir.display(),
+        if also.is_empty() {
+            String::new()
+        } else {
+            format!("; {}", also.join("; "))
+        }
+    );
+    Ok(())
+}
+
+/// `3.2 MB`, `0.04 MB`: a size for a person.
+fn megabytes(bytes: u64) -> String {
+    let mb = bytes as f64 / 1e6;
+    if mb >= 10.0 {
+        format!("{mb:.0} MB")
+    } else if mb >= 0.1 {
+        format!("{mb:.1} MB")
+    } else {
+        format!("{mb:.2} MB")
+    }
 }

@@ -561,3 +561,111 @@ fn an_infrastructure_failure_shows_its_cause_status_and_attempts() {
         "{text}"
     );
 }
+
+/// Every `href` of an HTML page.
+fn hrefs(html: &str) -> Vec<String> {
+    html.split("href=\"")
+        .skip(1)
+        .filter_map(|s| s.split('"').next())
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn all_writes_the_page_of_every_selected_episode_its_verdict_keeps_where_the_index_links() {
+    let a = applied();
+    let outputs = a.dir.path().join("outputs/showcase");
+    let config = "sim-aurora-flash";
+    let (failing, passing): (Vec<&Row>, Vec<&Row>) = a
+        .rows
+        .iter()
+        .filter(|r| r.configuration == config)
+        .partition(|r| !r.vts);
+    assert!(!failing.is_empty() && !passing.is_empty());
+    let said = show(
+        a.dir.path(),
+        &[
+            MANIFEST,
+            "--config",
+            config,
+            "--all",
+            "--html",
+            "--verdict",
+            "fail",
+        ],
+    );
+    assert!(
+        said.contains(&format!("Wrote {} episode pages", failing.len()))
+            && said.contains(&format!("{} left out by --verdict/--flag", passing.len())),
+        "{said}"
+    );
+    let page = |r: &Row| outputs.join("show").join(format!("{}.html", &r.key[..12]));
+    for r in &failing {
+        let html = std::fs::read_to_string(page(r)).unwrap_or_else(|e| panic!("{e}"));
+        assert!(html.contains("id=\"first-unmet\""), "a failure's page");
+        // Each link resolves inside the study: the report, the index, and the matched
+        // episodes among the pages written.
+        let links = hrefs(&html);
+        assert!(links.iter().any(|h| h == "../episodes.html"), "{links:?}");
+        for h in links {
+            assert!(
+                !h.contains(':') && page(r).parent().is_some_and(|d| d.join(&h).is_file()),
+                "{h} resolves"
+            );
+        }
+    }
+    for r in &passing {
+        assert!(!page(r).exists(), "a passing episode's page is not written");
+    }
+    // The index links every key; those without a published page to show/, which now
+    // holds the failures' pages.
+    let index =
+        std::fs::read_to_string(outputs.join("episodes.html")).unwrap_or_else(|e| panic!("{e}"));
+    for r in &failing {
+        let shown = format!("href=\"show/{}.html\"", &r.key[..12]);
+        let published = format!("href=\"episodes/{}.html\"", &r.key[..12]);
+        assert!(
+            index.contains(&shown) || index.contains(&published),
+            "{}",
+            r.key
+        );
+    }
+
+    // By terminal flag.
+    let truncated = a
+        .rows
+        .iter()
+        .filter(|r| r.configuration == config && r.terminal_flag.as_deref() == Some("truncation"))
+        .count();
+    assert!(truncated > 1 && truncated < failing.len());
+    let said = show(
+        a.dir.path(),
+        &[
+            MANIFEST,
+            "--config",
+            config,
+            "--all",
+            "--html",
+            "--flag",
+            "truncation",
+        ],
+    );
+    assert!(
+        said.contains(&format!("Wrote {truncated} episode pages")),
+        "{said}"
+    );
+
+    // A path, a flag that does not exist, or --all without --html are refused.
+    let said = show_fails(
+        a.dir.path(),
+        &[MANIFEST, "--all", "--html", "elsewhere.html"],
+    );
+    assert!(said.contains("without a path"), "{said}");
+    let said = show_fails(
+        a.dir.path(),
+        &[MANIFEST, "--all", "--html", "--flag", "timeout"],
+    );
+    assert!(said.contains("truncation"), "{said}");
+    let said = show_fails(a.dir.path(), &[MANIFEST, "--all"]);
+    assert!(said.contains("--html"), "{said}");
+}

@@ -1,6 +1,8 @@
 //! `episodes.html`: every episode of a study on one static page, filterable by
-//! configuration, family, cell, arm, verdict and terminal flag, each row naming its
-//! episode and linking to its page when the study wrote one.
+//! configuration, family, cell, arm, verdict and terminal flag, each row linking to its
+//! episode's page: the one the report published (`episodes/`), or else where
+//! `tbb show --html` writes it on request (`show/`; `--all` with the same filters
+//! writes the pages of the rows a reader chose).
 //!
 //! Owns: the page. Filtering is CSS alone (the report's rule: no JavaScript, nothing
 //! loaded): each facet is a group of radio buttons, each row carries one class per
@@ -17,6 +19,7 @@
 use std::collections::{BTreeMap, HashSet};
 use std::fmt::Write as _;
 
+use tbb_tables::paths::{PUBLISHED_PAGES, SHOWN_PAGES};
 use tbb_tables::rows::EpisodeRow;
 
 use crate::format::count;
@@ -42,6 +45,7 @@ th{background:#f4f4f4;position:sticky;top:0}
 tbody tr{counter-increment:shown}
 .pass{color:#1b5e20}
 .fail{color:#b71c1c}
+a.published{font-weight:700}
 .shown{position:sticky;bottom:0;background:#fff;border-top:1px solid #ccc;padding:.3rem 0;margin:0}
 .shown::before{content:counter(shown) \" shown of \"}
 code{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:.92em}
@@ -151,9 +155,13 @@ pub fn render(study: &str, rows: &[EpisodeRow], paged: &HashSet<&str>) -> String
     let _ = writeln!(
         out,
         "<p><a href=\"report.html\">The report</a>. Every episode of the study, {} in all; \
-         choose a value of any facet to show only its rows. A linked key opens the \
-         episode's page; any other episode opens with <code>tbb show &lt;manifest&gt; \
-         &lt;key&gt; --html</code>.</p>",
+         choose a value of any facet to show only its rows. A key in bold opens the \
+         page the report published; any other key links to <code>show/</code>, where \
+         <code>tbb show &lt;manifest&gt; &lt;key&gt; --html</code> writes its page, and \
+         <code>tbb show &lt;manifest&gt; --all --html</code> with the filters you chose \
+         as flags (<code>--config</code>, <code>--family</code>, <code>--v</code>, \
+         <code>--w</code>, <code>--d</code>, <code>--arm</code>, <code>--verdict</code>, \
+         <code>--flag</code>) writes the page of every row shown.</p>",
         count(rows.len() as u64)
     );
     // The buttons first, siblings of the fieldsets and the table their rules reach.
@@ -199,11 +207,14 @@ pub fn render(study: &str, rows: &[EpisodeRow], paged: &HashSet<&str>) -> String
         let key = escape(page.trim_end_matches(".html"));
         let key_cell = if paged.contains(r.transcript_ref.as_str()) {
             format!(
-                "<a href=\"episodes/{}\"><code>{key}</code></a>",
+                "<a class=\"published\" href=\"{PUBLISHED_PAGES}/{}\"><code>{key}</code></a>",
                 escape(&page)
             )
         } else {
-            format!("<code>{key}</code>")
+            format!(
+                "<a href=\"{SHOWN_PAGES}/{}\"><code>{key}</code></a>",
+                escape(&page)
+            )
         };
         let v = verdict(r);
         let _ = writeln!(
@@ -269,9 +280,12 @@ mod tests {
         assert!(page.contains("<tr class=\"c0 f1 l1 a0 v1 t1\">"), "{page}");
         assert!(page.contains("<tr class=\"c1 f1 l0 a0 v0 t0\">"));
         assert!(page.contains("<tr class=\"c0 f0 l0 a0 v0 t0\">"));
-        // Only an episode with a page is linked; every text is escaped.
-        assert!(page.contains("<a href=\"episodes/bbbb2222.html\"><code>bbbb2222</code></a>"));
-        assert!(page.contains("<td><code>aaaa1111</code></td>"));
+        // An episode with a published page links to it; any other to where `tbb show
+        // --html` writes it. Every text is escaped.
+        assert!(page.contains(
+            "<a class=\"published\" href=\"episodes/bbbb2222.html\"><code>bbbb2222</code></a>"
+        ));
+        assert!(page.contains("<td><a href=\"show/aaaa1111.html\"><code>aaaa1111</code></a></td>"));
         assert!(!page.contains("<script>") && page.contains("&lt;script&gt;"));
         assert!(page.contains("data-episodes=\"3\""));
         assert_eq!(page.matches("<tr class=").count(), 3);

@@ -36,9 +36,10 @@ impl Typed for Report {
     const NAME: &'static str = "report";
     // 8: links failing episodes to their pages (reads the episodes); 9: tables fit
     // a 1,280-pixel window (wrapping headers, intervals under their estimates), named
-    // lines in the truncation figure, and `episodes.html`; bump with
-    // the engine's `show::VERSION`, since the pages are published with the report.
-    const VERSION: &'static str = "report/9";
+    // lines in the truncation figure, and `episodes.html`; 10: the index links every
+    // key, those without a published page to `show/`. Bump with the engine's
+    // `show::VERSION`, since the pages are published with the report.
+    const VERSION: &'static str = "report/10";
     const INPUTS: &'static [Input] = &[Input::EveryAnalysis, Input::Episodes];
     const OUTPUTS: &'static [&'static str] = &[];
 

@@ -1,6 +1,7 @@
-//! Finding the one episode a `tbb show` command names: a prefix of its key (or of its
-//! grade node's), or selectors on its identity; several or no matches are errors that
-//! list candidates or say what was asked.
+//! Finding the episodes a `tbb show` command names: a prefix of its key (or of its
+//! grade node's), or selectors on its identity. [`locate`] wants exactly one, and
+//! several or no matches are errors that list candidates or say what was asked;
+//! [`select`] (`--all`) takes every match, and only no match is an error.
 //!
 //! Never: reads the cache or a payload (the study's DAG alone answers).
 
@@ -24,7 +25,30 @@ pub struct Selector {
 
 /// The execute node of the one episode `selector` names.
 pub fn locate(study: &Study, selector: &Selector) -> Result<NodeIndex, ShowError> {
-    let manifest = study.manifest.path.display().to_string();
+    if selector.prefix.is_none() && selector.fields.is_empty() {
+        return Err(ShowError::Nothing {
+            manifest: study.manifest.path.display().to_string(),
+        });
+    }
+    let matching = select(study, selector)?;
+    match matching.as_slice() {
+        [one] => Ok(*one),
+        _ if selector.fields.is_empty() => Err(ShowError::AmbiguousPrefix {
+            prefix: selector.prefix.clone().unwrap_or_default(),
+            count: matching.len(),
+            candidates: candidates(study, &matching),
+        }),
+        _ => Err(ShowError::ManyMatch {
+            selection: selection(selector),
+            count: matching.len(),
+            candidates: candidates(study, &matching),
+        }),
+    }
+}
+
+/// The execute nodes of every episode `selector` names, in the study's order: every
+/// episode of the study when it names none.
+pub fn select(study: &Study, selector: &Selector) -> Result<Vec<NodeIndex>, ShowError> {
     let executes: Vec<(NodeIndex, Option<NodeIndex>)> = study
         .dag
         .nodes()
@@ -51,15 +75,6 @@ pub fn locate(study: &Study, selector: &Selector) -> Result<NodeIndex, ShowError
                 prefix,
             });
         }
-        if matching.len() > 1 && selector.fields.is_empty() {
-            return Err(ShowError::AmbiguousPrefix {
-                prefix,
-                count: matching.len(),
-                candidates: candidates(study, &matching),
-            });
-        }
-    } else if selector.fields.is_empty() {
-        return Err(ShowError::Nothing { manifest });
     }
     for (name, value) in &selector.fields {
         let before = matching.clone();
@@ -89,14 +104,7 @@ pub fn locate(study: &Study, selector: &Selector) -> Result<NodeIndex, ShowError
             });
         }
     }
-    match matching.as_slice() {
-        [one] => Ok(*one),
-        _ => Err(ShowError::ManyMatch {
-            selection: selection(selector),
-            count: matching.len(),
-            candidates: candidates(study, &matching),
-        }),
-    }
+    Ok(matching)
 }
 
 fn selection(selector: &Selector) -> String {

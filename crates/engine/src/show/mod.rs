@@ -28,7 +28,7 @@ pub mod matched;
 pub mod text;
 mod view;
 
-pub use locate::{locate, Selector};
+pub use locate::{locate, select, Selector};
 pub use view::*;
 
 use std::collections::HashMap;
@@ -117,7 +117,7 @@ pub enum ShowError {
     #[error("{count} episodes match {selection}")]
     #[diagnostic(
         code(tbb::show::many_match),
-        help("add selectors (--config --family --v --w --d --r --depth --arm --cap --repeat --block) or give a key prefix; candidates:\n{candidates}")
+        help("add selectors (--config --family --v --w --d --r --depth --arm --cap --repeat --block) or give a key prefix, or write a page for each with --all --html; candidates:\n{candidates}")
     )]
     ManyMatch {
         /// The selectors.
@@ -153,6 +153,19 @@ pub enum ShowError {
         /// The manifest.
         manifest: String,
     },
+    /// A page cannot be written.
+    #[error("cannot write the episode page {path}")]
+    #[diagnostic(
+        code(tbb::show::write),
+        help("check that the study's outputs folder is writable and its disk has room")
+    )]
+    Write {
+        /// The page.
+        path: String,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
     /// The cache cannot be read.
     #[error(transparent)]
     #[diagnostic(transparent)]
@@ -166,6 +179,21 @@ pub struct Sources {
 }
 
 impl Sources {
+    /// Holds the payloads of `executes` instead of those it held.
+    fn hold(
+        &mut self,
+        study: &Study,
+        cache: &Cache,
+        executes: &[NodeIndex],
+    ) -> Result<(), ShowError> {
+        let keys: Vec<&str> = executes
+            .iter()
+            .map(|&e| study.dag.graph[e].key.as_ref())
+            .collect();
+        self.payloads = cache.payloads(&keys)?;
+        Ok(())
+    }
+
     /// The payloads of `executes` and every blob of the cache.
     pub fn read(
         study: &Study,
@@ -276,6 +304,155 @@ pub fn pages(
         ));
     }
     Ok(out)
+}
+
+/// What `tbb show --all` keeps of the episodes it selected, by their verdicts (which
+/// the study's DAG does not know: each is graded again to be tested).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct VerdictFilter {
+    /// `Some(true)`: the episodes that passed; `Some(false)`: those that failed.
+    pub passed: Option<bool>,
+    /// Only the episodes their terminal flag ended ([`TERMINAL_FLAGS`]; `none` for
+    /// those no flag ended).
+    pub flag: Option<String>,
+}
+
+/// The names `--flag` takes: `none`, then each terminal flag's published name.
+pub const TERMINAL_FLAGS: [&str; 8] = [
+    "none",
+    "infra_failure",
+    "truncation",
+    "budget_or_call_limit",
+    "turn_limit",
+    "infeasibility",
+    "wrong_conclusion",
+    "contract_break",
+];
+
+impl VerdictFilter {
+    /// Whether it keeps every episode.
+    pub fn is_empty(&self) -> bool {
+        self.passed.is_none() && self.flag.is_none()
+    }
+
+    fn keeps(&self, v: &VerdictView) -> bool {
+        self.passed.is_none_or(|p| p == v.vts)
+            && self
+                .flag
+                .as_deref()
+                .is_none_or(|f| v.terminal_flag.as_deref().unwrap_or("none") == f)
+    }
+}
+
+/// What [`write_pages`] did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Written {
+    /// Pages written.
+    pub pages: usize,
+    /// Their size.
+    pub bytes: u64,
+    /// Selected episodes not run yet (no page).
+    pub not_run: usize,
+    /// Selected episodes the verdict filter left out.
+    pub left_out: usize,
+}
+
+/// How many episodes' payloads are held at once while pages are written.
+const PAGES_AT_ONCE: usize = 256;
+
+/// Writes into `dir` (a folder of the study's outputs: `show/`) the page of each of
+/// `executes` that has run and that `filter` keeps, each linked to the report, to the
+/// index of every episode and to its matched episodes among the pages written. The
+/// payloads are read a few hundred at a time and each page is written as it is
+/// rendered, so a study's every episode can be written in bounded memory.
+pub fn write_pages(
+    study: &Study,
+    cache: &Cache,
+    executes: &[NodeIndex],
+    filter: &VerdictFilter,
+    dir: &std::path::Path,
+) -> Result<Written, ShowError> {
+    let mut written = Written::default();
+    let run: Vec<NodeIndex> = executes
+        .iter()
+        .copied()
+        .filter(|&e| cache.get(&study.dag.graph[e].key).is_some())
+        .collect();
+    written.not_run = executes.len() - run.len();
+    let mut sources = Sources {
+        payloads: HashMap::new(),
+        blobs: BlobStore {
+            blobs: cache.blobs()?.into_iter().collect(),
+        },
+    };
+    let mut variants: HashMap<NodeIndex, Variant> = HashMap::new();
+    // Each chunk's views, graded again, handed to `each` with the chunk's sources.
+    let mut views = |chunk: &[NodeIndex],
+                     each: &mut dyn FnMut(EpisodeView) -> Result<(), ShowError>|
+     -> Result<(), ShowError> {
+        sources.hold(study, cache, chunk)?;
+        for &e in chunk {
+            let Work::Execute { compile: c, .. } = study.dag.graph[e].work else {
+                continue;
+            };
+            let variant = match variants.entry(c) {
+                std::collections::hash_map::Entry::Occupied(known) => known.into_mut(),
+                std::collections::hash_map::Entry::Vacant(slot) => {
+                    slot.insert(variant_of(study, e).map_err(|why| unreadable(study, e, why))?)
+                }
+            };
+            each(view(study, e, &sources, variant)?)?;
+        }
+        Ok(())
+    };
+    // The pages to write: a verdict filter needs each episode graded first, since the
+    // matched links are among the pages written.
+    let kept: Vec<NodeIndex> = if filter.is_empty() {
+        run
+    } else {
+        let mut keep = Vec::with_capacity(run.len());
+        for chunk in run.chunks(PAGES_AT_ONCE) {
+            let mut verdicts = Vec::with_capacity(chunk.len());
+            views(chunk, &mut |v| {
+                verdicts.push(filter.keeps(&v.verdict));
+                Ok(())
+            })?;
+            keep.extend(
+                chunk
+                    .iter()
+                    .zip(verdicts)
+                    .filter_map(|(&e, kept)| kept.then_some(e)),
+            );
+        }
+        written.left_out = run.len() - keep.len();
+        keep
+    };
+    let identities: Vec<(&str, &[(&'static str, String)])> = kept
+        .iter()
+        .map(|&e| (study.dag.graph[e].key.as_ref(), &*study.dag.graph[e].fields))
+        .collect();
+    let matched = matched::matched(&identities);
+    let mut at = 0;
+    for chunk in kept.chunks(PAGES_AT_ONCE) {
+        views(chunk, &mut |v| {
+            let html = html::render(
+                &v,
+                html::Placed::InStudy {
+                    matched: matched.get(at).map_or(&[], Vec::as_slice),
+                },
+            );
+            at += 1;
+            let path = dir.join(page_name(&v.key));
+            tbb_tables::write_text(&path, &html).map_err(|source| ShowError::Write {
+                path: path.display().to_string(),
+                source,
+            })?;
+            written.pages += 1;
+            written.bytes += html.len() as u64;
+            Ok(())
+        })?;
+    }
+    Ok(written)
 }
 
 #[cfg(test)]
