@@ -643,13 +643,9 @@ impl Applying<'_> {
                         Taken::Ours => {}
                         Taken::AfterAnother => {
                             // Its last holder may have committed it since this apply
-                            // planned: look again before paying for it.
-                            cache.refresh()?;
-                            if is_committed(dag, cache, e) {
-                                claims.give_back(e).map_err(CacheError::from)?;
-                                self.ran_elsewhere(e, &mut schedule, &mut counts);
-                                continue;
-                            }
+                            // planned: the next poll looks before it is paid for.
+                            schedule.defer(e);
+                            continue;
                         }
                         Taken::Held(holder) => {
                             schedule.defer(e);
@@ -874,19 +870,8 @@ impl Applying<'_> {
         for e in resolved.committed {
             self.ran_elsewhere(e, schedule, counts);
         }
-        if resolved.taken_over.is_empty() {
-            return Ok(());
-        }
-        // A claim released by its holder was released after the holder committed:
-        // perhaps since the store was last looked at.
-        cache.refresh()?;
         for e in resolved.taken_over {
-            if is_committed(dag, cache, e) {
-                claims.give_back(e).map_err(CacheError::from)?;
-                self.ran_elsewhere(e, schedule, counts);
-            } else {
-                schedule.resume(e);
-            }
+            schedule.resume(e);
         }
         Ok(())
     }

@@ -8,7 +8,10 @@
 //! [`EpisodeClaims::POLL`] the apply takes in what the store gained
 //! ([`super::cache::Cache::refresh`]); a deferred episode that its holder committed
 //! meanwhile is reused like any cached node, and one whose holder's claim expired (the
-//! holder died) is taken over, by exactly one taker, and run here. Held claims are
+//! holder died) is taken over, by exactly one taker. A claim taken from another holder
+//! (expired, or released after its holder committed the episode since this apply
+//! planned) is checked at the next poll before its episode runs: the store is listed
+//! once a poll for every such episode, never once per episode. Held claims are
 //! renewed every third of their time to live while their episodes run, and released
 //! once the episode's nodes are committed (and so in the store): a claim released any
 //! earlier would let a waiter find the episode neither claimed nor committed, and run
@@ -67,8 +70,8 @@ pub enum Taken {
     /// Its claim is ours, and nobody held it before: run it.
     Ours,
     /// Its claim is ours, taken from a holder that released it or let it expire: the
-    /// holder may have committed the episode meanwhile, so the caller looks in the
-    /// store again before running it (and [`EpisodeClaims::give_back`]s it if so).
+    /// holder may have committed the episode meanwhile, so it is deferred until the
+    /// next poll has looked in the store ([`Resolved`] then says which).
     AfterAnother,
     /// Another process holds it: the episode is deferred.
     Held(Holder),
@@ -79,8 +82,8 @@ pub enum Taken {
 pub struct Resolved {
     /// Deferred episodes their holders committed: reuse them.
     pub committed: Vec<NodeIndex>,
-    /// Deferred episodes whose holders' claims expired or were released and are ours
-    /// now: run them, unless the store (looked at again) has them committed.
+    /// Deferred episodes whose claims are ours and that the store, looked at since
+    /// they were taken, does not hold: run them.
     pub taken_over: Vec<NodeIndex>,
 }
 
@@ -92,6 +95,9 @@ pub struct EpisodeClaims {
     held: HashMap<NodeIndex, (String, String)>,
     /// Episodes whose claims another process holds, by execute node: the claim's name.
     deferred: Vec<(NodeIndex, String)>,
+    /// Episodes whose claims were taken from another holder since the last poll: run
+    /// once the next poll finds them not committed.
+    checking: Vec<NodeIndex>,
     /// Episodes ended here whose claims wait for their nodes to be committed.
     ending: Vec<NodeIndex>,
     /// Holders already announced.
@@ -120,6 +126,7 @@ impl EpisodeClaims {
             settings,
             held: HashMap::new(),
             deferred: Vec::new(),
+            checking: Vec::new(),
             ending: Vec::new(),
             told: HashSet::new(),
             last_renewal: Instant::now(),
@@ -149,11 +156,11 @@ impl EpisodeClaims {
                 after_another,
             } => {
                 self.held.insert(execute, (name, e_tag));
-                Ok(if after_another {
-                    Taken::AfterAnother
-                } else {
-                    Taken::Ours
-                })
+                if after_another {
+                    self.checking.push(execute);
+                    return Ok(Taken::AfterAnother);
+                }
+                Ok(Taken::Ours)
             }
             Claim::Held(holder) => {
                 self.deferred.push((execute, name));
@@ -169,7 +176,7 @@ impl EpisodeClaims {
 
     /// Releases the claim of episode `execute`, taken and then found committed by its
     /// previous holder: it is not run here.
-    pub fn give_back(&mut self, execute: NodeIndex) -> Result<(), RemoteError> {
+    fn give_back(&mut self, execute: NodeIndex) -> Result<(), RemoteError> {
         match self.held.remove(&execute) {
             Some((name, e_tag)) => self.remote.release(&name, &self.settings.holder, &e_tag),
             None => Ok(()),
@@ -201,9 +208,9 @@ impl EpisodeClaims {
         Ok(())
     }
 
-    /// Whether episodes wait for other processes.
+    /// Whether episodes wait for other processes, or for a look in the store.
     pub fn has_deferred(&self) -> bool {
-        !self.deferred.is_empty()
+        !self.deferred.is_empty() || !self.checking.is_empty()
     }
 
     /// How long until something is due (a renewal, or a poll of deferred episodes).
@@ -254,8 +261,11 @@ impl EpisodeClaims {
     }
 
     /// When a poll is due: `is_committed` says whether the cache (refreshed by the
-    /// caller just before) holds a deferred episode's nodes; the others' claims are
-    /// tried again, and those whose holders' claims expired become ours.
+    /// caller just before) holds an episode's nodes. The claims taken from another
+    /// holder since the last poll are given back when their episodes are committed and
+    /// run otherwise; the deferred episodes' claims are tried again, and those whose
+    /// holders' claims expired or were released become ours, to be checked at the next
+    /// poll (the store may have gained them between the caller's look and the take).
     pub fn poll_due(
         &mut self,
         is_committed: &dyn Fn(NodeIndex) -> bool,
@@ -265,6 +275,14 @@ impl EpisodeClaims {
             return Ok(resolved);
         }
         self.last_poll = Instant::now();
+        for execute in std::mem::take(&mut self.checking) {
+            if is_committed(execute) {
+                self.give_back(execute)?;
+                resolved.committed.push(execute);
+            } else {
+                resolved.taken_over.push(execute);
+            }
+        }
         let mut still = Vec::new();
         for (execute, name) in std::mem::take(&mut self.deferred) {
             if is_committed(execute) {
@@ -277,7 +295,7 @@ impl EpisodeClaims {
             {
                 Claim::Won { e_tag, .. } => {
                     self.held.insert(execute, (name, e_tag));
-                    resolved.taken_over.push(execute);
+                    self.checking.push(execute);
                 }
                 Claim::Held(_) => still.push((execute, name)),
             }
@@ -299,6 +317,7 @@ impl EpisodeClaims {
             let _ = self.remote.release(&name, &self.settings.holder, &e_tag);
         }
         self.ending.clear();
+        self.checking.clear();
     }
 }
 
@@ -364,14 +383,24 @@ mod tests {
         let resolved = b.poll_due(&|e| e == n(1)).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(resolved.committed, [n(1)]);
         assert!(!b.has_deferred());
-        // A latecomer that planned before the commit takes the released claim: it is
-        // told to look in the store again, finds the episode there, and gives it back.
+        // A latecomer that planned before the commit takes the released claim: the
+        // episode waits for the next poll, which finds it committed and gives the
+        // claim back.
         let mut c = claims(&store, "c", 60_000);
         assert_eq!(c.take(n(1), "k1").ok(), Some(Taken::AfterAnother));
-        c.give_back(n(1)).unwrap_or_else(|e| panic!("{e}"));
-        assert!(!c.has_ending() && c.held.is_empty());
+        assert!(c.has_deferred() && !c.poll_is_due());
+        c.last_poll = Instant::now() - EpisodeClaims::POLL;
+        let resolved = c.poll_due(&|e| e == n(1)).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(resolved.committed, [n(1)]);
+        assert!(resolved.taken_over.is_empty() && !c.has_deferred() && c.held.is_empty());
+        // Given back, so the next taker is free to take it too.
         let mut d = claims(&store, "d", 60_000);
         assert_eq!(d.take(n(1), "k1").ok(), Some(Taken::AfterAnother));
+        // Not committed after all (its holder stopped early): it runs after the poll.
+        d.last_poll = Instant::now() - EpisodeClaims::POLL;
+        let resolved = d.poll_due(&|_| false).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(resolved.taken_over, [n(1)]);
+        assert!(d.held.contains_key(&n(1)));
     }
 
     #[test]
@@ -409,6 +438,13 @@ mod tests {
             std::thread::sleep(Duration::from_millis(400));
             assert_eq!(live.renew_due().ok(), Some(0));
         }
+        waiter.last_poll = Instant::now() - EpisodeClaims::POLL;
+        let resolved = waiter
+            .poll_due(&|_| false)
+            .unwrap_or_else(|e| panic!("{e}"));
+        // Taken over now, run once the next poll finds it still not committed.
+        assert!(resolved.taken_over.is_empty() && resolved.committed.is_empty());
+        assert!(waiter.held.contains_key(&n(1)));
         waiter.last_poll = Instant::now() - EpisodeClaims::POLL;
         let resolved = waiter
             .poll_due(&|_| false)
