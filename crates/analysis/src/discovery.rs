@@ -49,7 +49,7 @@
 
 use std::collections::BTreeMap;
 
-use arrow_array::{Array, RecordBatch, StringArray};
+use arrow_array::RecordBatch;
 use serde::{Deserialize, Serialize};
 
 use super::{AnalysisError, Context, Design, Input, Output, ParamProblem, Produced, Typed};
@@ -57,14 +57,11 @@ use crate::common::design::success;
 use crate::common::stats::{self, ClusterTotals};
 use tbb_tables::analyses::discovery::{ClusterUnit, DiscoveryRow, RLevel, Statistic};
 use tbb_tables::levels::level_name;
-use tbb_tables::rows::EpisodeRow;
+use tbb_tables::rows::{EpisodeRow, VariantRow};
 use tbb_tables::TableRow;
 
 /// Name of the kind.
 const KIND: &str = "discovery";
-
-/// The variants column holding a variant's required-tool cluster.
-pub const CLUSTER_COLUMN: &str = "required_tool_kinds";
 
 /// The `discovery` analysis kind.
 pub struct Discovery;
@@ -120,22 +117,16 @@ pub fn required_clusters(
 ) -> Result<BTreeMap<String, String>, AnalysisError> {
     let bad = |detail: String| AnalysisError::InputTable {
         analysis: KIND,
-        table: "variants".into(),
+        table: VariantRow::TABLE.into(),
         detail,
     };
     let batch = tables
-        .get("variants")
+        .get(VariantRow::TABLE)
         .ok_or_else(|| bad("it was not given".into()))?;
-    let text = |name: &str| {
-        batch
-            .column_by_name(name)
-            .and_then(|c| c.as_any().downcast_ref::<StringArray>())
-            .ok_or_else(|| bad(format!("no text column `{name}`")))
-    };
-    let (ids, kinds) = (text("variant_id")?, text(CLUSTER_COLUMN)?);
-    Ok((0..batch.num_rows())
-        .filter(|&i| !ids.is_null(i) && !kinds.is_null(i))
-        .map(|i| (ids.value(i).to_string(), kinds.value(i).to_string()))
+    let rows = VariantRow::from_batch(batch).map_err(|e| bad(e.to_string()))?;
+    Ok(rows
+        .into_iter()
+        .map(|v| (v.variant_id, v.required_tool_kinds))
         .collect())
 }
 
