@@ -56,7 +56,7 @@ use super::{AnalysisError, Context, Design, Input, Output, ParamProblem, Produce
 use crate::common::design::success;
 use crate::common::stats::{self, ClusterTotals};
 use tbb_tables::analyses::discovery::{ClusterUnit, DiscoveryRow, RLevel, Statistic};
-use tbb_tables::levels::level_name;
+use tbb_tables::levels::{level_name, Routing};
 use tbb_tables::rows::{EpisodeRow, VariantRow};
 use tbb_tables::TableRow;
 
@@ -163,7 +163,7 @@ pub fn compute(
             })
     };
     let mut arms: BTreeMap<&str, Vec<&EpisodeRow>> = BTreeMap::new();
-    for e in episodes.iter().filter(|e| e.r == "low" || e.r == "high") {
+    for e in episodes {
         arms.entry(e.arm.as_str()).or_default().push(e);
     }
     if arms.is_empty() {
@@ -229,7 +229,11 @@ pub fn compute(
         }
         for r in [RLevel::Low, RLevel::High] {
             let r_name = level_name(&r);
-            let at: Vec<&EpisodeRow> = rows.iter().copied().filter(|e| e.r == r_name).collect();
+            let at: Vec<&EpisodeRow> = rows
+                .iter()
+                .copied()
+                .filter(|e| e.r.name() == r_name)
+                .collect();
             if at.is_empty() {
                 continue;
             }
@@ -347,14 +351,15 @@ fn pair<'a>(
     );
     let mut slots: BTreeMap<Key<'a>, [Option<&'a EpisodeRow>; 2]> = BTreeMap::new();
     for &e in rows {
-        let side = usize::from(e.r == "high");
+        let side = usize::from(e.r == Routing::High);
         let key = (
             e.block.as_str(),
             e.configuration.as_str(),
             e.family.as_str(),
             e.v,
-            e.w.as_str(),
-            e.d.as_str(),
+            // By name, as the pairs were always ordered.
+            e.w.name(),
+            e.d.name(),
             e.depth,
             e.completion_cap,
             e.repeat,

@@ -17,6 +17,7 @@
 use std::collections::{BTreeMap, HashSet};
 use std::fmt::Write as _;
 
+use tbb_tables::levels::Routing;
 use tbb_tables::rows::EpisodeRow;
 
 use crate::format::count;
@@ -90,7 +91,7 @@ const FACETS: [Facet; 6] = [
 /// The cell's levels, as the report writes them.
 fn cell(r: &EpisodeRow) -> String {
     let mut cell = format!("v={} w={} d={}", r.v, r.w, r.d);
-    if r.r != "low" {
+    if r.r != Routing::Low {
         let _ = write!(cell, " r={}", r.r);
     }
     if let Some(depth) = r.depth {

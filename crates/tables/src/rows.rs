@@ -242,11 +242,11 @@ episode_row! {
         /// Menu size.
         v: u32,
         /// Workflow level.
-        w: String,
+        w: Workflow,
         /// Encoding.
-        d: String,
+        d: Encoding,
         /// Routing difficulty.
-        r: String,
+        r: Routing,
         /// Frontier depth.
         depth: Option<u32>,
         /// Verified task success.
@@ -379,9 +379,9 @@ impl EpisodeRow {
             intent: v.intent.clone(),
             domain: level_name(&v.domain),
             v: u32::from(v.cell.v),
-            w: level_name(&v.cell.w),
-            d: level_name(&v.cell.d),
-            r: level_name(&v.cell.r),
+            w: v.cell.w,
+            d: v.cell.d,
+            r: v.cell.r,
             depth: v.cell.depth.map(u32::from),
             vts: verdict.vts,
             ok: verdict.obligations.in_order().map(|(_, ok)| ok),
@@ -596,11 +596,11 @@ pub struct EpisodeColumns {
     /// Menu size.
     pub v: u32,
     /// Workflow level.
-    pub w: String,
+    pub w: Workflow,
     /// Encoding.
-    pub d: String,
+    pub d: Encoding,
     /// Routing difficulty.
-    pub r: String,
+    pub r: Routing,
     /// Frontier depth.
     pub depth: Option<u32>,
 }
@@ -628,9 +628,9 @@ impl EpisodeColumns {
             variant_id: row.variant_id.clone(),
             family: row.family.clone(),
             v: row.v,
-            w: row.w.clone(),
-            d: row.d.clone(),
-            r: row.r.clone(),
+            w: row.w,
+            d: row.d,
+            r: row.r,
             depth: row.depth,
         }
     }
@@ -722,9 +722,9 @@ struct PublishedRequest {
     variant_id: String,
     family: String,
     v: u32,
-    w: String,
-    d: String,
-    r: String,
+    w: Workflow,
+    d: Encoding,
+    r: Routing,
     depth: Option<u32>,
     turn: u32,
     visible_schemas: u32,
@@ -770,9 +770,9 @@ impl From<RequestRow> for PublishedRequest {
             variant_id: e.variant_id.clone(),
             family: e.family.clone(),
             v: e.v,
-            w: e.w.clone(),
-            d: e.d.clone(),
-            r: e.r.clone(),
+            w: e.w,
+            d: e.d,
+            r: e.r,
             depth: e.depth,
             turn: q.turn,
             visible_schemas: q.visible_schemas,

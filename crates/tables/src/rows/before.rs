@@ -76,9 +76,9 @@ fn episodes(rows: &[EpisodeRow]) -> Result<RecordBatch, StoreError> {
         .text("intent", rows.iter().map(|r| &r.intent))
         .text("domain", rows.iter().map(|r| &r.domain))
         .u32("v", rows.iter().map(|r| r.v))
-        .text("w", rows.iter().map(|r| &r.w))
-        .text("d", rows.iter().map(|r| &r.d))
-        .text("r", rows.iter().map(|r| &r.r))
+        .text("w", rows.iter().map(|r| r.w.name()))
+        .text("d", rows.iter().map(|r| r.d.name()))
+        .text("r", rows.iter().map(|r| r.r.name()))
         .u32_opt("depth", rows.iter().map(|r| r.depth))
         .bool("vts", rows.iter().map(|r| r.vts));
     for (i, name) in [
@@ -168,9 +168,9 @@ fn requests(rows: &[RequestRow]) -> Result<RecordBatch, StoreError> {
         .text("variant_id", rows.iter().map(|r| &e(r).variant_id))
         .text("family", rows.iter().map(|r| &e(r).family))
         .u32("v", rows.iter().map(|r| e(r).v))
-        .text("w", rows.iter().map(|r| &e(r).w))
-        .text("d", rows.iter().map(|r| &e(r).d))
-        .text("r", rows.iter().map(|r| &e(r).r))
+        .text("w", rows.iter().map(|r| e(r).w.name()))
+        .text("d", rows.iter().map(|r| e(r).d.name()))
+        .text("r", rows.iter().map(|r| e(r).r.name()))
         .u32_opt("depth", rows.iter().map(|r| e(r).depth))
         .u32("turn", rows.iter().map(|r| q(r).turn))
         .u32("visible_schemas", rows.iter().map(|r| q(r).visible_schemas))
@@ -273,9 +273,9 @@ fn episode_rows() -> Vec<EpisodeRow> {
         intent: "i".into(),
         domain: "email".into(),
         v: 8,
-        w: "low".into(),
-        d: "raw".into(),
-        r: "low".into(),
+        w: Workflow::Low,
+        d: Encoding::Raw,
+        r: Routing::Low,
         depth: None,
         vts: true,
         ok: [true, false, true, true, false, true, true, true, false],
@@ -310,9 +310,9 @@ fn episode_rows() -> Vec<EpisodeRow> {
     let second = EpisodeRow {
         schedule_position: None,
         depth: Some(30),
-        w: "high".into(),
-        d: "linked".into(),
-        r: "high".into(),
+        w: Workflow::High,
+        d: Encoding::Linked,
+        r: Routing::High,
         first_unmet: Some("S".into()),
         terminal_flag: None,
         infra_error: Some("timeout".into()),
