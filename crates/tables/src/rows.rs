@@ -1,6 +1,16 @@
-//! The layouts of `variants.parquet`, `episodes.parquet` and `requests.parquet` (the
+//! The rows of `variants.parquet`, `episodes.parquet` and `requests.parquet` (the
 //! notebook contract of `docs/architecture.md`, "The table contract": stable snake_case
-//! column names).
+//! column names): [`VariantRow`], [`EpisodeRow`] and [`RequestRow`], each a
+//! [`TableRow`] that writes its table and reads it back.
+//!
+//! Owns: each of the three tables' columns (name, order, type, nullability), the one
+//! builder of an episode's row ([`EpisodeRow::of_episode`]), and writing the two large
+//! tables a row group at a time ([`write_episodes`], [`write_requests`]). The levels a
+//! row carries are the core's own types ([`crate::levels`]), so a misspelt level does
+//! not compile.
+//!
+//! Never: decides what an episode did (the harness and the grader do) or where a
+//! table is written (the pipeline gives the path).
 
 use std::path::Path;
 use std::sync::Arc;
