@@ -44,6 +44,7 @@ use tbb::analysis::capacity::{costs, lanes, strata, truncation};
 use tbb::analysis::common::design::{self, CELLS};
 use tbb::analysis::common::stats;
 use tbb::analysis::{Bootstrap, ClusterUnit};
+use tbb::tables::levels::{Encoding, Routing, Workflow};
 use tbb::tables::rows::EpisodeRow;
 
 const ROUNDS: usize = 15;
@@ -104,12 +105,16 @@ fn panel() -> Vec<EpisodeRow> {
                 };
                 let truncated = rng.random::<f64>() < t;
                 let w = match cell.w {
-                    "high" => c.workflow / 2.0,
-                    "medium" => c.workflow / 4.0,
-                    _ => 0.0,
+                    Workflow::High => c.workflow / 2.0,
+                    Workflow::Medium => c.workflow / 4.0,
+                    Workflow::Low => 0.0,
                 };
                 let p = (c.base + delta + w
-                    - if cell.d == "compact" { 0.04 } else { 0.0 }
+                    - if cell.d == Encoding::Compact {
+                        0.04
+                    } else {
+                        0.0
+                    }
                     - if cell.v == 128 { 0.02 } else { 0.0 })
                 .clamp(0.01, 0.995);
                 let vts = !truncated && rng.random::<f64>() < p;
@@ -141,9 +146,9 @@ fn panel() -> Vec<EpisodeRow> {
                     intent: format!("intent-{intent:02}"),
                     domain: domains[intent % 4].into(),
                     v: cell.v,
-                    w: cell.w.into(),
-                    d: cell.d.into(),
-                    r: "low".into(),
+                    w: cell.w,
+                    d: cell.d,
+                    r: Routing::Low,
                     depth: None,
                     vts,
                     ok: [

@@ -49,22 +49,19 @@
 
 use std::collections::BTreeMap;
 
-use arrow_array::{Array, RecordBatch, StringArray};
+use arrow_array::RecordBatch;
 use serde::{Deserialize, Serialize};
 
 use super::{AnalysisError, Context, Design, Input, Output, ParamProblem, Produced, Typed};
 use crate::common::design::success;
 use crate::common::stats::{self, ClusterTotals};
 use tbb_tables::analyses::discovery::{ClusterUnit, DiscoveryRow, RLevel, Statistic};
-use tbb_tables::levels::level_name;
-use tbb_tables::rows::EpisodeRow;
+use tbb_tables::levels::{level_name, Routing};
+use tbb_tables::rows::{EpisodeRow, VariantRow};
 use tbb_tables::TableRow;
 
 /// Name of the kind.
 const KIND: &str = "discovery";
-
-/// The variants column holding a variant's required-tool cluster.
-pub const CLUSTER_COLUMN: &str = "required_tool_kinds";
 
 /// The `discovery` analysis kind.
 pub struct Discovery;
@@ -120,22 +117,16 @@ pub fn required_clusters(
 ) -> Result<BTreeMap<String, String>, AnalysisError> {
     let bad = |detail: String| AnalysisError::InputTable {
         analysis: KIND,
-        table: "variants".into(),
+        table: VariantRow::TABLE.into(),
         detail,
     };
     let batch = tables
-        .get("variants")
+        .get(VariantRow::TABLE)
         .ok_or_else(|| bad("it was not given".into()))?;
-    let text = |name: &str| {
-        batch
-            .column_by_name(name)
-            .and_then(|c| c.as_any().downcast_ref::<StringArray>())
-            .ok_or_else(|| bad(format!("no text column `{name}`")))
-    };
-    let (ids, kinds) = (text("variant_id")?, text(CLUSTER_COLUMN)?);
-    Ok((0..batch.num_rows())
-        .filter(|&i| !ids.is_null(i) && !kinds.is_null(i))
-        .map(|i| (ids.value(i).to_string(), kinds.value(i).to_string()))
+    let rows = VariantRow::from_batch(batch).map_err(|e| bad(e.to_string()))?;
+    Ok(rows
+        .into_iter()
+        .map(|v| (v.variant_id, v.required_tool_kinds))
         .collect())
 }
 
@@ -172,7 +163,7 @@ pub fn compute(
             })
     };
     let mut arms: BTreeMap<&str, Vec<&EpisodeRow>> = BTreeMap::new();
-    for e in episodes.iter().filter(|e| e.r == "low" || e.r == "high") {
+    for e in episodes {
         arms.entry(e.arm.as_str()).or_default().push(e);
     }
     if arms.is_empty() {
@@ -238,7 +229,11 @@ pub fn compute(
         }
         for r in [RLevel::Low, RLevel::High] {
             let r_name = level_name(&r);
-            let at: Vec<&EpisodeRow> = rows.iter().copied().filter(|e| e.r == r_name).collect();
+            let at: Vec<&EpisodeRow> = rows
+                .iter()
+                .copied()
+                .filter(|e| e.r.name() == r_name)
+                .collect();
             if at.is_empty() {
                 continue;
             }
@@ -356,14 +351,15 @@ fn pair<'a>(
     );
     let mut slots: BTreeMap<Key<'a>, [Option<&'a EpisodeRow>; 2]> = BTreeMap::new();
     for &e in rows {
-        let side = usize::from(e.r == "high");
+        let side = usize::from(e.r == Routing::High);
         let key = (
             e.block.as_str(),
             e.configuration.as_str(),
             e.family.as_str(),
             e.v,
-            e.w.as_str(),
-            e.d.as_str(),
+            // By name, as the pairs were always ordered.
+            e.w.name(),
+            e.d.name(),
             e.depth,
             e.completion_cap,
             e.repeat,

@@ -71,14 +71,14 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use arrow_array::{Array, RecordBatch, StringArray, UInt32Array};
+use arrow_array::RecordBatch;
 use serde::{Deserialize, Serialize};
 
 use super::{AnalysisError, Context, Design, Input, Output, ParamProblem, Produced, Typed};
 use crate::common::stats::{self, ClusterTotals};
 pub use tbb_tables::analyses::frontier::FirstLimit;
 use tbb_tables::analyses::frontier::{FrontierPathsRow, FrontierRow};
-use tbb_tables::rows::{EpisodeRow, RequestRow};
+use tbb_tables::rows::{EpisodeRow, RequestRow, VariantRow};
 use tbb_tables::TableRow;
 
 /// Name of the kind.
@@ -171,23 +171,16 @@ pub fn call_limits(
 ) -> Result<BTreeMap<String, u32>, AnalysisError> {
     let bad = |detail: String| AnalysisError::InputTable {
         analysis: KIND,
-        table: "variants".into(),
+        table: VariantRow::TABLE.into(),
         detail,
     };
     let batch = tables
-        .get("variants")
+        .get(VariantRow::TABLE)
         .ok_or_else(|| bad("it was not given".into()))?;
-    let ids = batch
-        .column_by_name("variant_id")
-        .and_then(|c| c.as_any().downcast_ref::<StringArray>())
-        .ok_or_else(|| bad("no text column `variant_id`".into()))?;
-    let limits = batch
-        .column_by_name("call_limit")
-        .and_then(|c| c.as_any().downcast_ref::<UInt32Array>())
-        .ok_or_else(|| bad("no u32 column `call_limit`".into()))?;
-    Ok((0..batch.num_rows())
-        .filter(|&i| !ids.is_null(i) && !limits.is_null(i))
-        .map(|i| (ids.value(i).to_string(), limits.value(i)))
+    let rows = VariantRow::from_batch(batch).map_err(|e| bad(e.to_string()))?;
+    Ok(rows
+        .into_iter()
+        .map(|v| (v.variant_id, v.call_limit))
         .collect())
 }
 
@@ -468,8 +461,9 @@ pub mod tests {
 
     use super::*;
     use crate::common::design::testing;
+    use arrow_array::{Array, StringArray};
+    use tbb_tables::levels::{Domain, Encoding, Routing, Split, Workflow};
     use tbb_tables::rows::{EpisodeColumns, RequestColumns};
-    use tbb_tables::TableBuilder;
 
     /// A frontier episode of `config` and `family` at `depth` (call limit depth + 2):
     /// its success, terminal flag, executed calls, prompt and total tokens.
@@ -525,6 +519,36 @@ pub mod tests {
     }
 
     /// Call limits: depth + 2 for every family of [`panel`].
+    /// A variants table of the variants of [`limits`] with their call limits (the
+    /// other columns are placeholders).
+    pub fn variants(limits: &BTreeMap<String, u32>) -> RecordBatch {
+        let rows: Vec<VariantRow> = limits
+            .iter()
+            .map(|(id, &call_limit)| VariantRow {
+                variant_id: id.clone(),
+                family: id.clone(),
+                intent: String::new(),
+                domain: Domain::Accounting,
+                split: Split::Frontier,
+                v: 8,
+                w: Workflow::Low,
+                d: Encoding::Raw,
+                r: Routing::Low,
+                depth: None,
+                certified_min_calls: call_limit,
+                call_limit,
+                turn_limit: call_limit,
+                menu_size: 8,
+                n_operational_tools: 1,
+                answer_json: "{}".into(),
+                sources_json: "[]".into(),
+                variant_hash: String::new(),
+                required_tool_kinds: String::new(),
+            })
+            .collect();
+        VariantRow::to_batch(&rows).unwrap_or_else(|e| panic!("{e}"))
+    }
+
     pub fn limits() -> BTreeMap<String, u32> {
         ["fa", "fb", "fc"]
             .iter()
@@ -813,12 +837,7 @@ pub mod tests {
     fn the_kind_writes_both_tables() {
         let (episodes, requests) = panel();
         let limits = limits();
-        let variants = TableBuilder::new()
-            .text("variant_id", limits.keys())
-            .u32("call_limit", limits.values().copied())
-            .build("variants")
-            .unwrap_or_else(|e| panic!("{e}"));
-        let tables = BTreeMap::from([("variants".to_string(), variants)]);
+        let tables = BTreeMap::from([(VariantRow::TABLE.to_string(), variants(&limits))]);
         let context = Context {
             study: "frontier",
             episodes: &episodes,

@@ -184,9 +184,10 @@ pub fn blocks<'a>(
             configuration,
             r.family.as_str(),
             r.v,
-            &r.w,
-            &r.d,
-            &r.r,
+            // By name, as the conditions were always ordered.
+            r.w.name(),
+            r.d.name(),
+            r.r.name(),
             r.depth,
         )
     };

@@ -19,6 +19,7 @@
 use std::collections::{BTreeMap, HashSet};
 use std::fmt::Write as _;
 
+use tbb_tables::levels::Routing;
 use tbb_tables::paths::{PUBLISHED_PAGES, SHOWN_PAGES};
 use tbb_tables::rows::EpisodeRow;
 
@@ -94,7 +95,7 @@ const FACETS: [Facet; 6] = [
 /// The cell's levels, as the report writes them.
 fn cell(r: &EpisodeRow) -> String {
     let mut cell = format!("v={} w={} d={}", r.v, r.w, r.d);
-    if r.r != "low" {
+    if r.r != Routing::Low {
         let _ = write!(cell, " r={}", r.r);
     }
     if let Some(depth) = r.depth {

@@ -17,6 +17,7 @@ use std::collections::{BTreeMap, HashSet};
 
 use crate::EpisodeLink;
 use tbb_analysis::{AnalysisError, Context, Input, NoParams, Produced, Typed};
+use tbb_tables::levels::Routing;
 use tbb_tables::rows::EpisodeRow;
 
 impl From<crate::ReportError> for AnalysisError {
@@ -142,9 +143,9 @@ fn unit(r: &EpisodeRow) -> Unit<'_> {
 fn pressures(r: &EpisodeRow) -> [String; 5] {
     [
         r.v.to_string(),
-        r.w.clone(),
-        r.d.clone(),
-        r.r.clone(),
+        r.w.to_string(),
+        r.d.to_string(),
+        r.r.to_string(),
         r.depth.map(|d| d.to_string()).unwrap_or_default(),
     ]
 }
@@ -168,7 +169,7 @@ pub fn matched_of<'r>(rows: &'r [EpisodeRow], chosen: &[&EpisodeRow]) -> Vec<&'r
 fn link(r: &EpisodeRow) -> EpisodeLink {
     let page = tbb_tables::paths::episode_page(&r.transcript_ref);
     let mut what = format!("{}, v={} w={} d={}", r.family, r.v, r.w, r.d);
-    if r.r != "low" {
+    if r.r != Routing::Low {
         what.push_str(&format!(" r={}", r.r));
     }
     if let Some(depth) = r.depth {

@@ -19,7 +19,7 @@ pub mod rows;
 pub mod stored_requests;
 pub mod typed;
 
-pub use rows::{EpisodeRow, Placement, RequestRow};
+pub use rows::{EpisodeRow, Placement, RequestRow, VariantRow};
 pub use typed::{columns_of, read_rows, TableRow};
 
 use std::fs::File;

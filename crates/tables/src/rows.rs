@@ -1,55 +1,112 @@
-//! The layouts of `variants.parquet`, `episodes.parquet` and `requests.parquet` (the
+//! The rows of `variants.parquet`, `episodes.parquet` and `requests.parquet` (the
 //! notebook contract of `docs/architecture.md`, "The table contract": stable snake_case
-//! column names).
+//! column names): [`VariantRow`], [`EpisodeRow`] and [`RequestRow`], each a
+//! [`TableRow`] that writes its table and reads it back.
+//!
+//! Owns: each of the three tables' columns (name, order, type, nullability), the one
+//! builder of an episode's row ([`EpisodeRow::of_episode`]), and writing the two large
+//! tables a row group at a time ([`write_episodes`], [`write_requests`]). The levels a
+//! row carries are the core's own types ([`crate::levels`]), so a misspelt level does
+//! not compile.
+//!
+//! Never: decides what an episode did (the harness and the grader do) or where a
+//! table is written (the pipeline gives the path).
+
+use std::path::Path;
+use std::sync::Arc;
 
 use arrow_array::RecordBatch;
-use serde::Serialize;
+use arrow_schema::{FieldRef, Schema};
+use serde::{Deserialize, Serialize};
 
-use super::{StoreError, TableBuilder};
+use super::{chunked, Provenance, StoreError, TableRow};
+use crate::levels::{Domain, Encoding, Routing, Split, Workflow};
+use crate::requests::{finish_names, source_names, ResponseKind};
+use crate::stored_requests::known;
 use tbb_core::compile::cell::level_name;
 use tbb_core::compile::Variant;
 use tbb_harness::arm::name_of;
 use tbb_harness::{Actor, Delivery, Episode, EpisodeSpec};
 
+/// One row of `variants.parquet`: one compiled variant.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VariantRow {
+    /// The variant's id.
+    pub variant_id: String,
+    /// Family.
+    pub family: String,
+    /// Intent.
+    pub intent: String,
+    /// Record domain.
+    pub domain: Domain,
+    /// The study the family belongs to.
+    pub split: Split,
+    /// Menu size.
+    pub v: u32,
+    /// Workflow level.
+    pub w: Workflow,
+    /// Encoding.
+    pub d: Encoding,
+    /// Routing difficulty.
+    pub r: Routing,
+    /// Frontier depth; null outside the frontier study.
+    pub depth: Option<u32>,
+    /// The reference program's certified minimum of calls.
+    pub certified_min_calls: u32,
+    /// The harness's call limit for the variant.
+    pub call_limit: u32,
+    /// The harness's turn limit for the variant.
+    pub turn_limit: u32,
+    /// Tools on the visible menu.
+    pub menu_size: u32,
+    /// Operational tools of the family.
+    pub n_operational_tools: u32,
+    /// The reference answer, as JSON.
+    pub answer_json: String,
+    /// The reference answer's sources, as JSON.
+    pub sources_json: String,
+    /// The variant's content hash.
+    pub variant_hash: String,
+    /// The discovery study's required-tool cluster ([`required_tool_kinds`]).
+    pub required_tool_kinds: String,
+}
+
+impl TableRow for VariantRow {
+    const TABLE: &'static str = "variants";
+}
+
+impl VariantRow {
+    /// The row of a compiled variant.
+    pub fn of(v: &Variant) -> VariantRow {
+        VariantRow {
+            variant_id: v.variant_id.clone(),
+            family: v.family.clone(),
+            intent: v.intent.clone(),
+            domain: v.domain,
+            split: v.split,
+            v: u32::from(v.cell.v),
+            w: v.cell.w,
+            d: v.cell.d,
+            r: v.cell.r,
+            depth: v.cell.depth.map(u32::from),
+            certified_min_calls: v.certified_min_calls,
+            call_limit: v.call_limit,
+            turn_limit: v.turn_limit,
+            // A menu or a family has a few dozen tools at most.
+            menu_size: v.menu.len() as u32,
+            n_operational_tools: v.operational_tools.len() as u32,
+            answer_json: v.answer().to_string(),
+            sources_json: serde_json::json!(v.sources).to_string(),
+            variant_hash: v.variant_hash.clone(),
+            required_tool_kinds: required_tool_kinds(v),
+        }
+    }
+}
+
 /// `variants.parquet`: one row per compiled variant.
 pub fn variants(variants: &[&Variant]) -> Result<RecordBatch, StoreError> {
-    let json = |v: &serde_json::Value| v.to_string();
-    TableBuilder::new()
-        .text("variant_id", variants.iter().map(|v| &v.variant_id))
-        .text("family", variants.iter().map(|v| &v.family))
-        .text("intent", variants.iter().map(|v| &v.intent))
-        .text("domain", variants.iter().map(|v| level_name(&v.domain)))
-        .text("split", variants.iter().map(|v| level_name(&v.split)))
-        .u32("v", variants.iter().map(|v| u32::from(v.cell.v)))
-        .text("w", variants.iter().map(|v| level_name(&v.cell.w)))
-        .text("d", variants.iter().map(|v| level_name(&v.cell.d)))
-        .text("r", variants.iter().map(|v| level_name(&v.cell.r)))
-        .u32_opt(
-            "depth",
-            variants.iter().map(|v| v.cell.depth.map(u32::from)),
-        )
-        .u32(
-            "certified_min_calls",
-            variants.iter().map(|v| v.certified_min_calls),
-        )
-        .u32("call_limit", variants.iter().map(|v| v.call_limit))
-        .u32("turn_limit", variants.iter().map(|v| v.turn_limit))
-        .u32("menu_size", variants.iter().map(|v| v.menu.len() as u32))
-        .u32(
-            "n_operational_tools",
-            variants.iter().map(|v| v.operational_tools.len() as u32),
-        )
-        .text("answer_json", variants.iter().map(|v| json(&v.answer())))
-        .text(
-            "sources_json",
-            variants.iter().map(|v| json(&serde_json::json!(v.sources))),
-        )
-        .text("variant_hash", variants.iter().map(|v| &v.variant_hash))
-        .text(
-            "required_tool_kinds",
-            variants.iter().map(|v| required_tool_kinds(v)),
-        )
-        .build("variants")
+    let rows: Vec<VariantRow> = variants.iter().map(|v| VariantRow::of(v)).collect();
+    VariantRow::to_batch(&rows)
 }
 
 /// The tools the variant's reference program calls, each without its connector
@@ -71,139 +128,204 @@ pub fn required_tool_kinds(v: &Variant) -> String {
     kinds.join("+")
 }
 
-/// One row of `episodes.parquet`: one scored condition.
-#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
-pub struct EpisodeRow {
-    /// Study (manifest) name.
-    pub study: String,
-    /// Configuration name.
-    pub configuration: String,
-    /// Its organization.
-    pub organization: String,
-    /// Its model.
-    pub model: String,
-    /// Its provider route.
-    pub route: String,
-    /// The design block the episode belongs to (`main` when the manifest has none).
-    #[serde(default)]
-    pub block: String,
-    /// The arm's name in the manifest.
-    #[serde(default)]
-    pub arm: String,
-    /// The arm's menu component (`routed`, `fixed`): the capacity tables' lane.
-    pub lane: String,
-    /// The arm's prompt component as a repair (`none`, `workflow_prompt`,
-    /// `interface_guide`).
-    pub repair: String,
-    /// The arm's delivery component (`native`).
-    #[serde(default)]
-    pub delivery: String,
-    /// The arm's actor component (`model`).
-    #[serde(default)]
-    pub actor: String,
-    /// Completion cap.
-    pub completion_cap: u32,
-    /// Repeat index.
-    pub repeat: u32,
-    /// The order the arms of this condition ran in, in this repeat: names joined by
-    /// `>` when they ran one after another, by `|` when side by side.
-    #[serde(default)]
-    pub schedule: String,
-    /// This arm's place (from 1) in `schedule` when the arms ran one after another;
-    /// null when they ran side by side.
-    #[serde(default)]
-    pub schedule_position: Option<u32>,
-    /// The variant.
-    pub variant_id: String,
-    /// Family.
-    pub family: String,
-    /// Intent.
-    pub intent: String,
-    /// Record domain (accounting, email, file, calendar).
-    pub domain: String,
-    /// Menu size.
-    pub v: u32,
-    /// Workflow level.
-    pub w: String,
-    /// Encoding.
-    pub d: String,
-    /// Routing difficulty.
-    pub r: String,
-    /// Frontier depth.
-    pub depth: Option<u32>,
-    /// Verified task success.
-    pub vts: bool,
-    /// The nine obligations.
-    pub ok: [bool; 9],
-    /// First unmet obligation.
-    pub first_unmet: Option<String>,
-    /// Terminal flag.
-    pub terminal_flag: Option<String>,
-    /// Some response ended at the cap.
-    pub truncated: bool,
-    /// ... before any call was executed.
-    pub truncated_before_first_call: bool,
-    /// Executed calls.
-    pub calls: u32,
-    /// Of which the public-handoff controller issued (0 unless `actor = controller`).
-    #[serde(default)]
-    pub calls_by_controller: u32,
-    /// Model requests.
-    pub requests: u32,
-    /// Tool schemas sent over the episode's requests, summed over requests. The routed
-    /// lane's narrowing makes it smaller than `requests × v`; the fixed lane's equals it.
-    pub schema_exposures: u64,
-    /// Turns (requests answered).
-    pub turns: u32,
-    /// Prompt tokens over the episode.
-    pub prompt_tokens: u64,
-    /// Completion tokens over the episode.
-    pub completion_tokens: u64,
-    /// Reasoning tokens over the episode (reported or derived; 0 when unknown).
-    pub reasoning_tokens: u64,
-    /// Prompt + completion.
-    pub total_tokens: u64,
-    /// Tokens × frozen prices.
-    pub cost_usd: f64,
-    /// Wall time (excluded from determinism checks).
-    pub wall_ms: u64,
-    /// Provider failure after retries, or a response without valid usage.
-    pub infra_failure: bool,
-    /// Its cause (`rate_limited`, `server_error`, `timeout`, `transport`, `auth`,
-    /// `context_exceeded`, `other_status`, `bad_body`, `bad_usage`, `config`); null when none.
-    pub infra_error: Option<String>,
-    /// The last HTTP status seen for the failing request; null when none came.
-    pub infra_http_status: Option<u32>,
-    /// Attempts made for the failing request, retries included.
-    pub infra_attempts: Option<u32>,
-    /// The temperature the wire body carried; null when not sent.
-    pub sent_temperature: Option<f64>,
-    /// The seed the wire body carried (after the API's range reduction); null when not
-    /// sent.
-    pub sent_seed: Option<u64>,
-    /// `parallel_tool_calls` as the wire body carried it (Anthropic: the negation of
-    /// `disable_parallel_tool_use`); null when not sent.
-    pub sent_parallel_tool_calls: Option<bool>,
-    /// Why the harness stopped.
-    pub stop_reason: String,
-    /// The episode's content key ([`tbb_harness::episode_key`]): what the episode is
-    /// (configuration, variant, arm, prompts, cap, repeat), not where the design puts
-    /// it. The same column, with this meaning, in every table with a row per episode
-    /// or per request (`requests`, `frontier_paths`, `certificates`): the key to join
-    /// them on.
-    pub episode_key: String,
-    /// The key of the execute node that ran the episode, which addresses its stored
-    /// transcript (`tbb show` takes it); `requests` has the same column.
-    pub transcript_ref: String,
-    /// The key of the grade node that graded it (`certificates` has the same column).
-    pub node_key: String,
-    /// The attempt that ran the episode: 1, or more once `tbb apply --retry-infra`
-    /// reran it after an infrastructure failure. Placed at publication, like `arm`
-    /// ([`EpisodeRow::place`]); never stored with the row. The `attempt` column of
-    /// `episodes.parquet` is there only when some episode of the study was retried
-    /// ([`episodes`]).
-    #[serde(skip, default = "first_attempt")]
-    pub attempt: u32,
+/// Defines [`EpisodeRow`] and [`Published`], the columns `episodes.parquet` holds,
+/// from one list of fields, so that the row the cache stores and the row the table
+/// holds cannot drift apart. They differ in two fields only: the row keeps its nine
+/// obligations as one list `ok` (the layout every grade node has stored, which must not
+/// change: `EpisodeRow::ROW_VERSION`) where the table has nine columns `ok_a` …
+/// `ok_c`, and `attempt` is never stored and a column only when some episode was
+/// retried ([`episodes`]).
+macro_rules! episode_row {
+    (
+        $(#[$row_meta:meta])*
+        before_obligations { $( $(#[$h_meta:meta])* $h:ident: $h_ty:ty, )* }
+        after_obligations { $( $(#[$t_meta:meta])* $t:ident: $t_ty:ty, )* }
+    ) => {
+        $(#[$row_meta])*
+        #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+        pub struct EpisodeRow {
+            $( $(#[$h_meta])* pub $h: $h_ty, )*
+            /// The nine obligations, in the grader's order (`ok_a` … `ok_c`).
+            pub ok: [bool; 9],
+            $( $(#[$t_meta])* pub $t: $t_ty, )*
+            /// The attempt that ran the episode: 1, or more once `tbb apply --retry-infra`
+            /// reran it after an infrastructure failure. Placed at publication, like `arm`
+            /// ([`EpisodeRow::place`]); never stored with the row. The `attempt` column of
+            /// `episodes.parquet` is there only when some episode of the study was retried
+            /// ([`episodes`]).
+            #[serde(skip, default = "first_attempt")]
+            pub attempt: u32,
+        }
+
+        /// The columns of one row of `episodes.parquet` but `attempt`, in order: the
+        /// fields of [`EpisodeRow`] (documented there) with `ok` as nine columns.
+        #[derive(Serialize, Deserialize)]
+        struct Published {
+            $( $h: $h_ty, )*
+            ok_a: bool,
+            ok_s: bool,
+            ok_p: bool,
+            ok_q: bool,
+            ok_e: bool,
+            ok_x: bool,
+            ok_g: bool,
+            ok_b: bool,
+            ok_c: bool,
+            $( $t: $t_ty, )*
+        }
+
+        impl Published {
+            fn of(row: &EpisodeRow) -> Published {
+                let [ok_a, ok_s, ok_p, ok_q, ok_e, ok_x, ok_g, ok_b, ok_c] = row.ok;
+                Published {
+                    $( $h: row.$h.clone(), )*
+                    ok_a, ok_s, ok_p, ok_q, ok_e, ok_x, ok_g, ok_b, ok_c,
+                    $( $t: row.$t.clone(), )*
+                }
+            }
+
+            fn into_row(self, attempt: u32) -> EpisodeRow {
+                EpisodeRow {
+                    $( $h: self.$h, )*
+                    ok: [
+                        self.ok_a, self.ok_s, self.ok_p, self.ok_q, self.ok_e, self.ok_x,
+                        self.ok_g, self.ok_b, self.ok_c,
+                    ],
+                    $( $t: self.$t, )*
+                    attempt,
+                }
+            }
+        }
+    };
+}
+
+episode_row! {
+    /// One row of `episodes.parquet`: one scored condition.
+    before_obligations {
+        /// Study (manifest) name.
+        study: String,
+        /// Configuration name.
+        configuration: String,
+        /// Its organization.
+        organization: String,
+        /// Its model.
+        model: String,
+        /// Its provider route.
+        route: String,
+        /// The design block the episode belongs to (`main` when the manifest has none).
+        #[serde(default)]
+        block: String,
+        /// The arm's name in the manifest.
+        #[serde(default)]
+        arm: String,
+        /// The arm's menu component (`routed`, `fixed`): the capacity tables' lane.
+        lane: String,
+        /// The arm's prompt component as a repair (`none`, `workflow_prompt`,
+        /// `interface_guide`).
+        repair: String,
+        /// The arm's delivery component (`native`).
+        #[serde(default)]
+        delivery: String,
+        /// The arm's actor component (`model`).
+        #[serde(default)]
+        actor: String,
+        /// Completion cap.
+        completion_cap: u32,
+        /// Repeat index.
+        repeat: u32,
+        /// The order the arms of this condition ran in, in this repeat: names joined by
+        /// `>` when they ran one after another, by `|` when side by side.
+        #[serde(default)]
+        schedule: String,
+        /// This arm's place (from 1) in `schedule` when the arms ran one after another;
+        /// null when they ran side by side.
+        #[serde(default)]
+        schedule_position: Option<u32>,
+        /// The variant.
+        variant_id: String,
+        /// Family.
+        family: String,
+        /// Intent.
+        intent: String,
+        /// Record domain (accounting, email, file, calendar).
+        domain: String,
+        /// Menu size.
+        v: u32,
+        /// Workflow level.
+        w: Workflow,
+        /// Encoding.
+        d: Encoding,
+        /// Routing difficulty.
+        r: Routing,
+        /// Frontier depth.
+        depth: Option<u32>,
+        /// Verified task success.
+        vts: bool,
+    }
+    after_obligations {
+        /// First unmet obligation.
+        first_unmet: Option<String>,
+        /// Terminal flag.
+        terminal_flag: Option<String>,
+        /// Some response ended at the cap.
+        truncated: bool,
+        /// ... before any call was executed.
+        truncated_before_first_call: bool,
+        /// Executed calls.
+        calls: u32,
+        /// Of which the public-handoff controller issued (0 unless `actor = controller`).
+        #[serde(default)]
+        calls_by_controller: u32,
+        /// Model requests.
+        requests: u32,
+        /// Tool schemas sent over the episode's requests, summed over requests. The routed
+        /// lane's narrowing makes it smaller than `requests × v`; the fixed lane's equals it.
+        schema_exposures: u64,
+        /// Turns (requests answered).
+        turns: u32,
+        /// Prompt tokens over the episode.
+        prompt_tokens: u64,
+        /// Completion tokens over the episode.
+        completion_tokens: u64,
+        /// Reasoning tokens over the episode (reported or derived; 0 when unknown).
+        reasoning_tokens: u64,
+        /// Prompt + completion.
+        total_tokens: u64,
+        /// Tokens × frozen prices.
+        cost_usd: f64,
+        /// Wall time (excluded from determinism checks).
+        wall_ms: u64,
+        /// Provider failure after retries, or a response without valid usage.
+        infra_failure: bool,
+        /// Its cause (`rate_limited`, `server_error`, `timeout`, `transport`, `auth`,
+        /// `context_exceeded`, `other_status`, `bad_body`, `bad_usage`, `config`); null when none.
+        infra_error: Option<String>,
+        /// The last HTTP status seen for the failing request; null when none came.
+        infra_http_status: Option<u32>,
+        /// Attempts made for the failing request, retries included.
+        infra_attempts: Option<u32>,
+        /// The temperature the wire body carried; null when not sent.
+        sent_temperature: Option<f64>,
+        /// The seed the wire body carried (after the API's range reduction); null when not
+        /// sent.
+        sent_seed: Option<u64>,
+        /// `parallel_tool_calls` as the wire body carried it (Anthropic: the negation of
+        /// `disable_parallel_tool_use`); null when not sent.
+        sent_parallel_tool_calls: Option<bool>,
+        /// Why the harness stopped.
+        stop_reason: String,
+        /// The episode's content key ([`tbb_harness::episode_key`]): what the episode is
+        /// (configuration, variant, arm, prompts, cap, repeat), not where the design puts
+        /// it. The same column, with this meaning, in every table with a row per episode
+        /// or per request (`requests`, `frontier_paths`, `certificates`): the key to join
+        /// them on.
+        episode_key: String,
+        /// The key of the execute node that ran the episode, which addresses its stored
+        /// transcript (`tbb show` takes it); `requests` has the same column.
+        transcript_ref: String,
+        /// The key of the grade node that graded it (`certificates` has the same column).
+        node_key: String,
+    }
 }
 
 fn first_attempt() -> u32 {
@@ -267,9 +389,9 @@ impl EpisodeRow {
             intent: v.intent.clone(),
             domain: level_name(&v.domain),
             v: u32::from(v.cell.v),
-            w: level_name(&v.cell.w),
-            d: level_name(&v.cell.d),
-            r: level_name(&v.cell.r),
+            w: v.cell.w,
+            d: v.cell.d,
+            r: v.cell.r,
             depth: v.cell.depth.map(u32::from),
             vts: verdict.vts,
             ok: verdict.obligations.in_order().map(|(_, ok)| ok),
@@ -346,97 +468,102 @@ pub struct Placement {
     pub attempt: u32,
 }
 
-/// `episodes.parquet`. Its last column, `attempt`, is there only when some episode was
-/// retried (`tbb apply --retry-infra`): a study whose every episode ran once publishes
-/// the table it always did, byte for byte, and a reader takes a missing `attempt`
-/// column as 1 for every row.
+impl TableRow for EpisodeRow {
+    const TABLE: &'static str = "episodes";
+
+    /// The columns every `episodes.parquet` has (`attempt` follows them when some
+    /// episode was retried).
+    fn fields() -> Result<Vec<FieldRef>, StoreError> {
+        Published::fields()
+    }
+
+    /// The rows as one batch, with an `attempt` column when one of them was retried.
+    fn to_batch(rows: &[EpisodeRow]) -> Result<RecordBatch, StoreError> {
+        episodes_batch(rows, any_retried(rows))
+    }
+
+    /// The rows of a batch of `episodes.parquet`; without an `attempt` column every
+    /// row's attempt is 1.
+    fn from_batch(batch: &RecordBatch) -> Result<Vec<EpisodeRow>, StoreError> {
+        let published = Published::from_batch(batch)?;
+        let attempts: Vec<u32> = if batch.schema().column_with_name("attempt").is_some() {
+            AttemptColumn::from_batch(batch)?
+                .into_iter()
+                .map(|a| a.attempt)
+                .collect()
+        } else {
+            vec![first_attempt(); published.len()]
+        };
+        Ok(published
+            .into_iter()
+            .zip(attempts)
+            .map(|(p, attempt)| p.into_row(attempt))
+            .collect())
+    }
+}
+
+impl TableRow for Published {
+    const TABLE: &'static str = "episodes";
+}
+
+/// The `attempt` column of `episodes.parquet`, written only when some episode was
+/// retried, so that a study whose every episode ran once publishes the table it
+/// always did, byte for byte.
+#[derive(Serialize, Deserialize)]
+struct AttemptColumn {
+    attempt: u32,
+}
+
+impl TableRow for AttemptColumn {
+    const TABLE: &'static str = "episodes";
+}
+
+/// Whether the `attempt` column is written for `rows`: decided once for the whole
+/// table, so that every chunk of it has the same columns.
+fn any_retried(rows: &[EpisodeRow]) -> bool {
+    rows.iter().any(|r| r.attempt > 1)
+}
+
+/// `rows` as a batch of `episodes.parquet`, with its `attempt` column or without.
+fn episodes_batch(rows: &[EpisodeRow], with_attempt: bool) -> Result<RecordBatch, StoreError> {
+    let published: Vec<Published> = rows.iter().map(Published::of).collect();
+    let batch = Published::to_batch(&published)?;
+    if !with_attempt {
+        return Ok(batch);
+    }
+    let attempts: Vec<AttemptColumn> = rows
+        .iter()
+        .map(|r| AttemptColumn { attempt: r.attempt })
+        .collect();
+    let attempt = AttemptColumn::to_batch(&attempts)?;
+    let mut fields: Vec<FieldRef> = batch.schema().fields().iter().cloned().collect();
+    fields.extend(attempt.schema().fields().iter().cloned());
+    let mut columns = batch.columns().to_vec();
+    columns.extend(attempt.columns().iter().cloned());
+    RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).map_err(|source| {
+        StoreError::Arrow {
+            table: EpisodeRow::TABLE.into(),
+            source,
+        }
+    })
+}
+
+/// `episodes.parquet`, whole (its `attempt` column only when some episode was retried).
 pub fn episodes(rows: &[EpisodeRow]) -> Result<RecordBatch, StoreError> {
-    let mut t = TableBuilder::new()
-        .text("study", rows.iter().map(|r| &r.study))
-        .text("configuration", rows.iter().map(|r| &r.configuration))
-        .text("organization", rows.iter().map(|r| &r.organization))
-        .text("model", rows.iter().map(|r| &r.model))
-        .text("route", rows.iter().map(|r| &r.route))
-        .text("block", rows.iter().map(|r| &r.block))
-        .text("arm", rows.iter().map(|r| &r.arm))
-        .text("lane", rows.iter().map(|r| &r.lane))
-        .text("repair", rows.iter().map(|r| &r.repair))
-        .text("delivery", rows.iter().map(|r| &r.delivery))
-        .text("actor", rows.iter().map(|r| &r.actor))
-        .u32("completion_cap", rows.iter().map(|r| r.completion_cap))
-        .u32("repeat", rows.iter().map(|r| r.repeat))
-        .text("schedule", rows.iter().map(|r| &r.schedule))
-        .u32_opt(
-            "schedule_position",
-            rows.iter().map(|r| r.schedule_position),
-        )
-        .text("variant_id", rows.iter().map(|r| &r.variant_id))
-        .text("family", rows.iter().map(|r| &r.family))
-        .text("intent", rows.iter().map(|r| &r.intent))
-        .text("domain", rows.iter().map(|r| &r.domain))
-        .u32("v", rows.iter().map(|r| r.v))
-        .text("w", rows.iter().map(|r| &r.w))
-        .text("d", rows.iter().map(|r| &r.d))
-        .text("r", rows.iter().map(|r| &r.r))
-        .u32_opt("depth", rows.iter().map(|r| r.depth))
-        .bool("vts", rows.iter().map(|r| r.vts));
-    for (i, name) in [
-        "ok_a", "ok_s", "ok_p", "ok_q", "ok_e", "ok_x", "ok_g", "ok_b", "ok_c",
-    ]
-    .iter()
-    .enumerate()
-    {
-        t = t.bool(name, rows.iter().map(|r| r.ok[i]));
-    }
-    t = t
-        .text_opt("first_unmet", rows.iter().map(|r| r.first_unmet.as_ref()))
-        .text_opt(
-            "terminal_flag",
-            rows.iter().map(|r| r.terminal_flag.as_ref()),
-        )
-        .bool("truncated", rows.iter().map(|r| r.truncated))
-        .bool(
-            "truncated_before_first_call",
-            rows.iter().map(|r| r.truncated_before_first_call),
-        )
-        .u32("calls", rows.iter().map(|r| r.calls))
-        .u32(
-            "calls_by_controller",
-            rows.iter().map(|r| r.calls_by_controller),
-        )
-        .u32("requests", rows.iter().map(|r| r.requests))
-        .u64("schema_exposures", rows.iter().map(|r| r.schema_exposures))
-        .u32("turns", rows.iter().map(|r| r.turns))
-        .u64("prompt_tokens", rows.iter().map(|r| r.prompt_tokens))
-        .u64(
-            "completion_tokens",
-            rows.iter().map(|r| r.completion_tokens),
-        )
-        .u64("reasoning_tokens", rows.iter().map(|r| r.reasoning_tokens))
-        .u64("total_tokens", rows.iter().map(|r| r.total_tokens))
-        .f64("cost_usd", rows.iter().map(|r| r.cost_usd))
-        .u64("wall_ms", rows.iter().map(|r| r.wall_ms))
-        .bool("infra_failure", rows.iter().map(|r| r.infra_failure))
-        .text_opt("infra_error", rows.iter().map(|r| r.infra_error.as_ref()))
-        .u32_opt(
-            "infra_http_status",
-            rows.iter().map(|r| r.infra_http_status),
-        )
-        .u32_opt("infra_attempts", rows.iter().map(|r| r.infra_attempts))
-        .f64_opt("sent_temperature", rows.iter().map(|r| r.sent_temperature))
-        .u64_opt("sent_seed", rows.iter().map(|r| r.sent_seed))
-        .bool_opt(
-            "sent_parallel_tool_calls",
-            rows.iter().map(|r| r.sent_parallel_tool_calls),
-        )
-        .text("stop_reason", rows.iter().map(|r| &r.stop_reason))
-        .text("episode_key", rows.iter().map(|r| &r.episode_key))
-        .text("transcript_ref", rows.iter().map(|r| &r.transcript_ref))
-        .text("node_key", rows.iter().map(|r| &r.node_key));
-    if rows.iter().any(|r| r.attempt > 1) {
-        t = t.u32("attempt", rows.iter().map(|r| r.attempt));
-    }
-    t.build("episodes")
+    EpisodeRow::to_batch(rows)
+}
+
+/// Writes `episodes.parquet` of `rows` to `path` a row group at a time
+/// ([`crate::chunked`]), byte for byte the file of [`episodes`].
+pub fn write_episodes(
+    path: &Path,
+    rows: &[EpisodeRow],
+    provenance: &Provenance,
+) -> Result<(), StoreError> {
+    let with_attempt = any_retried(rows);
+    chunked::write_table_chunked(path, rows, provenance, |chunk| {
+        episodes_batch(chunk, with_attempt)
+    })
 }
 
 /// What a row of `requests.parquet` copies from its episode's row: which episode it
@@ -479,11 +606,11 @@ pub struct EpisodeColumns {
     /// Menu size.
     pub v: u32,
     /// Workflow level.
-    pub w: String,
+    pub w: Workflow,
     /// Encoding.
-    pub d: String,
+    pub d: Encoding,
     /// Routing difficulty.
-    pub r: String,
+    pub r: Routing,
     /// Frontier depth.
     pub depth: Option<u32>,
 }
@@ -511,19 +638,22 @@ impl EpisodeColumns {
             variant_id: row.variant_id.clone(),
             family: row.family.clone(),
             v: row.v,
-            w: row.w.clone(),
-            d: row.d.clone(),
-            r: row.r.clone(),
+            w: row.w,
+            d: row.d,
+            r: row.r,
             depth: row.depth,
         }
     }
 }
 
-/// One row of `requests.parquet`: one provider request of a graded episode.
-#[derive(Debug, Clone, PartialEq)]
+/// One row of `requests.parquet`: one provider request of a graded episode. Its
+/// columns are its episode's and then its own ([`PublishedRequest`] lays them out
+/// flat).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(into = "PublishedRequest", try_from = "PublishedRequest")]
 pub struct RequestRow {
     /// The episode's columns, shared by its requests.
-    pub episode: std::sync::Arc<EpisodeColumns>,
+    pub episode: Arc<EpisodeColumns>,
     /// The request's own columns.
     pub request: RequestColumns,
 }
@@ -570,78 +700,180 @@ pub struct RequestColumns {
     pub cumulative_tokens: u64,
 }
 
-/// `requests.parquet`.
-pub fn requests(rows: &[RequestRow]) -> Result<RecordBatch, StoreError> {
-    fn e(r: &RequestRow) -> &EpisodeColumns {
-        &r.episode
+impl TableRow for RequestRow {
+    const TABLE: &'static str = "requests";
+
+    /// The published layout's columns (a [`RequestRow`] is (de)serialised through it).
+    fn fields() -> Result<Vec<FieldRef>, StoreError> {
+        PublishedRequest::fields()
     }
-    fn q(r: &RequestRow) -> &RequestColumns {
-        &r.request
-    }
-    TableBuilder::new()
-        .text("study", rows.iter().map(|r| &e(r).study))
-        .text("episode_key", rows.iter().map(|r| &e(r).episode_key))
-        .text("transcript_ref", rows.iter().map(|r| &e(r).transcript_ref))
-        .text("configuration", rows.iter().map(|r| &e(r).configuration))
-        .text("block", rows.iter().map(|r| &e(r).block))
-        .text("arm", rows.iter().map(|r| &e(r).arm))
-        .text("lane", rows.iter().map(|r| &e(r).lane))
-        .text("repair", rows.iter().map(|r| &e(r).repair))
-        .text("delivery", rows.iter().map(|r| &e(r).delivery))
-        .text("actor", rows.iter().map(|r| &e(r).actor))
-        .u32("completion_cap", rows.iter().map(|r| e(r).completion_cap))
-        .u32("repeat", rows.iter().map(|r| e(r).repeat))
-        .text("schedule", rows.iter().map(|r| &e(r).schedule))
-        .u32_opt(
-            "schedule_position",
-            rows.iter().map(|r| e(r).schedule_position),
-        )
-        .text("variant_id", rows.iter().map(|r| &e(r).variant_id))
-        .text("family", rows.iter().map(|r| &e(r).family))
-        .u32("v", rows.iter().map(|r| e(r).v))
-        .text("w", rows.iter().map(|r| &e(r).w))
-        .text("d", rows.iter().map(|r| &e(r).d))
-        .text("r", rows.iter().map(|r| &e(r).r))
-        .u32_opt("depth", rows.iter().map(|r| e(r).depth))
-        .u32("turn", rows.iter().map(|r| q(r).turn))
-        .u32("visible_schemas", rows.iter().map(|r| q(r).visible_schemas))
-        .u64_opt("prompt_tokens", rows.iter().map(|r| q(r).prompt_tokens))
-        .u64_opt("cached_tokens", rows.iter().map(|r| q(r).cached_tokens))
-        .u64_opt(
-            "completion_tokens",
-            rows.iter().map(|r| q(r).completion_tokens),
-        )
-        .u64_opt(
-            "reasoning_tokens",
-            rows.iter().map(|r| q(r).reasoning_tokens),
-        )
-        .text_opt(
-            "reasoning_source",
-            rows.iter().map(|r| q(r).reasoning_source),
-        )
-        .text_opt("finish_reason", rows.iter().map(|r| q(r).finish_reason))
-        .text_opt(
-            "finish_reason_raw",
-            rows.iter().map(|r| q(r).finish_reason_raw.as_ref()),
-        )
-        .text_opt("response_kind", rows.iter().map(|r| q(r).response_kind))
-        .bool("executed_call", rows.iter().map(|r| q(r).executed_call))
-        .u32(
-            "cumulative_calls",
-            rows.iter().map(|r| q(r).cumulative_calls),
-        )
-        .u32_opt("attempts", rows.iter().map(|r| q(r).attempts))
-        .text_opt(
-            "infra_cause",
-            rows.iter().map(|r| q(r).infra_cause.as_ref()),
-        )
-        .u64("wall_ms", rows.iter().map(|r| q(r).wall_ms))
-        .u64(
-            "cumulative_tokens",
-            rows.iter().map(|r| q(r).cumulative_tokens),
-        )
-        .build("requests")
 }
+
+/// The columns of one row of `requests.parquet`, in order: its episode's
+/// ([`EpisodeColumns`]) and then its own ([`RequestColumns`]), each documented there.
+/// A name of a fixed set (`reasoning_source`, `finish_reason`, `response_kind`) is
+/// read back only when it is one the table writes.
+#[derive(Clone, Serialize, Deserialize)]
+struct PublishedRequest {
+    study: String,
+    episode_key: String,
+    transcript_ref: String,
+    configuration: String,
+    block: String,
+    arm: String,
+    lane: String,
+    repair: String,
+    delivery: String,
+    actor: String,
+    completion_cap: u32,
+    repeat: u32,
+    schedule: String,
+    schedule_position: Option<u32>,
+    variant_id: String,
+    family: String,
+    v: u32,
+    w: Workflow,
+    d: Encoding,
+    r: Routing,
+    depth: Option<u32>,
+    turn: u32,
+    visible_schemas: u32,
+    prompt_tokens: Option<u64>,
+    cached_tokens: Option<u64>,
+    completion_tokens: Option<u64>,
+    reasoning_tokens: Option<u64>,
+    reasoning_source: Option<String>,
+    finish_reason: Option<String>,
+    finish_reason_raw: Option<String>,
+    response_kind: Option<String>,
+    executed_call: bool,
+    cumulative_calls: u32,
+    attempts: Option<u32>,
+    infra_cause: Option<String>,
+    wall_ms: u64,
+    cumulative_tokens: u64,
+}
+
+impl TableRow for PublishedRequest {
+    const TABLE: &'static str = "requests";
+}
+
+impl From<RequestRow> for PublishedRequest {
+    fn from(row: RequestRow) -> PublishedRequest {
+        let e = &*row.episode;
+        let q = row.request;
+        PublishedRequest {
+            study: e.study.clone(),
+            episode_key: e.episode_key.clone(),
+            transcript_ref: e.transcript_ref.clone(),
+            configuration: e.configuration.clone(),
+            block: e.block.clone(),
+            arm: e.arm.clone(),
+            lane: e.lane.clone(),
+            repair: e.repair.clone(),
+            delivery: e.delivery.clone(),
+            actor: e.actor.clone(),
+            completion_cap: e.completion_cap,
+            repeat: e.repeat,
+            schedule: e.schedule.clone(),
+            schedule_position: e.schedule_position,
+            variant_id: e.variant_id.clone(),
+            family: e.family.clone(),
+            v: e.v,
+            w: e.w,
+            d: e.d,
+            r: e.r,
+            depth: e.depth,
+            turn: q.turn,
+            visible_schemas: q.visible_schemas,
+            prompt_tokens: q.prompt_tokens,
+            cached_tokens: q.cached_tokens,
+            completion_tokens: q.completion_tokens,
+            reasoning_tokens: q.reasoning_tokens,
+            reasoning_source: q.reasoning_source.map(str::to_string),
+            finish_reason: q.finish_reason.map(str::to_string),
+            finish_reason_raw: q.finish_reason_raw,
+            response_kind: q.response_kind.map(str::to_string),
+            executed_call: q.executed_call,
+            cumulative_calls: q.cumulative_calls,
+            attempts: q.attempts,
+            infra_cause: q.infra_cause,
+            wall_ms: q.wall_ms,
+            cumulative_tokens: q.cumulative_tokens,
+        }
+    }
+}
+
+impl TryFrom<PublishedRequest> for RequestRow {
+    type Error = String;
+
+    fn try_from(p: PublishedRequest) -> Result<RequestRow, String> {
+        let kinds: Vec<&'static str> = ResponseKind::ALL.iter().map(|k| k.name()).collect();
+        let request = RequestColumns {
+            turn: p.turn,
+            visible_schemas: p.visible_schemas,
+            prompt_tokens: p.prompt_tokens,
+            cached_tokens: p.cached_tokens,
+            completion_tokens: p.completion_tokens,
+            reasoning_tokens: p.reasoning_tokens,
+            reasoning_source: known(p.reasoning_source, &source_names())?,
+            finish_reason: known(p.finish_reason, &finish_names())?,
+            finish_reason_raw: p.finish_reason_raw,
+            response_kind: known(p.response_kind, &kinds)?,
+            executed_call: p.executed_call,
+            cumulative_calls: p.cumulative_calls,
+            attempts: p.attempts,
+            infra_cause: p.infra_cause,
+            wall_ms: p.wall_ms,
+            cumulative_tokens: p.cumulative_tokens,
+        };
+        let episode = EpisodeColumns {
+            study: p.study,
+            episode_key: p.episode_key,
+            transcript_ref: p.transcript_ref,
+            configuration: p.configuration,
+            block: p.block,
+            arm: p.arm,
+            lane: p.lane,
+            repair: p.repair,
+            delivery: p.delivery,
+            actor: p.actor,
+            completion_cap: p.completion_cap,
+            repeat: p.repeat,
+            schedule: p.schedule,
+            schedule_position: p.schedule_position,
+            variant_id: p.variant_id,
+            family: p.family,
+            v: p.v,
+            w: p.w,
+            d: p.d,
+            r: p.r,
+            depth: p.depth,
+        };
+        Ok(RequestRow {
+            episode: Arc::new(episode),
+            request,
+        })
+    }
+}
+
+/// `requests.parquet`, whole.
+pub fn requests(rows: &[RequestRow]) -> Result<RecordBatch, StoreError> {
+    RequestRow::to_batch(rows)
+}
+
+/// Writes `requests.parquet` of `rows` to `path` a row group at a time
+/// ([`crate::chunked`]), byte for byte the file of [`requests`].
+pub fn write_requests(
+    path: &Path,
+    rows: &[RequestRow],
+    provenance: &Provenance,
+) -> Result<(), StoreError> {
+    chunked::write_table_chunked(path, rows, provenance, RequestRow::to_batch)
+}
+
+#[cfg(test)]
+mod before;
 
 #[cfg(test)]
 mod tests {

@@ -114,7 +114,10 @@ pub fn from_json(json: &str) -> Result<EpisodeRequests, String> {
 }
 
 /// The table's own name for `name`, which must be one of `names`.
-fn known(name: Option<String>, names: &[&'static str]) -> Result<Option<&'static str>, String> {
+pub(crate) fn known(
+    name: Option<String>,
+    names: &[&'static str],
+) -> Result<Option<&'static str>, String> {
     match name {
         None => Ok(None),
         Some(name) => names

@@ -187,6 +187,7 @@ mod tests {
     use crate::cap::two_caps::testing::{rows_at_cap, strata};
     use tbb_tables::analyses::two_caps::CapStatistic;
     use tbb_tables::analyses::two_caps::{CapConfiguration, CapRole};
+    use tbb_tables::levels::{Encoding, Workflow};
     use tbb_tables::rows::EpisodeRow;
 
     const FAMILIES: [&str; 4] = ["f1", "f2", "f3", "f4"];
@@ -349,8 +350,8 @@ mod tests {
                     && r.repeat == repeat
                     && r.family == family
                     && r.v == v
-                    && r.w == "low"
-                    && r.d == "raw"
+                    && r.w == Workflow::Low
+                    && r.d == Encoding::Raw
             };
             if at(4096, 0, "f3", 128) {
                 r.infra_failure = true;

@@ -195,6 +195,7 @@ mod tests {
     use crate::cap::two_caps::testing::{rows_at_cap, strata};
     use crate::common::stats::IndexStream;
     use tbb_tables::analyses::two_caps::CapConfiguration;
+    use tbb_tables::levels::{Encoding, Workflow};
     use tbb_tables::rows::EpisodeRow;
 
     const FAMILIES: [&str; 5] = ["f1", "f2", "f3", "f4", "f5"];
@@ -442,8 +443,8 @@ mod tests {
             for family in FAMILIES {
                 let mut change = 0.0;
                 for (cap, sign) in [(1024u32, -1.0), (16384, 1.0)] {
-                    for w in ["low", "high"] {
-                        for d in ["raw", "linked"] {
+                    for w in [Workflow::Low, Workflow::High] {
+                        for d in [Encoding::Raw, Encoding::Linked] {
                             let mean = |v: u32| {
                                 let hits: Vec<f64> = rows
                                     .iter()
@@ -506,7 +507,7 @@ mod tests {
                 && r.repeat == 1
                 && r.family == "f5"
                 && r.v == 8
-                && r.w == "high"
+                && r.w == Workflow::High
             {
                 r.vts = false;
             }
@@ -552,7 +553,7 @@ mod tests {
                 && r.completion_cap == 1024
                 && r.repeat == 1
                 && r.family == "f2"
-                && r.w == "medium"
+                && r.w == Workflow::Medium
             {
                 r.vts = false;
             }

@@ -781,6 +781,7 @@ pub(crate) mod testing {
 mod tests {
     use super::testing::{rows_at_cap, strata};
     use super::*;
+    use tbb_tables::levels::{Encoding, Workflow};
     use tbb_tables::TableBuilder;
 
     const FAMILIES: [&str; 3] = ["f1", "f2", "f3"];
@@ -823,7 +824,9 @@ mod tests {
         }));
         rows.extend(rows_at_cap("c", &FAMILIES, 4096, 0, |_, i| i % 2 == 0));
         let mut again = rows_at_cap("c", &FAMILIES, 4096, 1, |_, i| i % 2 == 0);
-        again.retain(|r| !(r.family == "f3" && r.v == 128 && r.w == "low" && r.d == "raw"));
+        again.retain(|r| {
+            !(r.family == "f3" && r.v == 128 && r.w == Workflow::Low && r.d == Encoding::Raw)
+        });
         rows.extend(again);
         let data = CapRows::new("t", &rows).unwrap_or_else(|e| panic!("{e}"));
         let configs = BTreeSet::from(["c"]);
@@ -834,7 +837,7 @@ mod tests {
             .iter_mut()
             .filter(|r| r.completion_cap == 1024 && r.repeat == 1 && r.family == "f1" && r.v == 8)
         {
-            if r.w == "low" && r.d == "raw" {
+            if r.w == Workflow::Low && r.d == Encoding::Raw {
                 r.infra_failure = true;
             }
         }
@@ -850,7 +853,7 @@ mod tests {
         let mut rows = rows_at_cap("c", &["f"], 1024, 0, |_, _| true);
         rows.extend(rows_at_cap("c", &["f"], 4096, 0, |_, _| true));
         let pick = |r: &EpisodeRow, cap: u32, v: u32, w: &str, d: &str| {
-            r.completion_cap == cap && r.v == v && r.w == w && r.d == d
+            r.completion_cap == cap && r.v == v && r.w.name() == w && r.d.name() == d
         };
         for r in &mut rows {
             if pick(r, 4096, 128, "low", "raw")

@@ -54,6 +54,7 @@ use tbb_tables::analyses::decoders::{
     DecoderGainsRow, DecoderMultiRow, DecoderPacketsRow, DecodersRow, FeatureSet, PacketCount,
     Pressure,
 };
+use tbb_tables::levels::{Encoding, Routing, Workflow};
 use tbb_tables::rows::EpisodeRow;
 use tbb_tables::TableRow;
 
@@ -63,11 +64,11 @@ const KIND: &str = "decoders";
 pub const LABELS: [Pressure; 3] = [Pressure::V, Pressure::W, Pressure::D];
 
 /// The baseline cell and the stressed cell of each label: (v, w, d).
-const BASELINE: (u32, &str, &str) = (8, "low", "raw");
-const STRESSED: [(u32, &str, &str); 3] = [
-    (128, "low", "raw"),
-    (8, "high", "raw"),
-    (8, "low", "linked"),
+const BASELINE: (u32, Workflow, Encoding) = (8, Workflow::Low, Encoding::Raw);
+const STRESSED: [(u32, Workflow, Encoding); 3] = [
+    (128, Workflow::Low, Encoding::Raw),
+    (8, Workflow::High, Encoding::Raw),
+    (8, Workflow::Low, Encoding::Linked),
 ];
 
 /// A feature set: which, whether it reads the treatment (a reference, not a
@@ -195,13 +196,11 @@ impl Typed for Decoders {
     }
 
     fn needs(design: &Design) -> Option<String> {
-        let has = |(v, w, d): (u32, &str, &str)| {
-            design.cells.iter().any(|c| {
-                u32::from(c.v) == v
-                    && tbb_tables::levels::level_name(&c.w) == w
-                    && tbb_tables::levels::level_name(&c.d) == d
-                    && c.depth.is_none()
-            })
+        let has = |(v, w, d): (u32, Workflow, Encoding)| {
+            design
+                .cells
+                .iter()
+                .any(|c| u32::from(c.v) == v && c.w == w && c.d == d && c.depth.is_none())
         };
         let missing: Vec<String> = std::iter::once(BASELINE)
             .chain(STRESSED)
@@ -295,8 +294,8 @@ pub struct Packets<'a> {
 pub fn packets<'a>(episodes: &'a [EpisodeRow], lane: &str, cap: u32) -> Packets<'a> {
     type Key<'a> = (&'a str, &'a str, u32);
     let cell = |r: &EpisodeRow| -> Option<usize> {
-        let at = |(v, w, d): (u32, &str, &str)| r.v == v && r.w == w && r.d == d;
-        if r.depth.is_some() || r.r != "low" {
+        let at = |(v, w, d): (u32, Workflow, Encoding)| r.v == v && r.w == w && r.d == d;
+        if r.depth.is_some() || r.r != Routing::Low {
             None
         } else if at(BASELINE) {
             Some(0)

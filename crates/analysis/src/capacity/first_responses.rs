@@ -257,6 +257,7 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
+    use tbb_tables::levels::{Encoding, Routing, Workflow};
     use tbb_tables::rows::{EpisodeColumns, RequestColumns};
 
     /// A request row of `config`'s episode `episode` at `cap`: its `turn`, the schemas
@@ -288,9 +289,9 @@ mod tests {
                 variant_id: episode.into(),
                 family: "f".into(),
                 v: schemas,
-                w: "low".into(),
-                d: "raw".into(),
-                r: "low".into(),
+                w: Workflow::Low,
+                d: Encoding::Raw,
+                r: Routing::Low,
                 depth: None,
             }),
             request: RequestColumns {

@@ -110,8 +110,9 @@ pub fn pair_lanes<'a>(
                 row.configuration.as_str(),
                 row.family.as_str(),
                 row.v,
-                row.w.as_str(),
-                row.d.as_str(),
+                // By name, as the pairs were always ordered.
+                row.w.name(),
+                row.d.name(),
                 row.repeat,
             );
             let slot = slots.entry(key).or_default();

@@ -346,6 +346,7 @@ mod tests {
     use crate::common::design::testing::unit;
     use arrow_array::RecordBatch;
     use arrow_array::{Array, Float64Array, StringArray, UInt32Array};
+    use tbb_tables::levels::{Encoding, Workflow};
 
     /// Configuration "heavy" truncates (before any call) and fails at V = 128 in
     /// families f1 and f2, and also truncates at (8, low, raw) in f1; configuration
@@ -363,7 +364,7 @@ mod tests {
                     r.truncated = true;
                     r.truncated_before_first_call = true;
                 }
-                if family == "f1" && r.v == 8 && r.w == "low" && r.d == "raw" {
+                if family == "f1" && r.v == 8 && r.w == Workflow::Low && r.d == Encoding::Raw {
                     r.truncated = true;
                     r.vts = false;
                 }

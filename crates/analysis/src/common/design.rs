@@ -43,12 +43,13 @@ use std::collections::BTreeMap;
 
 use crate::AnalysisError;
 use crate::ClusterUnit;
+use tbb_tables::levels::{Encoding, Routing, Workflow};
 use tbb_tables::rows::EpisodeRow;
 
 /// The repair value of the rows the capacity analysis reads.
 pub const NO_REPAIR: &str = "none";
 /// The routing level of every capacity cell.
-pub const CAPACITY_R: &str = "low";
+pub const CAPACITY_R: Routing = Routing::Low;
 /// How many units or cells an error message lists before "and N more".
 const LIST_AT_MOST: usize = 5;
 
@@ -58,13 +59,13 @@ pub struct DesignCell {
     /// Menu size.
     pub v: u32,
     /// Workflow level.
-    pub w: &'static str,
+    pub w: Workflow,
     /// Encoding.
-    pub d: &'static str,
+    pub d: Encoding,
 }
 
 impl DesignCell {
-    const fn new(v: u32, w: &'static str, d: &'static str) -> DesignCell {
+    const fn new(v: u32, w: Workflow, d: Encoding) -> DesignCell {
         DesignCell { v, w, d }
     }
 
@@ -75,23 +76,23 @@ impl DesignCell {
 }
 
 /// The baseline cell (8, low, raw).
-pub const BASELINE: DesignCell = DesignCell::new(8, "low", "raw");
+pub const BASELINE: DesignCell = DesignCell::new(8, Workflow::Low, Encoding::Raw);
 
 /// The twelve cells: the eight endpoints (V slowest, D fastest), then the four
 /// checkpoints.
 pub const CELLS: [DesignCell; 12] = [
-    DesignCell::new(8, "low", "raw"),
-    DesignCell::new(8, "low", "linked"),
-    DesignCell::new(8, "high", "raw"),
-    DesignCell::new(8, "high", "linked"),
-    DesignCell::new(128, "low", "raw"),
-    DesignCell::new(128, "low", "linked"),
-    DesignCell::new(128, "high", "raw"),
-    DesignCell::new(128, "high", "linked"),
-    DesignCell::new(32, "low", "raw"),
-    DesignCell::new(8, "medium", "raw"),
-    DesignCell::new(8, "low", "compact"),
-    DesignCell::new(8, "low", "typed"),
+    DesignCell::new(8, Workflow::Low, Encoding::Raw),
+    DesignCell::new(8, Workflow::Low, Encoding::Linked),
+    DesignCell::new(8, Workflow::High, Encoding::Raw),
+    DesignCell::new(8, Workflow::High, Encoding::Linked),
+    DesignCell::new(128, Workflow::Low, Encoding::Raw),
+    DesignCell::new(128, Workflow::Low, Encoding::Linked),
+    DesignCell::new(128, Workflow::High, Encoding::Raw),
+    DesignCell::new(128, Workflow::High, Encoding::Linked),
+    DesignCell::new(32, Workflow::Low, Encoding::Raw),
+    DesignCell::new(8, Workflow::Medium, Encoding::Raw),
+    DesignCell::new(8, Workflow::Low, Encoding::Compact),
+    DesignCell::new(8, Workflow::Low, Encoding::Typed),
 ];
 
 /// Number of endpoint cells (the first entries of [`CELLS`]).
@@ -571,7 +572,15 @@ pub fn v_pairs<'a>(
         }
         let side = usize::from(CELLS[cell].v != 8);
         let slot = slots
-            .entry((&row.configuration, &row.family, &row.w, &row.d, row.repeat))
+            // The levels' names, not the levels: the pairs come out in the order
+            // they always did (by name).
+            .entry((
+                &row.configuration,
+                &row.family,
+                row.w.name(),
+                row.d.name(),
+                row.repeat,
+            ))
             .or_default();
         if slot[side].replace(row).is_some() {
             return Err(AnalysisError::Inconsistent {
@@ -634,6 +643,7 @@ pub fn v_pairs<'a>(
 pub mod testing {
     #![cfg_attr(not(test), allow(dead_code, unused_imports))]
     //! Episode rows for the analysis tests.
+    use tbb_tables::levels::Routing;
     use tbb_tables::rows::EpisodeRow;
 
     /// A capacity row with everything but the fields tests vary set to defaults.
@@ -669,9 +679,9 @@ pub mod testing {
             intent: intent.into(),
             domain: "accounting".into(),
             v,
-            w: w.into(),
-            d: d.into(),
-            r: "low".into(),
+            w: w.parse().unwrap_or_else(|e| panic!("{e}")),
+            d: d.parse().unwrap_or_else(|e| panic!("{e}")),
+            r: Routing::Low,
             depth: None,
             vts,
             ok: [vts; 9],
@@ -724,8 +734,8 @@ pub mod testing {
                     family,
                     intent,
                     c.v,
-                    c.w,
-                    c.d,
+                    c.w.name(),
+                    c.d.name(),
                     f(i),
                 )
             })
@@ -820,7 +830,7 @@ mod tests {
     #[test]
     fn a_missing_cell_is_named() {
         let mut rows = unit("c", "o", "f", "i", |_| true);
-        rows.retain(|r| !(r.v == 8 && r.d == "typed"));
+        rows.retain(|r| !(r.v == 8 && r.d == Encoding::Typed));
         let strata = capacity_rows(&rows);
         let (stratum, rows) = strata.iter().next().unwrap_or_else(|| panic!("no rows"));
         let err = cell_means("contrasts", stratum, rows)
@@ -854,7 +864,7 @@ mod tests {
     fn rows_outside_the_design_are_ignored_and_strata_split_by_lane_and_cap() {
         let mut rows = unit("c", "o", "f", "i", |_| true);
         let mut discovery = row("c", "o", "f", "i", 8, "low", "raw", false);
-        discovery.r = "high".into();
+        discovery.r = Routing::High;
         let mut repaired = row("c", "o", "f", "i", 8, "low", "raw", false);
         repaired.repair = "workflow_prompt".into();
         let mut off_design = row("c", "o", "f", "i", 32, "high", "linked", false);

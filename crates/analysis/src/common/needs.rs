@@ -13,7 +13,7 @@ use std::collections::BTreeSet;
 use super::design;
 use crate::ParamProblem;
 use tbb_diag::names::closest;
-use tbb_tables::levels::{level_name, Cell};
+use tbb_tables::levels::Cell;
 use tbb_tables::levels::{Actor, Delivery, Menu, PromptVariant};
 
 /// One block of the design, as the analyses count units in it.
@@ -56,11 +56,10 @@ impl Design {
     /// Indices into [`design::CELLS`] of the capacity cells the design runs.
     fn capacity_cells(&self) -> BTreeSet<usize> {
         let index = |c: &Cell| {
-            let (w, d) = (level_name(&c.w), level_name(&c.d));
-            let capacity = level_name(&c.r) == design::CAPACITY_R && c.depth.is_none();
+            let capacity = c.r == design::CAPACITY_R && c.depth.is_none();
             design::CELLS
                 .iter()
-                .position(|x| capacity && u32::from(c.v) == x.v && x.w == w && x.d == d)
+                .position(|x| capacity && u32::from(c.v) == x.v && x.w == c.w && x.d == c.d)
         };
         self.cells.iter().filter_map(index).collect()
     }

@@ -17,7 +17,7 @@ fn ep(arm: &str, family: &str, intent: &str, r: &str, available: bool, vts: bool
         "retrieval_k8"
     }
     .into();
-    e.r = r.into();
+    e.r = r.parse().unwrap_or_else(|e| panic!("{e}"));
     e.variant_id = format!("{family}-{r}");
     e.ok[0] = available;
     if !available {

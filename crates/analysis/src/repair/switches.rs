@@ -103,7 +103,7 @@ pub struct Cells {
 
 impl Cells {
     fn matches(&self, row: &EpisodeRow) -> bool {
-        self.matches_levels(row.v, &row.w, &row.d, &row.r)
+        self.matches_levels(row.v, row.w.name(), row.d.name(), row.r.name())
     }
 
     /// Whether a cell of the design is stressed.

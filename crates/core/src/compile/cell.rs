@@ -179,6 +179,35 @@ pub fn level_name<T: Serialize>(level: &T) -> String {
         .unwrap_or_default()
 }
 
+/// The name of each level of a pressure and the levels in order, written once per
+/// pressure: `name` is the level's serde name (a test holds them equal), so the tables,
+/// the manifests and the report spell a level alike.
+macro_rules! level_names {
+    ($level:ident { $($variant:ident => $name:literal),* $(,)? }) => {
+        impl $level {
+            /// Every level, in order.
+            pub const ALL: &'static [$level] = &[$($level::$variant),*];
+
+            /// The level's name (its serde name).
+            pub fn name(self) -> &'static str {
+                match self {
+                    $($level::$variant => $name),*
+                }
+            }
+        }
+
+        impl fmt::Display for $level {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.name())
+            }
+        }
+    };
+}
+
+level_names!(Workflow { Low => "low", Medium => "medium", High => "high" });
+level_names!(Encoding { Raw => "raw", Compact => "compact", Typed => "typed", Linked => "linked" });
+level_names!(Routing { Low => "low", High => "high" });
+
 fn parse_level<T: for<'de> Deserialize<'de>>(
     s: &str,
     axis: &'static str,
@@ -217,6 +246,22 @@ impl FromStr for Routing {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_levels_name_is_its_serde_name() {
+        for w in Workflow::ALL {
+            assert_eq!(w.name(), level_name(w));
+            assert_eq!(w.to_string().parse::<Workflow>().ok(), Some(*w));
+        }
+        for d in Encoding::ALL {
+            assert_eq!(d.name(), level_name(d));
+            assert_eq!(d.to_string().parse::<Encoding>().ok(), Some(*d));
+        }
+        for r in Routing::ALL {
+            assert_eq!(r.name(), level_name(r));
+            assert_eq!(r.to_string().parse::<Routing>().ok(), Some(*r));
+        }
+    }
 
     #[test]
     fn capacity_factorial_has_twelve_distinct_cells() {

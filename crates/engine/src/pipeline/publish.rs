@@ -32,8 +32,8 @@ use tbb_analysis::{Context, Input};
 use tbb_core::compile::Variant;
 use tbb_harness::transcript::BlobStore;
 use tbb_tables::requests::{self, EpisodeRequests};
-use tbb_tables::rows::{EpisodeColumns, EpisodeRow, RequestRow};
-use tbb_tables::{write_table, write_text, Provenance};
+use tbb_tables::rows::{EpisodeColumns, EpisodeRow, RequestRow, VariantRow};
+use tbb_tables::{write_table, write_text, Provenance, TableRow};
 
 /// What an analysis node produced.
 #[derive(Debug, Clone, Default)]
@@ -105,7 +105,7 @@ impl Outcomes {
                 Input::Episodes => episodes = rows,
                 Input::Requests => given_requests = requests()?,
                 Input::Variants => {
-                    tables.insert("variants".into(), variants_table(study, variants)?);
+                    tables.insert(VariantRow::TABLE.into(), variants_table(study, variants)?);
                 }
                 Input::Table(table) => match analysis.from_study(table) {
                     Some(from) => {
@@ -263,29 +263,21 @@ pub fn publish(
     };
     let outcome = match what {
         Publish::Variants => Outcome {
-            tables: vec![("variants".into(), variants_table(study, variants)?)],
+            tables: vec![(VariantRow::TABLE.into(), variants_table(study, variants)?)],
             files: Vec::new(),
             episodes: Vec::new(),
         },
         // The two tables of a row per episode or request, a chunk of rows at a time.
         Publish::Episodes => {
-            return write_rows(
-                study,
-                "episodes",
-                rows,
-                provenance,
-                tbb_tables::rows::episodes,
-            )
+            let file = format!("{}.parquet", EpisodeRow::TABLE);
+            tbb_tables::rows::write_episodes(&outputs.join(&file), rows, provenance)?;
+            return Ok(vec![file]);
         }
         Publish::Requests => {
             let built = requests.get(study, cache, variants, rows)?;
-            return write_rows(
-                study,
-                "requests",
-                &built,
-                provenance,
-                tbb_tables::rows::requests,
-            );
+            let file = format!("{}.parquet", RequestRow::TABLE);
+            tbb_tables::rows::write_requests(&outputs.join(&file), &built, provenance)?;
+            return Ok(vec![file]);
         }
         Publish::Analysis(node) => outcomes.get(study, cache, node)?,
     };
@@ -298,25 +290,6 @@ pub fn publish(
         return Err(failure);
     }
     Ok(written)
-}
-
-/// Writes table `name` of `rows` (as `build` makes it) under `outputs/<study>/` a
-/// chunk of rows at a time ([`tbb_tables::chunked`]); returns its file name.
-fn write_rows<T>(
-    study: &Study,
-    name: &str,
-    rows: &[T],
-    provenance: &Provenance,
-    build: fn(&[T]) -> Result<RecordBatch, tbb_tables::StoreError>,
-) -> Result<Vec<String>, NodeFailure> {
-    let file = format!("{name}.parquet");
-    tbb_tables::chunked::write_table_chunked(
-        &study.outputs().join(&file),
-        rows,
-        provenance,
-        build,
-    )?;
-    Ok(vec![file])
 }
 
 /// Writes an outcome's tables, text files and episode pages under `outputs/<study>/`,

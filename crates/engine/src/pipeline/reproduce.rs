@@ -47,8 +47,8 @@ use super::key::NodeKind;
 use super::publish::{Outcome, Outcomes, RequestRows};
 use super::Study;
 use tbb_core::compile::{compile, Variant};
-use tbb_tables::rows::EpisodeRow;
-use tbb_tables::{write_table, Provenance};
+use tbb_tables::rows::{EpisodeRow, RequestRow, VariantRow};
+use tbb_tables::{write_table, Provenance, TableRow};
 
 /// The scratch directory under `outputs/<study>/`.
 pub const SCRATCH: &str = "reproduce";
@@ -322,7 +322,7 @@ pub fn reproduce(study: &Study, cache: &Cache) -> Result<Reproduction, Reproduce
                         .collect();
                     tbb_tables::rows::variants(&list)
                         .map(|b| Outcome {
-                            tables: vec![("variants".into(), b)],
+                            tables: vec![(VariantRow::TABLE.into(), b)],
                             files: Vec::new(),
                             episodes: Vec::new(),
                         })
@@ -331,7 +331,7 @@ pub fn reproduce(study: &Study, cache: &Cache) -> Result<Reproduction, Reproduce
             }
             Publish::Episodes => tbb_tables::rows::episodes(&rows)
                 .map(|b| Outcome {
-                    tables: vec![("episodes".into(), b)],
+                    tables: vec![(EpisodeRow::TABLE.into(), b)],
                     files: Vec::new(),
                     episodes: Vec::new(),
                 })
@@ -341,7 +341,7 @@ pub fn reproduce(study: &Study, cache: &Cache) -> Result<Reproduction, Reproduce
                 .map_err(|e| e.to_string())
                 .and_then(|r| tbb_tables::rows::requests(&r).map_err(|e| e.to_string()))
                 .map(|b| Outcome {
-                    tables: vec![("requests".into(), b)],
+                    tables: vec![(RequestRow::TABLE.into(), b)],
                     files: Vec::new(),
                     episodes: Vec::new(),
                 }),

@@ -402,7 +402,6 @@ mod tests {
 
     use tbb_analysis::frontier::{tests::panel, Frontier, FrontierParams};
     use tbb_analysis::{Context, Typed};
-    use tbb_tables::TableBuilder;
 
     /// The section, rendered from the analysis's tables on the hand-built panel of the
     /// analysis's own tests (budget 100 tokens; depths 2 and 30).
@@ -410,11 +409,7 @@ mod tests {
     fn the_frontier_section() {
         let (episodes, requests) = panel();
         let limits = tbb_analysis::frontier::tests::limits();
-        let variants = TableBuilder::new()
-            .text("variant_id", limits.keys())
-            .u32("call_limit", limits.values().copied())
-            .build("variants")
-            .unwrap_or_else(|e| panic!("{e}"));
+        let variants = tbb_analysis::frontier::tests::variants(&limits);
         let given = BTreeMap::from([("variants".to_string(), variants)]);
         let context = Context {
             study: "frontier",

@@ -27,9 +27,12 @@ fn type_name(t: &DataType) -> String {
 fn generated() -> String {
     let mut out = String::from(
         "# Table columns\n\n\
-         Generated from the row structs in `crates/tables/src/analyses/` (one per table; \
-         what each column means is documented on its field there and in \
-         `docs/architecture.md`'s table contract). Regenerate with \
+         Generated from the row structs in `crates/tables/src/rows.rs` (`variants`, \
+         `episodes`, `requests`) and `crates/tables/src/analyses/` (the analyses' \
+         tables), one per table; what each column means is documented on its field \
+         there and in `docs/architecture.md`'s table contract. `episodes` has one more \
+         column, `attempt` (u32), last, only when some episode was retried \
+         (`tbb apply --retry-infra`). Regenerate with \
          `TBB_BLESS=1 cargo test -p tbb-tables docs_tables`; the test fails while this \
          file and the structs disagree.\n",
     );

@@ -8,7 +8,16 @@ pub fn packet(configuration: &str, family: &str, intent: &str, ok: [bool; 4]) ->
         .chain(STRESSED)
         .zip(ok)
         .map(|((v, w, d), vts)| {
-            let mut r = row(configuration, "O", family, intent, v, w, d, vts);
+            let mut r = row(
+                configuration,
+                "O",
+                family,
+                intent,
+                v,
+                w.name(),
+                d.name(),
+                vts,
+            );
             if !vts {
                 r.first_unmet = Some("P".into());
                 r.terminal_flag = Some("wrong_conclusion".into());

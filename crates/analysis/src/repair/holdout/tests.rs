@@ -62,6 +62,7 @@ fn close(x: Option<f64>, want: f64) {
 }
 
 use tbb_tables::analyses::repairs::RepairsRow;
+use tbb_tables::levels::Encoding;
 use Role::{Repair, WrongLayerControl};
 
 /// By hand. Depth layer (strata raw, compact): μ⁰ = (1, 0), controller (1, 0.75),
@@ -113,7 +114,7 @@ fn the_controller_needs_delta_positive_to_activate() {
     let mut eps = episodes();
     for r in &mut eps {
         if r.delivery == "canonical" {
-            r.vts = !(r.family == "f2" && r.depth == Some(30) && r.d == "compact");
+            r.vts = !(r.family == "f2" && r.depth == Some(30) && r.d == Encoding::Compact);
             r.ok = [r.vts; 9];
         }
     }

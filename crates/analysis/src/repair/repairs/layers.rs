@@ -178,9 +178,9 @@ impl Layer {
     pub fn level(&self, row: &EpisodeRow) -> Option<usize> {
         let is = |level: &str| match self.axis {
             Axis::V => level.parse() == Ok(row.v),
-            Axis::W => row.w == level,
-            Axis::D => row.d == level,
-            Axis::R => row.r == level,
+            Axis::W => row.w.name() == level,
+            Axis::D => row.d.name() == level,
+            Axis::R => row.r.name() == level,
             Axis::Depth => row.depth.map(|d| d.to_string()).as_deref() == Some(level),
         };
         if is(self.unstressed) {

@@ -4,6 +4,7 @@
 use super::*;
 use crate::common::design::testing::row;
 use crate::common::design::CELLS;
+use tbb_tables::levels::{Encoding, Workflow};
 
 /// The four arms: (name, lane, repair).
 const ARMS: [(&str, &str, &str); 4] = [
@@ -21,13 +22,13 @@ pub fn panel() -> Vec<EpisodeRow> {
     for family in ["f1", "f2"] {
         for c in &CELLS[..8] {
             for (name, lane, repair) in ARMS {
-                let stressed = c.v == 128 && c.w == "high";
+                let stressed = c.v == 128 && c.w == Workflow::High;
                 let ok = match name {
                     "routed" => true,
-                    "guide" => !(stressed && c.d == "raw"),
+                    "guide" => !(stressed && c.d == Encoding::Raw),
                     _ => !stressed,
                 };
-                let mut r = row("a", "O", family, family, c.v, c.w, c.d, ok);
+                let mut r = row("a", "O", family, family, c.v, c.w.name(), c.d.name(), ok);
                 r.arm = name.into();
                 r.lane = lane.into();
                 r.repair = repair.into();
@@ -167,7 +168,9 @@ fn wrong_layer_controls_run_on_exactly_the_repairs_conditions() {
     // Take the interface guide off one cell: it stops being a control of V (named in
     // the note), and its own layer D loses that stratum.
     let mut panel = panel();
-    panel.retain(|r| !(r.arm == "guide" && r.v == 128 && r.w == "high" && r.d == "linked"));
+    panel.retain(|r| {
+        !(r.arm == "guide" && r.v == 128 && r.w == Workflow::High && r.d == Encoding::Linked)
+    });
     let rows = super::rows(&panel, 50, 1).unwrap_or_else(|e| panic!("{e}"));
     assert!(!rows
         .iter()
