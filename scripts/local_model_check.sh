@@ -80,7 +80,8 @@ check, plan, apply, certify), then the overflow phase, and stop the server. Not 
 of CI.
 
   --smoke   run $SMOKE_MANIFEST instead (2 episodes at V = 8, one per
-            arm) and skip the overflow phase: about a minute once installed
+            arm) and skip the overflow phase: about 2 minutes on 2 shared
+            cores, install included (BENCHMARKS.md)
 
 Settings (environment):
   TBB_LOCAL_WORK          work directory (default: \$HOME/.cache/tbb-local); holds the
