@@ -620,10 +620,7 @@ impl Applying<'_> {
                     break;
                 };
                 let node = &dag.graph[e];
-                let grade = dag
-                    .graph
-                    .neighbors(e)
-                    .find(|&g| dag.graph[g].kind == NodeKind::Grade);
+                let grade = dag.grade_of(e);
                 let Work::Execute { compile, .. } = node.work else {
                     schedule.finished(e);
                     continue;
@@ -826,11 +823,7 @@ impl Applying<'_> {
                 stopped.not_run += 1;
             }
             self.runs.remove(&e);
-            let grade = dag
-                .graph
-                .neighbors(e)
-                .find(|&g| dag.graph[g].kind == NodeKind::Grade);
-            if let Some(g) = grade {
+            if let Some(g) = dag.grade_of(e) {
                 self.runs.remove(&g);
             }
         }
@@ -882,7 +875,7 @@ impl Applying<'_> {
         let dag = &self.study.dag;
         schedule.finished(execute);
         self.runs.remove(&execute);
-        if let Some(g) = grade_of(dag, execute) {
+        if let Some(g) = dag.grade_of(execute) {
             self.runs.remove(&g);
         }
         self.summary.cached += 2;
@@ -1202,17 +1195,12 @@ pub fn place_in_design(row: &mut EpisodeRow, manifest: &crate::manifest::Manifes
     }
 }
 
-/// The grade node of execute node `execute`.
-fn grade_of(dag: &Dag, execute: NodeIndex) -> Option<NodeIndex> {
-    dag.graph
-        .neighbors(execute)
-        .find(|&g| dag.graph[g].kind == NodeKind::Grade)
-}
-
 /// Whether the cache holds episode `execute` committed: its execute and grade nodes.
 fn is_committed(dag: &Dag, cache: &Cache, execute: NodeIndex) -> bool {
     cache.get(&dag.graph[execute].key).is_some()
-        && grade_of(dag, execute).is_some_and(|g| cache.get(&dag.graph[g].key).is_some())
+        && dag
+            .grade_of(execute)
+            .is_some_and(|g| cache.get(&dag.graph[g].key).is_some())
 }
 
 fn upstream_failure(

@@ -36,7 +36,6 @@ use super::apply::place_in_design;
 use super::cache::{Cache, CacheError};
 use super::dag::{ExecuteSpec, Node, Work};
 use super::events::{Event, Stage};
-use super::key::NodeKind;
 use super::reporter::{Reporter, Silent};
 use super::{ExecutePayload, Study};
 use tbb_core::compile::{compile, Variant};
@@ -341,10 +340,7 @@ pub fn certify(
             Work::Execute {
                 compile, config, ..
             } if selected(config) => {
-                let grade = dag
-                    .graph
-                    .neighbors(i)
-                    .find(|&g| dag.graph[g].kind == NodeKind::Grade)?;
+                let grade = dag.grade_of(i)?;
                 Some(Job {
                     execute: i,
                     grade,

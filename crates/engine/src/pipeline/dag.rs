@@ -359,6 +359,13 @@ fn provenance(manifest: &Manifest, inputs: &Inputs<'_>, input: KeyInput) -> KeyI
 }
 
 impl Dag {
+    /// The grade node of execute node `execute` (the one node it feeds).
+    pub fn grade_of(&self, execute: NodeIndex) -> Option<NodeIndex> {
+        self.graph
+            .neighbors(execute)
+            .find(|&g| self.graph[g].kind == NodeKind::Grade)
+    }
+
     /// Builds the DAG of `manifest`: resolves it to units of work, then adds the nodes
     /// of each kind in turn (compile, execute and grade, tables, analyses).
     pub fn build(manifest: &Manifest, inputs: &Inputs<'_>) -> Dag {

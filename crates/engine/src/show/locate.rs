@@ -53,7 +53,7 @@ pub fn select(study: &Study, selector: &Selector) -> Result<Vec<NodeIndex>, Show
         .dag
         .nodes()
         .filter(|(_, n)| n.kind == NodeKind::Execute)
-        .map(|(i, _)| (i, grade_of(study, i)))
+        .map(|(i, _)| (i, study.dag.grade_of(i)))
         .collect();
     let mut matching: Vec<NodeIndex> = executes.iter().map(|(i, _)| *i).collect();
     if let Some(prefix) = &selector.prefix {
@@ -148,12 +148,4 @@ fn candidates(study: &Study, nodes: &[NodeIndex]) -> String {
         lines.push(format!("  … and {} more", nodes.len() - CANDIDATES));
     }
     lines.join("\n")
-}
-
-pub(super) fn grade_of(study: &Study, execute: NodeIndex) -> Option<NodeIndex> {
-    study
-        .dag
-        .graph
-        .neighbors(execute)
-        .find(|&g| study.dag.graph[g].kind == NodeKind::Grade)
 }

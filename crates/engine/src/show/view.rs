@@ -18,7 +18,6 @@ use tbb_core::sandbox::Sandbox;
 use tbb_harness::transcript::StoredOutcome;
 use tbb_provider::Message;
 
-use super::locate::grade_of;
 use super::{unreadable, ShowError, Sources};
 
 /// One stored episode, as `tbb show` presents it.
@@ -382,7 +381,9 @@ pub fn view(
         study: m.study.clone(),
         id: node.id.to_string(),
         key: node.key.to_string(),
-        grade_key: grade_of(study, execute)
+        grade_key: study
+            .dag
+            .grade_of(execute)
             .map(|g| study.dag.graph[g].key.to_string())
             .unwrap_or_default(),
         identity,
