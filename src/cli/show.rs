@@ -74,7 +74,7 @@ pub struct ShowArgs {
     /// `truncation`, `budget_or_call_limit`, `turn_limit`, `infeasibility`,
     /// `wrong_conclusion`, `contract_break`).
     #[arg(long, value_name = "FLAG", requires = "all",
-          value_parser = clap::builder::PossibleValuesParser::new(show::TERMINAL_FLAGS))]
+          value_parser = clap::builder::PossibleValuesParser::new(show::terminal_flag_names()))]
     flag: Option<String>,
     /// Override a manifest key, as given to apply; repeatable.
     #[arg(long = "set", value_name = "KEY=VALUE", value_parser = parse_set)]

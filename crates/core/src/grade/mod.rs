@@ -105,6 +105,16 @@ pub enum TerminalFlag {
     ContractBreak,
 }
 
+crate::compile::cell::level_names!(TerminalFlag {
+    InfraFailure => "infra_failure",
+    Truncation => "truncation",
+    BudgetOrCallLimit => "budget_or_call_limit",
+    TurnLimit => "turn_limit",
+    Infeasibility => "infeasibility",
+    WrongConclusion => "wrong_conclusion",
+    ContractBreak => "contract_break",
+});
+
 /// One boolean per obligation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Obligations {
@@ -613,6 +623,27 @@ mod tests {
             Some(w) => w,
             None => panic!("the harbor variant has a permitted write"),
         }
+    }
+
+    #[test]
+    fn every_terminal_flag_is_listed_once_by_its_serde_name() {
+        for f in TerminalFlag::ALL {
+            assert_eq!(f.name(), crate::compile::cell::level_name(f));
+            // A new flag that ALL misses fails to compile here first.
+            let listed = match f {
+                TerminalFlag::InfraFailure
+                | TerminalFlag::Truncation
+                | TerminalFlag::BudgetOrCallLimit
+                | TerminalFlag::TurnLimit
+                | TerminalFlag::Infeasibility
+                | TerminalFlag::WrongConclusion
+                | TerminalFlag::ContractBreak => {
+                    TerminalFlag::ALL.iter().filter(|g| *g == f).count()
+                }
+            };
+            assert_eq!(listed, 1);
+        }
+        assert_eq!(TerminalFlag::ALL.len(), 7);
     }
 
     #[test]

@@ -41,6 +41,7 @@ use crate::pipeline::dag::Work;
 use crate::pipeline::key::NodeKind;
 use crate::pipeline::Study;
 use tbb_core::compile::{compile, Variant};
+use tbb_core::grade::TerminalFlag;
 use tbb_harness::transcript::BlobStore;
 
 /// Version of what a shown episode looks like; the report's version must be bumped
@@ -312,22 +313,15 @@ pub fn pages(
 pub struct VerdictFilter {
     /// `Some(true)`: the episodes that passed; `Some(false)`: those that failed.
     pub passed: Option<bool>,
-    /// Only the episodes their terminal flag ended ([`TERMINAL_FLAGS`]; `none` for
+    /// Only the episodes their terminal flag ended ([`terminal_flag_names`]; `none` for
     /// those no flag ended).
     pub flag: Option<String>,
 }
 
 /// The names `--flag` takes: `none`, then each terminal flag's published name.
-pub const TERMINAL_FLAGS: [&str; 8] = [
-    "none",
-    "infra_failure",
-    "truncation",
-    "budget_or_call_limit",
-    "turn_limit",
-    "infeasibility",
-    "wrong_conclusion",
-    "contract_break",
-];
+pub fn terminal_flag_names() -> impl Iterator<Item = &'static str> {
+    std::iter::once("none").chain(TerminalFlag::ALL.iter().map(|f| f.name()))
+}
 
 impl VerdictFilter {
     /// Whether it keeps every episode.
