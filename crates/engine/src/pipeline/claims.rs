@@ -193,11 +193,13 @@ impl Remote {
 struct Refused;
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use std::sync::Arc;
 
-    fn remote(store: &Arc<object_store::memory::InMemory>) -> Remote {
+    /// A client of the in-memory `store`, as each process sharing it has its own (the
+    /// claims, lease and episode-claims tests share it).
+    pub(in crate::pipeline) fn remote(store: &Arc<object_store::memory::InMemory>) -> Remote {
         Remote::with_store(
             store.clone(),
             &object_store::path::Path::from("team"),

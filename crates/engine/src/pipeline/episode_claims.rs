@@ -334,15 +334,7 @@ mod tests {
     use super::*;
 
     fn remote(store: &Arc<object_store::memory::InMemory>) -> Arc<Remote> {
-        Arc::new(
-            Remote::with_store(
-                store.clone(),
-                &object_store::path::Path::from("team"),
-                "smoke",
-                "memory://",
-            )
-            .unwrap_or_else(|e| panic!("{e}")),
-        )
+        Arc::new(super::super::claims::tests::remote(store))
     }
 
     fn claims(store: &Arc<object_store::memory::InMemory>, who: &str, ttl: u64) -> EpisodeClaims {

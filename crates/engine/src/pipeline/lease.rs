@@ -156,15 +156,7 @@ mod tests {
     use super::*;
 
     fn remote(store: &Arc<object_store::memory::InMemory>) -> Arc<Remote> {
-        Arc::new(
-            Remote::with_store(
-                store.clone(),
-                &object_store::path::Path::from("team"),
-                "smoke",
-                "memory://",
-            )
-            .unwrap_or_else(|e| panic!("{e}")),
-        )
+        Arc::new(super::super::claims::tests::remote(store))
     }
 
     fn settings(who: &str, ttl_ms: u64) -> ClaimSettings {
