@@ -24,6 +24,16 @@ use crate::common::seaweed::{Seaweed, ACCESS_KEY, SECRET_KEY};
 /// The store's URL, under the bucket every test here makes.
 const URL: &str = "s3://tbb-claims/team";
 
+/// The cells of a one-episode study: (8, low, raw).
+const ONE_CELL: &str = "[[cells.list]]\nv = 8\nw = \"low\"\nd = \"raw\"";
+
+/// A SeaweedFS server on 127.0.0.1 with the bucket of [`URL`].
+fn seaweed() -> Seaweed {
+    let server = Seaweed::start();
+    assert!(server.make_bucket("tbb-claims"));
+    server
+}
+
 /// A loopback OpenAI-compatible server answering every chat request with a final
 /// answer after `pause`; returns its origin and how many chat requests it answered.
 fn counting_server(pause: Duration) -> (String, Arc<AtomicUsize>) {
@@ -34,12 +44,7 @@ fn counting_server(pause: Duration) -> (String, Arc<AtomicUsize>) {
         async move {
             tokio::time::sleep(pause).await;
             total.fetch_add(1, Ordering::SeqCst);
-            axum::Json(serde_json::json!({
-                "id": "x",
-                "choices": [{"index": 0, "finish_reason": "stop",
-                    "message": {"role": "assistant", "content": "{}"}}],
-                "usage": {"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12}
-            }))
+            common::final_answer()
         }
     };
     let app = axum::Router::new().route("/v1/chat/completions", axum::routing::post(chat));
@@ -52,12 +57,7 @@ fn live_study(origin: &str, repeats: u32, cells: &str) -> tempfile::TempDir {
     let dir = common::scratch();
     std::fs::write(
         dir.path().join("manifests/configurations.toml"),
-        format!(
-            "[[configuration]]\nname = \"loopback\"\norganization = \"Test\"\n\
-             provider = \"openai\"\nmodel = \"test-model\"\nbase_url = \"{origin}/v1\"\n\
-             prices = {{ input_per_mtok = 1.0, output_per_mtok = 2.0 }}\nenabled = true\n\
-             concurrency = 2\ntimeout_ms = 10000\n"
-        ),
+        common::loopback_catalogue(origin, 2),
     )
     .unwrap_or_else(|e| panic!("{e}"));
     std::fs::write(
@@ -182,22 +182,16 @@ fn machines(n: usize) -> Vec<tempfile::TempDir> {
         .collect()
 }
 
-#[test]
-fn two_machines_applying_one_live_study_at_once_pay_for_each_episode_once() {
-    let server = Seaweed::start();
-    assert!(server.make_bucket("tbb-claims"));
-    // 48 episodes of one request each, 2 at a time per machine, 150 ms a request: each
-    // machine alone would take about 3.6 s, so the two overlap throughout.
-    let (origin, answered) = counting_server(Duration::from_millis(150));
-    let dir = live_study(&origin, 4, "[cells]\npreset = \"capacity\"");
-    let machines = machines(2);
+/// `apply manifests/study.toml --json` started on every machine at once; each must
+/// succeed. Their outputs, in the machines' order.
+fn apply_at_once(dir: &Path, machines: &[tempfile::TempDir], server: &Seaweed) -> Vec<Output> {
     let applies: Vec<Child> = machines
         .iter()
         .map(|m| {
             spawn(on_machine(
-                dir.path(),
+                dir,
                 m.path(),
-                &server,
+                server,
                 &["apply", "manifests/study.toml", "--json"],
             ))
         })
@@ -207,6 +201,18 @@ fn two_machines_applying_one_live_study_at_once_pay_for_each_episode_once() {
         .map(|c| c.wait_with_output().unwrap_or_else(|e| panic!("{e}")))
         .collect();
     outs.iter().for_each(ok);
+    outs
+}
+
+#[test]
+fn two_machines_applying_one_live_study_at_once_pay_for_each_episode_once() {
+    let server = seaweed();
+    // 48 episodes of one request each, 2 at a time per machine, 150 ms a request: each
+    // machine alone would take about 3.6 s, so the two overlap throughout.
+    let (origin, answered) = counting_server(Duration::from_millis(150));
+    let dir = live_study(&origin, 4, "[cells]\npreset = \"capacity\"");
+    let machines = machines(2);
+    let outs = apply_at_once(dir.path(), &machines, &server);
     assert_eq!(
         answered.load(Ordering::SeqCst),
         48,
@@ -237,42 +243,19 @@ fn two_machines_applying_one_live_study_at_once_pay_for_each_episode_once() {
 
 #[test]
 fn eight_machines_applying_a_one_episode_study_at_once_send_its_request_once() {
-    let server = Seaweed::start();
-    assert!(server.make_bucket("tbb-claims"));
+    let server = seaweed();
     let (origin, answered) = counting_server(Duration::from_millis(300));
-    let dir = live_study(
-        &origin,
-        1,
-        "[[cells.list]]\nv = 8\nw = \"low\"\nd = \"raw\"",
-    );
+    let dir = live_study(&origin, 1, ONE_CELL);
     let machines = machines(8);
-    let applies: Vec<Child> = machines
-        .iter()
-        .map(|m| {
-            spawn(on_machine(
-                dir.path(),
-                m.path(),
-                &server,
-                &["apply", "manifests/study.toml", "--json"],
-            ))
-        })
-        .collect();
-    for child in applies {
-        ok(&child.wait_with_output().unwrap_or_else(|e| panic!("{e}")));
-    }
+    apply_at_once(dir.path(), &machines, &server);
     assert_eq!(answered.load(Ordering::SeqCst), 1);
 }
 
 #[test]
 fn an_episode_a_dead_holder_claimed_runs_once_its_claim_expires() {
-    let server = Seaweed::start();
-    assert!(server.make_bucket("tbb-claims"));
+    let server = seaweed();
     let (origin, answered) = counting_server(Duration::from_millis(10));
-    let dir = live_study(
-        &origin,
-        1,
-        "[[cells.list]]\nv = 8\nw = \"low\"\nd = \"raw\"",
-    );
+    let dir = live_study(&origin, 1, ONE_CELL);
     let machine = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     // The episode's execute key, as the study resolves it on this machine.
     let study = tbb::pipeline::Study::load(
@@ -329,14 +312,9 @@ fn an_episode_a_dead_holder_claimed_runs_once_its_claim_expires() {
 
 #[test]
 fn a_merge_finding_the_publishing_lease_held_waits_naming_its_holder() {
-    let server = Seaweed::start();
-    assert!(server.make_bucket("tbb-claims"));
+    let server = seaweed();
     let (origin, _) = counting_server(Duration::from_millis(1));
-    let dir = live_study(
-        &origin,
-        1,
-        "[[cells.list]]\nv = 8\nw = \"low\"\nd = \"raw\"",
-    );
+    let dir = live_study(&origin, 1, ONE_CELL);
     let machines = machines(3);
     let apply = |m: &Path, args: &[&str]| {
         let mut all = vec!["apply", "manifests/study.toml"];

@@ -1213,12 +1213,7 @@ fn slow_answering_server(
             if let Ok(mut l) = log.lock() {
                 l.push((seed, arrived, Instant::now()));
             }
-            axum::Json(serde_json::json!({
-                "id": "x",
-                "choices": [{"index": 0, "finish_reason": "stop",
-                    "message": {"role": "assistant", "content": "{}"}}],
-                "usage": {"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12}
-            }))
+            common::final_answer()
         }
     };
     let app = axum::Router::new().route("/v1/chat/completions", axum::routing::post(chat));
@@ -1243,12 +1238,7 @@ fn an_ordered_schedule_starts_an_arm_only_after_the_previous_arm_ended() {
     // Eight requests may be in flight at once: only the schedule keeps them apart.
     std::fs::write(
         s.path("manifests/configurations.toml"),
-        format!(
-            "[[configuration]]\nname = \"loopback\"\norganization = \"Test\"\n\
-             provider = \"openai\"\nmodel = \"test-model\"\nbase_url = \"{origin}/v1\"\n\
-             prices = {{ input_per_mtok = 1.0, output_per_mtok = 2.0 }}\nenabled = true\n\
-             concurrency = 8\ntimeout_ms = 10000\n"
-        ),
+        common::loopback_catalogue(&origin, 8),
     )
     .unwrap_or_else(|e| panic!("{e}"));
     s.apply();

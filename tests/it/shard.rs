@@ -267,12 +267,7 @@ fn counting_server() -> (String, Arc<AtomicUsize>, Arc<AtomicUsize>) {
             tokio::time::sleep(Duration::from_millis(40)).await;
             counting.fetch_sub(1, Ordering::SeqCst);
             total.fetch_add(1, Ordering::SeqCst);
-            axum::Json(serde_json::json!({
-                "id": "x",
-                "choices": [{"index": 0, "finish_reason": "stop",
-                    "message": {"role": "assistant", "content": "{}"}}],
-                "usage": {"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12}
-            }))
+            common::final_answer()
         }
     };
     let app = axum::Router::new().route("/v1/chat/completions", axum::routing::post(chat));
@@ -285,12 +280,7 @@ fn shards_of_a_route_keep_its_concurrency_between_them() {
     let dir = common::scratch();
     std::fs::write(
         dir.path().join("manifests/configurations.toml"),
-        format!(
-            "[[configuration]]\nname = \"loopback\"\norganization = \"Test\"\n\
-             provider = \"openai\"\nmodel = \"test-model\"\nbase_url = \"{origin}/v1\"\n\
-             prices = {{ input_per_mtok = 1.0, output_per_mtok = 2.0 }}\nenabled = true\n\
-             concurrency = 2\ntimeout_ms = 10000\n"
-        ),
+        common::loopback_catalogue(&origin, 2),
     )
     .unwrap_or_else(|e| panic!("{e}"));
     // 12 cells × 4 repeats: 48 conditions of one episode, one request each.

@@ -582,18 +582,16 @@ fn all_writes_the_page_of_every_selected_episode_its_verdict_keeps_where_the_ind
         .filter(|r| r.configuration == config)
         .partition(|r| !r.vts);
     assert!(!failing.is_empty() && !passing.is_empty());
-    let said = show(
-        a.dir.path(),
-        &[
-            MANIFEST,
-            "--config",
-            config,
-            "--all",
-            "--html",
-            "--verdict",
-            "fail",
-        ],
-    );
+    // `--all --html` on the configuration's episodes, kept by one verdict filter.
+    let show_all = |filter: &str, value: &str| {
+        show(
+            a.dir.path(),
+            &[
+                MANIFEST, "--config", config, "--all", "--html", filter, value,
+            ],
+        )
+    };
+    let said = show_all("--verdict", "fail");
     assert!(
         said.contains(&format!("Wrote {} episode pages", failing.len()))
             && said.contains(&format!("{} left out by --verdict/--flag", passing.len())),
@@ -638,18 +636,7 @@ fn all_writes_the_page_of_every_selected_episode_its_verdict_keeps_where_the_ind
         .filter(|r| r.configuration == config && r.terminal_flag.as_deref() == Some("truncation"))
         .count();
     assert!(truncated > 1 && truncated < failing.len());
-    let said = show(
-        a.dir.path(),
-        &[
-            MANIFEST,
-            "--config",
-            config,
-            "--all",
-            "--html",
-            "--flag",
-            "truncation",
-        ],
-    );
+    let said = show_all("--flag", "truncation");
     assert!(
         said.contains(&format!("Wrote {truncated} episode pages")),
         "{said}"

@@ -82,6 +82,28 @@ pub fn serve_on_loopback(app: axum::Router) -> String {
     origin
 }
 
+/// A chat completion that answers `{}` with `stop`: a final answer that ends the
+/// episode at once (10 prompt tokens, 2 completion tokens).
+pub fn final_answer() -> axum::Json<serde_json::Value> {
+    axum::Json(serde_json::json!({
+        "id": "x",
+        "choices": [{"index": 0, "finish_reason": "stop",
+            "message": {"role": "assistant", "content": "{}"}}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12}
+    }))
+}
+
+/// A catalogue of one enabled live configuration, `loopback`, on the OpenAI-compatible
+/// server at `origin` with `concurrency` requests in flight.
+pub fn loopback_catalogue(origin: &str, concurrency: u32) -> String {
+    format!(
+        "[[configuration]]\nname = \"loopback\"\norganization = \"Test\"\n\
+         provider = \"openai\"\nmodel = \"test-model\"\nbase_url = \"{origin}/v1\"\n\
+         prices = {{ input_per_mtok = 1.0, output_per_mtok = 2.0 }}\nenabled = true\n\
+         concurrency = {concurrency}\ntimeout_ms = 10000\n"
+    )
+}
+
 /// The manifest of a study of one family (`overdue-escalation-harbor`) at the cell
 /// (8, low, raw) over `configurations`, reading the catalogue `catalogue` beside it,
 /// with `extra` (a `[budgets]` table, say) appended. Its lines are fixed, so a test may
