@@ -5,6 +5,8 @@
 /// of the CPU per loopback request and of the capacity study's; small studies peak
 /// ~50 MiB higher, as it commits its arenas eagerly (BENCHMARKS.md has both, side by
 /// side). Only the binary sets it; the library leaves the choice to whoever links it.
+/// The `system-allocator` feature leaves it out, for heaptrack.
+#[cfg(not(feature = "system-allocator"))]
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
