@@ -74,11 +74,13 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use arrow_array::RecordBatch;
 use serde::{Deserialize, Serialize};
 
-use super::{AnalysisError, Context, Design, Input, Output, ParamProblem, Produced, Typed};
+use super::{
+    AnalysisError, Context, Design, Input, Output, ParamProblem, Produced, Requests, Typed,
+};
 use crate::common::stats::{self, ClusterTotals};
 pub use tbb_tables::analyses::frontier::FirstLimit;
 use tbb_tables::analyses::frontier::{FrontierPathsRow, FrontierRow};
-use tbb_tables::rows::{EpisodeRow, RequestRow, VariantRow};
+use tbb_tables::rows::{EpisodeRow, VariantRow};
 use tbb_tables::TableRow;
 
 /// Name of the kind.
@@ -237,7 +239,7 @@ fn pair_key(e: &EpisodeRow) -> PairKey<'_> {
 pub fn compute(
     params: &FrontierParams,
     episodes: &[EpisodeRow],
-    requests: &[RequestRow],
+    requests: &dyn Requests,
     limits: &BTreeMap<String, u32>,
 ) -> Result<(Vec<FrontierRow>, Vec<FrontierPathsRow>), AnalysisError> {
     let draws = params.draws.unwrap_or(stats::DEFAULT_DRAWS);
@@ -278,17 +280,21 @@ pub fn compute(
     }
     // episode key → (request, calls so far, tokens so far) of its requests: a request
     // row and its episode's row carry the same episode key.
-    let mut by_episode: HashMap<&str, Vec<Step>> = HashMap::new();
-    for r in requests {
-        by_episode
-            .entry(r.episode.episode_key.as_str())
-            .or_default()
-            .push((
+    // Keyed by the episodes' own keys, which outlive the pass over the requests (a
+    // request of no episode row is not read).
+    let mut by_episode: HashMap<&str, Vec<Step>> = episodes
+        .iter()
+        .map(|e| (e.episode_key.as_str(), Vec::new()))
+        .collect();
+    requests.for_each(&mut |r| {
+        if let Some(steps) = by_episode.get_mut(r.episode.episode_key.as_str()) {
+            steps.push((
                 r.request.turn,
                 r.request.cumulative_calls,
                 r.request.cumulative_tokens,
             ));
-    }
+        }
+    })?;
     let limit_of = |e: &EpisodeRow| -> Result<u32, AnalysisError> {
         limits
             .get(&e.variant_id)
@@ -463,6 +469,7 @@ pub mod tests {
     use crate::common::design::testing;
     use arrow_array::{Array, StringArray};
     use tbb_tables::levels::{Domain, Encoding, Routing, Split, Workflow};
+    use tbb_tables::rows::RequestRow;
     use tbb_tables::rows::{EpisodeColumns, RequestColumns};
 
     /// A frontier episode of `config` and `family` at `depth` (call limit depth + 2):

@@ -117,14 +117,45 @@ pub struct Context<'a> {
     pub study: &'a str,
     /// This study's graded episodes (empty unless it declares [`Input::Episodes`]).
     pub episodes: &'a [EpisodeRow],
-    /// This study's request rows (empty unless it declares [`Input::Requests`]).
-    pub requests: &'a [RequestRow],
+    /// This study's request rows (none unless it declares [`Input::Requests`]), read a
+    /// pass at a time.
+    pub requests: &'a dyn Requests,
     /// The tables it declared, by table name (`variants`, another analysis's tables,
     /// another study's table).
     pub tables: &'a BTreeMap<String, RecordBatch>,
     /// The analyses of this study its design cannot run, with why (the report notes
     /// them).
     pub skipped: &'a [(&'a str, String)],
+}
+
+/// This study's request rows as an analysis reads them: in passes, each in the order of
+/// `requests.parquet`, never handed over all at once (a large study's requests are many
+/// times its episodes, and the pipeline reads them back from disk a part at a time).
+pub trait Requests {
+    /// Calls `each` with every row, in the table's order.
+    fn for_each(&self, each: &mut dyn FnMut(&RequestRow)) -> Result<(), AnalysisError>;
+}
+
+/// No request rows: the [`Context::requests`] of an analysis that does not read them.
+pub static NO_REQUESTS: [RequestRow; 0] = [];
+
+impl Requests for [RequestRow] {
+    fn for_each(&self, each: &mut dyn FnMut(&RequestRow)) -> Result<(), AnalysisError> {
+        self.iter().for_each(each);
+        Ok(())
+    }
+}
+
+impl<const N: usize> Requests for [RequestRow; N] {
+    fn for_each(&self, each: &mut dyn FnMut(&RequestRow)) -> Result<(), AnalysisError> {
+        self.as_slice().for_each(each)
+    }
+}
+
+impl Requests for Vec<RequestRow> {
+    fn for_each(&self, each: &mut dyn FnMut(&RequestRow)) -> Result<(), AnalysisError> {
+        self.as_slice().for_each(each)
+    }
 }
 
 /// What an analysis produced.
@@ -518,6 +549,17 @@ pub enum AnalysisError {
     #[error(transparent)]
     #[diagnostic(transparent)]
     Foreign(ForeignDiagnostic),
+    /// The request rows could not be read back (the pipeline keeps them on disk while
+    /// the analyses run).
+    #[error("the request rows cannot be read back: {detail}")]
+    #[diagnostic(
+        code(tbb::analysis::requests_unread),
+        help("check the disk under the study's outputs folder, then apply again")
+    )]
+    RequestsUnread {
+        /// What failed.
+        detail: String,
+    },
     /// A table it reads is not what it expects (a column missing or of another type).
     #[error("the {analysis} analysis cannot read the `{table}` table: {detail}")]
     #[diagnostic(

@@ -29,16 +29,98 @@ pub fn write_table_chunked<T>(
     provenance: &Provenance,
     build: impl Fn(&[T]) -> Result<RecordBatch, StoreError>,
 ) -> Result<(), StoreError> {
+    let mut sink = Sink::new(path, provenance);
     let mut chunks = rows.chunks(CHUNK_ROWS);
     // The first chunk (an empty one for no rows) gives the schema.
-    let first = build(chunks.next().unwrap_or(&[]))?;
-    let mut writer = TableWriter::open(path, first.schema(), provenance, Layout::Published)?;
-    writer.write(&first)?;
-    drop(first);
+    sink.write(&build(chunks.next().unwrap_or(&[]))?)?;
     for chunk in chunks {
-        writer.write(&build(chunk)?)?;
+        sink.write(&build(chunk)?)?;
     }
-    writer.finish()
+    sink.finish()
+}
+
+/// The file of a chunked table, opened by its first batch (which gives the schema).
+struct Sink<'a> {
+    path: &'a Path,
+    provenance: &'a Provenance,
+    writer: Option<TableWriter>,
+}
+
+impl<'a> Sink<'a> {
+    fn new(path: &'a Path, provenance: &'a Provenance) -> Self {
+        Sink {
+            path,
+            provenance,
+            writer: None,
+        }
+    }
+
+    fn write(&mut self, batch: &RecordBatch) -> Result<(), StoreError> {
+        let writer = match &mut self.writer {
+            Some(writer) => writer,
+            None => self.writer.insert(TableWriter::open(
+                self.path,
+                batch.schema(),
+                self.provenance,
+                Layout::Published,
+            )?),
+        };
+        writer.write(batch)
+    }
+
+    fn finish(self) -> Result<(), StoreError> {
+        match self.writer {
+            Some(writer) => writer.finish(),
+            None => Ok(()),
+        }
+    }
+}
+
+/// A table written as its rows come, one row group at a time, for rows that are never
+/// all in memory at once (the requests of a large study, read back a bucket at a
+/// time): the file is byte for byte the one [`write_table_chunked`] writes of the same
+/// rows.
+pub struct ChunkedWriter<'a, T, B> {
+    sink: Sink<'a>,
+    build: B,
+    /// The rows of the row group being filled.
+    pending: Vec<T>,
+}
+
+impl<'a, T, B> ChunkedWriter<'a, T, B>
+where
+    B: Fn(&[T]) -> Result<RecordBatch, StoreError>,
+{
+    /// A writer of `path` building each row group's batch with `build`.
+    pub fn new(path: &'a Path, provenance: &'a Provenance, build: B) -> Self {
+        ChunkedWriter {
+            sink: Sink::new(path, provenance),
+            build,
+            pending: Vec::new(),
+        }
+    }
+
+    /// Adds one row, writing its row group when it fills.
+    pub fn push(&mut self, row: T) -> Result<(), StoreError> {
+        if self.pending.capacity() == 0 {
+            self.pending.reserve_exact(CHUNK_ROWS);
+        }
+        self.pending.push(row);
+        if self.pending.len() == CHUNK_ROWS {
+            self.sink.write(&(self.build)(&self.pending)?)?;
+            self.pending.clear();
+        }
+        Ok(())
+    }
+
+    /// Writes the last row group (for a table without rows, the empty batch that gives
+    /// its schema) and renames the file into place.
+    pub fn finish(mut self) -> Result<(), StoreError> {
+        if !self.pending.is_empty() || self.sink.writer.is_none() {
+            self.sink.write(&(self.build)(&self.pending)?)?;
+        }
+        self.sink.finish()
+    }
 }
 
 #[cfg(test)]
@@ -66,7 +148,7 @@ mod tests {
     }
 
     #[test]
-    fn a_table_written_in_chunks_is_the_table_written_whole_byte_for_byte() {
+    fn a_table_written_in_chunks_or_a_row_at_a_time_is_the_table_written_whole_byte_for_byte() {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         let provenance = Provenance {
             manifest_hash: "m".into(),
@@ -82,9 +164,22 @@ mod tests {
             write_table(&whole, &batch, &provenance).unwrap_or_else(|e| panic!("{e}"));
             write_table_chunked(&chunked, &rows, &provenance, build)
                 .unwrap_or_else(|e| panic!("{e}"));
-            let (whole, chunked) = (std::fs::read(&whole).ok(), std::fs::read(&chunked).ok());
+            let pushed = dir.path().join(format!("pushed-{n}.parquet"));
+            let mut writer = ChunkedWriter::new(&pushed, &provenance, build);
+            for &row in &rows {
+                writer.push(row).unwrap_or_else(|e| panic!("{e}"));
+            }
+            writer.finish().unwrap_or_else(|e| panic!("{e}"));
+            let whole = std::fs::read(&whole).ok();
             assert!(whole.is_some());
-            assert!(whole == chunked, "{n} rows: the bytes differ");
+            assert!(
+                whole == std::fs::read(&chunked).ok(),
+                "{n} rows: the bytes differ"
+            );
+            assert!(
+                whole == std::fs::read(&pushed).ok(),
+                "{n} rows pushed one by one: the bytes differ"
+            );
         }
     }
 }

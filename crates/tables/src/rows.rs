@@ -5,7 +5,7 @@
 //!
 //! Owns: each of the three tables' columns (name, order, type, nullability), the one
 //! builder of an episode's row ([`EpisodeRow::of_episode`]), and writing the two large
-//! tables a row group at a time ([`write_episodes`], [`write_requests`]). The levels a
+//! tables a row group at a time ([`write_episodes`], [`requests_writer`]). The levels a
 //! row carries are the core's own types ([`crate::levels`]), so a misspelt level does
 //! not compile.
 //!
@@ -862,14 +862,15 @@ pub fn requests(rows: &[RequestRow]) -> Result<RecordBatch, StoreError> {
     RequestRow::to_batch(rows)
 }
 
-/// Writes `requests.parquet` of `rows` to `path` a row group at a time
-/// ([`crate::chunked`]), byte for byte the file of [`requests`].
-pub fn write_requests(
-    path: &Path,
-    rows: &[RequestRow],
-    provenance: &Provenance,
-) -> Result<(), StoreError> {
-    chunked::write_table_chunked(path, rows, provenance, RequestRow::to_batch)
+/// The type of [`requests_writer`].
+pub type RequestsWriter<'a> =
+    chunked::ChunkedWriter<'a, RequestRow, fn(&[RequestRow]) -> Result<RecordBatch, StoreError>>;
+
+/// The writer of `requests.parquet` at `path`, given its rows one at a time and writing
+/// them a row group at a time ([`crate::chunked`]): byte for byte the file of
+/// [`requests`] of the same rows.
+pub fn requests_writer<'a>(path: &'a Path, provenance: &'a Provenance) -> RequestsWriter<'a> {
+    chunked::ChunkedWriter::new(path, provenance, RequestRow::to_batch)
 }
 
 #[cfg(test)]

@@ -227,7 +227,7 @@ mod tests {
         let context = Context {
             study: "crossover",
             episodes: rows,
-            requests: &[],
+            requests: &crate::NO_REQUESTS,
             tables: &tables,
             skipped: &[],
         };

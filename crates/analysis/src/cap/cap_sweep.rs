@@ -252,7 +252,7 @@ mod tests {
         let context = Context {
             study: "sweep",
             episodes: rows,
-            requests: &[],
+            requests: &crate::NO_REQUESTS,
             tables: &tables,
             skipped: &[],
         };
@@ -617,7 +617,7 @@ mod tests {
         let context = Context {
             study: "sweep",
             episodes: &rows,
-            requests: &[],
+            requests: &crate::NO_REQUESTS,
             tables: &tables,
             skipped: &[],
         };

@@ -240,7 +240,7 @@ mod tests {
         let context = Context {
             study: "sweep",
             episodes: &episodes,
-            requests: &[],
+            requests: &crate::NO_REQUESTS,
             tables: &tables,
             skipped: &[],
         };
@@ -297,7 +297,7 @@ mod tests {
         let context = Context {
             study: "sweep",
             episodes: &[],
-            requests: &[],
+            requests: &crate::NO_REQUESTS,
             tables: &tables,
             skipped: &[],
         };

@@ -47,7 +47,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::truncation::ALL;
-use crate::{AnalysisError, Context, Design, Input, NoParams, Output, Produced, Typed};
+use crate::{AnalysisError, Context, Design, Input, NoParams, Output, Produced, Requests, Typed};
 use tbb_tables::analyses::first_responses::FirstResponsesRow;
 use tbb_tables::rows::RequestRow;
 use tbb_tables::TableRow;
@@ -157,40 +157,54 @@ impl Counts {
 }
 
 /// The rows of the table: per completion cap, the pooled row, then each reporting
-/// configuration by name.
-pub fn count(requests: &[RequestRow]) -> Result<Vec<Counts>, AnalysisError> {
-    if requests.is_empty() {
+/// configuration by name. Reads the requests in two passes: which configurations
+/// report reasoning, then their first requests.
+pub fn count(requests: &dyn Requests) -> Result<Vec<Counts>, AnalysisError> {
+    let mut any = false;
+    let mut reporting: BTreeSet<String> = BTreeSet::new();
+    let mut caps: BTreeSet<u32> = BTreeSet::new();
+    requests.for_each(&mut |r| {
+        any = true;
+        caps.insert(r.episode.completion_cap);
+        let config = r.episode.configuration.as_str();
+        if r.request.reasoning_source == Some("reported") && !reporting.contains(config) {
+            reporting.insert(config.to_string());
+        }
+    })?;
+    if !any {
         return Err(AnalysisError::MissingData {
             analysis: KIND,
             detail: "the study has no provider request".into(),
         });
     }
-    let reporting: BTreeSet<&str> = requests
-        .iter()
-        .filter(|r| r.request.reasoning_source == Some("reported"))
-        .map(|r| r.episode.configuration.as_str())
-        .collect();
-    let caps: BTreeSet<u32> = requests.iter().map(|r| r.episode.completion_cap).collect();
     // Every reporting configuration gets a row at every cap it ran at, even with no
     // first request of 128 schemas there (its counts are then 0).
-    let mut per: BTreeMap<(u32, &str), Counts> = BTreeMap::new();
-    for r in requests {
+    let mut per: BTreeMap<u32, BTreeMap<String, Counts>> = BTreeMap::new();
+    requests.for_each(&mut |r| {
         let config = r.episode.configuration.as_str();
         if !reporting.contains(config) {
-            continue;
+            return;
         }
-        let c = per
-            .entry((r.episode.completion_cap, config))
-            .or_insert_with(|| Counts {
-                completion_cap: r.episode.completion_cap,
-                configuration: config.to_string(),
-                configurations: 1,
-                ..Counts::default()
-            });
-        if r.request.turn == 0 && r.request.visible_schemas == VISIBLE_SCHEMAS {
+        let cap = r.episode.completion_cap;
+        let at_cap = per.entry(cap).or_default();
+        if !at_cap.contains_key(config) {
+            at_cap.insert(
+                config.to_string(),
+                Counts {
+                    completion_cap: cap,
+                    configuration: config.to_string(),
+                    configurations: 1,
+                    ..Counts::default()
+                },
+            );
+        }
+        if let (Some(c), true) = (
+            at_cap.get_mut(config),
+            r.request.turn == 0 && r.request.visible_schemas == VISIBLE_SCHEMAS,
+        ) {
             c.add(r);
         }
-    }
+    })?;
     let mut out = Vec::new();
     for cap in caps {
         let mut pooled = Counts {
@@ -199,10 +213,9 @@ pub fn count(requests: &[RequestRow]) -> Result<Vec<Counts>, AnalysisError> {
             ..Counts::default()
         };
         let mut mine: Vec<Counts> = per
-            .range((cap, "")..)
-            .take_while(|((c, _), _)| *c == cap)
-            .map(|(_, counts)| counts.clone())
-            .collect();
+            .remove(&cap)
+            .map(|at_cap| at_cap.into_values().collect())
+            .unwrap_or_default();
         for c in &mut mine {
             c.never_truncating = u32::from(c.cut == 0);
             pooled.pool(c);
@@ -431,6 +444,9 @@ mod tests {
         let out = count(&rows).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(out.len(), 1);
         assert_eq!((out[0].configurations, out[0].first_responses), (0, 0));
-        assert!(count(&[]).is_err(), "no request at all is missing data");
+        assert!(
+            count(&Vec::new()).is_err(),
+            "no request at all is missing data"
+        );
     }
 }

@@ -32,8 +32,9 @@ use super::failure::{Cause, NodeFailure};
 use super::key::NodeKind;
 use super::lease::Lease;
 use super::plan::{Estimate, Plan};
-use super::publish::{publish, FreshRequests, Outcomes, RequestRows};
+use super::publish::{publish, Outcomes};
 use super::reporter::{Reporter, Silent};
+use super::request_spill::RequestRows;
 use super::scheduler::{self, Everything, Filter, Scheduler};
 use super::served_prompts;
 use super::{CompilePayload, ExecutePayload, PipelineError, Study, TablePayload};
@@ -44,7 +45,7 @@ use tbb_harness::transcript::BlobStore;
 use tbb_harness::{run_episode, Episode, EpisodeSpec};
 use tbb_provider::retry::RouteLimits;
 use tbb_provider::{Configuration, Provider};
-use tbb_tables::requests::{self, EpisodeRequests};
+use tbb_tables::requests;
 use tbb_tables::rows::EpisodeRow;
 
 /// How to apply.
@@ -324,14 +325,16 @@ struct Finished {
     result: Result<Ran, NodeFailure>,
 }
 
-/// What a live episode leaves: its execute node's payload and blobs, its row, and its
-/// requests (read, and as the record the cache stores beside the transcript).
+/// What a live episode leaves: its execute node's payload and blobs, its row, its
+/// requests as the record the cache stores beside the transcript (the requests table
+/// reads them back from there), and its first request's prompt tokens (for the
+/// served-prompts check).
 struct Ran {
     payload: ExecutePayload,
     blobs: BlobStore,
     row: EpisodeRow,
-    requests: EpisodeRequests,
     record: String,
+    first_prompt_tokens: Option<u64>,
 }
 
 /// What the episode stages leave for the rows and the analyses.
@@ -339,9 +342,6 @@ struct Ran {
 struct Graded {
     /// Rows graded in this apply, by grade node.
     rows: HashMap<NodeIndex, EpisodeRow>,
-    /// The requests of the episodes graded live, for the requests table (the others are
-    /// read back from their transcripts when it is published).
-    fresh_requests: FreshRequests,
     /// The first request of each live episode, for the served-prompts check.
     firsts: Vec<served_prompts::Reported>,
 }
@@ -435,7 +435,7 @@ pub async fn run(
         _ => None,
     };
     let (rows, incomplete) = apply.rows(cache, graded.rows)?;
-    let requests = RequestRows::new(graded.fresh_requests);
+    let requests = RequestRows::new();
     apply.finals(
         cache,
         &variants,
@@ -755,8 +755,8 @@ impl Applying<'_> {
                     payload,
                     blobs,
                     row,
-                    requests: read,
                     record,
+                    first_prompt_tokens,
                 }) => {
                     if row.infra_failure {
                         self.summary.infra_failures += 1;
@@ -779,10 +779,8 @@ impl Applying<'_> {
                             ..
                         },
                         Some(prompt_tokens),
-                    ) = (
-                        &execute.work,
-                        read.requests.first().and_then(|r| r.prompt_tokens),
-                    ) {
+                    ) = (&execute.work, first_prompt_tokens)
+                    {
                         graded.firsts.push(served_prompts::Reported {
                             config: *config,
                             compile: *compile,
@@ -790,7 +788,6 @@ impl Applying<'_> {
                             prompt_tokens,
                         });
                     }
-                    graded.fresh_requests.insert(done.grade, read);
                     self.summary.run += 2;
                 }
                 Err(why) => {
@@ -1331,7 +1328,7 @@ fn finish(
         payload,
         blobs: episode.blobs,
         row,
-        requests: read,
+        first_prompt_tokens: read.requests.first().and_then(|r| r.prompt_tokens),
         record,
     })
 }

@@ -39,6 +39,7 @@ pub mod publish;
 pub mod remote;
 pub mod reporter;
 pub mod reproduce;
+pub mod request_spill;
 pub mod retry;
 pub mod rows;
 pub mod scheduler;

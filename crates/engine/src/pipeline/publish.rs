@@ -2,12 +2,10 @@
 //!
 //! Owns: what an analysis node records (the names of its tables, kept as Parquet in the
 //! cache, and the text files the report renders), the inputs it is handed (the episodes,
-//! the variants, the request rows, other analyses' tables, another study's table), where
-//! the requests table is read from (every graded episode's requests, in DAG order: the
-//! record apply stored beside its transcript when it ran, else the transcript itself;
-//! read once per apply and shared by the table and the analyses that declare them,
-//! [`RequestRows`]),
-//! how a table node writes them — Parquet tables with provenance
+//! the variants, the request rows — spilled to disk once per apply and read back in
+//! passes by the requests table and the analyses that declare them
+//! ([`super::request_spill`]) —, other analyses' tables, another study's table), how a
+//! table node writes them — Parquet tables with provenance
 //! in their metadata, text files (`report.md`, `report.html`, figure SVGs) ending in a
 //! `tbb.node_key` comment — and how a plan tells a published file is still the one its
 //! node wrote. `tbb report` writes the report through the same [`publish`]
@@ -27,12 +25,11 @@ use super::cache::Cache;
 use super::dag::{Publish, Work};
 use super::failure::NodeFailure;
 use super::key::NodeKind;
-use super::{ExecutePayload, Study, TablePayload};
+use super::request_spill::{RequestRows, Spill, SpilledRequests};
+use super::{Study, TablePayload};
 use tbb_analysis::{Context, Input};
 use tbb_core::compile::Variant;
-use tbb_harness::transcript::BlobStore;
-use tbb_tables::requests::{self, EpisodeRequests};
-use tbb_tables::rows::{EpisodeColumns, EpisodeRow, RequestRow, VariantRow};
+use tbb_tables::rows::{EpisodeRow, RequestRow, VariantRow};
 use tbb_tables::{write_table, write_text, Provenance, TableRow};
 
 /// What an analysis node produced.
@@ -84,7 +81,7 @@ impl Outcomes {
         node: NodeIndex,
         rows: &[EpisodeRow],
         variants: &HashMap<NodeIndex, Arc<Variant>>,
-        requests: &mut dyn FnMut() -> Result<Arc<Vec<RequestRow>>, NodeFailure>,
+        requests: &mut dyn FnMut() -> Result<Arc<Spill>, NodeFailure>,
     ) -> Result<String, NodeFailure> {
         let dag = &study.dag;
         let Work::Analysis { index } = dag.graph[node].work else {
@@ -99,11 +96,11 @@ impl Outcomes {
             .collect();
         reads.sort();
         let mut episodes: &[EpisodeRow] = &[];
-        let mut given_requests: Arc<Vec<RequestRow>> = Arc::default();
+        let mut spilled: Option<Arc<Spill>> = None;
         for declared in analysis.kind.kind().inputs() {
             match *declared {
                 Input::Episodes => episodes = rows,
-                Input::Requests => given_requests = requests()?,
+                Input::Requests => spilled = Some(requests()?),
                 Input::Variants => {
                     tables.insert(VariantRow::TABLE.into(), variants_table(study, variants)?);
                 }
@@ -133,10 +130,16 @@ impl Outcomes {
             .iter()
             .map(|(kind, why)| (kind.name(), why.clone()))
             .collect();
+        let given_requests = spilled
+            .as_deref()
+            .map(|spill| SpilledRequests { spill, rows });
         let context = Context {
             study: &study.manifest.study,
             episodes,
-            requests: &given_requests,
+            requests: match &given_requests {
+                Some(given) => given,
+                None => &tbb_analysis::NO_REQUESTS,
+            },
             tables: &tables,
             skipped: &skipped,
         };
@@ -240,8 +243,8 @@ fn upstream_table(study: &Study, from: &str, table: &str) -> Result<RecordBatch,
 }
 
 /// Writes what a table node publishes; returns the file names (relative to
-/// `outputs`), recorded as its [`TablePayload`]. `requests` holds the requests of the
-/// episodes graded in this apply; the requests table takes them out.
+/// `outputs`), recorded as its [`TablePayload`]. `requests` are the study's request
+/// rows, spilled by the first node that reads them.
 pub fn publish(
     study: &Study,
     node: NodeIndex,
@@ -274,9 +277,12 @@ pub fn publish(
             return Ok(vec![file]);
         }
         Publish::Requests => {
-            let built = requests.get(study, cache, variants, rows)?;
+            let spill = requests.get(study, cache, variants, rows)?;
             let file = format!("{}.parquet", RequestRow::TABLE);
-            tbb_tables::rows::write_requests(&outputs.join(&file), &built, provenance)?;
+            let path = outputs.join(&file);
+            let mut writer = tbb_tables::rows::requests_writer(&path, provenance);
+            spill.for_each(rows, &mut |row| Ok(writer.push(row)?))?;
+            writer.finish()?;
             return Ok(vec![file]);
         }
         Publish::Analysis(node) => outcomes.get(study, cache, node)?,
@@ -345,206 +351,6 @@ pub fn remove_text_files(outputs: &Path, files: &[String]) -> Vec<String> {
         .filter(|f| std::fs::remove_file(outputs.join(f)).is_ok())
         .cloned()
         .collect()
-}
-
-/// Execute payloads read from the cache at once: few enough that their transcripts
-/// stay small beside the rest (about 10 KiB each), enough that each cache file is read
-/// a few times only.
-const REQUEST_CHUNK: usize = 4096;
-
-/// The requests of every graded episode, by grade node, read in this apply.
-pub type FreshRequests = HashMap<NodeIndex, EpisodeRequests>;
-
-/// The rows of `requests.parquet` of one apply (or reproduction), built at most once:
-/// the requests table and every analysis that declares
-/// [`tbb_analysis::Input::Requests`] share them, so the transcripts are read once.
-#[derive(Default)]
-pub struct RequestRows {
-    /// The requests read while grading, until the rows are built.
-    fresh: FreshRequests,
-    /// The rows, once built.
-    rows: Option<Arc<Vec<RequestRow>>>,
-    /// Whether every episode's requests are read off its transcript again, the records
-    /// stored beside the transcripts unread (reproduction: the published table must
-    /// follow from the transcripts themselves).
-    from_transcripts: bool,
-}
-
-impl RequestRows {
-    /// Rows to build from `fresh` (the requests of the episodes graded in this apply)
-    /// and, for the other episodes, from the records stored beside their transcripts
-    /// (from the transcripts themselves for an episode without one).
-    pub fn new(fresh: FreshRequests) -> RequestRows {
-        RequestRows {
-            fresh,
-            ..RequestRows::default()
-        }
-    }
-
-    /// Rows to build from every episode's stored transcript.
-    pub fn from_transcripts() -> RequestRows {
-        RequestRows {
-            from_transcripts: true,
-            ..RequestRows::default()
-        }
-    }
-
-    /// The rows, for every grade node in DAG order (see [`request_rows`]); built on the
-    /// first call.
-    pub fn get(
-        &mut self,
-        study: &Study,
-        cache: &Cache,
-        variants: &HashMap<NodeIndex, Arc<Variant>>,
-        rows: &[EpisodeRow],
-    ) -> Result<Arc<Vec<RequestRow>>, NodeFailure> {
-        if let Some(built) = &self.rows {
-            return Ok(built.clone());
-        }
-        if !self.from_transcripts {
-            stored_requests(study, cache, &mut self.fresh)?;
-        }
-        let built = Arc::new(request_rows(study, cache, variants, rows, &mut self.fresh)?);
-        self.rows = Some(built.clone());
-        Ok(built)
-    }
-}
-
-/// Adds to `fresh` the requests of every other episode of the study whose record is
-/// stored beside its transcript, in the layout this build reads
-/// ([`tbb_tables::stored_requests::LAYOUT`]). A record of another layout, or one that
-/// does not read, is left out: that episode's requests are read off its transcript.
-fn stored_requests(
-    study: &Study,
-    cache: &Cache,
-    fresh: &mut FreshRequests,
-) -> Result<(), NodeFailure> {
-    let dag = &study.dag;
-    let wanted: HashMap<&str, NodeIndex> = dag
-        .nodes()
-        .filter_map(|(g, n)| match n.work {
-            Work::Grade { execute, .. } if !fresh.contains_key(&g) => {
-                Some((dag.graph[execute].key.as_ref(), g))
-            }
-            _ => None,
-        })
-        .collect();
-    if wanted.is_empty() {
-        return Ok(());
-    }
-    let layout = tbb_tables::stored_requests::LAYOUT.to_string();
-    cache.stored_requests(&mut |key, stored_layout, record| {
-        if stored_layout == layout {
-            if let Some(&grade) = wanted.get(key) {
-                if let Ok(read) = tbb_tables::stored_requests::from_json(record) {
-                    // A later record of the same episode replaces an earlier one.
-                    fresh.insert(grade, read);
-                }
-            }
-        }
-        Ok(())
-    })?;
-    Ok(())
-}
-
-/// The rows of `requests.parquet`, for every grade node in DAG order (`rows` holds their
-/// episode rows in that order): the requests this apply read while grading (`fresh`),
-/// and for the other episodes the stored transcript of their execute node, read back
-/// from the cache, with the trace rebuilt from it — what the grader read.
-pub(crate) fn request_rows(
-    study: &Study,
-    cache: &Cache,
-    variants: &HashMap<NodeIndex, Arc<Variant>>,
-    rows: &[EpisodeRow],
-    fresh: &mut FreshRequests,
-) -> Result<Vec<RequestRow>, NodeFailure> {
-    let dag = &study.dag;
-    let grades: Vec<(NodeIndex, NodeIndex, NodeIndex)> = dag
-        .nodes()
-        .filter_map(|(g, n)| match n.work {
-            Work::Grade { execute, compile } => Some((g, execute, compile)),
-            _ => None,
-        })
-        .collect();
-    if grades.len() != rows.len() {
-        return Err(NodeFailure::internal(format!(
-            "{} graded episodes but {} episode rows",
-            grades.len(),
-            rows.len()
-        )));
-    }
-    let cached: Vec<&(NodeIndex, NodeIndex, NodeIndex)> = grades
-        .iter()
-        .filter(|(g, _, _)| !fresh.contains_key(g))
-        .collect();
-    if !cached.is_empty() {
-        let blobs = BlobStore {
-            blobs: cache.blobs()?.into_iter().collect(),
-        };
-        for chunk in cached.chunks(REQUEST_CHUNK) {
-            let keys: Vec<&str> = chunk
-                .iter()
-                .map(|&&(_, execute, _)| dag.graph[execute].key.as_ref())
-                .collect();
-            let payloads = cache.payloads(&keys)?;
-            for &&(grade, execute, compile) in chunk {
-                let node = &dag.graph[execute];
-                let payload: ExecutePayload = payloads
-                    .get(&*node.key)
-                    .ok_or_else(|| {
-                        NodeFailure::internal(format!(
-                            "the transcript of {} is not in the cache",
-                            node.id
-                        ))
-                    })
-                    .and_then(|p| {
-                        super::rows::read(p).map_err(|detail| NodeFailure::StoredRowUnreadable {
-                            node: node.id.to_string(),
-                            detail,
-                        })
-                    })?;
-                let variant = variants
-                    .get(&compile)
-                    .ok_or_else(|| NodeFailure::Upstream {
-                        node: dag.graph[compile].id.to_string(),
-                        cause: Box::new(NodeFailure::Compile {
-                            detail: "it did not compile in this apply".into(),
-                        }),
-                    })?;
-                let trace = payload.transcript.trace(&blobs, variant).ok_or_else(|| {
-                    NodeFailure::internal(format!(
-                        "the transcript of {} does not rebuild a trace",
-                        node.id
-                    ))
-                })?;
-                let read = requests::read(&payload.transcript, &trace, &blobs)
-                    .map_err(|e| NodeFailure::internal(format!("{}: {e}", node.id)))?;
-                fresh.insert(grade, read);
-            }
-        }
-    }
-    // Sized once: grown by doubling, the vector of the capacity study at 4 repeats
-    // (326,010 rows) held 524,288 slots and, while it moved, both copies at once.
-    let mut out = Vec::with_capacity(fresh.values().map(|read| read.requests.len()).sum());
-    for (&(grade, execute, _), row) in grades.iter().zip(rows) {
-        let read = fresh.remove(&grade).ok_or_else(|| {
-            NodeFailure::internal(format!(
-                "the requests of {} were not read",
-                dag.graph[grade].id
-            ))
-        })?;
-        // The row and its requests name the same episode and the same transcript, or
-        // the join the tables promise would pair the wrong rows.
-        if read.episode_key != row.episode_key || row.transcript_ref != *dag.graph[execute].key {
-            return Err(NodeFailure::internal(format!(
-                "the requests of {} belong to another episode",
-                dag.graph[grade].id
-            )));
-        }
-        let episode = Arc::new(EpisodeColumns::of(row));
-        out.extend(requests::rows(&episode, read));
-    }
-    Ok(out)
 }
 
 /// The comment a published text file ends with, naming the node that wrote it.

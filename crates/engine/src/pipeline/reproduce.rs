@@ -44,7 +44,8 @@ use super::apply::place_in_design;
 use super::cache::{Cache, CacheError};
 use super::dag::{Publish, Work};
 use super::key::NodeKind;
-use super::publish::{Outcome, Outcomes, RequestRows};
+use super::publish::{Outcome, Outcomes};
+use super::request_spill::RequestRows;
 use super::Study;
 use tbb_core::compile::{compile, Variant};
 use tbb_tables::rows::{EpisodeRow, RequestRow, VariantRow};
@@ -200,6 +201,27 @@ fn run_analysis(
         .map_err(|e| e.to_string())
 }
 
+/// Every request row at once: a reproduction compares the table as one batch.
+fn all_requests(
+    requests: &mut RequestRows,
+    study: &Study,
+    cache: &Cache,
+    variants: &HashMap<NodeIndex, Arc<Variant>>,
+    rows: &[EpisodeRow],
+) -> Result<Vec<RequestRow>, String> {
+    let spill = requests
+        .get(study, cache, variants, rows)
+        .map_err(|e| e.to_string())?;
+    let mut all = Vec::new();
+    spill
+        .for_each(rows, &mut |row| {
+            all.push(row);
+            Ok(())
+        })
+        .map_err(|e| e.to_string())?;
+    Ok(all)
+}
+
 /// The study's stored rows, as apply hands them to the analyses and to
 /// `episodes.parquet`.
 pub fn stored_rows(study: &Study, cache: &Cache) -> Result<Vec<EpisodeRow>, ReproduceError> {
@@ -336,9 +358,7 @@ pub fn reproduce(study: &Study, cache: &Cache) -> Result<Reproduction, Reproduce
                     episodes: Vec::new(),
                 })
                 .map_err(|e| e.to_string()),
-            Publish::Requests => requests
-                .get(study, cache, &variants, &rows)
-                .map_err(|e| e.to_string())
+            Publish::Requests => all_requests(&mut requests, study, cache, &variants, &rows)
                 .and_then(|r| tbb_tables::rows::requests(&r).map_err(|e| e.to_string()))
                 .map(|b| Outcome {
                     tables: vec![(RequestRow::TABLE.into(), b)],

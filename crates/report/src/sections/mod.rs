@@ -359,7 +359,7 @@ pub(crate) mod testing {
         let context = Context {
             study,
             episodes,
-            requests: &[],
+            requests: &tbb_analysis::NO_REQUESTS,
             tables: &BTreeMap::new(),
             skipped: &[],
         };

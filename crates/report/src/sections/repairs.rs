@@ -280,7 +280,7 @@ mod tests {
             let context = Context {
                 study: "repairs",
                 episodes: &episodes,
-                requests: &[],
+                requests: &tbb_analysis::NO_REQUESTS,
                 tables: &BTreeMap::new(),
                 skipped: &[],
             };
