@@ -222,6 +222,19 @@ impl Reporter for Bars {
     }
 }
 
+/// `done` of `nodes` as a whole percentage, rounded to the nearest (1 of 7: 14), but
+/// never 100 before the last node nor 0 after the first.
+fn percent(done: u64, nodes: u64) -> u64 {
+    let Some(rounded) = (done * 200 + nodes).checked_div(nodes * 2) else {
+        return 0;
+    };
+    match rounded {
+        0 if done > 0 => 1,
+        100.. if done < nodes => 99,
+        p => p,
+    }
+}
+
 /// How far a stage is, for plain lines.
 #[derive(Debug, Default)]
 struct Progress {
@@ -231,8 +244,9 @@ struct Progress {
     tenth: u64,
 }
 
-/// Plain lines: a stage's size when it starts, a line at each tenth of it, and its
-/// counts when it ends; no control characters, so a log or CI keeps them as they are.
+/// Plain lines: a stage's size when it starts, a line each time it passes a tenth of it
+/// (with the true percentage done), and its counts when it ends; no control characters,
+/// so a log or CI keeps them as they are.
 pub struct Plain {
     out: Mutex<Box<dyn Write + Send>>,
     stages: Mutex<HashMap<Stage, Progress>>,
@@ -289,7 +303,7 @@ impl Reporter for Plain {
                             stage.name(),
                             count(p.done),
                             count(p.nodes),
-                            tenth * 10
+                            percent(p.done, p.nodes)
                         )
                     })
                 };
@@ -470,6 +484,45 @@ mod tests {
         ];
         assert_eq!(out.text(), expected.map(|l| format!("{l}\n")).concat());
         assert!(!out.text().contains('\u{1b}'), "no node text, no escapes");
+    }
+
+    /// Issue 29: "analyses: 1/7 (10%)" read as a tenth done where a seventh was.
+    #[test]
+    fn plain_lines_print_at_each_tenth_passed_with_the_true_percentage() {
+        let out = Shared::default();
+        let plain = Plain::new(Box::new(out.clone()));
+        plain.event(&Event::StageStarted {
+            stage: Stage::Analyses,
+            nodes: 7,
+        });
+        for _ in 0..7 {
+            plain.event(&Event::NodeFinished {
+                stage: Stage::Analyses,
+                node: "analysis[x]",
+                ok: true,
+            });
+        }
+        let lines: Vec<String> = out.text().lines().skip(1).map(str::to_string).collect();
+        assert_eq!(
+            lines,
+            [
+                "analyses: 1/7 (14%)",
+                "analyses: 2/7 (29%)",
+                "analyses: 3/7 (43%)",
+                "analyses: 4/7 (57%)",
+                "analyses: 5/7 (71%)",
+                "analyses: 6/7 (86%)",
+            ]
+        );
+        assert_eq!(
+            (
+                percent(1, 1000),
+                percent(999, 1000),
+                percent(1, 3),
+                percent(0, 0)
+            ),
+            (1, 99, 33, 0)
+        );
     }
 
     #[test]
