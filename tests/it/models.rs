@@ -78,6 +78,16 @@ fn a_model_flag_runs_on_a_loopback_server_publishes_and_certifies() {
     said.push_str(&text);
     assert_eq!(code, Some(0), "{text}");
     assert!(text.contains("Outputs:  outputs/model/"), "{text}");
+    // The loopback model answers without the evidence: both episodes failed their task,
+    // which no line may pass off as "0 failed".
+    assert!(
+        text.contains("episodes: 2 run: 0 verified successes, 2 task failures (")
+            && text.contains("Episodes: 2 run: 0 verified successes, 2 task failures (")
+            && text.contains("), 0 infrastructure failures.")
+            && text.contains("nodes run, 0 cached, no node errors;")
+            && !text.contains("0 failed"),
+        "{text}"
+    );
     assert!(dir.path().join("outputs/model/episodes.parquet").exists());
     // Two episodes, a tool call and an answer each, with the key on the wire.
     assert_eq!(server.chats.load(Ordering::SeqCst), 4, "{text}");
@@ -102,6 +112,12 @@ fn a_model_flag_runs_on_a_loopback_server_publishes_and_certifies() {
         let (code, text) = tbb(&args);
         said.push_str(&text);
         assert_eq!(code, Some(0), "{command}: {text}");
+        if command == "apply" {
+            assert!(
+                text.contains("Episodes: 2 cached: 0 verified successes, 2 task failures ("),
+                "{text}"
+            );
+        }
     }
     assert_eq!(server.chats.load(Ordering::SeqCst), 4, "nothing reran");
     // A locked run without the flag names what the lockfile has and how to fix it.

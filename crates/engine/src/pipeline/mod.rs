@@ -45,6 +45,7 @@ pub mod scheduler;
 pub mod served_prompts;
 pub mod shard;
 pub mod upstream;
+pub mod verdicts;
 
 use std::path::{Path, PathBuf};
 
