@@ -322,6 +322,9 @@ pub fn estimate(study: &Study, cache: &Cache, plan: &Plan) -> Estimate {
             e.simulated_requests += requests;
             e.simulated_cost_usd += cost;
         }
+        if study.manifest.unlisted.contains(&config.name) {
+            e.unpriced_requests += requests;
+        }
     }
     e
 }
