@@ -44,9 +44,16 @@ remaining episodes stay planned; see --max-infra-failures); 130 when interrupted
 
 With --json, stdout holds one JSON object when the run ends (exit 0, 1 or 5):
   {\"format\": \"tbb-apply-summary/1\", \"study\", \"manifest\", \"ok\", \"exit_code\",
-   \"run\", \"failed\", \"cached\", \"files\", \"infra_failures\", \"infra_causes\",
-   \"stopped_routes\": [{\"route\", \"failures\", \"cause\", \"not_run\"}], \"seconds\",
-   \"failures\": [{\"node\", \"cause\", \"root_cause\", \"message\"}], \"removed\": [...]}
+   \"run\", \"failed\", \"cached\", \"files\", \"episodes\", \"infra_failures\",
+   \"infra_causes\", \"stopped_routes\": [{\"route\", \"failures\", \"cause\", \"not_run\"}],
+   \"seconds\", \"failures\": [{\"node\", \"cause\", \"root_cause\", \"message\"}],
+   \"removed\": [...]}
+`run`, `failed` and `cached` count nodes (`failed`: nodes that produced no result, an
+error of tbb's, never an episode's verdict); `episodes` holds what the episodes came to,
+by where each came from: {\"run\": {...}, \"regraded\": {...}, \"cached\": {...}}, each
+{\"episodes\", \"verified_successes\", \"task_failures\", \"infra_failures\",
+\"terminal_flags\": {\"truncation\": 2, ...}} (`regraded` and `cached` only when there
+are some; `cached` is counted when the apply publishes).
 A failure's cause is one of upstream_failed, stored_row_unreadable, compile,
 nondeterministic, analysis_refused, io, upstream_study_changed, internal; root_cause is
 the cause at the start of a chain of upstream failures. `removed` lists the report files
@@ -57,7 +64,8 @@ Progress goes to stderr: bars on a terminal, plain lines when stderr is a pipe o
 and with --json one JSON event a line among the plan's text, e.g.
   {\"event\": \"stage_started\", \"stage\": \"episodes\", \"nodes\": 36288}
   {\"event\": \"node_finished\", \"stage\": \"episodes\", \"node\": \"execute[...]\", \"ok\": true}
-  {\"event\": \"stage_finished\", \"stage\": \"episodes\", \"done\": 36288, \"failed\": 0}
+  {\"event\": \"stage_finished\", \"stage\": \"episodes\", \"done\": 36288, \"failed\": 0,
+   \"verdicts\": {\"run\": {\"episodes\": 36288, \"verified_successes\": ..., ...}}}
   {\"event\": \"finished\"}
 (stages: compile, episodes, requests, analyses).")]
 pub struct ApplyArgs {

@@ -233,7 +233,7 @@ fn the_plan_warns_of_the_cells_a_local_context_cannot_hold_and_the_server_refuse
     // The server refused exactly the episodes the plan named: 4 families × 2 arms at
     // V = 32; every V = 8 episode ran.
     assert!(
-        summary.contains("8 episodes were infrastructure failures"),
+        summary.contains("Episodes: 16 run: ") && summary.contains(", 8 infrastructure failures."),
         "{summary}"
     );
     let episodes = read_episodes(&dir.path().join("outputs/local/episodes.parquet"));
@@ -267,7 +267,7 @@ fn the_plan_warns_of_the_cells_a_local_context_cannot_hold_and_the_server_refuse
         "study.name=\"local-llama\"",
     ]));
     assert!(
-        summary.contains("8 episodes were infrastructure failures"),
+        summary.contains("Episodes: 16 run: ") && summary.contains(", 8 infrastructure failures."),
         "{summary}"
     );
     let episodes = read_episodes(&dir.path().join("outputs/local-llama/episodes.parquet"));
@@ -348,7 +348,7 @@ fn a_completion_cut_short_after_a_retry_is_certified_with_its_attempts() {
     let summary =
         stdout_of_infra_failures(tbb_in(dir.path()).args(["apply", "manifests/local.toml"]));
     assert!(
-        summary.contains("8 episodes were infrastructure failures"),
+        summary.contains("Episodes: 16 run: ") && summary.contains(", 8 infrastructure failures."),
         "{summary}"
     );
     let episodes = read_episodes(&dir.path().join("outputs/local/episodes.parquet"));

@@ -74,10 +74,36 @@ fn a_model_flag_runs_on_a_loopback_server_publishes_and_certifies() {
         !plan.contains("sim-aurora-flash"),
         "--model replaces the manifest's: {plan}"
     );
+    // The catalogue lists neither prices nor a context window for it: the plan says
+    // both are unknown rather than "≈$0.00 at the listed prices".
+    assert!(
+        plan.contains("provider requests of unknown cost (no listed prices).")
+            && !plan.contains("≈$"),
+        "{plan}"
+    );
+    assert!(
+        plan.contains(&format!(
+            "  ! {name} (--model {flag}, {}/v1) has no listed prices",
+            server.origin
+        )) && plan.contains(&format!(
+            "  ! {name} has no context_window: its prompts are not checked"
+        )) && plan.contains(&format!("add an entry named `{name}` on the same route")),
+        "{plan}"
+    );
     let (code, text) = tbb(&["apply", "manifests/model.toml", "--model", &flag]);
     said.push_str(&text);
     assert_eq!(code, Some(0), "{text}");
     assert!(text.contains("Outputs:  outputs/model/"), "{text}");
+    // The loopback model answers without the evidence: both episodes failed their task,
+    // which no line may pass off as "0 failed".
+    assert!(
+        text.contains("episodes: 2 run: 0 verified successes, 2 task failures (")
+            && text.contains("Episodes: 2 run: 0 verified successes, 2 task failures (")
+            && text.contains("), 0 infrastructure failures.")
+            && text.contains("nodes run, 0 cached, no node errors;")
+            && !text.contains("0 failed"),
+        "{text}"
+    );
     assert!(dir.path().join("outputs/model/episodes.parquet").exists());
     // Two episodes, a tool call and an answer each, with the key on the wire.
     assert_eq!(server.chats.load(Ordering::SeqCst), 4, "{text}");
@@ -102,6 +128,12 @@ fn a_model_flag_runs_on_a_loopback_server_publishes_and_certifies() {
         let (code, text) = tbb(&args);
         said.push_str(&text);
         assert_eq!(code, Some(0), "{command}: {text}");
+        if command == "apply" {
+            assert!(
+                text.contains("Episodes: 2 cached: 0 verified successes, 2 task failures ("),
+                "{text}"
+            );
+        }
     }
     assert_eq!(server.chats.load(Ordering::SeqCst), 4, "nothing reran");
     // A locked run without the flag names what the lockfile has and how to fix it.
@@ -181,6 +213,10 @@ fn a_model_the_catalogue_has_runs_as_the_catalogue_has_it() {
         "{plan}"
     );
     assert!(!plan.contains("≈$0.00"), "the catalogue's prices: {plan}");
+    assert!(
+        !plan.contains("no listed prices") && !plan.contains("no context_window"),
+        "{plan}"
+    );
     // On another route it is another configuration, and the name is taken.
     let (code, text) = run(tbb_in(dir.path())
         .env("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
@@ -194,5 +230,63 @@ fn a_model_the_catalogue_has_runs_as_the_catalogue_has_it() {
     assert!(
         flat(&text).contains("has already on another route"),
         "{text}"
+    );
+}
+
+/// Issue 29: a `--model` configuration's requests read "≈$0.00 at the listed prices"
+/// where it lists none, and nothing said its prompts go unchecked against a context
+/// window. Beside a configuration the catalogue prices, the total says which part is
+/// priced and which is not.
+#[test]
+fn a_plan_mixing_priced_and_unpriced_models_says_which_cost_is_unknown() {
+    let dir = scratch();
+    study(dir.path());
+    let (code, plan) = run(tbb_in(dir.path())
+        .env_remove("OPENAI_BASE_URL")
+        .env_remove("OPENAI_API_KEY")
+        .args([
+            "plan",
+            "manifests/model.toml",
+            "--model",
+            "openai/gpt-4.1-mini",
+            "--model",
+            "openai/unlisted-model",
+        ]));
+    assert_eq!(code, Some(0), "{plan}");
+    let summary = plan
+        .lines()
+        .find(|l| l.starts_with("Plan: "))
+        .unwrap_or_else(|| panic!("no summary: {plan}"));
+    // Two episodes each, as many requests each: half of them priced.
+    let requests = summary
+        .split_once("; ≈")
+        .and_then(|(_, t)| t.split_once(' '))
+        .and_then(|(n, _)| n.parse::<u64>().ok())
+        .unwrap_or_else(|| panic!("{summary}"));
+    assert!(
+        summary.contains(&format!(
+            "at the listed prices for ≈{} of them and an unknown cost for the ≈{} with no \
+             listed prices.",
+            requests / 2,
+            requests / 2
+        )),
+        "{summary}"
+    );
+    // One note per configuration the catalogue does not list, and none for the one it
+    // does.
+    assert_eq!(plan.matches("has no listed prices").count(), 1, "{plan}");
+    assert_eq!(plan.matches("has no context_window").count(), 1, "{plan}");
+    assert!(
+        plan.contains(
+            "  ! openai-unlisted-model (--model openai/unlisted-model, openai) has no listed \
+             prices: what its requests cost is unknown, not $0"
+        ) && plan.contains(
+            "  ! openai-unlisted-model has no context_window: its prompts are not checked \
+             against the served model's context"
+        ) && plan.contains(
+            "to manifests/configurations.toml: --model openai/unlisted-model then runs that \
+             entry"
+        ),
+        "{plan}"
     );
 }

@@ -285,7 +285,7 @@ fn a_plan_right_after_an_apply_has_nothing_to_run() {
     let out = s.apply();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
-        stdout.contains("Apply complete: 225 run (0 failed)"),
+        stdout.contains("Apply complete: 225 nodes run, 0 cached, no node errors;"),
         "{stdout}"
     );
     // The last lines say where the results are (as the command named them: the test
@@ -315,6 +315,179 @@ fn a_plan_right_after_an_apply_has_nothing_to_run() {
         .args(["apply", &s.manifest(), "--locked"])
         .assert()
         .success();
+}
+
+/// What the grader said of a published study's episodes: `(episodes, verified
+/// successes, task failures, infrastructure failures, task failures by terminal flag)`.
+type Verdicts = (u64, u64, u64, u64, std::collections::BTreeMap<String, u64>);
+
+fn verdicts_of(episodes: &Path) -> Verdicts {
+    let (batches, _) = read_table(episodes).unwrap_or_else(|e| panic!("{e}"));
+    let mut v: Verdicts = Default::default();
+    for b in &batches {
+        let col = |name: &str| {
+            b.column_by_name(name)
+                .unwrap_or_else(|| panic!("no column {name}"))
+                .clone()
+        };
+        let (vts, infra, flag) = (col("vts"), col("infra_failure"), col("terminal_flag"));
+        for r in 0..b.num_rows() {
+            v.0 += 1;
+            if arrow_cell(&infra, r) == "true" {
+                v.3 += 1;
+            } else if arrow_cell(&vts, r) == "true" {
+                v.1 += 1;
+            } else {
+                v.2 += 1;
+                *v.4.entry(arrow_cell(&flag, r)).or_default() += 1;
+            }
+        }
+    }
+    v
+}
+
+/// Says `verdicts` as the end of the episodes stage and the summary do (`head` is
+/// `episodes: 48 run` or `Episodes: 48 cached`, say), the terminal flags in any order
+/// (theirs is the grader's).
+fn assert_says(line: &str, head: &str, (_, vts, task, infra, flags): &Verdicts) {
+    let plural =
+        |n: &u64, one: &str, many: &str| format!("{n} {}", if *n == 1 { one } else { many });
+    let start = format!(
+        "{head}: {}, {}",
+        plural(vts, "verified success", "verified successes"),
+        plural(task, "task failure", "task failures"),
+    );
+    assert!(line.starts_with(&start), "{start}: {line}");
+    for (flag, k) in flags {
+        assert!(line.contains(&format!("{flag} ×{k}")), "{flag}: {line}");
+    }
+    let infra = format!(
+        ", {}",
+        plural(infra, "infrastructure failure", "infrastructure failures")
+    );
+    assert!(line.contains(&infra), "{infra}: {line}");
+}
+
+/// Issue 29: "episodes: 2 done, 0 failed" and "Apply complete: 12 run (0 failed)" read
+/// as tasks that succeeded, where both episodes had failed theirs, and "analyses: 1/7
+/// (10%)" as a tenth done. The end of the episodes stage (plain lines and `--json`
+/// events) and the summary (text and `--json`) say as many verified successes, task
+/// failures by terminal flag and infrastructure failures as the published table holds,
+/// apart from node errors; cached episodes are said as cached; progress lines give the
+/// true percentage.
+#[test]
+fn apply_says_what_the_episodes_came_to_apart_from_node_errors() {
+    let s = Study::new(&TINY.replace(", \"phishing-report-triage-kestrel\"", ""));
+    let out = s.apply();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    let verdicts = verdicts_of(&s.outputs().join("episodes.parquet"));
+    assert_eq!(verdicts.0, 48);
+    assert!(
+        verdicts.1 > 0 && verdicts.2 > 0,
+        "a study of both: {verdicts:?}"
+    );
+    let stage = stderr
+        .lines()
+        .find(|l| l.starts_with("episodes: 48 run"))
+        .unwrap_or_else(|| panic!("no end of the episodes stage: {stderr}"));
+    assert_says(stage, "episodes: 48 run", &verdicts);
+    assert!(stage.ends_with("; no errors"), "{stage}");
+    assert!(!stderr.contains("failed"), "{stderr}");
+    assert!(
+        stdout.contains("Apply complete: 117 nodes run, 0 cached, no node errors;"),
+        "{stdout}"
+    );
+    let summary = stdout
+        .lines()
+        .find(|l| l.starts_with("Episodes: "))
+        .unwrap_or_else(|| panic!("no episodes in the summary: {stdout}"));
+    assert_says(summary, "Episodes: 48 run", &verdicts);
+    assert!(summary.ends_with("infrastructure failures."), "{summary}");
+    // Progress at each tenth passed, with the true percentage (48 episodes: 5/48 is
+    // 10%, 10/48 is 21%).
+    let mut progress = 0;
+    for line in stderr.lines().filter(|l| l.ends_with("%)")) {
+        let (_, rest) = line.split_once(": ").unwrap_or_else(|| panic!("{line}"));
+        let (fraction, percent) = rest.split_once(" (").unwrap_or_else(|| panic!("{line}"));
+        let (done, nodes) = fraction.split_once('/').unwrap_or_else(|| panic!("{line}"));
+        let number = |t: &str| {
+            t.replace(',', "")
+                .parse::<f64>()
+                .unwrap_or_else(|e| panic!("{e}: {line}"))
+        };
+        let shown = number(percent.trim_end_matches("%)"));
+        assert!(
+            (shown - 100.0 * number(done) / number(nodes)).abs() <= 0.5,
+            "{line}"
+        );
+        progress += 1;
+    }
+    assert!(
+        progress > 0 && stderr.contains("episodes: 10/48 (21%)"),
+        "{stderr}"
+    );
+
+    // With --json (another study name: the same episodes run again), the episodes
+    // stage's end and the summary carry the counts.
+    let out = s
+        .tbb()
+        .args([
+            "apply",
+            &s.manifest(),
+            "--json",
+            "--set",
+            "study.name=\"tiny-json\"",
+        ])
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let verdicts = verdicts_of(&s.path("outputs/tiny-json/episodes.parquet"));
+    let json = |tally: &Value| {
+        let n = |k: &str| tally[k].as_u64().unwrap_or_else(|| panic!("{k}: {tally}"));
+        let flags = tally["terminal_flags"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .map(|(f, k)| (f.clone(), k.as_u64().unwrap_or(0)))
+            .collect();
+        (
+            n("episodes"),
+            n("verified_successes"),
+            n("task_failures"),
+            n("infra_failures"),
+            flags,
+        )
+    };
+    let summary: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(json(&summary["episodes"]["run"]), verdicts, "{summary}");
+    assert_eq!(summary["failed"], 0);
+    let events = String::from_utf8_lossy(&out.stderr);
+    let end: Value = events
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|e| e["event"] == "stage_finished" && e["stage"] == "episodes")
+        .unwrap_or_else(|| panic!("no end of the episodes stage: {events}"));
+    assert_eq!(json(&end["verdicts"]["run"]), verdicts, "{end}");
+
+    // Nothing to run: the episodes are said as cached.
+    let out = s.apply();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let summary = stdout
+        .lines()
+        .find(|l| l.starts_with("Episodes: "))
+        .unwrap_or_else(|| panic!("no episodes in the summary: {stdout}"));
+    assert_says(
+        summary,
+        "Episodes: 48 cached",
+        &verdicts_of(&s.outputs().join("episodes.parquet")),
+    );
 }
 
 #[test]
@@ -428,7 +601,7 @@ fn a_deleted_table_is_regenerated_from_the_cache_without_running_an_episode() {
         plan[0].2
     );
     let out = s.apply();
-    assert!(String::from_utf8_lossy(&out.stdout).contains("Apply complete: 1 run"));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Apply complete: 1 node run"));
     // The cached rows, wall times included: the same bytes.
     assert!(
         std::fs::read(&path).unwrap_or_default() == before,
@@ -922,7 +1095,7 @@ fn a_stored_row_that_no_longer_reads_is_a_planned_rerun_not_a_failure_of_its_dep
     let out = s.apply();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
-        stdout.contains("Apply complete: 2 run (0 failed)"),
+        stdout.contains("Apply complete: 2 nodes run, ") && stdout.contains("no node errors"),
         "{stdout}"
     );
     let after = published(&s.outputs());

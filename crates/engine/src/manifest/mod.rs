@@ -93,6 +93,12 @@ pub struct Manifest {
     /// the flag.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub models: Vec<(String, String)>,
+    /// Of those, the configurations the catalogue does not list (made from the flag
+    /// alone): they have no listed prices (their cost is unknown, not zero) and no
+    /// `context_window`, as the plan says. Out of the hash: what an episode is does not
+    /// depend on it.
+    #[serde(skip)]
+    pub unlisted: Vec<String>,
 }
 
 /// The configurations of a run's `--model` flags ([`tbb_provider::model`]), each with
@@ -445,6 +451,7 @@ impl Manifest {
 
         // Stage 2: names, levels and rules.
         let catalogue_path = resolve::catalogue_path(&raw, path);
+        let mut unlisted = Vec::new();
         let catalogue = if catalogue_path.is_file() {
             let mut catalogue = Catalogue::load(&catalogue_path)?;
             for (flag, c) in &models.configurations {
@@ -477,7 +484,10 @@ impl Manifest {
                             c.name
                         )),
                     }),
-                    None => catalogue.configurations.push(c.clone()),
+                    None => {
+                        unlisted.push(c.name.clone());
+                        catalogue.configurations.push(c.clone());
+                    }
                 }
             }
             Some(catalogue)
@@ -532,6 +542,7 @@ impl Manifest {
                 .iter()
                 .map(|(flag, c)| (c.name.clone(), flag.clone()))
                 .collect(),
+            unlisted,
         };
         manifest.content_hash = manifest.compute_hash();
         Ok(manifest)

@@ -37,6 +37,7 @@ use super::reporter::{Reporter, Silent};
 use super::request_spill::RequestRows;
 use super::scheduler::{self, Everything, Filter, Scheduler};
 use super::served_prompts;
+use super::verdicts::{plural, Verdicts};
 use super::{CompilePayload, ExecutePayload, PipelineError, Study, TablePayload};
 use tbb_analysis::Input;
 use tbb_core::compile::{compile, Variant};
@@ -106,6 +107,10 @@ pub struct Summary {
     pub ran_elsewhere: usize,
     /// Files published under `outputs/<study>/` (tables, report, figures).
     pub files: usize,
+    /// The grader's verdicts of the episodes run, regraded and reused (verified
+    /// successes, task failures by terminal flag, infrastructure failures): what the
+    /// episodes came to, where `failed` counts nodes that came to nothing.
+    pub episodes: Verdicts,
     /// Episodes that ended as infrastructure failures (recorded as such).
     pub infra_failures: usize,
     /// Their causes (as the episode rows name them), with how many each.
@@ -161,45 +166,58 @@ pub struct Failed {
 }
 
 impl Summary {
-    /// The one summary line.
+    /// The summary: the nodes run, reused and in error (`Apply complete: 12 nodes run, 0
+    /// cached, no node errors; …`), then what the episodes came to (`Episodes: 2 run: 0
+    /// verified successes, 2 task failures (truncation ×2), 0 infrastructure
+    /// failures.`), each group of them on its line.
     pub fn line(&self, seconds: f64) -> String {
+        let errors = match self.failed {
+            0 => "no node errors".to_string(),
+            n => format!(
+                "{} (listed above)",
+                plural(n as u64, "node error", "node errors")
+            ),
+        };
+        let episodes: String = self
+            .episodes
+            .summary_lines()
+            .iter()
+            .enumerate()
+            .map(|(k, line)| {
+                let head = if k == 0 { "Episodes: " } else { "          " };
+                format!("\n{head}{line}.")
+            })
+            .collect();
         format!(
-            "Apply complete: {} run ({} failed), {} cached, {} files written in {seconds:.1}s{}.",
-            tbb_report::format::count(self.run as u64),
-            self.failed,
+            "Apply complete: {} run, {} cached, {errors}; {} files written in {seconds:.1}s.",
+            plural(self.run as u64, "node", "nodes"),
             tbb_report::format::count(self.cached as u64),
             self.files,
-            if self.infra_failures > 0 {
+        ) + &episodes
+            + &if self.ran_elsewhere > 0 {
                 format!(
-                    "; {} episodes were infrastructure failures",
-                    self.infra_failures
+                    "\n{} of the episodes were run meanwhile by other processes sharing the cache \
+                 and reused from it.",
+                    tbb_report::format::count(self.ran_elsewhere as u64)
                 )
             } else {
                 String::new()
             }
-        ) + &if self.ran_elsewhere > 0 {
-            format!(
-                "\n{} of the episodes were run meanwhile by other processes sharing the cache \
-                 and reused from it.",
-                tbb_report::format::count(self.ran_elsewhere as u64)
-            )
-        } else {
-            String::new()
-        } + &self
-            .stopped_routes
-            .iter()
-            .map(|s| {
-                format!(
-                    "\nStopped route {} after {} infrastructure failures in a row (the last: \
+            + &self
+                .stopped_routes
+                .iter()
+                .map(|s| {
+                    format!(
+                        "\nStopped route {} after {} infrastructure failures in a row (the last: \
                      {}): {} of its episodes were not run and stay planned; the tables are \
                      not published until they have run.",
-                    s.route,
-                    s.failures,
-                    s.cause,
-                    tbb_report::format::count(s.not_run as u64)
-                )
-            })
-            .collect::<String>()
+                        s.route,
+                        s.failures,
+                        s.cause,
+                        tbb_report::format::count(s.not_run as u64)
+                    )
+                })
+                .collect::<String>()
     }
 }
 
@@ -305,6 +323,9 @@ pub fn estimate(study: &Study, cache: &Cache, plan: &Plan) -> Estimate {
             e.simulated_requests += requests;
             e.simulated_cost_usd += cost;
         }
+        if study.manifest.unlisted.contains(&config.name) {
+            e.unpriced_requests += requests;
+        }
     }
     e
 }
@@ -357,6 +378,8 @@ struct Applying<'a> {
     reporter: &'a dyn Reporter,
     /// The episodes stage's counts, from the live episodes to the regrades.
     episode_counts: Counts,
+    /// The verdicts of the episodes run, regraded and reused.
+    verdicts: Verdicts,
 }
 
 /// Runs the plan's nodes. `plan` must come from `study.plan(cache)` under the outputs
@@ -395,6 +418,7 @@ pub async fn run(
         committer: Committer::new(objects),
         reporter: options.reporter.as_ref(),
         episode_counts: Counts::default(),
+        verdicts: Verdicts::default(),
     };
     cache.reserve(apply.runs.len());
     let variants = apply.compile(cache)?;
@@ -536,7 +560,7 @@ impl Applying<'_> {
             }
             counts.node(self.reporter, Stage::Compile, node, ok);
         }
-        counts.finish(self.reporter, Stage::Compile);
+        counts.finish(self.reporter, Stage::Compile, None);
         self.committer.flush(cache)?;
         Ok(variants)
     }
@@ -758,6 +782,7 @@ impl Applying<'_> {
                     record,
                     first_prompt_tokens,
                 }) => {
+                    self.verdicts.run.add(&row);
                     if row.infra_failure {
                         self.summary.infra_failures += 1;
                         let cause = row.infra_error.clone().unwrap_or_default();
@@ -829,6 +854,7 @@ impl Applying<'_> {
                 stage: Stage::Requests,
                 done: sent.load(Ordering::Relaxed),
                 failed: 0,
+                verdicts: None,
             });
         }
         Ok(interrupted)
@@ -954,6 +980,7 @@ impl Applying<'_> {
                 );
                 match result {
                     Ok(row) => {
+                        self.verdicts.regraded.add(&row);
                         self.committer.node(&dag.graph[g], &row);
                         rows.insert(g, row);
                         self.summary.run += 1;
@@ -965,7 +992,7 @@ impl Applying<'_> {
             }
             self.committer.flush(cache)?;
         }
-        counts.finish(self.reporter, Stage::Episodes);
+        counts.finish(self.reporter, Stage::Episodes, Some(&self.verdicts));
         Ok(())
     }
 
@@ -973,7 +1000,7 @@ impl Applying<'_> {
     /// that stops the tables when some grade node has none (the first one's cause, and
     /// how many).
     fn rows(
-        &self,
+        &mut self,
         cache: &Cache,
         mut graded: HashMap<NodeIndex, EpisodeRow>,
     ) -> Result<(Vec<EpisodeRow>, Option<NodeFailure>), PipelineError> {
@@ -995,7 +1022,9 @@ impl Applying<'_> {
         for &g in &grades {
             let row = match graded.remove(&g) {
                 Some(row) => Ok(row),
-                None => missing_row(dag, &self.failed, &stored, g),
+                None => missing_row(dag, &self.failed, &stored, g).inspect(|row| {
+                    self.verdicts.cached.add(row);
+                }),
             };
             match row {
                 Ok(mut row) => {
@@ -1097,7 +1126,7 @@ impl Applying<'_> {
             }
             self.committer.flush(cache)?;
         }
-        counts.finish(self.reporter, Stage::Analyses);
+        counts.finish(self.reporter, Stage::Analyses, None);
         Ok(())
     }
 
@@ -1119,6 +1148,7 @@ impl Applying<'_> {
         let mut failures: Vec<(NodeIndex, NodeFailure)> = self.failed.into_iter().collect();
         failures.sort_by_key(|(i, _)| order.get(i).copied());
         self.summary.failed = failures.len();
+        self.summary.episodes = self.verdicts;
         self.summary.failures = failures
             .into_iter()
             .map(|(i, failure)| Failed {
@@ -1154,11 +1184,12 @@ impl Counts {
         });
     }
 
-    fn finish(&self, reporter: &dyn Reporter, stage: Stage) {
+    fn finish(&self, reporter: &dyn Reporter, stage: Stage, verdicts: Option<&Verdicts>) {
         reporter.event(&Event::StageFinished {
             stage,
             done: self.done,
             failed: self.failed,
+            verdicts,
         });
     }
 }

@@ -473,6 +473,7 @@ pub fn certify(
         stage: Stage::Certify,
         done: passed,
         failed: done.len() as u64 - passed,
+        verdicts: None,
     });
     reporter.event(&Event::Finished);
     Ok(Certification {

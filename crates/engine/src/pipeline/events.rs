@@ -6,10 +6,13 @@
 //! stderr: `{"event": "stage_started", "stage": "episodes", "nodes": 36288}`); new
 //! events and fields may be added, existing ones keep their names.
 //!
-//! Never: carries a result (rows and payloads go to the committer, not here), or
-//! decides anything: an event is said after the fact, and nothing listens back.
+//! Never: carries a result (rows and payloads go to the committer, not here; the
+//! episodes stage's end carries only the counts of its verdicts), or decides anything:
+//! an event is said after the fact, and nothing listens back.
 
 use serde::Serialize;
+
+use super::verdicts::Verdicts;
 
 /// A stage of a run, each with its own progress.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -71,8 +74,14 @@ pub enum Event<'a> {
         stage: Stage,
         /// Nodes that succeeded (requests sent, for [`Stage::Requests`]).
         done: u64,
-        /// Nodes that failed.
+        /// Nodes that failed: tbb produced no result for them (an error, never an
+        /// episode's verdict).
         failed: u64,
+        /// For [`Stage::Episodes`], the grader's verdicts of the episodes it ran and
+        /// regraded: verified successes, task failures and infrastructure failures
+        /// (absent for the other stages).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        verdicts: Option<&'a Verdicts>,
     },
     /// A route's breaker stopped it: `failures` episodes in a row ended as
     /// infrastructure failures, so its episodes not yet started will not start in
@@ -123,6 +132,16 @@ mod tests {
 
     #[test]
     fn events_are_tagged_json_objects_with_snake_case_names() {
+        let verdicts = Verdicts {
+            run: super::super::verdicts::Tally {
+                episodes: 2,
+                verified_successes: 0,
+                task_failures: 2,
+                infra_failures: 0,
+                terminal_flags: [("truncation".to_string(), 2)].into(),
+            },
+            ..Verdicts::default()
+        };
         let lines: Vec<String> = [
             Event::StageStarted {
                 stage: Stage::Episodes,
@@ -138,6 +157,13 @@ mod tests {
                 stage: Stage::Analyses,
                 done: 2,
                 failed: 1,
+                verdicts: None,
+            },
+            Event::StageFinished {
+                stage: Stage::Episodes,
+                done: 2,
+                failed: 0,
+                verdicts: Some(&verdicts),
             },
             Event::RouteStopped {
                 route: "http://127.0.0.1:1/v1",
@@ -161,6 +187,12 @@ mod tests {
                 r#"{"event":"node_finished","stage":"compile","node":"compile[family=f, v=8]","ok":false}"#,
                 r#"{"event":"request_finished","tokens":12}"#,
                 r#"{"event":"stage_finished","stage":"analyses","done":2,"failed":1}"#,
+                concat!(
+                    r#"{"event":"stage_finished","stage":"episodes","done":2,"failed":0,"#,
+                    r#""verdicts":{"run":{"episodes":2,"verified_successes":0,"#,
+                    r#""task_failures":2,"infra_failures":0,"#,
+                    r#""terminal_flags":{"truncation":2}}}}"#
+                ),
                 r#"{"event":"route_stopped","route":"http://127.0.0.1:1/v1","failures":8,"cause":"server_error"}"#,
                 r#"{"event":"claim_held","node":"execute[x]","holder":"h pid 1"}"#,
                 r#"{"event":"lease_held","holder":"h pid 2"}"#,

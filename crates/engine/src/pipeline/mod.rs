@@ -46,6 +46,7 @@ pub mod scheduler;
 pub mod served_prompts;
 pub mod shard;
 pub mod upstream;
+pub mod verdicts;
 
 use std::path::{Path, PathBuf};
 
@@ -569,6 +570,36 @@ impl Study {
         )?)
     }
 
+    /// The configurations with episodes to run in `plan` that a `--model` flag made
+    /// and the catalogue does not list, in the manifest's order.
+    fn unlisted(&self, plan: &Plan) -> Vec<plan::Unlisted> {
+        let running: std::collections::HashSet<usize> = plan
+            .nodes
+            .iter()
+            .filter(|n| n.action.runs() && n.kind == NodeKind::Execute)
+            .filter_map(|n| match self.dag.graph[n.node?].work {
+                dag::Work::Execute { config, .. } => Some(config),
+                _ => None,
+            })
+            .collect();
+        self.manifest
+            .configurations
+            .iter()
+            .enumerate()
+            .filter(|(i, c)| running.contains(i) && self.manifest.unlisted.contains(&c.name))
+            .map(|(_, c)| plan::Unlisted {
+                configuration: c.name.clone(),
+                flag: self
+                    .manifest
+                    .models
+                    .iter()
+                    .find(|(name, _)| *name == c.name)
+                    .map_or_else(String::new, |(_, flag)| flag.clone()),
+                route: c.route(),
+            })
+            .collect()
+    }
+
     /// The plan against `cache`, with the request estimate.
     pub fn plan(&self, cache: &Cache) -> Result<Plan, PipelineError> {
         let mut p = plan::plan(&self.dag, cache, &self.outputs())?;
@@ -611,6 +642,7 @@ impl Study {
         p.estimate = apply::estimate(self, cache, &p);
         p.catalogue = self.manifest.catalogue.display().to_string();
         p.context = context::warnings(self, &std::collections::HashMap::new());
+        p.unlisted = self.unlisted(&p);
         p.fingerprint = plan::fingerprint(&p);
         Ok(p)
     }

@@ -99,6 +99,10 @@ pub struct Estimate {
     /// Of `requests`, those to simulated configurations.
     #[serde(default)]
     pub simulated_requests: u64,
+    /// Of `requests`, those to configurations with no listed prices (made by `--model`
+    /// alone): `cost_usd` holds nothing of them, and their cost is unknown, not zero.
+    #[serde(default)]
+    pub unpriced_requests: u64,
 }
 
 /// A plan.
@@ -149,6 +153,51 @@ pub struct Plan {
     /// Requests that will not fit a configuration's `context_window`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub context: Vec<super::context::ContextWarning>,
+    /// The configurations with episodes to run that a `--model` flag made and the
+    /// catalogue does not list: no prices, no `context_window`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unlisted: Vec<Unlisted>,
+}
+
+/// A configuration with episodes to run that a `--model` flag made and the catalogue
+/// does not list. It has no listed prices, so what its requests cost is unknown (not
+/// $0), and no `context_window`, so its prompts are not checked against the served
+/// model's context ([`super::context`]); a catalogue entry of its name on its route
+/// gives both, and the flag then runs that entry.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Unlisted {
+    /// The configuration.
+    pub configuration: String,
+    /// The flag that made it (`openai/x`).
+    pub flag: String,
+    /// Its route.
+    pub route: String,
+}
+
+impl Unlisted {
+    /// The lines the plan prints, `catalogue` being the catalogue the manifest read.
+    pub fn lines(&self, catalogue: &str) -> [String; 3] {
+        let Unlisted {
+            configuration,
+            flag,
+            route,
+        } = self;
+        [
+            format!(
+                "! {configuration} (--model {flag}, {route}) has no listed prices: what its \
+                 requests cost is unknown, not $0"
+            ),
+            format!(
+                "! {configuration} has no context_window: its prompts are not checked \
+                 against the served model's context"
+            ),
+            format!(
+                "  to set them, add an entry named `{configuration}` on the same route, with \
+                 `prices` and `context_window`, to {catalogue}: --model {flag} then runs that \
+                 entry (docs/local-models.md)"
+            ),
+        ]
+    }
 }
 
 /// Whether a live configuration's key is set, as the plan says it.
@@ -173,6 +222,55 @@ impl KeyLine {
             }
             tbb_provider::KeyStatus::Missing { variable } => format!(
                 "key: {what}: {variable} is not set; `tbb apply` refuses until it is (export {variable}=…)"
+            ),
+        }
+    }
+}
+
+impl Estimate {
+    /// What the requests are and what they cost: at the listed prices, nothing for the
+    /// simulated panel (with what its models list), and an unknown cost for the
+    /// configurations with no listed prices — said apart, so that a total never passes
+    /// an unknown cost off as $0.
+    pub fn text(&self) -> String {
+        if self.requests == 0 {
+            return "no provider requests".to_string();
+        }
+        let simulated = self.simulated_requests.min(self.requests);
+        let live = self.requests - simulated;
+        let unpriced = self.unpriced_requests.min(live);
+        let priced = live - unpriced;
+        let cost = self.cost_usd - self.simulated_cost_usd;
+        let live_text = match (priced, unpriced) {
+            (_, 0) => format!(
+                "≈{} provider requests, ≈${cost:.2} at the listed prices",
+                count(live)
+            ),
+            (0, _) => format!(
+                "≈{} provider requests of unknown cost (no listed prices)",
+                count(live)
+            ),
+            _ => format!(
+                "≈{} provider requests, ≈${cost:.2} at the listed prices for ≈{} of them and \
+                 an unknown cost for the ≈{} with no listed prices",
+                count(live),
+                count(priced),
+                count(unpriced)
+            ),
+        };
+        match (live, simulated) {
+            (_, 0) => live_text,
+            (0, _) => format!(
+                "≈{} requests to the simulated panel, which cost nothing (≈${:.2} at its \
+                 models' listed prices)",
+                count(simulated),
+                self.simulated_cost_usd
+            ),
+            _ => format!(
+                "{live_text}, and ≈{} to the simulated panel, which cost nothing (≈${:.2} at \
+                 its models' listed prices)",
+                count(simulated),
+                self.simulated_cost_usd
             ),
         }
     }
@@ -312,6 +410,7 @@ pub fn plan(dag: &Dag, cache: &Cache, outputs: &Path) -> Result<Plan, CacheError
         upstream: Vec::new(),
         catalogue: String::new(),
         context: Vec::new(),
+        unlisted: Vec::new(),
     })
 }
 
@@ -596,6 +695,14 @@ impl Plan {
         if !self.context.is_empty() {
             out.push('\n');
         }
+        for unlisted in &self.unlisted {
+            for line in unlisted.lines(&self.catalogue) {
+                let _ = writeln!(out, "  {line}");
+            }
+        }
+        if !self.unlisted.is_empty() {
+            out.push('\n');
+        }
         out.push_str(&self.summary());
         out.push('\n');
         for key in &self.keys {
@@ -625,32 +732,7 @@ impl Plan {
             .iter()
             .map(|(k, n)| format!("{} {}", count(*n as u64), k.name()))
             .collect();
-        let e = &self.estimate;
-        let traffic = if e.requests == 0 {
-            "no provider requests".to_string()
-        } else if e.simulated_requests == e.requests {
-            format!(
-                "≈{} requests to the simulated panel, which cost nothing (≈${:.2} at its \
-                 models' listed prices)",
-                count(e.requests),
-                e.cost_usd
-            )
-        } else if e.simulated_requests > 0 {
-            format!(
-                "≈{} provider requests, ≈${:.2} at the listed prices, and ≈{} to the \
-                 simulated panel, which cost nothing (≈${:.2} at its models' listed prices)",
-                count(e.requests - e.simulated_requests),
-                e.cost_usd - e.simulated_cost_usd,
-                count(e.simulated_requests),
-                e.simulated_cost_usd
-            )
-        } else {
-            format!(
-                "≈{} provider requests, ≈${:.2} at the listed prices",
-                count(e.requests),
-                e.cost_usd
-            )
-        };
+        let traffic = self.estimate.text();
         format!(
             "Plan: {} to run ({}), {} cached, {} orphaned; {traffic}.",
             count(total as u64),
@@ -692,6 +774,7 @@ mod tests {
             upstream: Vec::new(),
             catalogue: String::new(),
             context: Vec::new(),
+            unlisted: Vec::new(),
         }
     }
 
@@ -725,6 +808,72 @@ mod tests {
             "≈30 provider requests, ≈$1.00 at the listed prices, and ≈100 to the simulated \
              panel, which cost nothing (≈$2.50 at its models' listed prices)."
         ));
+    }
+
+    /// Issue 29: a `--model` configuration's requests read "≈$0.00 at the listed
+    /// prices" where it lists none.
+    #[test]
+    fn requests_with_no_listed_prices_are_of_unknown_cost_even_in_a_mixed_total() {
+        let unpriced = Estimate {
+            requests: 8,
+            unpriced_requests: 8,
+            ..Estimate::default()
+        };
+        let text = plan_with(unpriced).summary();
+        assert!(
+            text.ends_with("≈8 provider requests of unknown cost (no listed prices)."),
+            "{text}"
+        );
+        assert!(!text.contains('$'), "{text}");
+        let mixed = Estimate {
+            requests: 100,
+            cost_usd: 2.5,
+            unpriced_requests: 40,
+            ..Estimate::default()
+        };
+        assert!(plan_with(mixed).summary().ends_with(
+            "≈100 provider requests, ≈$2.50 at the listed prices for ≈60 of them and an \
+             unknown cost for the ≈40 with no listed prices."
+        ));
+        let with_panel = Estimate {
+            requests: 108,
+            simulated_requests: 100,
+            simulated_cost_usd: 2.5,
+            cost_usd: 2.5,
+            unpriced_requests: 8,
+            ..Estimate::default()
+        };
+        assert!(plan_with(with_panel).summary().ends_with(
+            "≈8 provider requests of unknown cost (no listed prices), and ≈100 to the \
+             simulated panel, which cost nothing (≈$2.50 at its models' listed prices)."
+        ));
+    }
+
+    #[test]
+    fn a_configuration_the_catalogue_does_not_list_is_said_to_have_no_prices_and_no_window() {
+        let mut plan = plan_with(Estimate {
+            requests: 8,
+            unpriced_requests: 8,
+            ..Estimate::default()
+        });
+        plan.catalogue = "manifests/configurations.toml".into();
+        plan.unlisted = vec![Unlisted {
+            configuration: "openai-x".into(),
+            flag: "openai/x".into(),
+            route: "http://127.0.0.1:9/v1".into(),
+        }];
+        let text = plan.render(false);
+        assert!(
+            text.contains(
+                "  ! openai-x (--model openai/x, http://127.0.0.1:9/v1) has no listed prices: \
+                 what its requests cost is unknown, not $0\n  ! openai-x has no \
+                 context_window: its prompts are not checked against the served model's \
+                 context\n    to set them, add an entry named `openai-x` on the same route, \
+                 with `prices` and `context_window`, to manifests/configurations.toml: \
+                 --model openai/x then runs that entry"
+            ),
+            "{text}"
+        );
     }
 
     #[test]

@@ -18,6 +18,7 @@ use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressState, P
 
 use super::eta;
 use super::events::{Event, Stage};
+use super::verdicts::errors_text;
 use tbb_report::format::count;
 
 /// What renders a run's events. Called from the run's tasks and threads at once.
@@ -202,9 +203,22 @@ impl Reporter for Bars {
                 }
             }
             Event::RequestFinished { tokens } => self.request(tokens),
-            Event::StageFinished { stage, .. } => {
+            Event::StageFinished {
+                stage,
+                failed,
+                verdicts,
+                ..
+            } => {
                 if let Some(bar) = self.bar(stage) {
                     bar.finish();
+                }
+                // The bars are cleared at the end: what the episodes came to stays.
+                if let Some(verdicts) = verdicts {
+                    let _ = self.multi.println(format!(
+                        "{}: {}",
+                        stage.name(),
+                        verdicts.stage_text(failed)
+                    ));
                 }
             }
             Event::Finished => {
@@ -222,6 +236,19 @@ impl Reporter for Bars {
     }
 }
 
+/// `done` of `nodes` as a whole percentage, rounded to the nearest (1 of 7: 14), but
+/// never 100 before the last node nor 0 after the first.
+fn percent(done: u64, nodes: u64) -> u64 {
+    let Some(rounded) = (done * 200 + nodes).checked_div(nodes * 2) else {
+        return 0;
+    };
+    match rounded {
+        0 if done > 0 => 1,
+        100.. if done < nodes => 99,
+        p => p,
+    }
+}
+
 /// How far a stage is, for plain lines.
 #[derive(Debug, Default)]
 struct Progress {
@@ -231,8 +258,9 @@ struct Progress {
     tenth: u64,
 }
 
-/// Plain lines: a stage's size when it starts, a line at each tenth of it, and its
-/// counts when it ends; no control characters, so a log or CI keeps them as they are.
+/// Plain lines: a stage's size when it starts, a line each time it passes a tenth of it
+/// (with the true percentage done), and its counts when it ends (the episodes stage's
+/// verdicts, apart from its errors); no control characters, so a log or CI keeps them as they are.
 pub struct Plain {
     out: Mutex<Box<dyn Write + Send>>,
     stages: Mutex<HashMap<Stage, Progress>>,
@@ -289,7 +317,7 @@ impl Reporter for Plain {
                             stage.name(),
                             count(p.done),
                             count(p.nodes),
-                            tenth * 10
+                            percent(p.done, p.nodes)
                         )
                     })
                 };
@@ -302,17 +330,30 @@ impl Reporter for Plain {
                 stage,
                 done,
                 failed,
+                verdicts,
             } => {
                 let nodes = lock(&self.stages).remove(&stage).map_or(0, |p| p.nodes);
-                match stage {
-                    Stage::Requests => self.line(&format!("requests: {} sent", count(done))),
-                    _ if nodes > 0 || done + failed > 0 => self.line(&format!(
-                        "{}: {} done, {} failed",
+                match (stage, verdicts) {
+                    (Stage::Requests, _) => {
+                        self.line(&format!("requests: {} sent", count(done)));
+                    }
+                    _ if nodes == 0 && done + failed == 0 => {}
+                    (_, Some(verdicts)) => self.line(&format!(
+                        "{}: {}",
                         stage.name(),
+                        verdicts.stage_text(failed)
+                    )),
+                    (Stage::Certify, None) => self.line(&format!(
+                        "certify: {} done, {} failed",
                         count(done),
                         count(failed)
                     )),
-                    _ => {}
+                    (_, None) => self.line(&format!(
+                        "{}: {} done, {}",
+                        stage.name(),
+                        count(done),
+                        errors_text(failed)
+                    )),
                 }
             }
             Event::Finished => {}
@@ -365,6 +406,7 @@ impl Reporter for Json {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::pipeline::verdicts::{Tally, Verdicts};
 
     /// A writer whose bytes the test reads back.
     #[derive(Clone, Default)]
@@ -398,6 +440,7 @@ mod tests {
             stage: Stage::Compile,
             done: 0,
             failed: 0,
+            verdicts: None,
         });
         e(Event::StageStarted {
             stage: Stage::Episodes,
@@ -417,15 +460,27 @@ mod tests {
                 ok: k != 7,
             });
         }
+        let verdicts = Verdicts {
+            run: Tally {
+                episodes: 19,
+                verified_successes: 5,
+                task_failures: 13,
+                infra_failures: 1,
+                terminal_flags: [("truncation".into(), 8), ("wrong_conclusion".into(), 5)].into(),
+            },
+            ..Verdicts::default()
+        };
         e(Event::StageFinished {
             stage: Stage::Episodes,
             done: 19,
             failed: 1,
+            verdicts: Some(&verdicts),
         });
         e(Event::StageFinished {
             stage: Stage::Requests,
             done: 2,
             failed: 0,
+            verdicts: None,
         });
         e(Event::StageStarted {
             stage: Stage::Analyses,
@@ -442,6 +497,7 @@ mod tests {
             stage: Stage::Analyses,
             done: 2,
             failed: 0,
+            verdicts: None,
         });
         e(Event::Finished);
     }
@@ -462,14 +518,54 @@ mod tests {
             "episodes: 14/20 (70%)",
             "episodes: 16/20 (80%)",
             "episodes: 18/20 (90%)",
-            "episodes: 19 done, 1 failed",
+            "episodes: 19 run: 5 verified successes, 13 task failures (truncation ×8, \
+             wrong_conclusion ×5), 1 infrastructure failure; 1 error (listed at the end)",
             "requests: 2 sent",
             "analyses: 2 to run",
             "analyses: 1/2 (50%)",
-            "analyses: 2 done, 0 failed",
+            "analyses: 2 done, no errors",
         ];
         assert_eq!(out.text(), expected.map(|l| format!("{l}\n")).concat());
         assert!(!out.text().contains('\u{1b}'), "no node text, no escapes");
+    }
+
+    /// Issue 29: "analyses: 1/7 (10%)" read as a tenth done where a seventh was.
+    #[test]
+    fn plain_lines_print_at_each_tenth_passed_with_the_true_percentage() {
+        let out = Shared::default();
+        let plain = Plain::new(Box::new(out.clone()));
+        plain.event(&Event::StageStarted {
+            stage: Stage::Analyses,
+            nodes: 7,
+        });
+        for _ in 0..7 {
+            plain.event(&Event::NodeFinished {
+                stage: Stage::Analyses,
+                node: "analysis[x]",
+                ok: true,
+            });
+        }
+        let lines: Vec<String> = out.text().lines().skip(1).map(str::to_string).collect();
+        assert_eq!(
+            lines,
+            [
+                "analyses: 1/7 (14%)",
+                "analyses: 2/7 (29%)",
+                "analyses: 3/7 (43%)",
+                "analyses: 4/7 (57%)",
+                "analyses: 5/7 (71%)",
+                "analyses: 6/7 (86%)",
+            ]
+        );
+        assert_eq!(
+            (
+                percent(1, 1000),
+                percent(999, 1000),
+                percent(1, 3),
+                percent(0, 0)
+            ),
+            (1, 99, 33, 0)
+        );
     }
 
     #[test]
@@ -496,6 +592,18 @@ mod tests {
             })
         );
         assert!(!text.contains('\u{1b}'), "escaped in the JSON text");
+        // The episodes stage's end carries its verdicts, apart from its errors.
+        assert_eq!(events[24]["stage"], "episodes", "{text}");
+        assert_eq!(events[24]["failed"], 1);
+        assert_eq!(
+            events[24]["verdicts"]["run"],
+            serde_json::json!({
+                "episodes": 19, "verified_successes": 5, "task_failures": 13,
+                "infra_failures": 1,
+                "terminal_flags": {"truncation": 8, "wrong_conclusion": 5}
+            })
+        );
+        assert!(events[25].get("verdicts").is_none(), "{text}");
         assert_eq!(
             events.last(),
             Some(&serde_json::json!({"event": "finished"}))
