@@ -4,7 +4,8 @@
 /// small strings and JSON nodes, and mimalloc's per-thread free lists take a good part
 /// of the CPU per loopback request and of the capacity study's; small studies peak
 /// ~50 MiB higher, as it commits its arenas eagerly (BENCHMARKS.md has both, side by
-/// side). Only the binary sets it; the library leaves the choice to whoever links it.
+/// side); it is built without transparent huge pages (`no_thp`, see Cargo.toml). Only
+/// the binary sets it; the library leaves the choice to whoever links it.
 /// The `system-allocator` feature leaves it out, for heaptrack.
 #[cfg(not(feature = "system-allocator"))]
 #[global_allocator]
