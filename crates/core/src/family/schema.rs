@@ -74,6 +74,14 @@ pub enum Domain {
     Calendar,
 }
 
+crate::compile::cell::level_names!(Split { Core => "core", Holdout => "holdout", Frontier => "frontier" });
+crate::compile::cell::level_names!(Domain {
+    Accounting => "accounting",
+    Email => "email",
+    File => "file",
+    Calendar => "calendar",
+});
+
 /// The shared definition of an intent.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
