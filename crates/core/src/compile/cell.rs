@@ -183,6 +183,9 @@ pub fn level_name<T: Serialize>(level: &T) -> String {
 /// factor: `name` is the level's serde name (a test holds them equal), so the tables,
 /// the manifests and the report spell a level alike. `name` matches on every listed
 /// variant, so a variant missing from the list does not compile, and `ALL` is complete.
+/// Exported for the factors other crates define over the core's (the tables' response
+/// kind); the enum must derive `Serialize` with those names.
+#[macro_export]
 macro_rules! level_names {
     ($level:ident { $($variant:ident => $name:literal),* $(,)? }) => {
         impl $level {
@@ -207,11 +210,9 @@ macro_rules! level_names {
 
 // The core's other factors (domain, split, terminal flag, obligation, stop reason,
 // finish reason, infrastructure cause) take their names the same way.
-pub(crate) use level_names;
-
-level_names!(Workflow { Low => "low", Medium => "medium", High => "high" });
-level_names!(Encoding { Raw => "raw", Compact => "compact", Typed => "typed", Linked => "linked" });
-level_names!(Routing { Low => "low", High => "high" });
+crate::level_names!(Workflow { Low => "low", Medium => "medium", High => "high" });
+crate::level_names!(Encoding { Raw => "raw", Compact => "compact", Typed => "typed", Linked => "linked" });
+crate::level_names!(Routing { Low => "low", High => "high" });
 
 fn parse_level<T: for<'de> Deserialize<'de>>(
     s: &str,

@@ -74,8 +74,8 @@ pub enum Domain {
     Calendar,
 }
 
-crate::compile::cell::level_names!(Split { Core => "core", Holdout => "holdout", Frontier => "frontier" });
-crate::compile::cell::level_names!(Domain {
+crate::level_names!(Split { Core => "core", Holdout => "holdout", Frontier => "frontier" });
+crate::level_names!(Domain {
     Accounting => "accounting",
     Email => "email",
     File => "file",

@@ -86,7 +86,7 @@ pub enum Obligation {
 }
 
 // An obligation's name is its letter (`first_unmet` holds it).
-crate::compile::cell::level_names!(Obligation {
+crate::level_names!(Obligation {
     A => "A",
     S => "S",
     P => "P",
@@ -118,7 +118,7 @@ pub enum TerminalFlag {
     ContractBreak,
 }
 
-crate::compile::cell::level_names!(TerminalFlag {
+crate::level_names!(TerminalFlag {
     InfraFailure => "infra_failure",
     Truncation => "truncation",
     BudgetOrCallLimit => "budget_or_call_limit",

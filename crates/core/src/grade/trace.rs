@@ -72,7 +72,7 @@ pub enum InfraCause {
     Config,
 }
 
-crate::compile::cell::level_names!(InfraCause {
+crate::level_names!(InfraCause {
     RateLimited => "rate_limited",
     ServerError => "server_error",
     Timeout => "timeout",
@@ -158,7 +158,7 @@ pub enum StopReason {
     ControllerHalt,
 }
 
-crate::compile::cell::level_names!(StopReason {
+crate::level_names!(StopReason {
     Answer => "answer",
     Truncated => "truncated",
     BudgetExceeded => "budget_exceeded",
@@ -211,7 +211,7 @@ pub enum FinishReason {
     Other,
 }
 
-crate::compile::cell::level_names!(FinishReason {
+crate::level_names!(FinishReason {
     Stop => "stop",
     ToolCalls => "tool_calls",
     Length => "length",
