@@ -44,7 +44,10 @@ use tbb::analysis::capacity::{costs, lanes, strata, truncation};
 use tbb::analysis::common::design::{self, CELLS};
 use tbb::analysis::common::stats;
 use tbb::analysis::{Bootstrap, ClusterUnit};
-use tbb::tables::levels::{Encoding, Routing, Workflow};
+use tbb::tables::levels::{
+    Actor, Delivery, Domain, Encoding, Menu, PromptVariant, Routing, StopReason, TerminalFlag,
+    Workflow,
+};
 use tbb::tables::rows::EpisodeRow;
 
 const ROUNDS: usize = 15;
@@ -69,7 +72,12 @@ struct Mechanism {
 
 fn panel() -> Vec<EpisodeRow> {
     let mut rng = ChaCha8Rng::seed_from_u64(2026);
-    let domains = ["accounting", "email", "file", "calendar"];
+    let domains = [
+        Domain::Accounting,
+        Domain::Email,
+        Domain::File,
+        Domain::Calendar,
+    ];
     let orgs = [
         "aurora", "basalt", "cirrus", "dunlin", "ember", "fjord", "gale",
     ];
@@ -131,12 +139,12 @@ fn panel() -> Vec<EpisodeRow> {
                     organization: c.organization.clone(),
                     model: c.name.clone(),
                     route: "sim".into(),
-                    lane: "routed".into(),
-                    repair: "none".into(),
+                    lane: Menu::Routed,
+                    repair: PromptVariant::Base,
                     block: "main".into(),
                     arm: "routed".into(),
-                    delivery: "native".into(),
-                    actor: "model".into(),
+                    delivery: Delivery::Native,
+                    actor: Actor::Model,
                     schedule: "routed".into(),
                     schedule_position: None,
                     completion_cap: 1024,
@@ -144,7 +152,7 @@ fn panel() -> Vec<EpisodeRow> {
                     variant_id: format!("f{f:02}-{}-{}-{}", cell.v, cell.w, cell.d),
                     family: format!("family-{f:02}"),
                     intent: format!("intent-{intent:02}"),
-                    domain: domains[intent % 4].into(),
+                    domain: domains[intent % 4],
                     v: cell.v,
                     w: cell.w,
                     d: cell.d,
@@ -155,7 +163,7 @@ fn panel() -> Vec<EpisodeRow> {
                         !truncated, !truncated, vts, vts, vts, vts, vts, vts, !truncated,
                     ],
                     first_unmet: None,
-                    terminal_flag: truncated.then(|| "truncated".to_string()),
+                    terminal_flag: truncated.then_some(TerminalFlag::Truncation),
                     truncated,
                     truncated_before_first_call: truncated && rng.random::<f64>() < 0.95,
                     calls: if truncated { 0 } else { requests - 1 },
@@ -178,7 +186,11 @@ fn panel() -> Vec<EpisodeRow> {
                     sent_temperature: Some(0.0),
                     sent_seed: Some(1),
                     sent_parallel_tool_calls: Some(false),
-                    stop_reason: if truncated { "truncated" } else { "answered" }.into(),
+                    stop_reason: if truncated {
+                        StopReason::Truncated
+                    } else {
+                        StopReason::Answer
+                    },
                     episode_key: String::new(),
                     transcript_ref: String::new(),
                     node_key: String::new(),
@@ -340,7 +352,7 @@ fn main() {
     // The lanes analysis needs a fixed lane: a copy of the panel with one.
     let mut both = rows.clone();
     both.extend(rows.iter().map(|r| EpisodeRow {
-        lane: "fixed".into(),
+        lane: Menu::Fixed,
         schema_exposures: u64::from(r.requests) * u64::from(r.v),
         ..r.clone()
     }));

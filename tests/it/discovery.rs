@@ -13,7 +13,7 @@ use serde_json::json;
 use tbb::compile::{compile, Cell, Encoding, Routing, Variant, Workflow};
 use tbb::family::{FamilySet, Split};
 use tbb::grade::trace::StopReason;
-use tbb::grade::Obligation;
+use tbb::grade::{Obligation, TerminalFlag};
 use tbb::harness::{run_episode, ArmForm, Episode, EpisodeSpec, Menu, Prompts};
 use tbb::provider::{
     BoxFuture, ChatRequest, ChatResponse, Configuration, Finish, Provider, ProviderError,
@@ -273,8 +273,8 @@ async fn an_unavailable_retrieval_menu_sends_no_request_and_costs_nothing() {
         "n",
     );
     assert_eq!((row.requests, row.total_tokens, row.cost_usd), (0, 0, 0.0));
-    assert_eq!(row.stop_reason, "unavailable");
-    assert_eq!(row.terminal_flag.as_deref(), Some("infeasibility"));
+    assert_eq!(row.stop_reason, StopReason::Unavailable);
+    assert_eq!(row.terminal_flag, Some(TerminalFlag::Infeasibility));
 }
 
 #[tokio::test]

@@ -1202,7 +1202,7 @@ mod episodes {
     use tbb::compile::{compile, Cell, Encoding, Variant, Workflow};
     use tbb::family::FamilySet;
     use tbb::grade::reference::reference_trace;
-    use tbb::grade::trace::StopReason;
+    use tbb::grade::trace::{InfraCause, StopReason};
     use tbb::grade::{Obligation, TerminalFlag};
     use tbb::harness::{run_episode, Episode, EpisodeSpec, Prompts};
     use tbb::tables::rows::EpisodeRow;
@@ -1328,7 +1328,7 @@ mod episodes {
         assert_eq!(batch.num_rows(), 1);
         assert_eq!(
             row.infra_failure,
-            row.terminal_flag.as_deref() == Some("infra_failure"),
+            row.terminal_flag == Some(TerminalFlag::InfraFailure),
             "{proto:?}: {row:?}"
         );
         assert_eq!(row.infra_failure, row.infra_error.is_some(), "{row:?}");
@@ -1569,7 +1569,7 @@ mod episodes {
     fn assert_infra(
         proto: Proto,
         (episode, row): &(Episode, EpisodeRow),
-        cause: &str,
+        cause: InfraCause,
         status: Option<u32>,
         attempts: u32,
     ) {
@@ -1590,20 +1590,21 @@ mod episodes {
         assert!(!infra.message.is_empty() && !infra.message.contains(KEY));
         assert_eq!(
             (
-                row.terminal_flag.as_deref(),
-                row.stop_reason.as_str(),
+                row.terminal_flag,
+                row.stop_reason,
                 row.vts,
                 row.infra_failure
             ),
-            (Some("infra_failure"), "infra_failure", false, true),
+            (
+                Some(TerminalFlag::InfraFailure),
+                StopReason::InfraFailure,
+                false,
+                true
+            ),
             "{proto:?}"
         );
         assert_eq!(
-            (
-                row.infra_error.as_deref(),
-                row.infra_http_status,
-                row.infra_attempts
-            ),
+            (row.infra_error, row.infra_http_status, row.infra_attempts),
             (Some(cause), status, Some(attempts)),
             "{proto:?}: {}",
             infra.message
@@ -1614,7 +1615,7 @@ mod episodes {
         let echo = format!("{{\"error\": \"internal\", \"key\": \"{KEY}\"}}");
         let server = Loopback::replies(vec![Reply::raw(500, "application/json", &echo)]).await;
         let run = episode_with(proto, &episode_config(proto, &server, "")).await;
-        assert_infra(proto, &run, "server_error", Some(500), 2);
+        assert_infra(proto, &run, InfraCause::ServerError, Some(500), 2);
         let episode = run.0;
         assert_eq!(episode.attempts, 2);
         assert_eq!(server.received().len(), 2);
@@ -1634,7 +1635,7 @@ mod episodes {
         .header("retry-after", "0")])
         .await;
         let run = episode_with(proto, &episode_config(proto, &server, "")).await;
-        assert_infra(proto, &run, "rate_limited", Some(429), 2);
+        assert_infra(proto, &run, InfraCause::RateLimited, Some(429), 2);
         assert_eq!(server.received().len(), 2);
     }
 
@@ -1651,7 +1652,7 @@ mod episodes {
             ..episode_config(proto, &server, "")
         };
         let run = episode_with(proto, &config).await;
-        assert_infra(proto, &run, "timeout", None, 2);
+        assert_infra(proto, &run, InfraCause::Timeout, None, 2);
         // A 500, then a timeout: the cause is the final one, the status the last seen.
         let late = proto.body(
             Some("late"),
@@ -1669,7 +1670,7 @@ mod episodes {
             ..episode_config(proto, &server, "")
         };
         let run = episode_with(proto, &config).await;
-        assert_infra(proto, &run, "timeout", Some(500), 2);
+        assert_infra(proto, &run, InfraCause::Timeout, Some(500), 2);
     }
 
     async fn refused_connections_are_infrastructure_failures(proto: Proto) {
@@ -1682,7 +1683,7 @@ mod episodes {
             ..episode_config(proto, &server, "")
         };
         let run = episode_with(proto, &config).await;
-        assert_infra(proto, &run, "transport", None, 2);
+        assert_infra(proto, &run, InfraCause::Transport, None, 2);
     }
 
     async fn rejected_keys_are_infrastructure_failures(proto: Proto) {
@@ -1693,18 +1694,18 @@ mod episodes {
         )])
         .await;
         let run = episode_with(proto, &episode_config(proto, &server, "")).await;
-        assert_infra(proto, &run, "auth", Some(401), 1);
+        assert_infra(proto, &run, InfraCause::Auth, Some(401), 1);
         assert_eq!(server.received().len(), 1, "a 401 is not retried");
         let server = Loopback::replies(vec![Reply::raw(404, "text/plain", "no such model")]).await;
         let run = episode_with(proto, &episode_config(proto, &server, "")).await;
-        assert_infra(proto, &run, "other_status", Some(404), 1);
+        assert_infra(proto, &run, InfraCause::OtherStatus, Some(404), 1);
     }
 
     async fn bad_bodies_are_infrastructure_failures(proto: Proto) {
         let page = "<!DOCTYPE html><html><body>maintenance</body></html>";
         let server = Loopback::replies(vec![Reply::raw(200, "text/html", page)]).await;
         let run = episode_with(proto, &episode_config(proto, &server, "")).await;
-        assert_infra(proto, &run, "bad_body", Some(200), 1);
+        assert_infra(proto, &run, InfraCause::BadBody, Some(200), 1);
         assert!(run
             .0
             .verdict
@@ -1714,7 +1715,7 @@ mod episodes {
         // JSON, but not the protocol's.
         let server = Loopback::replies(vec![Reply::json(json!({"status": "ok"}))]).await;
         let run = episode_with(proto, &episode_config(proto, &server, "")).await;
-        assert_infra(proto, &run, "bad_body", Some(200), 1);
+        assert_infra(proto, &run, InfraCause::BadBody, Some(200), 1);
     }
 
     /// A tool-call response whose usage is replaced by `usage` (`None`: no usage).
@@ -1741,7 +1742,7 @@ mod episodes {
     async fn missing_usage_is_an_infrastructure_failure(proto: Proto) {
         let server = Loopback::replies(vec![Reply::json(call_with_usage(proto, None))]).await;
         let run = episode_with(proto, &episode_config(proto, &server, "")).await;
-        assert_infra(proto, &run, "bad_usage", Some(200), 1);
+        assert_infra(proto, &run, InfraCause::BadUsage, Some(200), 1);
         assert_eq!(run.0.verdict.calls, 0, "the call is not executed");
         assert_eq!(
             server.received().len(),
@@ -1770,7 +1771,7 @@ mod episodes {
             let body = call_with_usage(proto, Some((field, value.clone())));
             let server = Loopback::replies(vec![Reply::json(body)]).await;
             let run = episode_with(proto, &episode_config(proto, &server, "")).await;
-            assert_infra(proto, &run, "bad_usage", Some(200), 1);
+            assert_infra(proto, &run, InfraCause::BadUsage, Some(200), 1);
             let (episode, row) = &run;
             assert_eq!(episode.verdict.calls, 0, "{field} = {value}");
             // Never scored as 0 tokens of an agent result: the row is a failure with
@@ -1833,12 +1834,12 @@ mod episodes {
             "{proto:?}: {violation:?}"
         );
         assert_eq!(
+            (row.stop_reason, row.terminal_flag, row.infra_error),
             (
-                row.stop_reason.as_str(),
-                row.terminal_flag.as_deref(),
-                row.infra_error.as_deref()
-            ),
-            ("protocol_violation", Some("contract_break"), None)
+                StopReason::ProtocolViolation,
+                Some(TerminalFlag::ContractBreak),
+                None
+            )
         );
         // The recorded trace grades the same way again.
         assert_eq!(tbb::grade::grade(variant(), &episode.trace), *v);
@@ -1898,7 +1899,7 @@ mod episodes {
             assert_eq!(v.terminal_flag, Some(TerminalFlag::Infeasibility));
             assert!(!v.vts && !v.infra_failure);
             assert!(!(v.obligations.ok_x && v.obligations.ok_g), "{v:#?}");
-            assert_eq!(row.stop_reason, "infeasible");
+            assert_eq!(row.stop_reason, StopReason::Infeasible);
         }
     }
 

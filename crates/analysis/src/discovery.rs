@@ -174,7 +174,7 @@ pub fn compute(
     }
     let mut out = Vec::new();
     for (arm, rows) in arms {
-        let lane = rows.first().map_or_else(String::new, |e| e.lane.clone());
+        let lane = rows.first().map_or_else(String::new, |e| e.lane.name());
         let mut push = |statistic: Statistic, r: RLevel, obs: &[Obs<'_>], extra: Extra| {
             // No episode to average (no available episode, say): no row.
             if obs.is_empty() {

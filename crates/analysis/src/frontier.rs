@@ -80,6 +80,7 @@ use super::{
 use crate::common::stats::{self, ClusterTotals};
 pub use tbb_tables::analyses::frontier::FirstLimit;
 use tbb_tables::analyses::frontier::{FrontierPathsRow, FrontierRow};
+use tbb_tables::levels::{Actor, Delivery, TerminalFlag};
 use tbb_tables::rows::{EpisodeRow, VariantRow};
 use tbb_tables::TableRow;
 
@@ -87,18 +88,10 @@ use tbb_tables::TableRow;
 const KIND: &str = "frontier";
 /// The reference depth of every contrast.
 pub const REFERENCE_DEPTH: u32 = 2;
-/// The terminal flags, in the grader's precedence order (infrastructure first); the
-/// table has one `flag_<name>` count per flag, in this order
+/// The terminal flags, in the grader's precedence order (infrastructure first): the
+/// core's own list. The table has one `flag_<name>` count per flag, in this order
 /// ([`FrontierRow::flag_counts`]).
-pub const FLAGS: [&str; 7] = [
-    "infra_failure",
-    "truncation",
-    "budget_or_call_limit",
-    "turn_limit",
-    "infeasibility",
-    "wrong_conclusion",
-    "contract_break",
-];
+pub const FLAGS: &[TerminalFlag] = TerminalFlag::ALL;
 
 /// The `frontier` analysis kind.
 pub struct Frontier;
@@ -251,12 +244,13 @@ pub fn compute(
             detail: "draws must be at least 1".into(),
         });
     }
-    let baseline = |actor: &str, delivery: &str| actor == "model" && delivery == "native";
+    let baseline =
+        |actor: Actor, delivery: Delivery| actor == Actor::Model && delivery == Delivery::Native;
     // (cap, depth) → its episodes.
     let mut cells: BTreeMap<(u32, u32), Vec<&EpisodeRow>> = BTreeMap::new();
     let mut seen: BTreeSet<Condition<'_>> = BTreeSet::new();
     for e in episodes {
-        if let (Some(depth), true) = (e.depth, baseline(&e.actor, &e.delivery)) {
+        if let (Some(depth), true) = (e.depth, baseline(e.actor, e.delivery)) {
             if !seen.insert(condition(e)) {
                 return Err(AnalysisError::Inconsistent {
                     analysis: KIND,
@@ -320,13 +314,13 @@ pub fn compute(
                 .then(a.node_key.cmp(&b.node_key))
         });
         let n = list.len();
-        let mut flags = [0u64; 7];
+        let mut flags = [0u64; FLAGS.len()];
         let mut first = [0u64; 3];
         let (mut within, mut within_failed, mut within_infeasible) = (0u64, 0u64, 0u64);
         let mut call_limit = 0u32;
         for e in &list {
-            if let Some(flag) = &e.terminal_flag {
-                let Some(k) = FLAGS.iter().position(|f| f == flag) else {
+            if let Some(flag) = e.terminal_flag {
+                let Some(k) = FLAGS.iter().position(|f| *f == flag) else {
                     return Err(AnalysisError::Inconsistent {
                         analysis: KIND,
                         detail: format!(
@@ -341,7 +335,7 @@ pub fn compute(
                 within += 1;
                 if !e.vts {
                     within_failed += 1;
-                    if e.terminal_flag.as_deref() == Some("infeasibility") {
+                    if e.terminal_flag == Some(TerminalFlag::Infeasibility) {
                         within_infeasible += 1;
                     }
                 }
@@ -468,7 +462,9 @@ pub mod tests {
     use super::*;
     use crate::common::design::testing;
     use arrow_array::{Array, StringArray};
-    use tbb_tables::levels::{Domain, Encoding, Routing, Split, Workflow};
+    use tbb_tables::levels::{
+        Domain, Encoding, FinishReason, ReasoningSource, ResponseKind, Routing, Split, Workflow,
+    };
     use tbb_tables::rows::RequestRow;
     use tbb_tables::rows::{EpisodeColumns, RequestColumns};
 
@@ -480,7 +476,7 @@ pub mod tests {
         family: &str,
         depth: u32,
         vts: bool,
-        flag: Option<&str>,
+        flag: Option<TerminalFlag>,
         calls: u32,
         prompt: u64,
         total: u64,
@@ -488,7 +484,7 @@ pub mod tests {
         let mut e = testing::row(config, "org", family, family, 8, "low", "raw", vts);
         e.depth = Some(depth);
         e.variant_id = format!("{family}-d{depth}");
-        e.terminal_flag = flag.map(str::to_string);
+        e.terminal_flag = flag;
         e.calls = calls;
         e.prompt_tokens = prompt;
         e.total_tokens = total;
@@ -510,10 +506,10 @@ pub mod tests {
                     cached_tokens: Some(0),
                     completion_tokens: Some(0),
                     reasoning_tokens: None,
-                    reasoning_source: Some("unknown"),
-                    finish_reason: Some("tool_calls"),
+                    reasoning_source: Some(ReasoningSource::Unknown),
+                    finish_reason: Some(FinishReason::ToolCalls),
                     finish_reason_raw: Some("tool_calls".into()),
-                    response_kind: Some("tool_call"),
+                    response_kind: Some(ResponseKind::ToolCall),
                     executed_call: true,
                     cumulative_calls: calls,
                     attempts: Some(1),
@@ -571,17 +567,44 @@ pub mod tests {
     ///   the other three exceed the budget — (c2, fb) after reaching the call limit
     ///   (32 calls) at request 2, (c1, fc) and (c2, fc) at the budget first.
     pub fn panel() -> (Vec<EpisodeRow>, Vec<RequestRow>) {
-        let bf = Some("budget_or_call_limit");
+        let bf = Some(TerminalFlag::BudgetOrCallLimit);
         let e = vec![
             episode("c1", "fa", 2, true, None, 2, 20, 30),
             episode("c2", "fa", 2, true, None, 3, 30, 40),
             episode("c1", "fb", 2, true, None, 2, 25, 35),
             episode("c2", "fb", 2, true, None, 2, 10, 20),
             episode("c1", "fc", 2, true, None, 4, 40, 50),
-            episode("c2", "fc", 2, false, Some("wrong_conclusion"), 2, 60, 70),
+            episode(
+                "c2",
+                "fc",
+                2,
+                false,
+                Some(TerminalFlag::WrongConclusion),
+                2,
+                60,
+                70,
+            ),
             episode("c1", "fa", 30, true, None, 30, 80, 90),
-            episode("c2", "fa", 30, false, Some("infeasibility"), 12, 50, 60),
-            episode("c1", "fb", 30, false, Some("wrong_conclusion"), 31, 90, 100),
+            episode(
+                "c2",
+                "fa",
+                30,
+                false,
+                Some(TerminalFlag::Infeasibility),
+                12,
+                50,
+                60,
+            ),
+            episode(
+                "c1",
+                "fb",
+                30,
+                false,
+                Some(TerminalFlag::WrongConclusion),
+                31,
+                90,
+                100,
+            ),
             episode("c2", "fb", 30, false, bf, 32, 120, 130),
             episode("c1", "fc", 30, false, bf, 20, 140, 150),
             episode("c2", "fc", 30, false, bf, 18, 110, 120),
@@ -817,9 +840,9 @@ pub mod tests {
         let (mut episodes, requests) = panel();
         // A controller episode at depth 30 and a canonical one: not the baseline.
         let mut controller = episode("c3", "fa", 30, true, None, 30, 10, 10);
-        controller.actor = "controller".into();
+        controller.actor = Actor::Controller;
         let mut canonical = episode("c3", "fb", 30, true, None, 30, 10, 10);
-        canonical.delivery = "canonical".into();
+        canonical.delivery = Delivery::Canonical;
         // A baseline depth-30 episode of a configuration with no depth-2 partner.
         let lonely = episode("c4", "fa", 30, true, None, 30, 10, 10);
         episodes.extend([controller, canonical, lonely]);

@@ -29,6 +29,7 @@
 
 use std::fmt;
 use std::str::FromStr;
+use std::sync::LazyLock;
 
 use serde::{Deserialize, Serialize};
 
@@ -82,6 +83,26 @@ impl Menu {
             Menu::Retrieval { k } => format!("retrieval_k{k}"),
             other => name_of(&Menu::NAMES, other),
         }
+    }
+
+    /// Every menu's row name ([`Menu::name`]): the kinds of [`Menu::NAMES`] in order, the
+    /// retrieval menu once for each `k` from 1 to [`Menu::MAX_K`]. The closed set of
+    /// names the `lane` column takes, each of which [`Menu::from_str`] reads back.
+    pub fn row_names() -> &'static [&'static str] {
+        static NAMES: LazyLock<Vec<&'static str>> = LazyLock::new(|| {
+            Menu::NAMES
+                .iter()
+                .flat_map(|(_, kind)| match kind {
+                    Menu::Retrieval { .. } => {
+                        (1..=Menu::MAX_K).map(|k| Menu::Retrieval { k }).collect()
+                    }
+                    other => vec![*other],
+                })
+                // Built once per process: the names live as long as it does.
+                .map(|m| &*Box::leak(m.name().into_boxed_str()))
+                .collect()
+        });
+        &NAMES
     }
 
     /// The hook's state for one episode.
@@ -452,6 +473,27 @@ mod tests {
         for (name, p) in PromptVariant::NAMES {
             assert_eq!(name.parse::<PromptVariant>(), Ok(p));
         }
+    }
+
+    #[test]
+    fn every_row_name_is_one_menus_or_one_repairs_and_reads_back() {
+        let lanes = Menu::row_names();
+        assert_eq!(lanes.len(), 3 + usize::from(Menu::MAX_K));
+        assert_eq!(lanes[..4], ["routed", "fixed", "router", "retrieval_k1"]);
+        let distinct: std::collections::BTreeSet<&str> = lanes.iter().copied().collect();
+        assert_eq!(distinct.len(), lanes.len());
+        for name in lanes {
+            let menu = name.parse::<Menu>().unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(menu.name(), *name);
+        }
+        assert_eq!(
+            PromptVariant::repair_names(),
+            ["none", "workflow_prompt", "interface_guide"]
+        );
+        for (_, p) in PromptVariant::NAMES {
+            assert_eq!(PromptVariant::of_repair_name(p.repair_name()), Some(p));
+        }
+        assert_eq!(PromptVariant::of_repair_name("base"), None);
     }
 
     #[test]

@@ -6,6 +6,7 @@
 //! and inserts its guide after it. A test checks exactly that.
 
 use std::path::{Path, PathBuf};
+use std::sync::LazyLock;
 
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
@@ -40,6 +41,22 @@ impl PromptVariant {
             PromptVariant::Workflow => "workflow_prompt",
             PromptVariant::InterfaceGuide => "interface_guide",
         }
+    }
+
+    /// Every repair name ([`PromptVariant::repair_name`]), in [`PromptVariant::NAMES`]
+    /// order: the names the `repair` column takes.
+    pub fn repair_names() -> &'static [&'static str] {
+        static NAMES: LazyLock<[&str; 3]> =
+            LazyLock::new(|| PromptVariant::NAMES.map(|(_, p)| p.repair_name()));
+        &*NAMES
+    }
+
+    /// The prompt whose repair name is `name`.
+    pub fn of_repair_name(name: &str) -> Option<PromptVariant> {
+        PromptVariant::NAMES
+            .iter()
+            .map(|(_, p)| *p)
+            .find(|p| p.repair_name() == name)
     }
 
     /// The file that holds it.

@@ -19,7 +19,7 @@
 use std::collections::{BTreeMap, HashSet};
 use std::fmt::Write as _;
 
-use tbb_tables::levels::Routing;
+use tbb_tables::levels::{Obligation, Routing, TerminalFlag};
 use tbb_tables::paths::{PUBLISHED_PAGES, SHOWN_PAGES};
 use tbb_tables::rows::EpisodeRow;
 
@@ -88,7 +88,11 @@ const FACETS: [Facet; 6] = [
     Facet {
         legend: "Terminal flag",
         prefix: "t",
-        value: |r| r.terminal_flag.clone().unwrap_or_else(|| "none".into()),
+        value: |r| {
+            r.terminal_flag
+                .map_or("none", TerminalFlag::name)
+                .to_string()
+        },
     },
 ];
 
@@ -229,8 +233,8 @@ pub fn render(study: &str, rows: &[EpisodeRow], paged: &HashSet<&str>) -> String
             escape(&r.arm),
             count(u64::from(r.completion_cap)),
             r.repeat,
-            escape(r.first_unmet.as_deref().unwrap_or("")),
-            escape(r.terminal_flag.as_deref().unwrap_or("")),
+            escape(r.first_unmet.map_or("", Obligation::name)),
+            escape(r.terminal_flag.map_or("", TerminalFlag::name)),
             r.calls,
             r.requests,
         );
@@ -258,7 +262,7 @@ mod tests {
             "raw",
             vts,
         );
-        r.terminal_flag = (!vts).then(|| "call_limit".to_string());
+        r.terminal_flag = (!vts).then_some(TerminalFlag::BudgetOrCallLimit);
         r.transcript_ref = key.into();
         r
     }
@@ -274,7 +278,7 @@ mod tests {
         let page = render("capacity", &rows, &paged);
         // Values are numbered in sorted order per facet: configurations sim-a (c0),
         // sim-b (c1); families "<script>" (f0), harbor (f1); cells v=128 (l0), v=8 (l1);
-        // verdicts fail (v0), pass (v1); flags call_limit (t0), none (t1).
+        // verdicts fail (v0), pass (v1); flags budget_or_call_limit (t0), none (t1).
         assert!(page.contains("#c1:checked ~ table tbody tr:not(.c1){display:none}"));
         assert!(page.contains("<input class=\"facet\" type=\"radio\" name=\"c\" id=\"c1\">"));
         assert!(page.contains("<label for=\"c1\">sim-b</label>"));

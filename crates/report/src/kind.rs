@@ -17,7 +17,7 @@ use std::collections::{BTreeMap, HashSet};
 
 use crate::EpisodeLink;
 use tbb_analysis::{AnalysisError, Context, Input, NoParams, Produced, Typed};
-use tbb_tables::levels::Routing;
+use tbb_tables::levels::{Actor, Delivery, Menu, Obligation, PromptVariant, Routing, TerminalFlag};
 use tbb_tables::rows::EpisodeRow;
 
 impl From<crate::ReportError> for AnalysisError {
@@ -88,7 +88,7 @@ pub fn chosen(rows: &[EpisodeRow]) -> Vec<&EpisodeRow> {
         let mut by_flag: BTreeMap<&str, Vec<&EpisodeRow>> = BTreeMap::new();
         for r in &failures {
             by_flag
-                .entry(r.terminal_flag.as_deref().unwrap_or(""))
+                .entry(r.terminal_flag.map_or("", TerminalFlag::name))
                 .or_default()
                 .push(r);
         }
@@ -116,12 +116,12 @@ type Unit<'r> = (
     &'r str,
     &'r str,
     &'r str,
-    &'r str,
+    Menu,
     u32,
     u32,
-    &'r str,
-    &'r str,
-    &'r str,
+    PromptVariant,
+    Delivery,
+    Actor,
 );
 
 fn unit(r: &EpisodeRow) -> Unit<'_> {
@@ -130,12 +130,12 @@ fn unit(r: &EpisodeRow) -> Unit<'_> {
         &r.family,
         &r.block,
         &r.arm,
-        &r.lane,
+        r.lane,
         r.completion_cap,
         r.repeat,
-        &r.repair,
-        &r.delivery,
-        &r.actor,
+        r.repair,
+        r.delivery,
+        r.actor,
     )
 }
 
@@ -183,8 +183,8 @@ fn link(r: &EpisodeRow) -> EpisodeLink {
         what,
         failure: format!(
             "{} unmet, {}",
-            r.first_unmet.as_deref().unwrap_or("none"),
-            r.terminal_flag.as_deref().unwrap_or("no flag")
+            r.first_unmet.map_or("none", Obligation::name),
+            r.terminal_flag.map_or("no flag", TerminalFlag::name)
         ),
     }
 }

@@ -24,6 +24,7 @@ use tbb_tables::analyses::truncation::{
 };
 use tbb_tables::analyses::truncation_strata::TruncationStratum;
 use tbb_tables::analyses::two_caps::{CapEstimate, CapRole, CapStatistic};
+use tbb_tables::levels::{FinishReason, Menu, ReasoningSource, ResponseKind};
 use tbb_tables::{TableBuilder, TableRow};
 
 /// The eight contrasts as the analysis names and labels them.
@@ -659,14 +660,14 @@ fn the_tables_the_analyses_write_render() {
     let mut episodes = Vec::new();
     for (config, org) in [("sim-a", "A"), ("sim-b", "B"), ("sim-c", "B")] {
         for (family, intent) in [("f1", "i1"), ("f2", "i1"), ("f3", "i2"), ("f4", "i3")] {
-            for lane in ["routed", "fixed"] {
+            for lane in [Menu::Routed, Menu::Fixed] {
                 // sim-a fails and truncates at V = 128 (cells 4..8) in half its families.
                 let fails = config == "sim-a" && family < "f3";
                 let mut rows = unit(config, org, family, intent, |i| {
                     !(fails && (4..8).contains(&i))
                 });
                 for (i, r) in rows.iter_mut().enumerate() {
-                    r.lane = lane.into();
+                    r.lane = lane;
                     if fails && (4..8).contains(&i) {
                         r.truncated = true;
                         r.truncated_before_first_call = i % 2 == 0;
@@ -692,9 +693,9 @@ fn the_tables_the_analyses_write_render() {
         .iter()
         .map(|e| {
             let (finish, kind) = match (e.truncated, e.truncated_before_first_call) {
-                (true, true) => ("length", "reasoning_only"),
-                (true, false) => ("length", "cut_in_tool_call"),
-                _ => ("tool_calls", "tool_call"),
+                (true, true) => (FinishReason::Length, ResponseKind::ReasoningOnly),
+                (true, false) => (FinishReason::Length, ResponseKind::CutInToolCall),
+                _ => (FinishReason::ToolCalls, ResponseKind::ToolCall),
             };
             tbb_tables::rows::RequestRow {
                 episode: std::sync::Arc::new(tbb_tables::rows::EpisodeColumns::of(e)),
@@ -705,12 +706,12 @@ fn the_tables_the_analyses_write_render() {
                     cached_tokens: Some(0),
                     completion_tokens: Some(500),
                     reasoning_tokens: Some(400),
-                    reasoning_source: Some("reported"),
+                    reasoning_source: Some(ReasoningSource::Reported),
                     finish_reason: Some(finish),
                     finish_reason_raw: Some(finish.to_string()),
                     response_kind: Some(kind),
-                    executed_call: kind == "tool_call",
-                    cumulative_calls: u32::from(kind == "tool_call"),
+                    executed_call: kind == ResponseKind::ToolCall,
+                    cumulative_calls: u32::from(kind == ResponseKind::ToolCall),
                     attempts: Some(1),
                     infra_cause: None,
                     wall_ms: 1,

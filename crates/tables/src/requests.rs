@@ -44,9 +44,8 @@
 
 use std::sync::Arc;
 
-use tbb_core::compile::cell::level_name;
+use serde::{Deserialize, Serialize};
 use tbb_core::grade::trace::{FinishReason, ResponseRecord, Trace};
-use tbb_harness::ReasoningSource;
 
 use super::rows::{EpisodeColumns, RequestColumns, RequestRow};
 use tbb_harness::transcript::{schema_count, BlobStore, StoredOutcome, Transcript};
@@ -54,7 +53,8 @@ use tbb_harness::transcript::{schema_count, BlobStore, StoredOutcome, Transcript
 /// What a response holds. "Visible text" is text with a non-whitespace character (the
 /// test the harness uses to tell an answer from an empty response); "cut at the cap" is
 /// the normalised finish reason `length`. The first rule that applies decides:
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum ResponseKind {
     /// Cut at the cap while writing a tool call: the response lists a call (the
     /// simulated panel and OpenAI-compatible routes give the call with its argument
@@ -82,17 +82,17 @@ pub enum ResponseKind {
     Empty,
 }
 
-impl ResponseKind {
-    /// Every kind.
-    pub const ALL: [ResponseKind; 6] = [
-        ResponseKind::CutInToolCall,
-        ResponseKind::CutInText,
-        ResponseKind::ReasoningOnly,
-        ResponseKind::ToolCall,
-        ResponseKind::Answer,
-        ResponseKind::Empty,
-    ];
+// Its name in the table is its serde name.
+tbb_core::level_names!(ResponseKind {
+    CutInToolCall => "cut_in_tool_call",
+    CutInText => "cut_in_text",
+    ReasoningOnly => "reasoning_only",
+    ToolCall => "tool_call",
+    Answer => "answer",
+    Empty => "empty",
+});
 
+impl ResponseKind {
     /// The kind of a response as the grader read it.
     pub fn of(response: &ResponseRecord) -> ResponseKind {
         let cut = response.finish_reason == FinishReason::Length;
@@ -115,37 +115,6 @@ impl ResponseKind {
             _ => ResponseKind::Empty,
         }
     }
-
-    /// Its name in the table.
-    pub fn name(self) -> &'static str {
-        match self {
-            ResponseKind::CutInToolCall => "cut_in_tool_call",
-            ResponseKind::CutInText => "cut_in_text",
-            ResponseKind::ReasoningOnly => "reasoning_only",
-            ResponseKind::ToolCall => "tool_call",
-            ResponseKind::Answer => "answer",
-            ResponseKind::Empty => "empty",
-        }
-    }
-}
-
-/// The name of a reasoning source in the table.
-fn source_name(source: ReasoningSource) -> &'static str {
-    match source {
-        ReasoningSource::Reported => "reported",
-        ReasoningSource::Derived => "derived",
-        ReasoningSource::Unknown => "unknown",
-    }
-}
-
-/// Every name of a reasoning source in the table.
-pub(crate) fn source_names() -> [&'static str; 3] {
-    [
-        ReasoningSource::Reported,
-        ReasoningSource::Derived,
-        ReasoningSource::Unknown,
-    ]
-    .map(source_name)
 }
 
 /// Why an episode's request rows cannot be built.
@@ -175,32 +144,10 @@ pub enum RequestsError {
     },
 }
 
-/// The name of a normalised finish reason in the table.
-fn finish_name(finish: FinishReason) -> &'static str {
-    match finish {
-        FinishReason::Stop => "stop",
-        FinishReason::ToolCalls => "tool_calls",
-        FinishReason::Length => "length",
-        FinishReason::ContentFilter => "content_filter",
-        FinishReason::Other => "other",
-    }
-}
-
-/// Every name of a normalised finish reason in the table.
-pub(crate) fn finish_names() -> [&'static str; 5] {
-    [
-        FinishReason::Stop,
-        FinishReason::ToolCalls,
-        FinishReason::Length,
-        FinishReason::ContentFilter,
-        FinishReason::Other,
-    ]
-    .map(finish_name)
-}
-
 /// The requests of one episode, read off its transcript, before they meet the
-/// episode's row.
-#[derive(Debug, Clone, PartialEq)]
+/// episode's row (the cache stores them as this struct's JSON,
+/// [`crate::stored_requests`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EpisodeRequests {
     /// The episode's content key.
     pub episode_key: String,
@@ -274,11 +221,7 @@ pub fn read(
             executed_call: false,
             cumulative_calls: calls,
             attempts: attempts.and_then(|a| a.get(i).copied()),
-            infra_cause: trace
-                .infra
-                .as_ref()
-                .filter(|_| last)
-                .map(|f| level_name(&f.cause)),
+            infra_cause: trace.infra.as_ref().filter(|_| last).map(|f| f.cause),
             wall_ms: transcript.wall_ms.get(i).copied().unwrap_or(0),
             cumulative_tokens: tokens,
         };
@@ -300,14 +243,14 @@ pub fn read(
                     row.cached_tokens = Some(read.cached_tokens);
                     row.completion_tokens = Some(read.output_tokens);
                     row.reasoning_tokens = read.reasoning_tokens;
-                    row.reasoning_source = Some(source_name(usage.reasoning_source));
+                    row.reasoning_source = Some(usage.reasoning_source);
                     tokens = tokens
                         .saturating_add(read.input_tokens)
                         .saturating_add(read.output_tokens);
                 }
-                row.finish_reason = Some(finish_name(record.finish_reason));
+                row.finish_reason = Some(record.finish_reason);
                 row.finish_reason_raw = Some(record.finish_reason_raw.clone());
-                row.response_kind = Some(ResponseKind::of(record).name());
+                row.response_kind = Some(ResponseKind::of(record));
                 row.executed_call = !turn.executed.is_empty();
                 calls = calls.saturating_add(turn.executed.len() as u32);
                 row.cumulative_calls = calls;
@@ -335,7 +278,8 @@ mod tests {
     };
 
     use super::*;
-    use tbb_harness::{run_episode, Episode, EpisodeSpec, Prompts};
+    use tbb_core::grade::trace::InfraCause;
+    use tbb_harness::{run_episode, Episode, EpisodeSpec, Prompts, ReasoningSource};
 
     fn root() -> std::path::PathBuf {
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -493,7 +437,7 @@ retry = { max_attempts = 2, base_delay_ms = 1, max_delay_ms = 1, retry_on = ["se
         bool,
         u32,
         Option<u32>,
-        Option<String>,
+        Option<&'static str>,
         u32,
     );
 
@@ -502,15 +446,15 @@ retry = { max_attempts = 2, base_delay_ms = 1, max_delay_ms = 1, retry_on = ["se
             .map(|r| {
                 let r = &r.request;
                 (
-                    r.response_kind,
-                    r.finish_reason,
+                    r.response_kind.map(ResponseKind::name),
+                    r.finish_reason.map(FinishReason::name),
                     r.prompt_tokens,
                     r.completion_tokens,
                     r.cumulative_tokens,
                     r.executed_call,
                     r.cumulative_calls,
                     r.attempts,
-                    r.infra_cause.clone(),
+                    r.infra_cause.map(InfraCause::name),
                     r.visible_schemas,
                 )
             })
@@ -591,7 +535,10 @@ retry = { max_attempts = 2, base_delay_ms = 1, max_delay_ms = 1, retry_on = ["se
             vec![0, 1, 2]
         );
         assert_eq!(rows[0].request.cached_tokens, Some(100));
-        assert_eq!(rows[0].request.reasoning_source, Some("unknown"));
+        assert_eq!(
+            rows[0].request.reasoning_source,
+            Some(ReasoningSource::Unknown)
+        );
         assert_eq!(rows[0].request.reasoning_tokens, None);
         assert_eq!(
             rows[0].request.finish_reason_raw.as_deref(),
@@ -599,7 +546,7 @@ retry = { max_attempts = 2, base_delay_ms = 1, max_delay_ms = 1, retry_on = ["se
         );
         assert_eq!(rows[0].episode.episode_key, episode.key);
         assert_eq!(rows[0].episode.transcript_ref, "exec-key");
-        assert_eq!(rows[0].episode.lane, "routed");
+        assert_eq!(rows[0].episode.lane, tbb_harness::Menu::Routed);
         assert_eq!(rows[0].episode.v, 8);
     }
 
@@ -617,36 +564,56 @@ retry = { max_attempts = 2, base_delay_ms = 1, max_delay_ms = 1, retry_on = ["se
             let r = &rows[0].request;
             assert_eq!(
                 (r.finish_reason, r.cumulative_tokens, r.executed_call),
-                (Some("length"), 3024, false)
+                (Some(FinishReason::Length), 3024, false)
             );
-            (r.response_kind, r.reasoning_tokens, r.reasoning_source)
+            (
+                r.response_kind.map(ResponseKind::name),
+                r.reasoning_tokens,
+                r.reasoning_source,
+            )
         };
         assert_eq!(
             cut(None, None, Some(1024)),
-            (Some("reasoning_only"), Some(1024), Some("reported"))
+            (
+                Some("reasoning_only"),
+                Some(1024),
+                Some(ReasoningSource::Reported)
+            )
         );
         // Reasoning the provider does not report: nothing visible, so still reasoning.
         assert_eq!(
             cut(None, None, None),
-            (Some("reasoning_only"), None, Some("unknown"))
+            (Some("reasoning_only"), None, Some(ReasoningSource::Unknown))
         );
         // Visible tokens charged but nothing shown (Gemini drops a partial call).
         assert_eq!(
             cut(None, None, Some(1000)),
-            (Some("cut_in_tool_call"), Some(1000), Some("reported"))
+            (
+                Some("cut_in_tool_call"),
+                Some(1000),
+                Some(ReasoningSource::Reported)
+            )
         );
         assert_eq!(
             cut(Some("I will look"), Some((SEARCH, r#"{"que"#)), Some(900)),
-            (Some("cut_in_tool_call"), Some(900), Some("reported"))
+            (
+                Some("cut_in_tool_call"),
+                Some(900),
+                Some(ReasoningSource::Reported)
+            )
         );
         assert_eq!(
             cut(Some("The invoice is ov"), None, Some(1000)),
-            (Some("cut_in_text"), Some(1000), Some("reported"))
+            (
+                Some("cut_in_text"),
+                Some(1000),
+                Some(ReasoningSource::Reported)
+            )
         );
         // Whitespace is not visible text.
         assert_eq!(
             cut(Some("  \n"), None, None),
-            (Some("reasoning_only"), None, Some("unknown"))
+            (Some("reasoning_only"), None, Some(ReasoningSource::Unknown))
         );
     }
 
@@ -692,7 +659,7 @@ retry = { max_attempts = 2, base_delay_ms = 1, max_delay_ms = 1, retry_on = ["se
                     false,
                     1,
                     Some(2),
-                    Some("server_error".into()),
+                    Some("server_error"),
                     6
                 ),
             ]
@@ -722,7 +689,7 @@ retry = { max_attempts = 2, base_delay_ms = 1, max_delay_ms = 1, retry_on = ["se
                 false,
                 0,
                 Some(1),
-                Some("bad_usage".into()),
+                Some("bad_usage"),
                 8
             )]
         );
@@ -760,12 +727,12 @@ retry = { max_attempts = 2, base_delay_ms = 1, max_delay_ms = 1, retry_on = ["se
             .unwrap_or_else(|| panic!("no trace"));
         let rows =
             read(&episode.transcript, &trace, &episode.blobs).unwrap_or_else(|e| panic!("{e}"));
-        let got: Vec<(Option<u32>, Option<String>)> = rows
+        let got: Vec<(Option<u32>, Option<InfraCause>)> = rows
             .requests
             .iter()
-            .map(|r| (r.attempts, r.infra_cause.clone()))
+            .map(|r| (r.attempts, r.infra_cause))
             .collect();
-        assert_eq!(got, vec![(None, None), (Some(1), Some("auth".into()))]);
+        assert_eq!(got, vec![(None, None), (Some(1), Some(InfraCause::Auth))]);
     }
 
     /// A trace that is not the transcript's is refused, not misread.

@@ -5,9 +5,10 @@
 //!
 //! Owns: each of the three tables' columns (name, order, type, nullability), the one
 //! builder of an episode's row ([`EpisodeRow::of_episode`]), and writing the two large
-//! tables a row group at a time ([`write_episodes`], [`requests_writer`]). The levels a
-//! row carries are the core's own types ([`crate::levels`]), so a misspelt level does
-//! not compile.
+//! tables a row group at a time ([`write_episodes`], [`requests_writer`]). Every level a
+//! row carries (a cell's pressures, the domain and split, the arm's components, how the
+//! episode ended, what each response was) is its factor's own type ([`crate::levels`]),
+//! written as its name, so a misspelt or renamed level does not compile.
 //!
 //! Never: decides what an episode did (the harness and the grader do) or where a
 //! table is written (the pipeline gives the path).
@@ -20,13 +21,12 @@ use arrow_schema::{FieldRef, Schema};
 use serde::{Deserialize, Serialize};
 
 use super::{chunked, Provenance, StoreError, TableRow};
-use crate::levels::{Domain, Encoding, Routing, Split, Workflow};
-use crate::requests::{finish_names, source_names, ResponseKind};
-use crate::stored_requests::known;
-use tbb_core::compile::cell::level_name;
+use crate::levels::{
+    Actor, Delivery, Domain, Encoding, FinishReason, InfraCause, Menu, Obligation, PromptVariant,
+    ReasoningSource, ResponseKind, Routing, Split, StopReason, TerminalFlag, Workflow,
+};
 use tbb_core::compile::Variant;
-use tbb_harness::arm::name_of;
-use tbb_harness::{Actor, Delivery, Episode, EpisodeSpec};
+use tbb_harness::{Episode, EpisodeSpec};
 
 /// One row of `variants.parquet`: one compiled variant.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -134,20 +134,26 @@ pub fn required_tool_kinds(v: &Variant) -> String {
 /// obligations as one list `ok` (the layout every grade node has stored, which must not
 /// change: `EpisodeRow::ROW_VERSION`) where the table has nine columns `ok_a` …
 /// `ok_c`, and `attempt` is never stored and a column only when some episode was
-/// retried ([`episodes`]).
+/// retried ([`episodes`]). A field followed by `as "path"` is (de)serialised `with` that
+/// module in both (a level named in rows otherwise than by serde,
+/// [`crate::levels::by_row_name`]).
 macro_rules! episode_row {
     (
         $(#[$row_meta:meta])*
-        before_obligations { $( $(#[$h_meta:meta])* $h:ident: $h_ty:ty, )* }
-        after_obligations { $( $(#[$t_meta:meta])* $t:ident: $t_ty:ty, )* }
+        before_obligations {
+            $( $(#[$h_meta:meta])* $h:ident: $h_ty:ty $(as $h_with:literal)?, )*
+        }
+        after_obligations {
+            $( $(#[$t_meta:meta])* $t:ident: $t_ty:ty $(as $t_with:literal)?, )*
+        }
     ) => {
         $(#[$row_meta])*
         #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
         pub struct EpisodeRow {
-            $( $(#[$h_meta])* pub $h: $h_ty, )*
+            $( $(#[$h_meta])* $(#[serde(with = $h_with)])? pub $h: $h_ty, )*
             /// The nine obligations, in the grader's order (`ok_a` … `ok_c`).
             pub ok: [bool; 9],
-            $( $(#[$t_meta])* pub $t: $t_ty, )*
+            $( $(#[$t_meta])* $(#[serde(with = $t_with)])? pub $t: $t_ty, )*
             /// The attempt that ran the episode: 1, or more once `tbb apply --retry-infra`
             /// reran it after an infrastructure failure. Placed at publication, like `arm`
             /// ([`EpisodeRow::place`]); never stored with the row. The `attempt` column of
@@ -161,7 +167,7 @@ macro_rules! episode_row {
         /// fields of [`EpisodeRow`] (documented there) with `ok` as nine columns.
         #[derive(Serialize, Deserialize)]
         struct Published {
-            $( $h: $h_ty, )*
+            $( $(#[serde(with = $h_with)])? $h: $h_ty, )*
             ok_a: bool,
             ok_s: bool,
             ok_p: bool,
@@ -171,7 +177,7 @@ macro_rules! episode_row {
             ok_g: bool,
             ok_b: bool,
             ok_c: bool,
-            $( $t: $t_ty, )*
+            $( $(#[serde(with = $t_with)])? $t: $t_ty, )*
         }
 
         impl Published {
@@ -218,17 +224,18 @@ episode_row! {
         /// The arm's name in the manifest.
         #[serde(default)]
         arm: String,
-        /// The arm's menu component (`routed`, `fixed`): the capacity tables' lane.
-        lane: String,
+        /// The arm's menu component (`routed`, `fixed`, `router`, `retrieval_k<k>`): the
+        /// capacity tables' lane.
+        lane: Menu as "crate::levels::by_row_name",
         /// The arm's prompt component as a repair (`none`, `workflow_prompt`,
         /// `interface_guide`).
-        repair: String,
-        /// The arm's delivery component (`native`).
+        repair: PromptVariant as "crate::levels::by_row_name",
+        /// The arm's delivery component (`native`, `canonical`).
         #[serde(default)]
-        delivery: String,
-        /// The arm's actor component (`model`).
+        delivery: Delivery,
+        /// The arm's actor component (`model`, `controller`).
         #[serde(default)]
-        actor: String,
+        actor: Actor,
         /// Completion cap.
         completion_cap: u32,
         /// Repeat index.
@@ -248,7 +255,7 @@ episode_row! {
         /// Intent.
         intent: String,
         /// Record domain (accounting, email, file, calendar).
-        domain: String,
+        domain: Domain,
         /// Menu size.
         v: u32,
         /// Workflow level.
@@ -263,10 +270,10 @@ episode_row! {
         vts: bool,
     }
     after_obligations {
-        /// First unmet obligation.
-        first_unmet: Option<String>,
+        /// First unmet obligation (`A` … `C`).
+        first_unmet: Option<Obligation>,
         /// Terminal flag.
-        terminal_flag: Option<String>,
+        terminal_flag: Option<TerminalFlag>,
         /// Some response ended at the cap.
         truncated: bool,
         /// ... before any call was executed.
@@ -299,7 +306,7 @@ episode_row! {
         infra_failure: bool,
         /// Its cause (`rate_limited`, `server_error`, `timeout`, `transport`, `auth`,
         /// `context_exceeded`, `other_status`, `bad_body`, `bad_usage`, `config`); null when none.
-        infra_error: Option<String>,
+        infra_error: Option<InfraCause>,
         /// The last HTTP status seen for the failing request; null when none came.
         infra_http_status: Option<u32>,
         /// Attempts made for the failing request, retries included.
@@ -313,7 +320,7 @@ episode_row! {
         /// `disable_parallel_tool_use`); null when not sent.
         sent_parallel_tool_calls: Option<bool>,
         /// Why the harness stopped.
-        stop_reason: String,
+        stop_reason: StopReason,
         /// The episode's content key ([`tbb_harness::episode_key`]): what the episode is
         /// (configuration, variant, arm, prompts, cap, repeat), not where the design puts
         /// it. The same column, with this meaning, in every table with a row per episode
@@ -375,10 +382,10 @@ impl EpisodeRow {
             model: spec.config.model.clone(),
             route: spec.config.route(),
             arm: String::new(),
-            lane: spec.arm.menu.name(),
-            repair: spec.arm.prompt.repair_name().into(),
-            delivery: name_of(&Delivery::NAMES, spec.arm.delivery),
-            actor: name_of(&Actor::NAMES, spec.arm.actor),
+            lane: spec.arm.menu,
+            repair: spec.arm.prompt,
+            delivery: spec.arm.delivery,
+            actor: spec.arm.actor,
             block: String::new(),
             schedule: String::new(),
             schedule_position: None,
@@ -387,7 +394,7 @@ impl EpisodeRow {
             variant_id: v.variant_id.clone(),
             family: v.family.clone(),
             intent: v.intent.clone(),
-            domain: level_name(&v.domain),
+            domain: v.domain,
             v: u32::from(v.cell.v),
             w: v.cell.w,
             d: v.cell.d,
@@ -395,8 +402,8 @@ impl EpisodeRow {
             depth: v.cell.depth.map(u32::from),
             vts: verdict.vts,
             ok: verdict.obligations.in_order().map(|(_, ok)| ok),
-            first_unmet: verdict.first_unmet.map(|o| format!("{o:?}")),
-            terminal_flag: verdict.terminal_flag.map(|f| level_name(&f)),
+            first_unmet: verdict.first_unmet,
+            terminal_flag: verdict.terminal_flag,
             truncated: verdict.truncated,
             truncated_before_first_call: verdict.truncated_before_first_call,
             calls: verdict.calls,
@@ -421,7 +428,7 @@ impl EpisodeRow {
                 .cost_usd(prompt_tokens, completion_tokens),
             wall_ms: episode.wall_ms,
             infra_failure: verdict.infra_failure,
-            infra_error: verdict.infra.as_ref().map(|i| level_name(&i.cause)),
+            infra_error: verdict.infra.as_ref().map(|i| i.cause),
             infra_http_status: verdict
                 .infra
                 .as_ref()
@@ -433,7 +440,7 @@ impl EpisodeRow {
                 .transcript
                 .wire_sampling
                 .and_then(|s| s.parallel_tool_calls),
-            stop_reason: level_name(&episode.trace.stop),
+            stop_reason: episode.trace.stop,
             episode_key: episode.key.clone(),
             transcript_ref: transcript_ref.into(),
             node_key: node_key.into(),
@@ -584,13 +591,13 @@ pub struct EpisodeColumns {
     /// Arm name.
     pub arm: String,
     /// The arm's menu component.
-    pub lane: String,
+    pub lane: Menu,
     /// The arm's prompt component as a repair.
-    pub repair: String,
+    pub repair: PromptVariant,
     /// The arm's delivery component.
-    pub delivery: String,
+    pub delivery: Delivery,
     /// The arm's actor component.
-    pub actor: String,
+    pub actor: Actor,
     /// Completion cap.
     pub completion_cap: u32,
     /// Repeat index.
@@ -627,10 +634,10 @@ impl EpisodeColumns {
             configuration: row.configuration.clone(),
             block: row.block.clone(),
             arm: row.arm.clone(),
-            lane: row.lane.clone(),
-            repair: row.repair.clone(),
-            delivery: row.delivery.clone(),
-            actor: row.actor.clone(),
+            lane: row.lane,
+            repair: row.repair,
+            delivery: row.delivery,
+            actor: row.actor,
             completion_cap: row.completion_cap,
             repeat: row.repeat,
             schedule: row.schedule.clone(),
@@ -650,7 +657,7 @@ impl EpisodeColumns {
 /// columns are its episode's and then its own ([`PublishedRequest`] lays them out
 /// flat).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(into = "PublishedRequest", try_from = "PublishedRequest")]
+#[serde(into = "PublishedRequest", from = "PublishedRequest")]
 pub struct RequestRow {
     /// The episode's columns, shared by its requests.
     pub episode: Arc<EpisodeColumns>,
@@ -659,8 +666,9 @@ pub struct RequestRow {
 }
 
 /// The columns of one request, read off its episode's transcript and trace
-/// (`crate::requests` reads them and defines each).
-#[derive(Debug, Clone, PartialEq)]
+/// (`crate::requests` reads them and defines each). The cache stores them as this
+/// struct's JSON ([`crate::stored_requests`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RequestColumns {
     /// The request's place in the episode, from 0.
     pub turn: u32,
@@ -676,13 +684,13 @@ pub struct RequestColumns {
     /// Reasoning tokens, when the provider reported them (or its client derived them).
     pub reasoning_tokens: Option<u64>,
     /// `reported`, `derived` or `unknown`; null as `prompt_tokens`.
-    pub reasoning_source: Option<&'static str>,
+    pub reasoning_source: Option<ReasoningSource>,
     /// Normalised finish reason; null for a failed request.
-    pub finish_reason: Option<&'static str>,
+    pub finish_reason: Option<FinishReason>,
     /// The provider's own finish reason; null for a failed request.
     pub finish_reason_raw: Option<String>,
     /// What the response holds; null for a failed request.
-    pub response_kind: Option<&'static str>,
+    pub response_kind: Option<ResponseKind>,
     /// The harness executed this response's tool call.
     pub executed_call: bool,
     /// Calls executed in the episode so far, this response's included.
@@ -692,7 +700,7 @@ pub struct RequestColumns {
     pub attempts: Option<u32>,
     /// The infrastructure cause when this request ended the episode as an
     /// infrastructure failure.
-    pub infra_cause: Option<String>,
+    pub infra_cause: Option<InfraCause>,
     /// Wall time of the request (excluded from determinism checks).
     pub wall_ms: u64,
     /// Reported prompt + completion tokens of the episode so far, this request's
@@ -711,8 +719,6 @@ impl TableRow for RequestRow {
 
 /// The columns of one row of `requests.parquet`, in order: its episode's
 /// ([`EpisodeColumns`]) and then its own ([`RequestColumns`]), each documented there.
-/// A name of a fixed set (`reasoning_source`, `finish_reason`, `response_kind`) is
-/// read back only when it is one the table writes.
 #[derive(Clone, Serialize, Deserialize)]
 struct PublishedRequest {
     study: String,
@@ -721,10 +727,12 @@ struct PublishedRequest {
     configuration: String,
     block: String,
     arm: String,
-    lane: String,
-    repair: String,
-    delivery: String,
-    actor: String,
+    #[serde(with = "crate::levels::by_row_name")]
+    lane: Menu,
+    #[serde(with = "crate::levels::by_row_name")]
+    repair: PromptVariant,
+    delivery: Delivery,
+    actor: Actor,
     completion_cap: u32,
     repeat: u32,
     schedule: String,
@@ -742,14 +750,14 @@ struct PublishedRequest {
     cached_tokens: Option<u64>,
     completion_tokens: Option<u64>,
     reasoning_tokens: Option<u64>,
-    reasoning_source: Option<String>,
-    finish_reason: Option<String>,
+    reasoning_source: Option<ReasoningSource>,
+    finish_reason: Option<FinishReason>,
     finish_reason_raw: Option<String>,
-    response_kind: Option<String>,
+    response_kind: Option<ResponseKind>,
     executed_call: bool,
     cumulative_calls: u32,
     attempts: Option<u32>,
-    infra_cause: Option<String>,
+    infra_cause: Option<InfraCause>,
     wall_ms: u64,
     cumulative_tokens: u64,
 }
@@ -769,10 +777,10 @@ impl From<RequestRow> for PublishedRequest {
             configuration: e.configuration.clone(),
             block: e.block.clone(),
             arm: e.arm.clone(),
-            lane: e.lane.clone(),
-            repair: e.repair.clone(),
-            delivery: e.delivery.clone(),
-            actor: e.actor.clone(),
+            lane: e.lane,
+            repair: e.repair,
+            delivery: e.delivery,
+            actor: e.actor,
             completion_cap: e.completion_cap,
             repeat: e.repeat,
             schedule: e.schedule.clone(),
@@ -790,10 +798,10 @@ impl From<RequestRow> for PublishedRequest {
             cached_tokens: q.cached_tokens,
             completion_tokens: q.completion_tokens,
             reasoning_tokens: q.reasoning_tokens,
-            reasoning_source: q.reasoning_source.map(str::to_string),
-            finish_reason: q.finish_reason.map(str::to_string),
+            reasoning_source: q.reasoning_source,
+            finish_reason: q.finish_reason,
             finish_reason_raw: q.finish_reason_raw,
-            response_kind: q.response_kind.map(str::to_string),
+            response_kind: q.response_kind,
             executed_call: q.executed_call,
             cumulative_calls: q.cumulative_calls,
             attempts: q.attempts,
@@ -804,11 +812,8 @@ impl From<RequestRow> for PublishedRequest {
     }
 }
 
-impl TryFrom<PublishedRequest> for RequestRow {
-    type Error = String;
-
-    fn try_from(p: PublishedRequest) -> Result<RequestRow, String> {
-        let kinds: Vec<&'static str> = ResponseKind::ALL.iter().map(|k| k.name()).collect();
+impl From<PublishedRequest> for RequestRow {
+    fn from(p: PublishedRequest) -> RequestRow {
         let request = RequestColumns {
             turn: p.turn,
             visible_schemas: p.visible_schemas,
@@ -816,10 +821,10 @@ impl TryFrom<PublishedRequest> for RequestRow {
             cached_tokens: p.cached_tokens,
             completion_tokens: p.completion_tokens,
             reasoning_tokens: p.reasoning_tokens,
-            reasoning_source: known(p.reasoning_source, &source_names())?,
-            finish_reason: known(p.finish_reason, &finish_names())?,
+            reasoning_source: p.reasoning_source,
+            finish_reason: p.finish_reason,
             finish_reason_raw: p.finish_reason_raw,
-            response_kind: known(p.response_kind, &kinds)?,
+            response_kind: p.response_kind,
             executed_call: p.executed_call,
             cumulative_calls: p.cumulative_calls,
             attempts: p.attempts,
@@ -850,10 +855,10 @@ impl TryFrom<PublishedRequest> for RequestRow {
             r: p.r,
             depth: p.depth,
         };
-        Ok(RequestRow {
+        RequestRow {
             episode: Arc::new(episode),
             request,
-        })
+        }
     }
 }
 

@@ -23,6 +23,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_arrow::schema::{SchemaLike, TracingOptions};
 
+use crate::levels::Menu;
 use crate::StoreError;
 
 /// A row of one published table.
@@ -103,12 +104,15 @@ pub fn read_rows<R: DeserializeOwned>(
     })
 }
 
-/// The one set of tracing options every table is derived with.
+/// The one set of tracing options every table is derived with. Tracing a level takes
+/// one pass over the row per name (serde_arrow completes one variant a pass): the budget
+/// of passes covers the level with the most names, the lane ([`Menu::row_names`]).
 fn options() -> TracingOptions {
     TracingOptions::default()
         .strings_as_large_utf8(false)
         .sequence_as_large_list(false)
         .enums_without_data_as_strings(true)
+        .from_type_budget(Menu::row_names().len() + 100)
 }
 
 /// A level (an enum of unit variants whose serde names are its published names) is

@@ -187,7 +187,7 @@ mod tests {
     use crate::cap::two_caps::testing::{rows_at_cap, strata};
     use tbb_tables::analyses::two_caps::CapStatistic;
     use tbb_tables::analyses::two_caps::{CapConfiguration, CapRole};
-    use tbb_tables::levels::{Encoding, Workflow};
+    use tbb_tables::levels::{Encoding, InfraCause, Workflow};
     use tbb_tables::rows::EpisodeRow;
 
     const FAMILIES: [&str; 4] = ["f1", "f2", "f3", "f4"];
@@ -355,10 +355,10 @@ mod tests {
             };
             if at(4096, 0, "f3", 128) {
                 r.infra_failure = true;
-                r.infra_error = Some("timeout".into());
+                r.infra_error = Some(InfraCause::Timeout);
             } else if at(1024, 1, "f4", 8) {
                 r.infra_failure = true;
-                r.infra_error = Some("bad_usage".into());
+                r.infra_error = Some(InfraCause::BadUsage);
             }
         }
         let (t, _) = tables_of(&run_on(&rows));

@@ -44,6 +44,7 @@ use crate::{AnalysisError, Context, Input, Output, Produced};
 use tbb_tables::analyses::cap_strata::CapStrataRow;
 use tbb_tables::analyses::contrasts::ContrastsByConfigurationRow;
 use tbb_tables::analyses::truncation::TruncationRow;
+use tbb_tables::levels::Menu;
 use tbb_tables::TableRow;
 
 /// The upstream truncation table.
@@ -58,7 +59,7 @@ pub(super) const INPUTS: &[Input] = &[
     Input::Table(CONTRASTS),
 ];
 /// The strata are read on the routed menu.
-const LANE: &str = "routed";
+const LANE: Menu = Menu::Routed;
 /// The default draw seed.
 pub(super) const SEED: u64 = 20_261_204;
 
@@ -271,7 +272,7 @@ fn v_effects(
         })?;
     Ok(rows
         .into_iter()
-        .filter(|r| r.lane == LANE && r.completion_cap == cap && r.contrast == "v")
+        .filter(|r| r.lane == LANE.name() && r.completion_cap == cap && r.contrast == "v")
         .map(|r| (r.configuration, r.estimate_pp))
         .collect())
 }

@@ -32,6 +32,7 @@ use serde::{Deserialize, Serialize};
 use crate::{AnalysisError, Context, Input, Output, Produced, Typed};
 use tbb_tables::analyses::truncation::TruncationRow;
 use tbb_tables::analyses::truncation_strata::{TruncationStrataRow, TruncationStratum};
+use tbb_tables::levels::Menu;
 use tbb_tables::TableRow;
 
 /// Name in error messages.
@@ -76,8 +77,8 @@ impl Typed for TruncationStrata {
 
     fn run(params: &Params, input: &Context<'_>) -> Result<Produced, AnalysisError> {
         let lane = match params.lane.unwrap_or(Lane::Routed) {
-            Lane::Routed => "routed",
-            Lane::Fixed => "fixed",
+            Lane::Routed => Menu::Routed,
+            Lane::Fixed => Menu::Fixed,
         };
         let cap = params
             .completion_cap
@@ -102,7 +103,7 @@ impl Typed for TruncationStrata {
                 TruncationStrataRow {
                     configuration: configuration.into(),
                     organization: organization.into(),
-                    lane: lane.into(),
+                    lane: lane.name(),
                     completion_cap: cap,
                     v: V,
                     upstream_episodes: counts.map(|c| c.0),
@@ -141,9 +142,10 @@ pub fn stratum(episodes: u32, truncated: u32) -> Option<TruncationStratum> {
 pub(crate) fn upstream_counts(
     analysis: &'static str,
     table: &RecordBatch,
-    lane: &str,
+    lane: Menu,
     cap: u32,
 ) -> Result<BTreeMap<String, (u32, u32)>, AnalysisError> {
+    let lane_name = lane.name();
     let rows = TruncationRow::from_batch(table).map_err(|e| AnalysisError::InputTable {
         analysis,
         table: TABLE.into(),
@@ -152,7 +154,7 @@ pub(crate) fn upstream_counts(
     let mut out = BTreeMap::new();
     for row in &rows {
         let config = row.configuration.as_str();
-        if row.lane != lane
+        if row.lane != lane_name
             || row.completion_cap != cap
             || row.v != V
             || config == crate::capacity::truncation::ALL

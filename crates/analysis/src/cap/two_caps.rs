@@ -63,10 +63,11 @@ use crate::common::design::{self, Contrast, N_ENDPOINTS};
 use crate::common::stats::{self, ClusterTotals, Interval};
 use crate::{AnalysisError, ParamProblem};
 use tbb_tables::analyses::two_caps::{CapConfiguration, CapEstimate, CapRole, CapStatistic};
+use tbb_tables::levels::{InfraCause, Menu};
 use tbb_tables::rows::EpisodeRow;
 
 /// The lane both studies run.
-pub const LANE: &str = crate::capacity::lanes::ROUTED;
+pub const LANE: Menu = crate::capacity::lanes::ROUTED;
 /// The pseudo-stratum of rows pooling every configuration in a stratum.
 pub const ALL: &str = "all";
 
@@ -353,7 +354,7 @@ impl<'a> CapRows<'a> {
                     .excluded_counts
                     .entry((configuration, cap_index))
                     .or_default();
-                if row.infra_error.as_deref() == Some("bad_usage") {
+                if row.infra_error == Some(InfraCause::BadUsage) {
                     counts.1 += 1;
                 } else {
                     counts.0 += 1;
@@ -861,7 +862,7 @@ mod tests {
                 || pick(r, 1024, 8, "low", "linked")
             {
                 r.infra_failure = true;
-                r.infra_error = Some("server_error".into());
+                r.infra_error = Some(InfraCause::ServerError);
             }
         }
         let data = CapRows::new("t", &rows).unwrap_or_else(|e| panic!("{e}"));
@@ -930,7 +931,7 @@ mod tests {
         let marks = [3usize, 17, 40, 77, 90];
         for &i in &marks {
             rows[i].infra_failure = true;
-            rows[i].infra_error = Some("bad_usage".into());
+            rows[i].infra_error = Some(InfraCause::BadUsage);
         }
         let configs = BTreeSet::from(["c"]);
         let data = CapRows::new("t", &rows).unwrap_or_else(|e| panic!("{e}"));

@@ -145,7 +145,10 @@ pub fn bootstrap_contrasts(
     seed: u64,
 ) -> Vec<ContrastResult> {
     let weights = unit_weights(weighting, means);
-    let cap = means.stratum.completion_cap.to_string();
+    let (lane, cap) = (
+        means.stratum.lane.name(),
+        means.stratum.completion_cap.to_string(),
+    );
     let mut out = Vec::with_capacity(units.len() * Contrast::ALL.len());
     for &unit in units {
         let keys: Vec<&str> = means.units.iter().map(|u| u.cluster(unit)).collect();
@@ -159,7 +162,7 @@ pub fn bootstrap_contrasts(
                     seed,
                     &[
                         "contrasts",
-                        &means.stratum.lane,
+                        &lane,
                         &cap,
                         weighting.name(),
                         unit.name(),
@@ -283,7 +286,10 @@ pub fn by_configuration(
     draws: u32,
     seed: u64,
 ) -> Vec<ConfigurationResult> {
-    let cap = means.stratum.completion_cap.to_string();
+    let (lane, cap) = (
+        means.stratum.lane.name(),
+        means.stratum.completion_cap.to_string(),
+    );
     let mut out = Vec::new();
     for (configuration, idx) in means.by_configuration() {
         let families: Vec<&str> = idx
@@ -303,7 +309,7 @@ pub fn by_configuration(
                 seed,
                 &[
                     "contrasts_by_configuration",
-                    &means.stratum.lane,
+                    &lane,
                     &cap,
                     configuration,
                     contrast.name(),
@@ -387,7 +393,7 @@ fn contrasts_rows(results: &[ContrastResult], seed: u64) -> Vec<ContrastsRow> {
         .iter()
         .map(|r| ContrastsRow {
             analysis: ANALYSIS.into(),
-            lane: r.stratum.lane.clone(),
+            lane: r.stratum.lane.name(),
             completion_cap: r.stratum.completion_cap,
             weighting: r.weighting,
             contrast: r.contrast.name().into(),
@@ -414,7 +420,7 @@ fn sign_flip_rows(results: &[SignFlipResult]) -> Vec<ContrastsSignFlipRow> {
         .iter()
         .map(|r| ContrastsSignFlipRow {
             analysis: ANALYSIS.into(),
-            lane: r.stratum.lane.clone(),
+            lane: r.stratum.lane.name(),
             completion_cap: r.stratum.completion_cap,
             weighting: r.weighting,
             contrast: r.contrast.name().into(),
@@ -439,7 +445,7 @@ fn configuration_rows(
         .iter()
         .map(|r| ContrastsByConfigurationRow {
             analysis: ANALYSIS.into(),
-            lane: r.stratum.lane.clone(),
+            lane: r.stratum.lane.name(),
             completion_cap: r.stratum.completion_cap,
             configuration: r.configuration.clone(),
             organization: r.organization.clone(),
@@ -636,7 +642,7 @@ mod tests {
     fn no_capacity_rows_is_missing_data() {
         let mut rows = panel();
         for r in &mut rows {
-            r.repair = "workflow_prompt".into();
+            r.repair = tbb_tables::levels::PromptVariant::Workflow;
         }
         assert!(matches!(
             run(&analysis(vec![], 10), &rows),

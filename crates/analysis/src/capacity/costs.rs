@@ -84,13 +84,14 @@ fn cost_row(configuration: &str, organization: &str, lane: &str, rows: &[&Episod
 /// then the lanes sorted.
 pub fn cost_rows(episodes: &[EpisodeRow]) -> Result<Vec<CostsRow>, AnalysisError> {
     design::check_groups(KIND, episodes)?;
-    let mut groups: BTreeMap<(bool, &str, &str, bool, &str), Vec<&EpisodeRow>> = BTreeMap::new();
+    // Lanes sort by name.
+    let mut groups: BTreeMap<(bool, &str, &str, bool, String), Vec<&EpisodeRow>> = BTreeMap::new();
     for row in episodes {
         for (pooled_config, config, org) in [
             (true, ALL, ALL),
             (false, row.configuration.as_str(), row.organization.as_str()),
         ] {
-            for (pooled_lane, lane) in [(true, ALL), (false, row.lane.as_str())] {
+            for (pooled_lane, lane) in [(true, ALL.to_string()), (false, row.lane.name())] {
                 groups
                     .entry((!pooled_config, config, org, !pooled_lane, lane))
                     .or_default()
@@ -120,10 +121,11 @@ pub fn run(episodes: &[EpisodeRow]) -> Result<Vec<Output>, AnalysisError> {
 mod tests {
     use super::*;
     use crate::common::design::testing::row;
+    use tbb_tables::levels::Menu;
 
-    fn ep(config: &str, lane: &str, vts: bool, tokens: u64, cost: f64) -> EpisodeRow {
+    fn ep(config: &str, lane: Menu, vts: bool, tokens: u64, cost: f64) -> EpisodeRow {
         let mut r = row(config, "O", "f", "i", 8, "low", "raw", vts);
-        r.lane = lane.into();
+        r.lane = lane;
         r.prompt_tokens = tokens - 10;
         r.completion_tokens = 10;
         r.total_tokens = tokens;
@@ -134,9 +136,9 @@ mod tests {
     #[test]
     fn costs_per_configuration_and_lane_by_hand() {
         let mut rows = vec![
-            ep("a", "routed", true, 1_000, 0.25),
-            ep("a", "fixed", false, 3_000, 0.75),
-            ep("b", "routed", false, 500, 0.5),
+            ep("a", Menu::Routed, true, 1_000, 0.25),
+            ep("a", Menu::Fixed, false, 3_000, 0.75),
+            ep("b", Menu::Routed, false, 500, 0.5),
         ];
         rows[1].infra_failure = true;
         let got = cost_rows(&rows).unwrap_or_else(|e| panic!("{e}"));
@@ -173,7 +175,7 @@ mod tests {
             .map(|i| {
                 ep(
                     "a",
-                    "routed",
+                    Menu::Routed,
                     i % 3 == 0,
                     1_000 + i,
                     0.1 + (i as f64) * 1e-3 / 7.0,

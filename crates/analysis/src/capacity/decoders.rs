@@ -54,7 +54,7 @@ use tbb_tables::analyses::decoders::{
     DecoderGainsRow, DecoderMultiRow, DecoderPacketsRow, DecodersRow, FeatureSet, PacketCount,
     Pressure,
 };
-use tbb_tables::levels::{Encoding, Routing, Workflow};
+use tbb_tables::levels::{Encoding, Menu, Obligation, Routing, TerminalFlag, Workflow};
 use tbb_tables::rows::EpisodeRow;
 use tbb_tables::TableRow;
 
@@ -112,11 +112,13 @@ pub const COMPARISONS: [(FeatureSet, FeatureSet); 5] = [
 ];
 
 fn first_unmet(r: &EpisodeRow) -> String {
-    r.first_unmet.clone().unwrap_or_else(|| "none".into())
+    r.first_unmet.map_or("none", Obligation::name).to_string()
 }
 
 fn terminal(r: &EpisodeRow) -> String {
-    r.terminal_flag.clone().unwrap_or_else(|| "none".into())
+    r.terminal_flag
+        .map_or("none", TerminalFlag::name)
+        .to_string()
 }
 
 /// Executed calls binned 0 / 1–2 / 3–5 / 6+.
@@ -134,13 +136,19 @@ fn shape(r: &EpisodeRow) -> String {
 }
 
 fn termination_aware(r: &EpisodeRow) -> String {
-    match r.terminal_flag.as_deref() {
-        Some(flag @ ("truncation" | "budget_or_call_limit" | "turn_limit" | "infeasibility")) => {
-            flag.to_string()
-        }
+    match r.terminal_flag {
+        Some(
+            flag @ (TerminalFlag::Truncation
+            | TerminalFlag::BudgetOrCallLimit
+            | TerminalFlag::TurnLimit
+            | TerminalFlag::Infeasibility),
+        ) => flag.name().to_string(),
         _ => first_unmet(r),
     }
 }
+
+/// The lanes the packets may come from.
+const LANES: [Menu; 2] = [Menu::Routed, Menu::Fixed];
 
 /// The `decoders` analysis kind.
 pub struct Decoders;
@@ -217,7 +225,8 @@ impl Typed for Decoders {
     }
 
     fn check_names(params: &Params, names: &Names<'_>) -> Vec<ParamProblem> {
-        let lanes = ["routed", "fixed"].into_iter();
+        let lanes = LANES.map(Menu::name);
+        let lanes = lanes.iter().map(String::as_str);
         let mut out: Vec<ParamProblem> = (params.lane.as_deref())
             .and_then(|lane| needs::among("lane", "lane", lane, lanes, "the lanes"))
             .into_iter()
@@ -230,7 +239,15 @@ impl Typed for Decoders {
     }
 
     fn run(params: &Params, input: &Context<'_>) -> Result<Produced, AnalysisError> {
-        let lane = params.lane.as_deref().unwrap_or("routed");
+        let lane = match params.lane.as_deref() {
+            None => Menu::Routed,
+            Some(name) => name
+                .parse::<Menu>()
+                .map_err(|e| AnalysisError::InvalidParameter {
+                    analysis: KIND,
+                    detail: e.to_string(),
+                })?,
+        };
         let cap = match params.completion_cap {
             Some(cap) => cap,
             None => single_cap(input.episodes)?,
@@ -249,9 +266,9 @@ impl Typed for Decoders {
         }
         let scores = score(&packets.labelled, draws, seed);
         Ok(vec![
-            Output::of(&decoders_rows(&scores, lane, cap, draws, seed))?,
+            Output::of(&decoders_rows(&scores, &lane.name(), cap, draws, seed))?,
             Output::of(&gains(&scores, draws, seed))?,
-            Output::of(&packets_rows(&packets, lane, cap))?,
+            Output::of(&packets_rows(&packets, &lane.name(), cap))?,
             Output::of(&multi_rows(&multi(&packets)))?,
         ]
         .into())
@@ -291,7 +308,7 @@ pub struct Packets<'a> {
 }
 
 /// Groups the rows of `lane` at `cap` into packets (see the module doc).
-pub fn packets<'a>(episodes: &'a [EpisodeRow], lane: &str, cap: u32) -> Packets<'a> {
+pub fn packets<'a>(episodes: &'a [EpisodeRow], lane: Menu, cap: u32) -> Packets<'a> {
     type Key<'a> = (&'a str, &'a str, u32);
     let cell = |r: &EpisodeRow| -> Option<usize> {
         let at = |(v, w, d): (u32, Workflow, Encoding)| r.v == v && r.w == w && r.d == d;

@@ -49,6 +49,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::truncation::ALL;
 use crate::{AnalysisError, Context, Design, Input, NoParams, Output, Produced, Requests, Typed};
 use tbb_tables::analyses::first_responses::FirstResponsesRow;
+use tbb_tables::levels::{FinishReason, ReasoningSource, ResponseKind};
 use tbb_tables::rows::RequestRow;
 use tbb_tables::TableRow;
 
@@ -131,14 +132,14 @@ impl Counts {
             self.infra_failed += 1;
             return;
         }
-        if q.finish_reason != Some("length") {
+        if q.finish_reason != Some(FinishReason::Length) {
             return;
         }
         self.cut += 1;
         match q.response_kind {
-            Some("reasoning_only") => self.reasoning_only += 1,
-            Some("cut_in_tool_call") => self.cut_in_tool_call += 1,
-            Some("cut_in_text") => self.cut_in_text += 1,
+            Some(ResponseKind::ReasoningOnly) => self.reasoning_only += 1,
+            Some(ResponseKind::CutInToolCall) => self.cut_in_tool_call += 1,
+            Some(ResponseKind::CutInText) => self.cut_in_text += 1,
             _ => self.cut_empty += 1,
         }
     }
@@ -167,7 +168,9 @@ pub fn count(requests: &dyn Requests) -> Result<Vec<Counts>, AnalysisError> {
         any = true;
         caps.insert(r.episode.completion_cap);
         let config = r.episode.configuration.as_str();
-        if r.request.reasoning_source == Some("reported") && !reporting.contains(config) {
+        if r.request.reasoning_source == Some(ReasoningSource::Reported)
+            && !reporting.contains(config)
+        {
             reporting.insert(config.to_string());
         }
     })?;
@@ -270,7 +273,9 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use tbb_tables::levels::{Encoding, Routing, Workflow};
+    use tbb_tables::levels::{
+        Actor, Delivery, Encoding, InfraCause, Menu, PromptVariant, Routing, Workflow,
+    };
     use tbb_tables::rows::{EpisodeColumns, RequestColumns};
 
     /// A request row of `config`'s episode `episode` at `cap`: its `turn`, the schemas
@@ -280,8 +285,8 @@ mod tests {
         episode: &str,
         turn: u32,
         schemas: u32,
-        ended: Option<(&'static str, &'static str)>,
-        source: &'static str,
+        ended: Option<(FinishReason, ResponseKind)>,
+        source: ReasoningSource,
     ) -> RequestRow {
         RequestRow {
             episode: Arc::new(EpisodeColumns {
@@ -291,10 +296,10 @@ mod tests {
                 configuration: config.into(),
                 block: "main".into(),
                 arm: "routed".into(),
-                lane: "routed".into(),
-                repair: "none".into(),
-                delivery: "native".into(),
-                actor: "model".into(),
+                lane: Menu::Routed,
+                repair: PromptVariant::Base,
+                delivery: Delivery::Native,
+                actor: Actor::Model,
                 completion_cap: 1024,
                 repeat: 0,
                 schedule: "routed".into(),
@@ -313,7 +318,9 @@ mod tests {
                 prompt_tokens: ended.map(|_| 9_000),
                 cached_tokens: ended.map(|_| 0),
                 completion_tokens: ended.map(|_| 1024),
-                reasoning_tokens: ended.filter(|_| source == "reported").map(|_| 900),
+                reasoning_tokens: ended
+                    .filter(|_| source == ReasoningSource::Reported)
+                    .map(|_| 900),
                 reasoning_source: ended.map(|_| source),
                 finish_reason: ended.map(|(f, _)| f),
                 finish_reason_raw: ended.map(|(f, _)| f.to_string()),
@@ -321,19 +328,21 @@ mod tests {
                 executed_call: false,
                 cumulative_calls: 0,
                 attempts: Some(1),
-                infra_cause: ended.is_none().then(|| "server_error".to_string()),
+                infra_cause: ended.is_none().then_some(InfraCause::ServerError),
                 wall_ms: 1,
                 cumulative_tokens: 0,
             },
         }
     }
 
-    const REASONING_CUT: Option<(&str, &str)> = Some(("length", "reasoning_only"));
-    const CALL_CUT: Option<(&str, &str)> = Some(("length", "cut_in_tool_call"));
-    const TEXT_CUT: Option<(&str, &str)> = Some(("length", "cut_in_text"));
-    const EMPTY_CUT: Option<(&str, &str)> = Some(("length", "empty"));
-    const CALL: Option<(&str, &str)> = Some(("tool_calls", "tool_call"));
-    const ANSWER: Option<(&str, &str)> = Some(("stop", "answer"));
+    type Ended = Option<(FinishReason, ResponseKind)>;
+    const REASONING_CUT: Ended = Some((FinishReason::Length, ResponseKind::ReasoningOnly));
+    const CALL_CUT: Ended = Some((FinishReason::Length, ResponseKind::CutInToolCall));
+    const TEXT_CUT: Ended = Some((FinishReason::Length, ResponseKind::CutInText));
+    const EMPTY_CUT: Ended = Some((FinishReason::Length, ResponseKind::Empty));
+    const CALL: Ended = Some((FinishReason::ToolCalls, ResponseKind::ToolCall));
+    const ANSWER: Ended = Some((FinishReason::Stop, ResponseKind::Answer));
+    const REPORTED: ReasoningSource = ReasoningSource::Reported;
 
     /// Three reporting configurations and one that does not report:
     /// * `heavy`: five first responses at 128 (reasoning-only ×2, in a call, in text,
@@ -344,22 +353,29 @@ mod tests {
     /// * `hidden` (reasoning `unknown`): cut reasoning-only at 128, left out.
     fn panel() -> Vec<RequestRow> {
         vec![
-            row("heavy", "h1", 0, 128, REASONING_CUT, "reported"),
-            row("heavy", "h2", 0, 128, REASONING_CUT, "reported"),
-            row("heavy", "h3", 0, 128, CALL_CUT, "reported"),
-            row("heavy", "h4", 0, 128, TEXT_CUT, "reported"),
-            row("heavy", "h5", 0, 128, CALL, "reported"),
-            row("heavy", "h5", 1, 8, REASONING_CUT, "reported"),
-            row("heavy", "h6", 0, 128, None, "reported"),
-            row("heavy", "h7", 0, 8, REASONING_CUT, "reported"),
-            row("mild", "m1", 0, 128, EMPTY_CUT, "unknown"),
-            row("mild", "m2", 0, 128, CALL, "unknown"),
-            row("mild", "m2", 1, 8, ANSWER, "reported"),
-            row("steady", "s1", 0, 128, CALL, "reported"),
-            row("steady", "s2", 0, 128, CALL, "reported"),
-            row("steady", "s2", 1, 8, ANSWER, "reported"),
-            row("hidden", "x1", 0, 128, REASONING_CUT, "unknown"),
-            row("hidden", "x2", 0, 128, TEXT_CUT, "derived"),
+            row("heavy", "h1", 0, 128, REASONING_CUT, REPORTED),
+            row("heavy", "h2", 0, 128, REASONING_CUT, REPORTED),
+            row("heavy", "h3", 0, 128, CALL_CUT, REPORTED),
+            row("heavy", "h4", 0, 128, TEXT_CUT, REPORTED),
+            row("heavy", "h5", 0, 128, CALL, REPORTED),
+            row("heavy", "h5", 1, 8, REASONING_CUT, REPORTED),
+            row("heavy", "h6", 0, 128, None, REPORTED),
+            row("heavy", "h7", 0, 8, REASONING_CUT, REPORTED),
+            row("mild", "m1", 0, 128, EMPTY_CUT, ReasoningSource::Unknown),
+            row("mild", "m2", 0, 128, CALL, ReasoningSource::Unknown),
+            row("mild", "m2", 1, 8, ANSWER, REPORTED),
+            row("steady", "s1", 0, 128, CALL, REPORTED),
+            row("steady", "s2", 0, 128, CALL, REPORTED),
+            row("steady", "s2", 1, 8, ANSWER, REPORTED),
+            row(
+                "hidden",
+                "x1",
+                0,
+                128,
+                REASONING_CUT,
+                ReasoningSource::Unknown,
+            ),
+            row("hidden", "x2", 0, 128, TEXT_CUT, ReasoningSource::Derived),
         ]
     }
 

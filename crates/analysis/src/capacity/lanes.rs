@@ -41,6 +41,7 @@ use std::collections::BTreeMap;
 use crate::common::stats::Bootstrap;
 use crate::{Context, Design, ParamProblem, Produced, Typed};
 use tbb_tables::analyses::lanes::LanesRow;
+use tbb_tables::levels::Menu;
 use tbb_tables::rows::EpisodeRow;
 use tbb_tables::TableRow;
 
@@ -73,9 +74,9 @@ impl Typed for Lanes {
     }
 }
 /// The lane with the oracle-assisted narrowing.
-pub const ROUTED: &str = "routed";
+pub const ROUTED: Menu = Menu::Routed;
 /// The lane with the full menu throughout.
-pub const FIXED: &str = "fixed";
+pub const FIXED: Menu = Menu::Fixed;
 
 /// A routed and a fixed episode of one condition.
 #[derive(Debug, Clone, Copy)]
@@ -229,7 +230,7 @@ pub fn run(analysis: &Bootstrap, episodes: &[EpisodeRow]) -> Result<Vec<Output>,
     let strata = design::capacity_rows(episodes);
     let mut by_cap: BTreeMap<u32, [Vec<(&EpisodeRow, usize)>; 2]> = BTreeMap::new();
     for (stratum, rows) in strata {
-        let side = match stratum.lane.as_str() {
+        let side = match stratum.lane {
             ROUTED => 0,
             FIXED => 1,
             _ => continue,
@@ -293,7 +294,7 @@ mod tests {
                     !(config == "a" && (4..8).contains(&i))
                 });
                 for r in &mut fixed {
-                    r.lane = FIXED.into();
+                    r.lane = FIXED;
                     r.total_tokens += 500;
                     r.schema_exposures = u64::from(r.requests) * u64::from(r.v);
                 }

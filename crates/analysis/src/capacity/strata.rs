@@ -187,7 +187,7 @@ impl PairSums {
         let (independent_low, independent_high) = self.bound_independent_pp();
         let (alike_low, alike_high) = self.bound_alike_pp();
         StrataRow {
-            lane: self.stratum.lane.clone(),
+            lane: self.stratum.lane.name(),
             completion_cap: self.stratum.completion_cap,
             configuration: self.configuration.clone(),
             organization: self.organization.clone(),
@@ -294,7 +294,7 @@ mod tests {
             .map(|(small, large)| VPair { small, large })
             .collect();
         let stratum = Stratum {
-            lane: "routed".into(),
+            lane: tbb_tables::levels::Menu::Routed,
             completion_cap: 1024,
         };
         let r = PairSums::of(&stratum, "all", "all", &pairs);
@@ -314,7 +314,7 @@ mod tests {
     fn paper_row() -> PairSums {
         PairSums {
             stratum: Stratum {
-                lane: "routed".into(),
+                lane: tbb_tables::levels::Menu::Routed,
                 completion_cap: 1024,
             },
             configuration: "all".into(),

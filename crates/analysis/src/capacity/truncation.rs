@@ -177,7 +177,7 @@ impl PairCounts {
     /// The `truncation_pairs` row.
     pub fn row(&self) -> TruncationPairsRow {
         TruncationPairsRow {
-            lane: self.stratum.lane.clone(),
+            lane: self.stratum.lane.name(),
             completion_cap: self.stratum.completion_cap,
             configuration: self.configuration.clone(),
             organization: self.organization.clone(),
@@ -202,7 +202,7 @@ impl ShareCounts {
     /// The `truncation` row.
     pub fn row(&self) -> TruncationRow {
         TruncationRow {
-            lane: self.stratum.lane.clone(),
+            lane: self.stratum.lane.name(),
             completion_cap: self.stratum.completion_cap,
             configuration: self.configuration.clone(),
             organization: self.organization.clone(),
@@ -290,7 +290,7 @@ pub fn correlation(stratum: &Stratum, rows: &[PairCounts]) -> TruncationCorrelat
     let min = never.iter().copied().reduce(f64::min);
     let max = never.iter().copied().reduce(f64::max);
     TruncationCorrelationRow {
-        lane: stratum.lane.clone(),
+        lane: stratum.lane.name(),
         completion_cap: stratum.completion_cap,
         n_configurations: configs.len() as u32,
         pearson_r: stats::pearson(&x, &y),
@@ -512,7 +512,7 @@ mod tests {
 
     fn stratum() -> Stratum {
         Stratum {
-            lane: "fixed".into(),
+            lane: tbb_tables::levels::Menu::Fixed,
             completion_cap: 1024,
         }
     }

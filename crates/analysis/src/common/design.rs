@@ -43,11 +43,11 @@ use std::collections::BTreeMap;
 
 use crate::AnalysisError;
 use crate::ClusterUnit;
-use tbb_tables::levels::{Encoding, Routing, Workflow};
+use tbb_tables::levels::{Domain, Encoding, Menu, PromptVariant, Routing, Workflow};
 use tbb_tables::rows::EpisodeRow;
 
-/// The repair value of the rows the capacity analysis reads.
-pub const NO_REPAIR: &str = "none";
+/// The repair of the rows the capacity analysis reads (the base prompt, `none`).
+pub const NO_REPAIR: PromptVariant = PromptVariant::Base;
 /// The routing level of every capacity cell.
 pub const CAPACITY_R: Routing = Routing::Low;
 /// How many units or cells an error message lists before "and N more".
@@ -234,36 +234,51 @@ impl Contrast {
     }
 }
 
-/// A stratum of the capacity analysis: one menu lane at one completion cap.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+/// A stratum of the capacity analysis: one menu lane at one completion cap. Strata
+/// sort by the lane's name (`fixed` before `routed`), then the cap, as the tables list
+/// them.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Stratum {
-    /// Menu lane (`routed`, `fixed`).
-    pub lane: String,
+    /// Menu lane.
+    pub lane: Menu,
     /// Completion cap per request.
     pub completion_cap: u32,
+}
+
+impl Ord for Stratum {
+    fn cmp(&self, other: &Stratum) -> std::cmp::Ordering {
+        (self.lane.name(), self.completion_cap).cmp(&(other.lane.name(), other.completion_cap))
+    }
+}
+
+impl PartialOrd for Stratum {
+    fn partial_cmp(&self, other: &Stratum) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
 }
 
 /// The capacity rows of each stratum, each with its index in [`CELLS`]: no-repair
 /// rows of capacity cells only. Strata come out sorted (lane, then cap).
 pub fn capacity_rows(rows: &[EpisodeRow]) -> BTreeMap<Stratum, Vec<(&EpisodeRow, usize)>> {
-    let mut by_key: BTreeMap<(&str, u32), Vec<(&EpisodeRow, usize)>> = BTreeMap::new();
+    let mut by_key: BTreeMap<(Menu, u32), Vec<(&EpisodeRow, usize)>> = BTreeMap::new();
     for row in rows {
         if row.repair != NO_REPAIR {
             continue;
         }
         if let Some(cell) = cell_index(row) {
             by_key
-                .entry((&row.lane, row.completion_cap))
+                .entry((row.lane, row.completion_cap))
                 .or_default()
                 .push((row, cell));
         }
     }
+    // Sorted again, by the lane's name.
     by_key
         .into_iter()
         .map(|((lane, completion_cap), rows)| {
             (
                 Stratum {
-                    lane: lane.to_string(),
+                    lane,
                     completion_cap,
                 },
                 rows,
@@ -280,7 +295,7 @@ pub struct Unit {
     /// Its intent.
     pub intent: String,
     /// Its record domain.
-    pub domain: String,
+    pub domain: Domain,
     /// Configuration.
     pub configuration: String,
     /// Its organization.
@@ -293,7 +308,7 @@ impl Unit {
         Unit {
             family: row.family.clone(),
             intent: row.intent.clone(),
-            domain: row.domain.clone(),
+            domain: row.domain,
             configuration: row.configuration.clone(),
             organization: row.organization.clone(),
         }
@@ -304,7 +319,7 @@ impl Unit {
         match unit {
             ClusterUnit::Family => &self.family,
             ClusterUnit::Intent => &self.intent,
-            ClusterUnit::Domain => &self.domain,
+            ClusterUnit::Domain => self.domain.name(),
             ClusterUnit::Configuration => &self.configuration,
             ClusterUnit::Organization => &self.organization,
         }
@@ -326,7 +341,7 @@ pub fn check_groups<'a>(
     analysis: &'static str,
     rows: impl IntoIterator<Item = &'a EpisodeRow>,
 ) -> Result<Names<'a>, AnalysisError> {
-    let mut families: BTreeMap<&str, (&str, &str)> = BTreeMap::new();
+    let mut families: BTreeMap<&str, (&str, Domain)> = BTreeMap::new();
     let mut configurations: BTreeMap<&str, &str> = BTreeMap::new();
     // Rows usually come grouped: a row like the previous one needs no lookup.
     let mut previous: Option<&EpisodeRow> = None;
@@ -344,8 +359,8 @@ pub fn check_groups<'a>(
         previous = Some(row);
         let seen = *families
             .entry(&row.family)
-            .or_insert((&row.intent, &row.domain));
-        if seen != (row.intent.as_str(), row.domain.as_str()) {
+            .or_insert((&row.intent, row.domain));
+        if seen != (row.intent.as_str(), row.domain) {
             return Err(AnalysisError::Inconsistent {
                 analysis,
                 detail: format!(
@@ -643,7 +658,7 @@ pub fn v_pairs<'a>(
 pub mod testing {
     #![cfg_attr(not(test), allow(dead_code, unused_imports))]
     //! Episode rows for the analysis tests.
-    use tbb_tables::levels::Routing;
+    use tbb_tables::levels::{Actor, Delivery, Domain, Menu, PromptVariant, Routing, StopReason};
     use tbb_tables::rows::EpisodeRow;
 
     /// A capacity row with everything but the fields tests vary set to defaults.
@@ -664,12 +679,12 @@ pub mod testing {
             organization: organization.into(),
             model: "m".into(),
             route: "sim".into(),
-            lane: "routed".into(),
-            repair: "none".into(),
+            lane: Menu::Routed,
+            repair: PromptVariant::Base,
             block: "main".into(),
             arm: "routed".into(),
-            delivery: "native".into(),
-            actor: "model".into(),
+            delivery: Delivery::Native,
+            actor: Actor::Model,
             schedule: "routed".into(),
             schedule_position: None,
             completion_cap: 1024,
@@ -677,7 +692,7 @@ pub mod testing {
             variant_id: format!("{family}-{v}-{w}-{d}"),
             family: family.into(),
             intent: intent.into(),
-            domain: "accounting".into(),
+            domain: Domain::Accounting,
             v,
             w: w.parse().unwrap_or_else(|e| panic!("{e}")),
             d: d.parse().unwrap_or_else(|e| panic!("{e}")),
@@ -708,7 +723,7 @@ pub mod testing {
             sent_temperature: Some(0.0),
             sent_seed: Some(1),
             sent_parallel_tool_calls: Some(false),
-            stop_reason: "answered".into(),
+            stop_reason: StopReason::Answer,
             episode_key: String::new(),
             transcript_ref: String::new(),
             node_key: String::new(),
@@ -866,21 +881,19 @@ mod tests {
         let mut discovery = row("c", "o", "f", "i", 8, "low", "raw", false);
         discovery.r = Routing::High;
         let mut repaired = row("c", "o", "f", "i", 8, "low", "raw", false);
-        repaired.repair = "workflow_prompt".into();
+        repaired.repair = PromptVariant::Workflow;
         let mut off_design = row("c", "o", "f", "i", 32, "high", "linked", false);
         off_design.repeat = 5;
         rows.extend([discovery, repaired, off_design]);
         let mut fixed = unit("c", "o", "f", "i", |_| false);
         for r in &mut fixed {
-            r.lane = "fixed".into();
+            r.lane = Menu::Fixed;
         }
         rows.extend(fixed);
         let strata = capacity_rows(&rows);
-        let keys: Vec<(&str, u32)> = strata
-            .keys()
-            .map(|s| (s.lane.as_str(), s.completion_cap))
-            .collect();
-        assert_eq!(keys, vec![("fixed", 1024), ("routed", 1024)]);
+        // By the lane's name: fixed before routed.
+        let keys: Vec<(Menu, u32)> = strata.keys().map(|s| (s.lane, s.completion_cap)).collect();
+        assert_eq!(keys, vec![(Menu::Fixed, 1024), (Menu::Routed, 1024)]);
         assert!(strata.values().all(|r| r.len() == 12));
     }
 

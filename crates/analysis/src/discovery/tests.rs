@@ -6,17 +6,17 @@ use std::collections::BTreeMap;
 use super::*;
 use crate::common::design::testing;
 use tbb_tables::analyses::discovery::{ClusterUnit as U, RLevel as R, Statistic as S};
+use tbb_tables::levels::{Menu, StopReason};
 
 /// An episode of `arm` for `family` at R level `r`.
 fn ep(arm: &str, family: &str, intent: &str, r: &str, available: bool, vts: bool) -> EpisodeRow {
     let mut e = testing::row("c", "org", family, intent, 128, "low", "raw", vts);
     e.arm = arm.into();
     e.lane = if arm == "fixed" {
-        "fixed"
+        Menu::Fixed
     } else {
-        "retrieval_k8"
-    }
-    .into();
+        Menu::Retrieval { k: 8 }
+    };
     e.r = r.parse().unwrap_or_else(|e| panic!("{e}"));
     e.variant_id = format!("{family}-{r}");
     e.ok[0] = available;
@@ -25,7 +25,7 @@ fn ep(arm: &str, family: &str, intent: &str, r: &str, available: bool, vts: bool
         e.prompt_tokens = 0;
         e.completion_tokens = 0;
         e.total_tokens = 0;
-        e.stop_reason = "unavailable".into();
+        e.stop_reason = StopReason::Unavailable;
     }
     e
 }

@@ -29,7 +29,7 @@ use crate::common::stats::{check_draws, DEFAULT_DRAWS, DEFAULT_SEED};
 use crate::{AnalysisError, Context, Design, Names, Output, ParamProblem, Produced, Typed};
 use tbb_tables::analyses::holdout::{ArmRole, HoldoutArmsRow, HoldoutRow, Population};
 use tbb_tables::analyses::repairs::Role;
-use tbb_tables::levels::{Actor, Menu};
+use tbb_tables::levels::{Actor, Menu, TerminalFlag};
 use tbb_tables::rows::EpisodeRow;
 use tbb_tables::TableRow;
 
@@ -224,7 +224,7 @@ pub fn arm_rows(episodes: &[EpisodeRow]) -> Vec<HoldoutArmsRow> {
                 tokens_per_episode: mean(&|r| r.total_tokens as f64),
                 n_budget_or_call_limit: rows
                     .iter()
-                    .filter(|r| r.terminal_flag.as_deref() == Some("budget_or_call_limit"))
+                    .filter(|r| r.terminal_flag == Some(TerminalFlag::BudgetOrCallLimit))
                     .count() as u32,
             }
         })

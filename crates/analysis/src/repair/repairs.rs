@@ -50,9 +50,9 @@ use tbb_tables::analyses::repairs::{RepairsRow, Role};
 use tbb_tables::rows::EpisodeRow;
 use tbb_tables::TableRow;
 
-pub use layers::{arm_in, arm_of, needs_a_repair_design, Axis, Column, Layer, Params};
+pub use layers::{arm_in, arm_of, needs_a_repair_design, Axis, Component, Layer, Params};
 pub use layers::{HOLDOUT_LAYERS, LAYERS};
-pub use layers::{NO_REPAIR_LANE, NO_REPAIR_PROMPT};
+pub use layers::{NO_REPAIR, NO_REPAIR_LANE, NO_REPAIR_PROMPT};
 
 /// Name in error messages.
 const KIND: &str = "repairs";

@@ -242,12 +242,13 @@ pub mod tests {
     #![cfg_attr(not(test), allow(dead_code, unused_imports))]
     use super::*;
     use crate::common::design::testing::row;
+    use tbb_tables::levels::{Menu, PromptVariant};
 
     /// One episode: arm (name, lane, repair) at a cell, in a repeat.
     #[allow(clippy::too_many_arguments)]
     fn ep(
         family: &str,
-        arm: (&str, &str, &str),
+        arm: ArmCols,
         v: u32,
         w: &str,
         d: &str,
@@ -255,19 +256,19 @@ pub mod tests {
         ok: bool,
     ) -> EpisodeRow {
         let mut r = row("a", "O", family, family, v, w, d, ok);
-        (r.arm, r.lane, r.repair) = (arm.0.into(), arm.1.into(), arm.2.into());
+        (r.arm, r.lane, r.repair) = (arm.0.into(), arm.1, arm.2);
         r.repeat = repeat;
         r
     }
 
     /// An arm's (name, lane, repair).
-    type ArmCols = (&'static str, &'static str, &'static str);
+    type ArmCols = (&'static str, Menu, PromptVariant);
     /// A group's family, arm, V, W and outcomes per run.
     type Runs = (&'static str, ArmCols, u32, &'static str, [bool; 3]);
 
-    const FIXED: (&str, &str, &str) = ("fixed", "fixed", "none");
-    const ROUTED: (&str, &str, &str) = ("routed", "routed", "none");
-    const WORKFLOW: (&str, &str, &str) = ("workflow", "fixed", "workflow_prompt");
+    const FIXED: ArmCols = ("fixed", Menu::Fixed, PromptVariant::Base);
+    const ROUTED: ArmCols = ("routed", Menu::Routed, PromptVariant::Base);
+    const WORKFLOW: ArmCols = ("workflow", Menu::Fixed, PromptVariant::Workflow);
 
     /// Two families, three runs each of: the V pair at (128, low, raw) and the W pair
     /// at (8, high, raw). Outcomes per run, listed per group below.
@@ -291,7 +292,7 @@ pub mod tests {
         // A row of another arm is not read.
         rows.push(ep(
             "f1",
-            ("other", "routed", "workflow_prompt"),
+            ("other", Menu::Routed, PromptVariant::Workflow),
             8,
             "high",
             "raw",

@@ -396,15 +396,20 @@ pub fn compare(
 
 /// The arm components in which `repaired` differs from `baseline`.
 fn changed_components(repaired: &EpisodeRow, baseline: &EpisodeRow) -> String {
+    let (a, b) = (repaired, baseline);
     [
-        ("menu", &repaired.lane, &baseline.lane),
-        ("prompt", &repaired.repair, &baseline.repair),
-        ("delivery", &repaired.delivery, &baseline.delivery),
-        ("actor", &repaired.actor, &baseline.actor),
+        ("menu", a.lane != b.lane, a.lane.name()),
+        (
+            "prompt",
+            a.repair != b.repair,
+            a.repair.repair_name().to_string(),
+        ),
+        ("delivery", a.delivery != b.delivery, a.delivery.to_string()),
+        ("actor", a.actor != b.actor, a.actor.to_string()),
     ]
     .into_iter()
-    .filter(|(_, a, b)| a != b)
-    .map(|(name, a, _)| format!("{name}={a}"))
+    .filter(|(_, changed, _)| *changed)
+    .map(|(name, _, value)| format!("{name}={value}"))
     .collect::<Vec<_>>()
     .join(", ")
 }
@@ -578,7 +583,7 @@ mod tests {
     fn ep(config: &str, arm: &str, family: &str, ok: bool, cost: f64, tokens: u64) -> EpisodeRow {
         EpisodeRow {
             arm: arm.into(),
-            lane: arm.into(),
+            lane: arm.parse().unwrap_or_else(|e| panic!("{e}")),
             cost_usd: cost,
             total_tokens: tokens,
             wall_ms: tokens,

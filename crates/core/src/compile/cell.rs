@@ -179,9 +179,13 @@ pub fn level_name<T: Serialize>(level: &T) -> String {
         .unwrap_or_default()
 }
 
-/// The name of each level of a pressure and the levels in order, written once per
-/// pressure: `name` is the level's serde name (a test holds them equal), so the tables,
-/// the manifests and the report spell a level alike.
+/// The name of each level of a factor and the levels in order, written once per
+/// factor: `name` is the level's serde name (a test holds them equal), so the tables,
+/// the manifests and the report spell a level alike. `name` matches on every listed
+/// variant, so a variant missing from the list does not compile, and `ALL` is complete.
+/// Exported for the factors other crates define over the core's (the tables' response
+/// kind); the enum must derive `Serialize` with those names.
+#[macro_export]
 macro_rules! level_names {
     ($level:ident { $($variant:ident => $name:literal),* $(,)? }) => {
         impl $level {
@@ -204,12 +208,11 @@ macro_rules! level_names {
     };
 }
 
-// The grader's terminal flags take their names the same way.
-pub(crate) use level_names;
-
-level_names!(Workflow { Low => "low", Medium => "medium", High => "high" });
-level_names!(Encoding { Raw => "raw", Compact => "compact", Typed => "typed", Linked => "linked" });
-level_names!(Routing { Low => "low", High => "high" });
+// The core's other factors (domain, split, terminal flag, obligation, stop reason,
+// finish reason, infrastructure cause) take their names the same way.
+crate::level_names!(Workflow { Low => "low", Medium => "medium", High => "high" });
+crate::level_names!(Encoding { Raw => "raw", Compact => "compact", Typed => "typed", Linked => "linked" });
+crate::level_names!(Routing { Low => "low", High => "high" });
 
 fn parse_level<T: for<'de> Deserialize<'de>>(
     s: &str,
@@ -264,6 +267,31 @@ mod tests {
             assert_eq!(r.name(), level_name(r));
             assert_eq!(r.to_string().parse::<Routing>().ok(), Some(*r));
         }
+    }
+
+    /// Every level of `all` is named by its serde name, once.
+    fn names_are_serde_names<T: Serialize + Copy>(all: &[T], name: fn(T) -> &'static str) {
+        let names: std::collections::BTreeSet<&str> = all.iter().map(|l| name(*l)).collect();
+        assert_eq!(names.len(), all.len());
+        for l in all {
+            assert_eq!(name(*l), level_name(l));
+        }
+    }
+
+    #[test]
+    fn every_factor_of_the_core_names_its_levels_by_their_serde_names() {
+        use crate::family::{Domain, Split};
+        use crate::grade::trace::{FinishReason, InfraCause, StopReason};
+        use crate::grade::{Obligation, TerminalFlag};
+        names_are_serde_names(Domain::ALL, Domain::name);
+        names_are_serde_names(Split::ALL, Split::name);
+        names_are_serde_names(TerminalFlag::ALL, TerminalFlag::name);
+        names_are_serde_names(Obligation::ALL, Obligation::name);
+        names_are_serde_names(StopReason::ALL, StopReason::name);
+        names_are_serde_names(FinishReason::ALL, FinishReason::name);
+        names_are_serde_names(InfraCause::ALL, InfraCause::name);
+        // `first_unmet` has always been an obligation's Debug text.
+        assert!(Obligation::ALL.iter().all(|o| format!("{o:?}") == o.name()));
     }
 
     #[test]

@@ -74,6 +74,14 @@ pub enum Domain {
     Calendar,
 }
 
+crate::level_names!(Split { Core => "core", Holdout => "holdout", Frontier => "frontier" });
+crate::level_names!(Domain {
+    Accounting => "accounting",
+    Email => "email",
+    File => "file",
+    Calendar => "calendar",
+});
+
 /// The shared definition of an intent.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]

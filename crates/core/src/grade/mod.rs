@@ -85,6 +85,19 @@ pub enum Obligation {
     C,
 }
 
+// An obligation's name is its letter (`first_unmet` holds it).
+crate::level_names!(Obligation {
+    A => "A",
+    S => "S",
+    P => "P",
+    Q => "Q",
+    E => "E",
+    X => "X",
+    G => "G",
+    B => "B",
+    C => "C",
+});
+
 /// How a failed episode ended, by precedence.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -105,7 +118,7 @@ pub enum TerminalFlag {
     ContractBreak,
 }
 
-crate::compile::cell::level_names!(TerminalFlag {
+crate::level_names!(TerminalFlag {
     InfraFailure => "infra_failure",
     Truncation => "truncation",
     BudgetOrCallLimit => "budget_or_call_limit",

@@ -72,6 +72,19 @@ pub enum InfraCause {
     Config,
 }
 
+crate::level_names!(InfraCause {
+    RateLimited => "rate_limited",
+    ServerError => "server_error",
+    Timeout => "timeout",
+    Transport => "transport",
+    Auth => "auth",
+    ContextExceeded => "context_exceeded",
+    OtherStatus => "other_status",
+    BadBody => "bad_body",
+    BadUsage => "bad_usage",
+    Config => "config",
+});
+
 /// An infrastructure failure: its cause, the last HTTP status seen and the attempts
 /// made for the request that failed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -145,6 +158,20 @@ pub enum StopReason {
     ControllerHalt,
 }
 
+crate::level_names!(StopReason {
+    Answer => "answer",
+    Truncated => "truncated",
+    BudgetExceeded => "budget_exceeded",
+    CallLimit => "call_limit",
+    TurnLimit => "turn_limit",
+    Infeasible => "infeasible",
+    Unavailable => "unavailable",
+    ContractBreak => "contract_break",
+    ProtocolViolation => "protocol_violation",
+    InfraFailure => "infra_failure",
+    ControllerHalt => "controller_halt",
+});
+
 /// One model request and what followed it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Turn {
@@ -183,6 +210,14 @@ pub enum FinishReason {
     /// Anything else (malformed call, provider error).
     Other,
 }
+
+crate::level_names!(FinishReason {
+    Stop => "stop",
+    ToolCalls => "tool_calls",
+    Length => "length",
+    ContentFilter => "content_filter",
+    Other => "other",
+});
 
 /// Token usage of one response.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]

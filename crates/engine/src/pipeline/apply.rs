@@ -42,6 +42,7 @@ use super::{CompilePayload, ExecutePayload, PipelineError, Study, TablePayload};
 use tbb_analysis::Input;
 use tbb_core::compile::{compile, Variant};
 use tbb_core::grade::grade_with_budget;
+use tbb_core::grade::trace::InfraCause;
 use tbb_harness::transcript::BlobStore;
 use tbb_harness::{run_episode, Episode, EpisodeSpec};
 use tbb_provider::retry::RouteLimits;
@@ -741,7 +742,7 @@ impl Applying<'_> {
             };
             let infra = done.result.as_ref().ok().and_then(|ran| {
                 ran.row.infra_failure.then(|| {
-                    let cause = ran.row.infra_error.as_deref().unwrap_or("unknown");
+                    let cause = ran.row.infra_error.map_or("unknown", InfraCause::name);
                     match &ran.payload.transcript.infra {
                         Some(failure) => format!("{cause}: {}", failure.message),
                         None => cause.to_string(),
@@ -753,7 +754,7 @@ impl Applying<'_> {
                 && done
                     .result
                     .as_ref()
-                    .is_ok_and(|ran| ran.row.infra_error.as_deref() != Some("context_exceeded"));
+                    .is_ok_and(|ran| ran.row.infra_error != Some(InfraCause::ContextExceeded));
             if let Some((route, failures)) = schedule.ended(done.execute, route_failed) {
                 let route = route_names.get(route).cloned().unwrap_or_default();
                 let cause = infra.clone().unwrap_or_default();
@@ -785,7 +786,8 @@ impl Applying<'_> {
                     self.verdicts.run.add(&row);
                     if row.infra_failure {
                         self.summary.infra_failures += 1;
-                        let cause = row.infra_error.clone().unwrap_or_default();
+                        // Keyed by name: the summary lists the causes in their names' order.
+                        let cause = row.infra_error.map_or("", InfraCause::name).to_string();
                         *self.summary.infra_causes.entry(cause).or_default() += 1;
                     }
                     self.committer.episode(

@@ -943,7 +943,8 @@ mod tests {
             let (live, replayed, refused) = live_and_replayed(script);
             assert_eq!(
                 (
-                    live.infra_error.as_deref(),
+                    live.infra_error
+                        .map(tbb_core::grade::trace::InfraCause::name),
                     live.infra_http_status,
                     live.infra_attempts
                 ),

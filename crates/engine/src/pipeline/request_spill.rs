@@ -411,6 +411,7 @@ fn spill_io(path: &std::path::Path, e: &std::io::Error) -> NodeFailure {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tbb_tables::levels::FinishReason;
     use tbb_tables::rows::RequestColumns;
 
     fn record(episode: &str, turns: u32) -> String {
@@ -425,7 +426,7 @@ mod tests {
                     completion_tokens: Some(10),
                     reasoning_tokens: None,
                     reasoning_source: None,
-                    finish_reason: Some("stop"),
+                    finish_reason: Some(FinishReason::Stop),
                     finish_reason_raw: Some("stop".into()),
                     response_kind: None,
                     executed_call: false,

@@ -41,7 +41,11 @@ pub struct Tally {
 impl Tally {
     /// Counts one episode's verdict.
     pub fn add(&mut self, row: &EpisodeRow) {
-        self.verdict(row.vts, row.infra_failure, row.terminal_flag.as_deref());
+        self.verdict(
+            row.vts,
+            row.infra_failure,
+            row.terminal_flag.map(TerminalFlag::name),
+        );
     }
 
     /// Counts one verdict: an infrastructure failure whatever its other fields say, else

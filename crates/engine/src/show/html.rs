@@ -22,6 +22,7 @@ use std::fmt::Write as _;
 use super::matched::Matched;
 use super::text::left;
 use super::{EpisodeView, Headroom, Outcome};
+use tbb_core::grade::TerminalFlag;
 use tbb_report::format::count;
 use tbb_report::html::escape;
 
@@ -189,7 +190,7 @@ pub fn render(v: &EpisodeView, placed: Placed<'_>) -> String {
                 let _ = writeln!(
                     out,
                     "<p class=\"response\">Response: finish <code>{}</code> (<code>{}</code>); {} prompt ({} cached), {} completion, {}</p>",
-                    escape(&r.finish),
+                    escape(r.finish.name()),
                     escape(r.finish_raw_label()),
                     count(r.input_tokens),
                     count(r.cached_tokens),
@@ -250,11 +251,11 @@ fn verdict(out: &mut String, v: &EpisodeView) {
         "<p class=\"{}\"><strong>{}</strong>; stop reason <code>{}</code>; first unmet <strong>{}</strong>; terminal flag <strong>{}</strong></p>",
         if verdict.vts { "verdict-pass" } else { "verdict-fail" },
         if verdict.vts { "Verified task success" } else { "Failure" },
-        escape(&verdict.stop_reason),
+        escape(verdict.stop_reason.name()),
         verdict
             .first_unmet
             .map_or("none".to_string(), |o| format!("{o:?}")),
-        escape(verdict.terminal_flag.as_deref().unwrap_or("none"))
+        escape(verdict.terminal_flag.map_or("none", TerminalFlag::name))
     );
     out.push_str("<table class=\"obligations\">\n<thead><tr><th>obligation</th><th>met</th><th>meaning</th></tr></thead>\n<tbody>\n");
     for (o, meaning, ok) in &verdict.obligations {
@@ -327,6 +328,7 @@ fn verdict(out: &mut String, v: &EpisodeView) {
 mod tests {
     use super::*;
     use crate::show::{Exchange, LimitsView, Observation, ResponseView, VerdictView};
+    use tbb_core::grade::trace::{FinishReason, StopReason};
     use tbb_core::grade::Obligation;
 
     #[test]
@@ -348,7 +350,7 @@ mod tests {
                 max_completion_tokens: 1024,
                 harness_messages: vec![evil.into()],
                 outcome: Outcome::Response(ResponseView {
-                    finish: "tool_calls".into(),
+                    finish: FinishReason::ToolCalls,
                     finish_raw: evil.into(),
                     input_tokens: 1,
                     cached_tokens: 0,
@@ -375,8 +377,8 @@ mod tests {
                     (Obligation::P, "p", false),
                 ],
                 first_unmet: Some(Obligation::S),
-                terminal_flag: Some(evil.into()),
-                stop_reason: evil.into(),
+                terminal_flag: Some(TerminalFlag::WrongConclusion),
+                stop_reason: StopReason::Answer,
                 infra: None,
                 integrity_errors: vec![evil.into()],
                 final_answer: Some(evil.into()),

@@ -334,7 +334,7 @@ impl VerdictFilter {
             && self
                 .flag
                 .as_deref()
-                .is_none_or(|f| v.terminal_flag.as_deref().unwrap_or("none") == f)
+                .is_none_or(|f| v.terminal_flag.map_or("none", TerminalFlag::name) == f)
     }
 }
 

@@ -12,6 +12,7 @@
 use std::fmt::Write as _;
 
 use super::{EpisodeView, Headroom, Outcome};
+use tbb_core::grade::TerminalFlag;
 use tbb_report::format::count;
 
 /// The episode as text.
@@ -119,7 +120,7 @@ pub fn render(v: &EpisodeView) -> String {
         verdict
             .first_unmet
             .map_or("none".to_string(), |o| format!("{o:?}")),
-        verdict.terminal_flag.as_deref().unwrap_or("none")
+        verdict.terminal_flag.map_or("none", TerminalFlag::name)
     );
     if let Some(f) = &verdict.infra {
         let _ = writeln!(

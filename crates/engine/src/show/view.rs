@@ -12,8 +12,8 @@ use petgraph::graph::NodeIndex;
 use crate::pipeline::dag::Work;
 use crate::pipeline::{ExecutePayload, Study};
 use tbb_core::compile::Variant;
-use tbb_core::grade::trace::{InfraFailure, Issuer, Limits, StopReason, Trace};
-use tbb_core::grade::{grade_with_budget, Impossible, Obligation, Verdict};
+use tbb_core::grade::trace::{FinishReason, InfraFailure, Issuer, Limits, StopReason, Trace};
+use tbb_core::grade::{grade_with_budget, Impossible, Obligation, TerminalFlag, Verdict};
 use tbb_core::sandbox::Sandbox;
 use tbb_harness::transcript::StoredOutcome;
 use tbb_provider::Message;
@@ -84,7 +84,7 @@ pub enum Outcome {
 #[derive(Debug, Clone, PartialEq)]
 pub struct ResponseView {
     /// Normalized finish reason (`stop`, `tool_calls`, `length`, ...).
-    pub finish: String,
+    pub finish: FinishReason,
     /// The provider's own.
     pub finish_raw: String,
     /// Prompt tokens.
@@ -158,9 +158,9 @@ pub struct VerdictView {
     /// The first unmet obligation.
     pub first_unmet: Option<Obligation>,
     /// The terminal flag of a failure.
-    pub terminal_flag: Option<String>,
+    pub terminal_flag: Option<TerminalFlag>,
     /// Why the harness stopped.
-    pub stop_reason: String,
+    pub stop_reason: StopReason,
     /// What failed, when the infrastructure ended the episode.
     pub infra: Option<InfraFailure>,
     /// Why completion integrity failed, if it did.
@@ -322,7 +322,7 @@ pub fn view(
                         let r = &t.response;
                         (
                             Outcome::Response(ResponseView {
-                                finish: tbb_core::compile::cell::level_name(&r.finish_reason),
+                                finish: r.finish_reason,
                                 finish_raw: r.finish_reason_raw.clone(),
                                 input_tokens: r.usage.input_tokens,
                                 cached_tokens: r.usage.cached_tokens,
@@ -421,10 +421,8 @@ fn verdict_view(verdict: &Verdict, trace: &Trace) -> VerdictView {
             .map(|(o, ok)| (o, meaning(o), ok))
             .collect(),
         first_unmet: verdict.first_unmet,
-        terminal_flag: verdict
-            .terminal_flag
-            .map(|f| tbb_core::compile::cell::level_name(&f)),
-        stop_reason: tbb_core::compile::cell::level_name(&trace.stop),
+        terminal_flag: verdict.terminal_flag,
+        stop_reason: trace.stop,
         infra: verdict.infra.clone(),
         integrity_errors: verdict.integrity_errors.clone(),
         final_answer: trace.final_answer.clone(),

@@ -8,6 +8,7 @@ use arrow_array::RecordBatch;
 
 use super::*;
 use crate::TableBuilder;
+use tbb_core::compile::cell::level_name;
 use tbb_core::compile::{compile, Cell};
 use tbb_core::family::FamilySet;
 
@@ -60,10 +61,10 @@ fn episodes(rows: &[EpisodeRow]) -> Result<RecordBatch, StoreError> {
         .text("route", rows.iter().map(|r| &r.route))
         .text("block", rows.iter().map(|r| &r.block))
         .text("arm", rows.iter().map(|r| &r.arm))
-        .text("lane", rows.iter().map(|r| &r.lane))
-        .text("repair", rows.iter().map(|r| &r.repair))
-        .text("delivery", rows.iter().map(|r| &r.delivery))
-        .text("actor", rows.iter().map(|r| &r.actor))
+        .text("lane", rows.iter().map(|r| r.lane.name()))
+        .text("repair", rows.iter().map(|r| r.repair.repair_name()))
+        .text("delivery", rows.iter().map(|r| level_name(&r.delivery)))
+        .text("actor", rows.iter().map(|r| level_name(&r.actor)))
         .u32("completion_cap", rows.iter().map(|r| r.completion_cap))
         .u32("repeat", rows.iter().map(|r| r.repeat))
         .text("schedule", rows.iter().map(|r| &r.schedule))
@@ -74,7 +75,7 @@ fn episodes(rows: &[EpisodeRow]) -> Result<RecordBatch, StoreError> {
         .text("variant_id", rows.iter().map(|r| &r.variant_id))
         .text("family", rows.iter().map(|r| &r.family))
         .text("intent", rows.iter().map(|r| &r.intent))
-        .text("domain", rows.iter().map(|r| &r.domain))
+        .text("domain", rows.iter().map(|r| r.domain.name()))
         .u32("v", rows.iter().map(|r| r.v))
         .text("w", rows.iter().map(|r| r.w.name()))
         .text("d", rows.iter().map(|r| r.d.name()))
@@ -90,10 +91,13 @@ fn episodes(rows: &[EpisodeRow]) -> Result<RecordBatch, StoreError> {
         t = t.bool(name, rows.iter().map(|r| r.ok[i]));
     }
     t = t
-        .text_opt("first_unmet", rows.iter().map(|r| r.first_unmet.as_ref()))
+        .text_opt(
+            "first_unmet",
+            rows.iter().map(|r| r.first_unmet.map(|o| format!("{o:?}"))),
+        )
         .text_opt(
             "terminal_flag",
-            rows.iter().map(|r| r.terminal_flag.as_ref()),
+            rows.iter().map(|r| r.terminal_flag.map(TerminalFlag::name)),
         )
         .bool("truncated", rows.iter().map(|r| r.truncated))
         .bool(
@@ -118,7 +122,10 @@ fn episodes(rows: &[EpisodeRow]) -> Result<RecordBatch, StoreError> {
         .f64("cost_usd", rows.iter().map(|r| r.cost_usd))
         .u64("wall_ms", rows.iter().map(|r| r.wall_ms))
         .bool("infra_failure", rows.iter().map(|r| r.infra_failure))
-        .text_opt("infra_error", rows.iter().map(|r| r.infra_error.as_ref()))
+        .text_opt(
+            "infra_error",
+            rows.iter().map(|r| r.infra_error.map(InfraCause::name)),
+        )
         .u32_opt(
             "infra_http_status",
             rows.iter().map(|r| r.infra_http_status),
@@ -130,7 +137,7 @@ fn episodes(rows: &[EpisodeRow]) -> Result<RecordBatch, StoreError> {
             "sent_parallel_tool_calls",
             rows.iter().map(|r| r.sent_parallel_tool_calls),
         )
-        .text("stop_reason", rows.iter().map(|r| &r.stop_reason))
+        .text("stop_reason", rows.iter().map(|r| r.stop_reason.name()))
         .text("episode_key", rows.iter().map(|r| &r.episode_key))
         .text("transcript_ref", rows.iter().map(|r| &r.transcript_ref))
         .text("node_key", rows.iter().map(|r| &r.node_key));
@@ -154,10 +161,10 @@ fn requests(rows: &[RequestRow]) -> Result<RecordBatch, StoreError> {
         .text("configuration", rows.iter().map(|r| &e(r).configuration))
         .text("block", rows.iter().map(|r| &e(r).block))
         .text("arm", rows.iter().map(|r| &e(r).arm))
-        .text("lane", rows.iter().map(|r| &e(r).lane))
-        .text("repair", rows.iter().map(|r| &e(r).repair))
-        .text("delivery", rows.iter().map(|r| &e(r).delivery))
-        .text("actor", rows.iter().map(|r| &e(r).actor))
+        .text("lane", rows.iter().map(|r| e(r).lane.name()))
+        .text("repair", rows.iter().map(|r| e(r).repair.repair_name()))
+        .text("delivery", rows.iter().map(|r| level_name(&e(r).delivery)))
+        .text("actor", rows.iter().map(|r| level_name(&e(r).actor)))
         .u32("completion_cap", rows.iter().map(|r| e(r).completion_cap))
         .u32("repeat", rows.iter().map(|r| e(r).repeat))
         .text("schedule", rows.iter().map(|r| &e(r).schedule))
@@ -186,14 +193,23 @@ fn requests(rows: &[RequestRow]) -> Result<RecordBatch, StoreError> {
         )
         .text_opt(
             "reasoning_source",
-            rows.iter().map(|r| q(r).reasoning_source),
+            rows.iter()
+                .map(|r| q(r).reasoning_source.map(|s| level_name(&s))),
         )
-        .text_opt("finish_reason", rows.iter().map(|r| q(r).finish_reason))
+        .text_opt(
+            "finish_reason",
+            rows.iter()
+                .map(|r| q(r).finish_reason.map(FinishReason::name)),
+        )
         .text_opt(
             "finish_reason_raw",
             rows.iter().map(|r| q(r).finish_reason_raw.as_ref()),
         )
-        .text_opt("response_kind", rows.iter().map(|r| q(r).response_kind))
+        .text_opt(
+            "response_kind",
+            rows.iter()
+                .map(|r| q(r).response_kind.map(ResponseKind::name)),
+        )
         .bool("executed_call", rows.iter().map(|r| q(r).executed_call))
         .u32(
             "cumulative_calls",
@@ -202,7 +218,7 @@ fn requests(rows: &[RequestRow]) -> Result<RecordBatch, StoreError> {
         .u32_opt("attempts", rows.iter().map(|r| q(r).attempts))
         .text_opt(
             "infra_cause",
-            rows.iter().map(|r| q(r).infra_cause.as_ref()),
+            rows.iter().map(|r| q(r).infra_cause.map(InfraCause::name)),
         )
         .u64("wall_ms", rows.iter().map(|r| q(r).wall_ms))
         .u64(
@@ -260,10 +276,10 @@ fn episode_rows() -> Vec<EpisodeRow> {
         route: "r".into(),
         block: "main".into(),
         arm: "a".into(),
-        lane: "fixed".into(),
-        repair: "none".into(),
-        delivery: "native".into(),
-        actor: "model".into(),
+        lane: Menu::Fixed,
+        repair: PromptVariant::Base,
+        delivery: Delivery::Native,
+        actor: Actor::Model,
         completion_cap: 1024,
         repeat: 0,
         schedule: "a>b".into(),
@@ -271,7 +287,7 @@ fn episode_rows() -> Vec<EpisodeRow> {
         variant_id: "v1".into(),
         family: "f".into(),
         intent: "i".into(),
-        domain: "email".into(),
+        domain: Domain::Email,
         v: 8,
         w: Workflow::Low,
         d: Encoding::Raw,
@@ -280,7 +296,7 @@ fn episode_rows() -> Vec<EpisodeRow> {
         vts: true,
         ok: [true, false, true, true, false, true, true, true, false],
         first_unmet: None,
-        terminal_flag: Some("flag".into()),
+        terminal_flag: Some(TerminalFlag::WrongConclusion),
         truncated: false,
         truncated_before_first_call: false,
         calls: 3,
@@ -301,7 +317,7 @@ fn episode_rows() -> Vec<EpisodeRow> {
         sent_temperature: Some(0.0),
         sent_seed: None,
         sent_parallel_tool_calls: Some(false),
-        stop_reason: "answer".into(),
+        stop_reason: StopReason::Answer,
         episode_key: "k1".into(),
         transcript_ref: "t1".into(),
         node_key: "n1".into(),
@@ -313,9 +329,15 @@ fn episode_rows() -> Vec<EpisodeRow> {
         w: Workflow::High,
         d: Encoding::Linked,
         r: Routing::High,
-        first_unmet: Some("S".into()),
+        lane: Menu::Retrieval { k: 8 },
+        repair: PromptVariant::InterfaceGuide,
+        delivery: Delivery::Canonical,
+        actor: Actor::Controller,
+        domain: Domain::Calendar,
+        first_unmet: Some(Obligation::S),
         terminal_flag: None,
-        infra_error: Some("timeout".into()),
+        infra_error: Some(InfraCause::Timeout),
+        stop_reason: StopReason::InfraFailure,
         infra_http_status: None,
         infra_attempts: Some(3),
         sent_temperature: None,
@@ -360,14 +382,14 @@ fn the_requests_batch_is_the_one_built_by_name() {
         cached_tokens: answered.then_some(0),
         completion_tokens: answered.then_some(20),
         reasoning_tokens: None,
-        reasoning_source: answered.then_some("unknown"),
-        finish_reason: answered.then_some("tool_calls"),
+        reasoning_source: answered.then_some(ReasoningSource::Unknown),
+        finish_reason: answered.then_some(FinishReason::ToolCalls),
         finish_reason_raw: answered.then(|| "tool_use".to_string()),
-        response_kind: answered.then_some("tool_call"),
+        response_kind: answered.then_some(ResponseKind::ToolCall),
         executed_call: answered,
         cumulative_calls: turn,
         attempts: (!answered).then_some(4),
-        infra_cause: (!answered).then(|| "server_error".to_string()),
+        infra_cause: (!answered).then_some(InfraCause::ServerError),
         wall_ms: 5,
         cumulative_tokens: 120 * u64::from(turn),
     };

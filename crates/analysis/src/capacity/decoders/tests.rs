@@ -19,8 +19,8 @@ pub fn packet(configuration: &str, family: &str, intent: &str, ok: [bool; 4]) ->
                 vts,
             );
             if !vts {
-                r.first_unmet = Some("P".into());
-                r.terminal_flag = Some("wrong_conclusion".into());
+                r.first_unmet = Some(Obligation::P);
+                r.terminal_flag = Some(TerminalFlag::WrongConclusion);
             }
             r
         })
@@ -44,10 +44,10 @@ fn packets_are_selected_and_exclusions_counted() {
     // Another lane, and another cap, are not read.
     let mut fixed = packet("c", "f8", "i3", [true, false, true, true]);
     for r in &mut fixed {
-        r.lane = "fixed".into();
+        r.lane = Menu::Fixed;
     }
     rows.extend(fixed);
-    let p = packets(&rows, "routed", 1024);
+    let p = packets(&rows, Menu::Routed, 1024);
     let labels: Vec<(&str, usize)> = p
         .labelled
         .iter()
@@ -87,21 +87,21 @@ fn out_of_fold_predictions_never_see_their_intent() {
     // tuple "Q" labelled D; intent i3: tuple "Q" labelled D.
     let mut rows = Vec::new();
     for (f, i, unmet, ok) in [
-        ("f1", "i1", "P", [true, false, true, true]),
-        ("f2", "i2", "P", [true, true, false, true]),
-        ("f3", "i2", "P", [true, true, false, true]),
-        ("f4", "i2", "Q", [true, true, true, false]),
-        ("f5", "i3", "Q", [true, true, true, false]),
+        ("f1", "i1", Obligation::P, [true, false, true, true]),
+        ("f2", "i2", Obligation::P, [true, true, false, true]),
+        ("f3", "i2", Obligation::P, [true, true, false, true]),
+        ("f4", "i2", Obligation::Q, [true, true, true, false]),
+        ("f5", "i3", Obligation::Q, [true, true, true, false]),
     ] {
         let mut p = packet("c", f, i, ok);
         for r in &mut p {
             if !r.vts {
-                r.first_unmet = Some(unmet.into());
+                r.first_unmet = Some(unmet);
             }
         }
         rows.extend(p);
     }
-    let p = packets(&rows, "routed", 1024);
+    let p = packets(&rows, Menu::Routed, 1024);
     let predicted = out_of_fold(&p.labelled, FEATURE_SETS[0].2);
     // f1 (i1 held out): "P" is W twice in i2 → W. f2, f3, f4 (i2 held out): "P" is V
     // (i1), "Q" is D (i3). f5 (i3 held out): "Q" is D (i2).
@@ -141,12 +141,12 @@ fn the_intent_bootstrap_equals_resampling_the_packets_by_hand() {
         let mut p = packet("c", &format!("f{k}"), &format!("i{}", k % 3), *ok);
         for r in &mut p {
             if !r.vts && k % 2 == 0 {
-                r.terminal_flag = Some("infeasibility".into());
+                r.terminal_flag = Some(TerminalFlag::Infeasibility);
             }
         }
         rows.extend(p);
     }
-    let p = packets(&rows, "routed", 1024);
+    let p = packets(&rows, Menu::Routed, 1024);
     let scores = score(&p.labelled, 50, 11);
     // The slow reference: the same intent draws, materialised as packet lists.
     let intents: Vec<&str> = p

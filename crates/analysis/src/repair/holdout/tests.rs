@@ -1,6 +1,7 @@
 #![cfg_attr(not(test), allow(dead_code, unused_imports))]
 use super::*;
 use crate::common::design::testing::row;
+use tbb_tables::levels::Delivery;
 
 /// Two configurations (`c1` confirmatory) × two families × depths 2 and 30 × raw and
 /// compact × three arms. The baseline and canonical delivery succeed at 2 calls and
@@ -19,15 +20,15 @@ pub fn episodes() -> Vec<EpisodeRow> {
                         let mut r = row(configuration, "O", family, family, 8, "high", d, vts);
                         r.depth = Some(depth);
                         r.arm = arm.into();
-                        r.lane = "fixed".into();
+                        r.lane = Menu::Fixed;
                         match arm {
                             "controller" => {
-                                r.actor = "controller".into();
+                                r.actor = Actor::Controller;
                                 r.calls = depth;
                                 r.calls_by_controller = depth - 1;
                                 r.requests = 2;
                             }
-                            "canonical" => r.delivery = "canonical".into(),
+                            "canonical" => r.delivery = Delivery::Canonical,
                             _ => {
                                 r.calls = depth.min(20);
                                 r.requests = depth.min(20) + 1;
@@ -113,7 +114,7 @@ fn the_controller_needs_delta_positive_to_activate() {
     // controller no longer activates although L, Γ and Σ stay positive.
     let mut eps = episodes();
     for r in &mut eps {
-        if r.delivery == "canonical" {
+        if r.delivery == Delivery::Canonical {
             r.vts = !(r.family == "f2" && r.depth == Some(30) && r.d == Encoding::Compact);
             r.ok = [r.vts; 9];
         }

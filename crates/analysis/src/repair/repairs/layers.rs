@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::common::stats::{DEFAULT_DRAWS, DEFAULT_SEED};
 use crate::Design;
-use tbb_tables::levels::{Menu, PromptVariant};
+use tbb_tables::levels::{Actor, Delivery, Menu, PromptVariant};
 use tbb_tables::rows::EpisodeRow;
 
 /// The parameters of `repairs` and `sentinel`: family-cluster bootstrap draws and seed.
@@ -43,17 +43,17 @@ impl Params {
     }
 }
 
-/// The episodes column a component is read from.
+/// An arm component at one of its values, read from its episodes column.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Column {
+pub enum Component {
     /// `lane` (the menu).
-    Lane,
+    Lane(Menu),
     /// `repair` (the prompt).
-    Repair,
+    Repair(PromptVariant),
     /// `delivery`.
-    Delivery,
+    Delivery(Delivery),
     /// `actor`.
-    Actor,
+    Actor(Actor),
 }
 
 /// The cell axis a layer stresses.
@@ -82,10 +82,9 @@ pub struct Layer {
     pub unstressed: &'static str,
     /// The stressed level (z = 1).
     pub stressed: &'static str,
-    /// The column of the component the repair changes.
-    pub column: Column,
-    /// The repair's value there (the no-repair arm's is `fixed` or `none`).
-    pub value: &'static str,
+    /// The component the repair changes, at the repair's value (the no-repair arm's
+    /// are [`NO_REPAIR`]).
+    pub component: Component,
     /// The repair's name in tables.
     pub repair: &'static str,
     /// Whether "activates" also needs Δ > 0 (the controller's test: its Δ is its Σ
@@ -100,8 +99,7 @@ pub const LAYERS: [Layer; 4] = [
         axis: Axis::V,
         unstressed: "8",
         stressed: "128",
-        column: Column::Lane,
-        value: "routed",
+        component: Component::Lane(Menu::Routed),
         repair: "routed_menu",
         needs_delta: false,
     },
@@ -110,8 +108,7 @@ pub const LAYERS: [Layer; 4] = [
         axis: Axis::W,
         unstressed: "low",
         stressed: "high",
-        column: Column::Repair,
-        value: "workflow_prompt",
+        component: Component::Repair(PromptVariant::Workflow),
         repair: "workflow_prompt",
         needs_delta: false,
     },
@@ -120,8 +117,7 @@ pub const LAYERS: [Layer; 4] = [
         axis: Axis::D,
         unstressed: "raw",
         stressed: "linked",
-        column: Column::Repair,
-        value: "interface_guide",
+        component: Component::Repair(PromptVariant::InterfaceGuide),
         repair: "interface_guide",
         needs_delta: false,
     },
@@ -130,8 +126,7 @@ pub const LAYERS: [Layer; 4] = [
         axis: Axis::R,
         unstressed: "low",
         stressed: "high",
-        column: Column::Lane,
-        value: "router",
+        component: Component::Lane(Menu::Router),
         repair: "router",
         needs_delta: false,
     },
@@ -147,8 +142,7 @@ pub const HOLDOUT_LAYERS: [Layer; 2] = [
         axis: Axis::Depth,
         unstressed: "2",
         stressed: "30",
-        column: Column::Actor,
-        value: "controller",
+        component: Component::Actor(Actor::Controller),
         repair: "controller",
         needs_delta: true,
     },
@@ -157,21 +151,23 @@ pub const HOLDOUT_LAYERS: [Layer; 2] = [
         axis: Axis::D,
         unstressed: "raw",
         stressed: "compact",
-        column: Column::Delivery,
-        value: "canonical",
+        component: Component::Delivery(Delivery::Canonical),
         repair: "canonical_delivery",
         needs_delta: false,
     },
 ];
 
 /// The no-repair arm's menu.
-pub const NO_REPAIR_LANE: &str = "fixed";
-/// The no-repair arm's prompt (as a repair).
-pub const NO_REPAIR_PROMPT: &str = "none";
-/// The no-repair arm's delivery.
-pub const NO_REPAIR_DELIVERY: &str = "native";
-/// The no-repair arm's actor.
-pub const NO_REPAIR_ACTOR: &str = "model";
+pub const NO_REPAIR_LANE: Menu = Menu::Fixed;
+/// The no-repair arm's prompt (as a repair, `none`).
+pub const NO_REPAIR_PROMPT: PromptVariant = PromptVariant::Base;
+/// The no-repair arm's components.
+pub const NO_REPAIR: [Component; 4] = [
+    Component::Lane(NO_REPAIR_LANE),
+    Component::Repair(NO_REPAIR_PROMPT),
+    Component::Delivery(Delivery::Native),
+    Component::Actor(Actor::Model),
+];
 
 impl Layer {
     /// Its pressure for a row: 0, 1, or `None` at another level.
@@ -227,11 +223,11 @@ impl Layer {
 
     /// The component that marks its repair, as a manifest would write it.
     pub fn component(&self) -> String {
-        match self.column {
-            Column::Lane => format!("menu = {}", self.value),
-            Column::Repair => format!("repair = {}", self.value),
-            Column::Delivery => format!("delivery = {}", self.value),
-            Column::Actor => format!("actor = {}", self.value),
+        match self.component {
+            Component::Lane(menu) => format!("menu = {menu}"),
+            Component::Repair(prompt) => format!("repair = {}", prompt.repair_name()),
+            Component::Delivery(delivery) => format!("delivery = {delivery}"),
+            Component::Actor(actor) => format!("actor = {actor}"),
         }
     }
 }
@@ -246,18 +242,21 @@ pub fn arm_of(row: &EpisodeRow) -> Option<Option<usize>> {
 /// component differs from it, the repair of the one layer whose component is the only
 /// one that differs and has the layer's value, `None` otherwise.
 pub fn arm_in(row: &EpisodeRow, layers: &[Layer]) -> Option<Option<usize>> {
-    let changed = [
-        (Column::Lane, row.lane.as_str(), NO_REPAIR_LANE),
-        (Column::Repair, row.repair.as_str(), NO_REPAIR_PROMPT),
-        (Column::Delivery, row.delivery.as_str(), NO_REPAIR_DELIVERY),
-        (Column::Actor, row.actor.as_str(), NO_REPAIR_ACTOR),
+    let components = [
+        Component::Lane(row.lane),
+        Component::Repair(row.repair),
+        Component::Delivery(row.delivery),
+        Component::Actor(row.actor),
     ];
-    let mut differs = changed.iter().filter(|(_, value, off)| value != off);
+    let mut differs = components
+        .iter()
+        .zip(&NO_REPAIR)
+        .filter(|(component, off)| component != off);
     match (differs.next(), differs.next()) {
         (None, _) => Some(None),
-        (Some((column, value, _)), None) => layers
+        (Some((component, _)), None) => layers
             .iter()
-            .position(|l| l.column == *column && l.value == *value)
+            .position(|l| l.component == *component)
             .map(Some),
         _ => None,
     }
@@ -297,23 +296,37 @@ mod tests {
 
     #[test]
     fn arms_are_read_from_their_components_and_levels_from_the_cell() {
-        let with = |lane: &str, repair: &str| {
+        let with = |lane: Menu, repair: PromptVariant| {
             let mut r = row("a", "O", "f", "i", 128, "high", "linked", true);
-            (r.lane, r.repair) = (lane.into(), repair.into());
+            (r.lane, r.repair) = (lane, repair);
             r
         };
-        assert_eq!(arm_of(&with("fixed", "none")), Some(None));
-        assert_eq!(arm_of(&with("routed", "none")), Some(Some(0)));
-        assert_eq!(arm_of(&with("fixed", "workflow_prompt")), Some(Some(1)));
-        assert_eq!(arm_of(&with("fixed", "interface_guide")), Some(Some(2)));
-        assert_eq!(arm_of(&with("router", "none")), Some(Some(3)));
+        let (fixed, none) = (Menu::Fixed, PromptVariant::Base);
+        assert_eq!(arm_of(&with(fixed, none)), Some(None));
+        assert_eq!(arm_of(&with(Menu::Routed, none)), Some(Some(0)));
+        assert_eq!(arm_of(&with(fixed, PromptVariant::Workflow)), Some(Some(1)));
+        assert_eq!(
+            arm_of(&with(fixed, PromptVariant::InterfaceGuide)),
+            Some(Some(2))
+        );
+        assert_eq!(arm_of(&with(Menu::Router, none)), Some(Some(3)));
         // Two repairs at once, or another delivery, is no arm of the design.
-        assert_eq!(arm_of(&with("routed", "workflow_prompt")), None);
-        let mut canonical = with("fixed", "none");
-        canonical.delivery = "canonical".into();
+        assert_eq!(arm_of(&with(Menu::Routed, PromptVariant::Workflow)), None);
+        let mut canonical = with(fixed, none);
+        canonical.delivery = Delivery::Canonical;
         assert_eq!(arm_of(&canonical), None);
+        let components: Vec<String> = LAYERS.iter().map(Layer::component).collect();
+        assert_eq!(
+            components,
+            [
+                "menu = routed",
+                "repair = workflow_prompt",
+                "repair = interface_guide",
+                "menu = router"
+            ]
+        );
         // (128, high, linked, low): stressed on V, W and D, unstressed on R.
-        let r = with("fixed", "none");
+        let r = with(fixed, none);
         let levels = LAYERS.map(|l| l.level(&r));
         assert_eq!(levels, [Some(1), Some(1), Some(1), Some(0)]);
         assert_eq!(LAYERS[0].stratum(&r), "w=high d=linked r=low");

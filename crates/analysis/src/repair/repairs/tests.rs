@@ -4,14 +4,14 @@
 use super::*;
 use crate::common::design::testing::row;
 use crate::common::design::CELLS;
-use tbb_tables::levels::{Encoding, Workflow};
+use tbb_tables::levels::{Encoding, Menu, PromptVariant, Workflow};
 
 /// The four arms: (name, lane, repair).
-const ARMS: [(&str, &str, &str); 4] = [
-    ("fixed", "fixed", "none"),
-    ("routed", "routed", "none"),
-    ("workflow", "fixed", "workflow_prompt"),
-    ("guide", "fixed", "interface_guide"),
+const ARMS: [(&str, Menu, PromptVariant); 4] = [
+    ("fixed", Menu::Fixed, PromptVariant::Base),
+    ("routed", Menu::Routed, PromptVariant::Base),
+    ("workflow", Menu::Fixed, PromptVariant::Workflow),
+    ("guide", Menu::Fixed, PromptVariant::InterfaceGuide),
 ];
 
 /// Two families × one configuration × the 8 endpoint cells × the four arms. Success:
@@ -30,8 +30,8 @@ pub fn panel() -> Vec<EpisodeRow> {
                 };
                 let mut r = row("a", "O", family, family, c.v, c.w.name(), c.d.name(), ok);
                 r.arm = name.into();
-                r.lane = lane.into();
-                r.repair = repair.into();
+                r.lane = lane;
+                r.repair = repair;
                 rows.push(r);
             }
         }
