@@ -686,12 +686,9 @@ fn resolve_families(
         .iter()
         .filter(|fam| {
             pass(&intents, fam.intent.name())
-                && pass(
-                    &domains,
-                    &tbb_core::compile::cell::level_name(&fam.domain()),
-                )
+                && pass(&domains, fam.domain().name())
                 && pass(&names, &fam.name)
-                && pass(&splits, &tbb_core::compile::cell::level_name(&fam.split()))
+                && pass(&splits, fam.split().name())
         })
         .map(|fam| fam.name.clone())
         .collect();

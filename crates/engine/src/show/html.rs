@@ -275,7 +275,7 @@ fn verdict(out: &mut String, v: &EpisodeView) {
         let _ = writeln!(
             out,
             "<p class=\"failed\">Infrastructure failure: <code>{}</code> after {} attempts, last HTTP status {}: {}</p>",
-            escape(&tbb_core::compile::cell::level_name(&f.cause)),
+            escape(f.cause.name()),
             f.attempts,
             f.http_status.map_or("none".to_string(), |s| s.to_string()),
             escape(&f.message)

@@ -126,7 +126,7 @@ pub fn render(v: &EpisodeView) -> String {
         let _ = writeln!(
             out,
             "  infrastructure: {} after {} attempts, last HTTP status {}: {}",
-            tbb_core::compile::cell::level_name(&f.cause),
+            f.cause,
             f.attempts,
             f.http_status.map_or("none".to_string(), |s| s.to_string()),
             f.message

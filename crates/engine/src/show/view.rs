@@ -504,7 +504,7 @@ pub(super) fn limits_view(variant: &Variant, trace: &Trace, verdict: &Verdict) -
         StopReason::InfraFailure => Some(match &trace.infra {
             Some(f) => format!(
                 "infrastructure failure: {} after {} attempts{}",
-                tbb_core::compile::cell::level_name(&f.cause),
+                f.cause,
                 f.attempts,
                 f.http_status
                     .map_or(String::new(), |s| format!(" (last HTTP status {s})"))
