@@ -7,7 +7,7 @@
 use std::path::Path;
 use std::sync::atomic::Ordering;
 
-use crate::common::{one_cell_study, scratch, tbb_in};
+use crate::common::{line_starting, one_cell_study, scratch, tbb_in};
 use crate::infra::{flat, run, server, MODEL};
 
 /// A key no file or output may hold.
@@ -198,15 +198,7 @@ fn a_model_the_catalogue_has_runs_as_the_catalogue_has_it() {
     study(dir.path());
     // The shipped catalogue's `openai-gpt-4.1-mini` (disabled there) pins a dated model
     // and lists prices: the flag selects it as it is.
-    let (code, plan) = run(tbb_in(dir.path())
-        .env_remove("OPENAI_BASE_URL")
-        .env_remove("OPENAI_API_KEY")
-        .args([
-            "plan",
-            "manifests/model.toml",
-            "--model",
-            "openai/gpt-4.1-mini",
-        ]));
+    let (code, plan) = plan_offline(dir.path(), &["openai/gpt-4.1-mini"]);
     assert_eq!(code, Some(0), "{plan}");
     assert!(
         plan.contains("key: configuration `openai-gpt-4.1-mini` (https://api.openai.com/v1): OPENAI_API_KEY is not set"),
@@ -241,22 +233,12 @@ fn a_model_the_catalogue_has_runs_as_the_catalogue_has_it() {
 fn a_plan_mixing_priced_and_unpriced_models_says_which_cost_is_unknown() {
     let dir = scratch();
     study(dir.path());
-    let (code, plan) = run(tbb_in(dir.path())
-        .env_remove("OPENAI_BASE_URL")
-        .env_remove("OPENAI_API_KEY")
-        .args([
-            "plan",
-            "manifests/model.toml",
-            "--model",
-            "openai/gpt-4.1-mini",
-            "--model",
-            "openai/unlisted-model",
-        ]));
+    let (code, plan) = plan_offline(
+        dir.path(),
+        &["openai/gpt-4.1-mini", "openai/unlisted-model"],
+    );
     assert_eq!(code, Some(0), "{plan}");
-    let summary = plan
-        .lines()
-        .find(|l| l.starts_with("Plan: "))
-        .unwrap_or_else(|| panic!("no summary: {plan}"));
+    let summary = line_starting(&plan, "Plan: ");
     // Two episodes each, as many requests each: half of them priced.
     let requests = summary
         .split_once("; ≈")
@@ -289,4 +271,17 @@ fn a_plan_mixing_priced_and_unpriced_models_says_which_cost_is_unknown() {
         ),
         "{plan}"
     );
+}
+
+/// `tbb plan manifests/model.toml` with a `--model` flag per entry of `models`, where no
+/// OpenAI route or key is set: the plan names what is missing instead of reaching out.
+fn plan_offline(dir: &Path, models: &[&str]) -> (Option<i32>, String) {
+    let mut cmd = tbb_in(dir);
+    cmd.env_remove("OPENAI_BASE_URL")
+        .env_remove("OPENAI_API_KEY")
+        .args(["plan", "manifests/model.toml"]);
+    for model in models {
+        cmd.args(["--model", model]);
+    }
+    run(&mut cmd)
 }

@@ -13,7 +13,7 @@ use std::sync::OnceLock;
 
 use arrow_array::{Array, BooleanArray, StringArray};
 
-use common::{scratch, tbb_in};
+use common::{line_starting, scratch, tbb_in};
 
 /// A tiny study: two families, four cells, a truncation-heavy configuration, one
 /// that stops infeasible at large menus and a near-perfect one, two arms.
@@ -184,9 +184,7 @@ fn show_fails(dir: &Path, args: &[&str]) -> String {
 
 /// The line of the verdict that lists obligation `o`.
 fn obligation_line<'a>(text: &'a str, o: &str) -> &'a str {
-    text.lines()
-        .find(|l| l.starts_with(&format!("  {o} ")))
-        .unwrap_or_else(|| panic!("obligation {o} is listed:\n{text}"))
+    line_starting(text, &format!("  {o} "))
 }
 
 fn line_with<'a>(text: &'a str, start: &str) -> &'a str {

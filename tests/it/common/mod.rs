@@ -57,6 +57,14 @@ pub fn tbb_in(dir: &Path) -> Command {
     cmd
 }
 
+/// The first line of `text` that starts with `prefix`; panics (showing `text`) when
+/// none does.
+pub fn line_starting<'a>(text: &'a str, prefix: &str) -> &'a str {
+    text.lines()
+        .find(|l| l.starts_with(prefix))
+        .unwrap_or_else(|| panic!("no line starts with {prefix:?}:\n{text}"))
+}
+
 /// Serves `app` on 127.0.0.1 (a free port) from its own thread for the rest of the test
 /// process; returns its origin (`http://127.0.0.1:PORT`).
 pub fn serve_on_loopback(app: axum::Router) -> String {
