@@ -3,7 +3,9 @@
 //! Every function here takes observable inputs only — the number of visible schemas,
 //! the look-alike connectors among them, prompt tokens, hops already followed, requested
 //! facts per record, the observation's layout, the system prompt's wording — and the
-//! configuration's [`Params`]. None takes a pressure label.
+//! configuration's [`Params`]. None takes a pressure label, but two are dials on what
+//! they observe: [`misread_probability`] takes its base rate from the layout's own
+//! parameter, and [`PromptCues::read`] matches two fixed phrases.
 
 use rand::RngExt;
 use rand_chacha::ChaCha8Rng;

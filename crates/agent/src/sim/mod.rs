@@ -12,8 +12,15 @@
 //! records from tool results by their JSON structure ([`observe`]). Nothing in this
 //! module tree can name the compiler, the sandbox, the grader or the harness (this crate
 //! does not depend on the crates that hold them; `tests/it/wall.rs` checks the crate
-//! graph), and nothing is keyed on a pressure level: every effect in the results
-//! comes out of a mechanism whose input is something the request shows.
+//! graph). Every input of a mechanism is something the request shows. Two of them are
+//! still calibration dials rather than mechanisms, and the results show it: the misread
+//! chance has one base rate per record layout the agent observes (`misread_raw`,
+//! `misread_compact`, `misread_typed`, `misread_linked`: the layouts are what the four
+//! encodings look like, so a configuration's whole encoding effect is the difference of
+//! its dials), and the prompt cues ([`mechanisms::PromptCues`]) match two phrases, so a
+//! reworded prompt of the same meaning loses its effect. Both are to become mechanisms
+//! of the text's structure and of the instruction's meaning (docs/panel-vs-paper.md
+//! measures what the dials do today).
 //!
 //! # Mechanisms (parameters in [`params::Params`])
 //!

@@ -6,10 +6,14 @@
 //! makes its configuration different. Probabilities must lie in `[0, 1]`; token amounts
 //! and rates must be finite and non-negative.
 //!
-//! Nothing here names a pressure level: each parameter is the rate of a mechanism, and
-//! the mechanism's inputs (visible schemas, look-alike connectors, prompt tokens, hops
-//! followed, requested facts per record, the observation's structure, the system
-//! prompt's wording) come from the request itself.
+//! Each parameter is the rate of a mechanism, and the mechanism's inputs (visible
+//! schemas, look-alike connectors, prompt tokens, hops followed, requested facts per
+//! record, the observation's layout, the system prompt's wording) come from the request
+//! itself. Every value in the catalogue is calibration: chosen so that the panel's
+//! effects fall near the paper's, not measured from any model. The four `misread_*`
+//! rates are one base rate per observed record layout, which is the encoding level as
+//! the agent sees it: a configuration's encoding effect is the difference of its rates,
+//! not the outcome of a mechanism (see the module docs of [`super`]).
 
 use serde::{Deserialize, Serialize};
 
