@@ -14,7 +14,8 @@
 //! rows). A CSS counter over the rows still shown says how many there are.
 //!
 //! Never: reads anything but the rows it is given, or decides which pages exist (the
-//! report kind passes the keys whose pages the pipeline writes).
+//! report kind lists the keys whose pages the pipeline writes, and the pipeline renders
+//! this page when it publishes the report).
 
 use std::collections::{BTreeMap, HashSet};
 use std::fmt::Write as _;

@@ -1,7 +1,9 @@
 //! The `report` analysis kind: renders `report.md`, `report.html` and the figures from
 //! the tables of every analysis listed before it (the rendering is this crate's),
-//! and links a few failing episodes of each configuration to their pages; beside them,
-//! `episodes.html`, the filterable index of every episode ([`crate::index`]).
+//! and links a few failing episodes of each configuration to their pages. Beside them
+//! the pipeline publishes `episodes.html`, the filterable index of every episode
+//! ([`crate::index`]), rendered from the rows when the report is written: stored with
+//! the analysis it was a copy of every row, serialised and read back.
 //!
 //! Which episodes: per configuration, at most [`LINKED_PER_CONFIGURATION`] failures,
 //! chosen from the episode rows alone — one per terminal flag first (flags in
@@ -13,7 +15,7 @@
 //!
 //! Never: computes a statistic; it reads the tables and rows it is given.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 
 use crate::EpisodeLink;
 use tbb_analysis::{AnalysisError, Context, Input, NoParams, Produced, Typed};
@@ -38,9 +40,11 @@ impl Typed for Report {
     // 8: links failing episodes to their pages (reads the episodes); 9: tables fit
     // a 1,280-pixel window (wrapping headers, intervals under their estimates), named
     // lines in the truncation figure, and `episodes.html`; 10: the index links every
-    // key, those without a published page to `show/`. Bump with the engine's
+    // key, those without a published page to `show/`; 11: `episodes.html` is rendered
+    // when the report is published, from the rows, not stored with the analysis (a page
+    // of every episode is tens of megabytes at four repeats). Bump with the engine's
     // `show::VERSION`, since the pages are published with the report.
-    const VERSION: &'static str = "report/10";
+    const VERSION: &'static str = "report/11";
     const INPUTS: &'static [Input] = &[Input::EveryAnalysis, Input::Episodes];
     const OUTPUTS: &'static [&'static str] = &[];
 
@@ -56,15 +60,11 @@ impl Typed for Report {
                 episodes.push(r.transcript_ref.clone());
             }
         }
-        let paged: HashSet<&str> = episodes.iter().map(String::as_str).collect();
-        let mut files = rendered.into_files();
-        files.push((
-            crate::index::FILE.to_string(),
-            crate::index::render(input.study, input.episodes, &paged),
-        ));
+        // `episodes.html` is not among the files: the pipeline renders it when it
+        // publishes the report ([`crate::index::render`]), linking these pages.
         Ok(Produced {
             tables: Vec::new(),
-            files,
+            files: rendered.into_files(),
             episodes,
         })
     }

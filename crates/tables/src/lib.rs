@@ -45,6 +45,13 @@ use thiserror::Error;
 /// enough that a notebook can read one configuration's rows without the rest.
 pub const ROW_GROUP_SIZE: usize = 64 * 1024;
 
+/// Bytes after which a cache table's writer closes its row group (checked as each batch
+/// is written, so a single batch is never split): a writer buffers a whole row group
+/// before it writes it, and 65,536 rows of transcripts ran to ~100 MB when the cache was
+/// compacted (BENCHMARKS.md, "The report's index out of the cache, compaction in bounded
+/// row groups").
+pub const CACHE_ROW_GROUP_BYTES: usize = 4 * 1024 * 1024;
+
 /// A table that cannot be written or read.
 #[derive(Debug, Error, miette::Diagnostic)]
 pub enum StoreError {
@@ -329,14 +336,15 @@ impl TableWriter {
             ),
             KeyValue::new("tbb.node_key".to_string(), provenance.node_key.clone()),
         ];
-        let (level, dictionary) = match layout {
-            Layout::Published => (3, true),
-            Layout::Distinct => (1, false),
+        let (level, dictionary, group_bytes) = match layout {
+            Layout::Published => (3, true, None),
+            Layout::Distinct => (1, false, Some(CACHE_ROW_GROUP_BYTES)),
         };
         let props = WriterProperties::builder()
             .set_compression(Compression::ZSTD(ZstdLevel::try_new(level).map_err(pq)?))
             .set_dictionary_enabled(dictionary)
             .set_max_row_group_row_count(Some(ROW_GROUP_SIZE))
+            .set_max_row_group_bytes(group_bytes)
             .set_key_value_metadata(Some(metadata.clone()))
             // No creation time or host in the file: the same rows give the same bytes.
             .set_created_by(format!("tbb {}", env!("CARGO_PKG_VERSION")))
@@ -508,13 +516,21 @@ pub fn temporary_beside(path: &Path) -> PathBuf {
 /// Writes a text file atomically, like [`write_table`]: a temporary file beside it
 /// ([`temporary_beside`]), fsync, rename, then the directory.
 pub fn write_text(path: &Path, text: &str) -> std::io::Result<()> {
+    write_text_parts(path, &[text])
+}
+
+/// [`write_text`] of `parts` one after another, without joining them first (a page of
+/// every episode runs to tens of megabytes).
+pub fn write_text_parts(path: &Path, parts: &[&str]) -> std::io::Result<()> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
     }
     let tmp = temporary_beside(path);
     let written = (|| {
         let mut f = File::create(&tmp)?;
-        f.write_all(text.as_bytes())?;
+        for part in parts {
+            f.write_all(part.as_bytes())?;
+        }
         f.sync_all()?;
         std::fs::rename(&tmp, path)
     })();
@@ -646,6 +662,53 @@ mod tests {
         let (back, _) = read_table(&path).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(back.iter().map(RecordBatch::num_rows).sum::<usize>(), 1);
         assert_eq!(leftovers(dir.path()), Vec::<String>::new());
+    }
+
+    /// The cache's tables close a row group once it passes [`CACHE_ROW_GROUP_BYTES`]
+    /// (checked as each batch is written): a writer holds one row group at a time, so
+    /// rows of transcripts copied a batch at a time never pile up by the 65,536. A
+    /// published table of the same rows keeps them in one row group.
+    #[test]
+    fn cache_tables_close_a_row_group_at_a_bounded_size() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        // 40 rows of 512 KiB of hex digits (20 MiB; about half that once compressed).
+        let rows: Vec<String> = (0..40u32)
+            .map(|i| {
+                let mut bytes = vec![0u8; 256 * 1024];
+                blake3::Hasher::new()
+                    .update(&i.to_le_bytes())
+                    .finalize_xof()
+                    .fill(&mut bytes);
+                bytes.iter().map(|b| format!("{b:02x}")).collect()
+            })
+            .collect();
+        let batch = TableBuilder::new()
+            .text("payload", &rows)
+            .build("t")
+            .unwrap_or_else(|e| panic!("{e}"));
+        let groups = |path: &Path| {
+            let file = File::open(path).unwrap_or_else(|e| panic!("{e}"));
+            ParquetRecordBatchReaderBuilder::try_new(file)
+                .unwrap_or_else(|e| panic!("{e}"))
+                .metadata()
+                .num_row_groups()
+        };
+        // Written a few rows at a time, as compaction copies them.
+        let cache = dir.path().join("nodes-00000001-ab.parquet");
+        let mut writer =
+            TableWriter::create_cache(&cache, batch.schema()).unwrap_or_else(|e| panic!("{e}"));
+        for start in (0..40).step_by(2) {
+            writer
+                .write(&batch.slice(start, 2))
+                .unwrap_or_else(|e| panic!("{e}"));
+        }
+        writer.finish().unwrap_or_else(|e| panic!("{e}"));
+        assert!(groups(&cache) >= 2, "{} row groups", groups(&cache));
+        let published = dir.path().join("published.parquet");
+        write_table(&published, &batch, &Provenance::default()).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(groups(&published), 1);
+        let (back, _) = read_table(&cache).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(back.iter().map(RecordBatch::num_rows).sum::<usize>(), 40);
     }
 
     #[test]

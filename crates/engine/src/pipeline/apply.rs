@@ -363,7 +363,9 @@ struct Ran {
 #[derive(Default)]
 struct Graded {
     /// Rows graded in this apply, by grade node.
-    rows: HashMap<NodeIndex, EpisodeRow>,
+    // Boxed: moved one by one into the study's row list, each box freed as its row
+    // leaves, the rows are never held twice (at four repeats they are 37 MB).
+    rows: HashMap<NodeIndex, Box<EpisodeRow>>,
     /// The first request of each live episode, for the served-prompts check.
     firsts: Vec<served_prompts::Reported>,
 }
@@ -469,6 +471,8 @@ pub async fn run(
         incomplete.as_ref(),
         lease.as_mut(),
     )?;
+    // Published: the rows and variants are not needed while the cache is compacted.
+    drop((rows, variants));
     apply.reporter.event(&Event::Finished);
     apply.finish(cache, true)
 }
@@ -797,7 +801,7 @@ impl Applying<'_> {
                         (execute, &payload),
                         (&dag.graph[done.grade], &row),
                     );
-                    graded.rows.insert(done.grade, row);
+                    graded.rows.insert(done.grade, Box::new(row));
                     if let (
                         Work::Execute {
                             config,
@@ -942,7 +946,7 @@ impl Applying<'_> {
         &mut self,
         cache: &mut Cache,
         variants: &HashMap<NodeIndex, Arc<Variant>>,
-        rows: &mut HashMap<NodeIndex, EpisodeRow>,
+        rows: &mut HashMap<NodeIndex, Box<EpisodeRow>>,
     ) -> Result<(), PipelineError> {
         let (study, dag) = (self.study, &self.study.dag);
         let regrades = self.regrades();
@@ -984,7 +988,7 @@ impl Applying<'_> {
                     Ok(row) => {
                         self.verdicts.regraded.add(&row);
                         self.committer.node(&dag.graph[g], &row);
-                        rows.insert(g, row);
+                        rows.insert(g, Box::new(row));
                         self.summary.run += 1;
                     }
                     Err(why) => {
@@ -1004,7 +1008,7 @@ impl Applying<'_> {
     fn rows(
         &mut self,
         cache: &Cache,
-        mut graded: HashMap<NodeIndex, EpisodeRow>,
+        mut graded: HashMap<NodeIndex, Box<EpisodeRow>>,
     ) -> Result<(Vec<EpisodeRow>, Option<NodeFailure>), PipelineError> {
         let (study, dag) = (self.study, &self.study.dag);
         let grades: Vec<NodeIndex> = dag
@@ -1012,19 +1016,29 @@ impl Applying<'_> {
             .filter(|(_, n)| n.kind == NodeKind::Grade)
             .map(|(i, _)| i)
             .collect();
-        let missing: Vec<&str> = grades
+        // The stored rows of the episodes not graded here, parsed as they are read: the
+        // payloads are never all held as text (at four repeats they were 91 MB).
+        let missing: HashMap<&str, NodeIndex> = grades
             .iter()
             .filter(|g| !graded.contains_key(g))
-            .map(|&g| dag.graph[g].key.as_ref())
+            .map(|&g| (dag.graph[g].key.as_ref(), g))
             .collect();
-        let stored = cache.payloads(&missing)?;
+        let keys: Vec<&str> = missing.keys().copied().collect();
+        let mut stored: HashMap<NodeIndex, Result<EpisodeRow, String>> =
+            HashMap::with_capacity(keys.len());
+        cache.for_each_payload(&keys, &mut |key, payload| {
+            if let Some(&g) = missing.get(key) {
+                stored.insert(g, super::rows::read(payload));
+            }
+            Ok(())
+        })?;
         let mut all_rows = Vec::with_capacity(grades.len());
         let mut rowless: Option<(NodeIndex, NodeFailure)> = None;
         let mut rowless_count = 0;
         for &g in &grades {
             let row = match graded.remove(&g) {
-                Some(row) => Ok(row),
-                None => missing_row(dag, &self.failed, &stored, g).inspect(|row| {
+                Some(row) => Ok(*row),
+                None => missing_row(dag, &self.failed, stored.remove(&g), g).inspect(|row| {
                     self.verdicts.cached.add(row);
                 }),
             };
@@ -1250,7 +1264,7 @@ fn upstream_failure(
 fn missing_row(
     dag: &super::Dag,
     failed: &HashMap<NodeIndex, NodeFailure>,
-    stored: &HashMap<String, String>,
+    stored: Option<Result<EpisodeRow, String>>,
     g: NodeIndex,
 ) -> Result<EpisodeRow, NodeFailure> {
     let node = &dag.graph[g];
@@ -1262,13 +1276,11 @@ fn missing_row(
             return Err(upstream_failure(dag, failed, execute));
         }
     }
-    match stored.get(&*node.key) {
-        Some(payload) => {
-            super::rows::read(payload).map_err(|detail| NodeFailure::StoredRowUnreadable {
-                node: node.id.to_string(),
-                detail,
-            })
-        }
+    match stored {
+        Some(row) => row.map_err(|detail| NodeFailure::StoredRowUnreadable {
+            node: node.id.to_string(),
+            detail,
+        }),
         None => Err(NodeFailure::internal(format!(
             "{} is neither in the cache nor graded in this apply",
             node.id

@@ -1043,6 +1043,11 @@ fn read_strings_of<R: parquet::file::reader::ChunkReader + 'static>(
     Ok(rows)
 }
 
+/// Rows per batch read back from a cache file: an execute node's payload is its
+/// transcript (~13 KB at V = 128), so the reader's default of 1,024 rows held ~13 MB per
+/// column copy while the cache was compacted.
+const READ_BATCH_ROWS: usize = 256;
+
 /// Streams a cache file's columns batch by batch (so that a large file is never held
 /// whole), from the file open or its bytes; `path` names it.
 fn for_each_batch_of<R: parquet::file::reader::ChunkReader + 'static>(
@@ -1063,7 +1068,11 @@ fn for_each_batch_of<R: parquet::file::reader::ChunkReader + 'static>(
         })
         .collect::<Result<_, _>>()?;
     let mask = ProjectionMask::leaves(schema, indices);
-    let reader = builder.with_projection(mask).build().map_err(parquet)?;
+    let reader = builder
+        .with_projection(mask)
+        .with_batch_size(READ_BATCH_ROWS)
+        .build()
+        .map_err(parquet)?;
     for batch in reader {
         each(&batch.map_err(|e| damaged(path, &e.to_string()))?)?;
     }

@@ -7,13 +7,15 @@
 //! ([`super::request_spill`]) —, other analyses' tables, another study's table), how a
 //! table node writes them — Parquet tables with provenance
 //! in their metadata, text files (`report.md`, `report.html`, figure SVGs) ending in a
-//! `tbb.node_key` comment — and how a plan tells a published file is still the one its
-//! node wrote. `tbb report` writes the report through the same [`publish`]
+//! `tbb.node_key` comment, and beside the report `episodes.html`, rendered from the rows
+//! when the report is published rather than stored with its analysis (a row per episode:
+//! tens of megabytes a large study would carry through the cache) — and how a plan tells
+//! a published file is still the one its node wrote. `tbb report` writes the report through the same [`publish`]
 //! ([`republish_report`]), so there is one report, apply's.
 //!
 //! Never: runs episodes or decides staleness.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -30,7 +32,7 @@ use super::{Study, TablePayload};
 use tbb_analysis::{Context, Input};
 use tbb_core::compile::Variant;
 use tbb_tables::rows::{EpisodeRow, RequestRow, VariantRow};
-use tbb_tables::{write_table, write_text, Provenance, TableRow};
+use tbb_tables::{write_table, write_text_parts, Provenance, TableRow};
 
 /// What an analysis node produced.
 #[derive(Debug, Clone, Default)]
@@ -62,10 +64,22 @@ impl AnalysisPayload {
     pub const ROW_VERSION: u32 = 1;
 }
 
+/// An [`AnalysisPayload`] as it is written, borrowing the outcome it records (the same
+/// JSON, field for field, without a copy of its text files).
+#[derive(Serialize)]
+struct AnalysisPayloadOf<'a> {
+    tables: Vec<&'a str>,
+    files: &'a [(String, String)],
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    episodes: &'a [String],
+}
+
 /// Analysis outcomes of this apply (the cache holds the others).
 #[derive(Default)]
 pub struct Outcomes {
-    fresh: HashMap<NodeIndex, Outcome>,
+    // Shared with the table node that publishes it: the report's text files run to
+    // tens of megabytes at four repeats, and a copy per reader was the apply's peak.
+    fresh: HashMap<NodeIndex, Arc<Outcome>>,
 }
 
 impl Outcomes {
@@ -110,9 +124,9 @@ impl Outcomes {
                     }
                     None => {
                         for &u in &reads {
-                            for (name, batch) in self.get(study, cache, u)?.tables {
+                            for (name, batch) in &self.get(study, cache, u)?.tables {
                                 if name == table {
-                                    tables.insert(name, batch);
+                                    tables.insert(name.clone(), batch.clone());
                                 }
                             }
                         }
@@ -120,7 +134,7 @@ impl Outcomes {
                 },
                 Input::EveryAnalysis => {
                     for &u in &reads {
-                        tables.extend(self.get(study, cache, u)?.tables);
+                        tables.extend(self.get(study, cache, u)?.tables.iter().cloned());
                     }
                 }
             }
@@ -154,13 +168,14 @@ impl Outcomes {
             episodes: produced.episodes,
         };
         cache.put_tables(&dag.graph[node].key, &outcome.tables)?;
-        let payload = AnalysisPayload {
-            tables: outcome.tables.iter().map(|(n, _)| n.clone()).collect(),
-            files: outcome.files.clone(),
-            episodes: outcome.episodes.clone(),
-        };
-        self.fresh.insert(node, outcome);
-        serde_json::to_string(&payload).map_err(|e| NodeFailure::internal(e.to_string()))
+        let payload = serde_json::to_string(&AnalysisPayloadOf {
+            tables: outcome.tables.iter().map(|(n, _)| n.as_str()).collect(),
+            files: &outcome.files,
+            episodes: &outcome.episodes,
+        })
+        .map_err(|e| NodeFailure::internal(e.to_string()))?;
+        self.fresh.insert(node, Arc::new(outcome));
+        Ok(payload)
     }
 
     /// The outcome of an analysis node: this apply's, or the cached one.
@@ -169,7 +184,7 @@ impl Outcomes {
         study: &Study,
         cache: &Cache,
         node: NodeIndex,
-    ) -> Result<Outcome, NodeFailure> {
+    ) -> Result<Arc<Outcome>, NodeFailure> {
         if let Some(o) = self.fresh.get(&node) {
             return Ok(o.clone());
         }
@@ -185,7 +200,7 @@ impl Outcomes {
                     detail,
                 })
             })?;
-        Ok(Outcome {
+        Ok(Arc::new(Outcome {
             tables: payload
                 .tables
                 .into_iter()
@@ -196,7 +211,7 @@ impl Outcomes {
                 .collect::<Result<_, NodeFailure>>()?,
             files: payload.files,
             episodes: payload.episodes,
-        })
+        }))
     }
 }
 
@@ -265,11 +280,11 @@ pub fn publish(
         node_key: dag.graph[node].key.to_string(),
     };
     let outcome = match what {
-        Publish::Variants => Outcome {
+        Publish::Variants => Arc::new(Outcome {
             tables: vec![(VariantRow::TABLE.into(), variants_table(study, variants)?)],
             files: Vec::new(),
             episodes: Vec::new(),
-        },
+        }),
         // The two tables of a row per episode or request, a chunk of rows at a time.
         Publish::Episodes => {
             let file = format!("{}.parquet", EpisodeRow::TABLE);
@@ -287,8 +302,19 @@ pub fn publish(
         }
         Publish::Analysis(node) => outcomes.get(study, cache, node)?,
     };
+    let index_of = match what {
+        Publish::Analysis(a) if is_report(study, a) => Some(rows),
+        _ => None,
+    };
     let mut written = Vec::new();
-    let result = write_outcome(study, cache, variants, &outcome, provenance, &mut written);
+    let result = write_outcome(
+        study,
+        cache,
+        variants,
+        (&outcome, index_of),
+        provenance,
+        &mut written,
+    );
     if let Err(failure) = result {
         // A text file written before the failure would be a report beside tables it
         // does not describe (its key comment names a node that was never recorded).
@@ -298,13 +324,32 @@ pub fn publish(
     Ok(written)
 }
 
-/// Writes an outcome's tables, text files and episode pages under `outputs/<study>/`,
-/// listing each file in `written` as soon as it is in place.
+/// Whether analysis node `analysis` is the report, whose publication also writes
+/// `episodes.html` from the rows.
+pub(super) fn is_report(study: &Study, analysis: NodeIndex) -> bool {
+    match study.dag.graph[analysis].work {
+        Work::Analysis { index } => {
+            study.manifest.analyses[index].kind.name()
+                == <tbb_report::kind::Report as tbb_analysis::Typed>::NAME
+        }
+        _ => false,
+    }
+}
+
+/// `episodes.html` of `rows`, its keys in bold where `outcome` published their pages.
+pub fn episode_index(study: &Study, rows: &[EpisodeRow], outcome: &Outcome) -> String {
+    let paged: HashSet<&str> = outcome.episodes.iter().map(String::as_str).collect();
+    tbb_report::index::render(&study.manifest.study, rows, &paged)
+}
+
+/// Writes an outcome's tables, text files, the index of `rows` when given (the
+/// report's) and the episode pages under `outputs/<study>/`, listing each file in
+/// `written` as soon as it is in place.
 fn write_outcome(
     study: &Study,
     cache: &Cache,
     variants: &HashMap<NodeIndex, Arc<Variant>>,
-    outcome: &Outcome,
+    (outcome, index_of): (&Outcome, Option<&[EpisodeRow]>),
     provenance: &Provenance,
     written: &mut Vec<String>,
 ) -> Result<(), NodeFailure> {
@@ -315,9 +360,9 @@ fn write_outcome(
         written.push(file);
     }
     let text = |name: &String, text: &String| {
-        write_text(
+        write_text_parts(
             &outputs.join(name),
-            &format!("{text}{}", key_comment(name, &provenance.node_key)),
+            &[text, &key_comment(name, &provenance.node_key)],
         )
         .map_err(|e| {
             NodeFailure::io(format!(
@@ -329,6 +374,11 @@ fn write_outcome(
     for (name, body) in &outcome.files {
         text(name, body)?;
         written.push(name.clone());
+    }
+    if let Some(rows) = index_of {
+        let name = tbb_report::index::FILE.to_string();
+        text(&name, &episode_index(study, rows, outcome))?;
+        written.push(name);
     }
     // The pages of the episodes the report links to, read from their transcripts.
     if !outcome.episodes.is_empty() {
@@ -401,15 +451,7 @@ pub fn republish_report(
     let reports: Vec<NodeIndex> = dag
         .nodes()
         .filter_map(|(i, n)| match n.work {
-            Work::Table(Publish::Analysis(a)) => match dag.graph[a].work {
-                Work::Analysis { index }
-                    if study.manifest.analyses[index].kind.name()
-                        == <tbb_report::kind::Report as tbb_analysis::Typed>::NAME =>
-                {
-                    Some(i)
-                }
-                _ => None,
-            },
+            Work::Table(Publish::Analysis(a)) if is_report(study, a) => Some(i),
             _ => None,
         })
         .collect();
@@ -446,6 +488,12 @@ pub fn republish_report(
             first: dag.graph[first].id.to_string(),
         });
     }
+    // The rows `episodes.html` lists, as apply handed them to the report.
+    let rows = super::reproduce::stored_rows(study, cache).map_err(|e| {
+        super::PipelineError::ReportFailed {
+            failure: NodeFailure::io(e.to_string()),
+        }
+    })?;
     let mut written = Vec::new();
     let mut batch = super::cache::Batch::default();
     for node in reports {
@@ -453,7 +501,7 @@ pub fn republish_report(
             study,
             node,
             &HashMap::new(),
-            &[],
+            &rows,
             &mut RequestRows::default(),
             &Outcomes::default(),
             cache,

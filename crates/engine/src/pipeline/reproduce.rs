@@ -231,15 +231,23 @@ pub fn stored_rows(study: &Study, cache: &Cache) -> Result<Vec<EpisodeRow>, Repr
         .filter(|(_, n)| n.kind == NodeKind::Grade)
         .map(|(i, _)| i)
         .collect();
-    let keys: Vec<&str> = grades.iter().map(|&g| dag.graph[g].key.as_ref()).collect();
-    let payloads = cache.payloads(&keys)?;
+    // Parsed as they are read: the payloads are never all held as text.
+    let by_key: HashMap<&str, NodeIndex> = grades
+        .iter()
+        .map(|&g| (dag.graph[g].key.as_ref(), g))
+        .collect();
+    let keys: Vec<&str> = by_key.keys().copied().collect();
+    let mut parsed: HashMap<NodeIndex, EpisodeRow> = HashMap::with_capacity(keys.len());
+    cache.for_each_payload(&keys, &mut |key, payload| {
+        if let (Some(&g), Ok(row)) = (by_key.get(key), serde_json::from_str(payload)) {
+            parsed.insert(g, row);
+        }
+        Ok(())
+    })?;
     let mut rows = Vec::with_capacity(grades.len());
     let mut missing = Vec::new();
     for &g in &grades {
-        let row: Option<EpisodeRow> = payloads
-            .get(&*dag.graph[g].key)
-            .and_then(|p| serde_json::from_str(p).ok());
-        match row {
+        match parsed.remove(&g) {
             Some(mut row) => {
                 row.study = study.manifest.study.clone();
                 if let Work::Grade { execute, .. } = dag.graph[g].work {
@@ -330,7 +338,7 @@ pub fn reproduce(study: &Study, cache: &Cache) -> Result<Reproduction, Reproduce
             lockfile_hash: study.lockfile_hash.clone(),
             node_key: n.key.to_string(),
         };
-        let outcome: Result<Outcome, String> = match what {
+        let outcome: Result<Arc<Outcome>, String> = match what {
             Publish::Variants => {
                 if let Some(first) = compile_failures.first() {
                     Err(format!("a variant does not compile: {first}"))
@@ -343,27 +351,33 @@ pub fn reproduce(study: &Study, cache: &Cache) -> Result<Reproduction, Reproduce
                         })
                         .collect();
                     tbb_tables::rows::variants(&list)
-                        .map(|b| Outcome {
-                            tables: vec![(VariantRow::TABLE.into(), b)],
-                            files: Vec::new(),
-                            episodes: Vec::new(),
+                        .map(|b| {
+                            Arc::new(Outcome {
+                                tables: vec![(VariantRow::TABLE.into(), b)],
+                                files: Vec::new(),
+                                episodes: Vec::new(),
+                            })
                         })
                         .map_err(|e| e.to_string())
                 }
             }
             Publish::Episodes => tbb_tables::rows::episodes(&rows)
-                .map(|b| Outcome {
-                    tables: vec![(EpisodeRow::TABLE.into(), b)],
-                    files: Vec::new(),
-                    episodes: Vec::new(),
+                .map(|b| {
+                    Arc::new(Outcome {
+                        tables: vec![(EpisodeRow::TABLE.into(), b)],
+                        files: Vec::new(),
+                        episodes: Vec::new(),
+                    })
                 })
                 .map_err(|e| e.to_string()),
             Publish::Requests => all_requests(&mut requests, study, cache, &variants, &rows)
                 .and_then(|r| tbb_tables::rows::requests(&r).map_err(|e| e.to_string()))
-                .map(|b| Outcome {
-                    tables: vec![(RequestRow::TABLE.into(), b)],
-                    files: Vec::new(),
-                    episodes: Vec::new(),
+                .map(|b| {
+                    Arc::new(Outcome {
+                        tables: vec![(RequestRow::TABLE.into(), b)],
+                        files: Vec::new(),
+                        episodes: Vec::new(),
+                    })
                 }),
             Publish::Analysis(a) => match failed_analyses.get(&a) {
                 Some(e) => Err(format!("{} does not run again: {e}", dag.graph[a].id)),
@@ -379,6 +393,17 @@ pub fn reproduce(study: &Study, cache: &Cache) -> Result<Reproduction, Reproduce
                 }
                 for (name, text) in &outcome.files {
                     files.push(check_text(&outputs, &scratch, name, text));
+                }
+                if let Publish::Analysis(a) = what {
+                    if super::publish::is_report(study, a) {
+                        let index = super::publish::episode_index(study, &rows, &outcome);
+                        files.push(check_text(
+                            &outputs,
+                            &scratch,
+                            tbb_report::index::FILE,
+                            &index,
+                        ));
+                    }
                 }
                 // The episode pages the report links to, rendered again from the
                 // transcripts.
