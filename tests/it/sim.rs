@@ -467,6 +467,47 @@ fn harbor(cell: Cell) -> Variant {
     variant(f, &cell)
 }
 
+/// The prompts' cues as the simulated agent reads them, file by file. The repairs
+/// study's effects rest on them, and the agent matches phrases (the calibration dial
+/// `sim/mechanisms.rs` documents), so a reworded prompt could silently lose its effect:
+/// this fails first. A new file in `prompts/` fails until it is listed here.
+#[test]
+fn every_prompt_gives_the_simulated_agent_the_cues_it_is_written_for() {
+    use tbb_agent::sim::mechanisms::PromptCues;
+    let expected: BTreeMap<&str, PromptCues> = [
+        ("base.txt", PromptCues::default()),
+        ("nudge.txt", PromptCues::default()),
+        (
+            "workflow.txt",
+            PromptCues {
+                verify_each_call: true,
+                interface_guide: false,
+            },
+        ),
+        (
+            "interface_guide.txt",
+            PromptCues {
+                verify_each_call: false,
+                interface_guide: true,
+            },
+        ),
+    ]
+    .into_iter()
+    .collect();
+    let mut files: Vec<String> = std::fs::read_dir("prompts")
+        .unwrap_or_else(|e| panic!("prompts/: {e}"))
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".txt"))
+        .collect();
+    files.sort();
+    let listed: Vec<&str> = expected.keys().copied().collect();
+    assert_eq!(files, listed, "list each prompt's cues here");
+    for (file, cues) in &expected {
+        assert_eq!(PromptCues::read(&prompt(file)), *cues, "prompts/{file}");
+    }
+}
+
 /// Each error mechanism, switched on alone at full strength, produces its own failure;
 /// together with the error-free test above, this shows the failures come from the
 /// mechanisms.
