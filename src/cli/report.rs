@@ -40,8 +40,13 @@ pub fn exec(cli: &Cli, args: &ReportArgs) -> Result<()> {
     let files = republish_report(&study, &mut cache, &plan)?;
     let figures = files.iter().filter(|f| f.ends_with(".svg")).count();
     let pages = files.iter().filter(|f| f.starts_with("episodes/")).count();
+    let index = if files.iter().any(|f| f == crate::report::index::FILE) {
+        format!("{}, ", crate::report::index::FILE)
+    } else {
+        String::new()
+    };
     say!(
-        "Wrote {}, report.md, {figures} figures and {pages} episode pages: the report `tbb apply` recorded.",
+        "Wrote {}, report.md, {index}{figures} figures and {pages} episode pages: the report `tbb apply` recorded.",
         outputs.join("report.html").display(),
     );
     Ok(())

@@ -929,6 +929,8 @@ fn tbb_report_writes_exactly_what_apply_published_under_the_same_lock() {
             "{}",
             String::from_utf8_lossy(&out.stderr)
         );
+        let said = String::from_utf8_lossy(&out.stdout);
+        assert!(said.contains("report.md, episodes.html, "), "{said}");
         assert!(
             report_files(&s.outputs()) == published,
             "tbb report wrote another report than apply"
