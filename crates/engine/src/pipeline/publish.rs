@@ -10,8 +10,8 @@
 //! `tbb.node_key` comment, and beside the report `episodes.html`, rendered from the rows
 //! when the report is published rather than stored with its analysis (a row per episode:
 //! tens of megabytes a large study would carry through the cache) — and how a plan tells
-//! a published file is still the one its node wrote. `tbb report` writes the report through the same [`publish`]
-//! ([`republish_report`]), so there is one report, apply's.
+//! a published file is still the one its node wrote. `tbb report` writes the report
+//! through the same [`publish`] ([`republish_report`]), so there is one report, apply's.
 //!
 //! Never: runs episodes or decides staleness.
 
