@@ -1016,22 +1016,12 @@ impl Applying<'_> {
             .filter(|(_, n)| n.kind == NodeKind::Grade)
             .map(|(i, _)| i)
             .collect();
-        // The stored rows of the episodes not graded here, parsed as they are read: the
-        // payloads are never all held as text (at four repeats they were 91 MB).
-        let missing: HashMap<&str, NodeIndex> = grades
-            .iter()
-            .filter(|g| !graded.contains_key(g))
-            .map(|&g| (dag.graph[g].key.as_ref(), g))
-            .collect();
-        let keys: Vec<&str> = missing.keys().copied().collect();
-        let mut stored: HashMap<NodeIndex, Result<EpisodeRow, String>> =
-            HashMap::with_capacity(keys.len());
-        cache.for_each_payload(&keys, &mut |key, payload| {
-            if let Some(&g) = missing.get(key) {
-                stored.insert(g, super::rows::read(payload));
-            }
-            Ok(())
-        })?;
+        // The stored rows of the episodes not graded here.
+        let mut stored = super::rows::episode_rows(
+            cache,
+            dag,
+            grades.iter().copied().filter(|g| !graded.contains_key(g)),
+        )?;
         let mut all_rows = Vec::with_capacity(grades.len());
         let mut rowless: Option<(NodeIndex, NodeFailure)> = None;
         let mut rowless_count = 0;

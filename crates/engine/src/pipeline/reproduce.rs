@@ -231,23 +231,11 @@ pub fn stored_rows(study: &Study, cache: &Cache) -> Result<Vec<EpisodeRow>, Repr
         .filter(|(_, n)| n.kind == NodeKind::Grade)
         .map(|(i, _)| i)
         .collect();
-    // Parsed as they are read: the payloads are never all held as text.
-    let by_key: HashMap<&str, NodeIndex> = grades
-        .iter()
-        .map(|&g| (dag.graph[g].key.as_ref(), g))
-        .collect();
-    let keys: Vec<&str> = by_key.keys().copied().collect();
-    let mut parsed: HashMap<NodeIndex, EpisodeRow> = HashMap::with_capacity(keys.len());
-    cache.for_each_payload(&keys, &mut |key, payload| {
-        if let (Some(&g), Ok(row)) = (by_key.get(key), serde_json::from_str(payload)) {
-            parsed.insert(g, row);
-        }
-        Ok(())
-    })?;
+    let mut parsed = super::rows::episode_rows(cache, dag, grades.iter().copied())?;
     let mut rows = Vec::with_capacity(grades.len());
     let mut missing = Vec::new();
     for &g in &grades {
-        match parsed.remove(&g) {
+        match parsed.remove(&g).and_then(Result::ok) {
             Some(mut row) => {
                 row.study = study.manifest.study.clone();
                 if let Work::Grade { execute, .. } = dag.graph[g].work {
