@@ -2,8 +2,8 @@
 //! the tables of every analysis listed before it (the rendering is this crate's),
 //! and links a few failing episodes of each configuration to their pages. Beside them
 //! the pipeline publishes `episodes.html`, the filterable index of every episode
-//! ([`crate::index`]), rendered from the rows when the report is written: stored with
-//! the analysis it was a copy of every row, serialised and read back.
+//! ([`crate::index`]), rendered from the rows when the report is written. (Stored with
+//! the analysis, the page was a copy of every row, serialised and read back.)
 //!
 //! Which episodes: per configuration, at most [`LINKED_PER_CONFIGURATION`] failures,
 //! chosen from the episode rows alone — one per terminal flag first (flags in
