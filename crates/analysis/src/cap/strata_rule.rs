@@ -270,9 +270,10 @@ fn v_effects(
             table: CONTRASTS.into(),
             detail: e.to_string(),
         })?;
+    let lane = LANE.name();
     Ok(rows
         .into_iter()
-        .filter(|r| r.lane == LANE.name() && r.completion_cap == cap && r.contrast == "v")
+        .filter(|r| r.lane == lane && r.completion_cap == cap && r.contrast == "v")
         .map(|r| (r.configuration, r.estimate_pp))
         .collect())
 }
