@@ -533,8 +533,7 @@ fn any_retried(rows: &[EpisodeRow]) -> bool {
 
 /// `rows` as a batch of `episodes.parquet`, with its `attempt` column or without.
 fn episodes_batch(rows: &[EpisodeRow], with_attempt: bool) -> Result<RecordBatch, StoreError> {
-    let published: Vec<Published> = rows.iter().map(Published::of).collect();
-    let batch = Published::to_batch(&published)?;
+    let batch = Published::to_batch_converted(rows, Published::of)?;
     if !with_attempt {
         return Ok(batch);
     }

@@ -26,6 +26,23 @@ use serde_arrow::schema::{SchemaLike, TracingOptions};
 use crate::levels::Menu;
 use crate::StoreError;
 
+/// Rows serialised as a sequence of their conversions, each made as it is written.
+struct Converted<'a, R, F> {
+    rows: &'a [R],
+    convert: F,
+}
+
+impl<R, T: Serialize, F: Fn(&R) -> T> Serialize for Converted<'_, R, F> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeSeq;
+        let mut seq = serializer.serialize_seq(Some(self.rows.len()))?;
+        for row in self.rows {
+            seq.serialize_element(&(self.convert)(row))?;
+        }
+        seq.end()
+    }
+}
+
 /// A row of one published table.
 pub trait TableRow: Serialize + DeserializeOwned {
     /// The table's name (its file stem, `outputs/<study>/<TABLE>.parquet`).
@@ -49,6 +66,24 @@ pub trait TableRow: Serialize + DeserializeOwned {
             return Ok(RecordBatch::new_empty(Arc::new(Schema::new(fields))));
         }
         serde_arrow::to_record_batch(&fields, &rows).map_err(|e| arrow_error(Self::TABLE, e))
+    }
+
+    /// The batch of `rows` of another type, each made a row of this table by `convert`
+    /// as it is written: the converted rows are never all held at once (a row group of
+    /// episodes held 55 MB of copies beside the rows it was copied from).
+    fn to_batch_converted<R>(
+        rows: &[R],
+        convert: impl Fn(&R) -> Self,
+    ) -> Result<RecordBatch, StoreError>
+    where
+        Self: Sized,
+    {
+        let fields = Self::fields()?;
+        if rows.is_empty() {
+            return Ok(RecordBatch::new_empty(Arc::new(Schema::new(fields))));
+        }
+        let converted = Converted { rows, convert };
+        serde_arrow::to_record_batch(&fields, &converted).map_err(|e| arrow_error(Self::TABLE, e))
     }
 
     /// The rows of a batch of this table (a batch of another layout is an error naming

@@ -25,6 +25,7 @@ use std::sync::Arc;
 use petgraph::graph::{DiGraph, NodeIndex};
 use serde_json::Value;
 
+use super::identity::{identity, Field, Fields};
 use super::key::{hash_hex, KeyInput, KeyTemplate, NodeInput, NodeKind};
 use crate::manifest::Manifest;
 use tbb_analysis::{AnalysisKind, Input};
@@ -164,9 +165,10 @@ pub struct Node {
     pub kind: NodeKind,
     /// Readable identity, unique in the DAG.
     pub id: Arc<str>,
-    /// The identity's fields, in order (shared by an episode's execute and grade
-    /// nodes).
-    pub fields: Arc<[(&'static str, String)]>,
+    /// The identity's fields, in order (their parts shared by an episode's execute
+    /// and grade nodes, and with the other episodes of its variant, configuration and
+    /// unit).
+    pub fields: Fields,
     /// What its key is computed from.
     pub input: NodeInput,
     /// blake3 of the key input.
@@ -337,7 +339,7 @@ fn resolve(manifest: &Manifest, families: &FamilySet) -> Resolved {
 
 /// A unit's identity fields after the variant's, and its key input short of the
 /// variant: made once per block and shared by every variant.
-type KeyedUnit = (Vec<(&'static str, String)>, Arc<KeyTemplate>);
+type KeyedUnit = (Arc<[Field]>, Arc<KeyTemplate>);
 
 /// What the tables' nodes give the analyses that read them.
 struct Tables {
@@ -390,6 +392,10 @@ impl Dag {
         let grades = dag.add_episodes(manifest, inputs, &resolved, &block_compiles);
         let tables = dag.add_tables(manifest, inputs, &compiles, &grades);
         dag.add_analyses(manifest, inputs, &tables, &compiles, &grades);
+        // Each analysis reading the episodes has an edge from every grade node: the
+        // edge list grew by doubling to up to twice what it holds (17 MB at 72,576
+        // episodes), and is kept as long as the DAG.
+        dag.graph.shrink_to_fit_edges();
         dag
     }
 
@@ -432,6 +438,11 @@ impl Dag {
         block_compiles: &[Vec<NodeIndex>],
     ) -> Vec<NodeIndex> {
         let mut grades = Vec::new();
+        let config_fields: Vec<Arc<[Field]>> = manifest
+            .configurations
+            .iter()
+            .map(|c| Arc::from(vec![("cfg", Arc::from(c.name.as_str()))]))
+            .collect();
         let config_objects: Vec<String> = manifest
             .configurations
             .iter()
@@ -472,14 +483,14 @@ impl Dag {
                                 ),
                                 hash_hex(inputs.prompts.system(arm.form.prompt).as_bytes()),
                             );
-                            let mut suffix = Vec::new();
+                            let mut suffix: Vec<Field> = Vec::new();
                             if several_blocks {
-                                suffix.push(("block", block.name.clone()));
+                                suffix.push(("block", block.name.as_str().into()));
                             }
                             suffix.extend([
-                                ("arm", arm.name.clone()),
-                                ("cap", unit.cap.to_string()),
-                                ("rep", condition.repeat.to_string()),
+                                ("arm", arm.name.as_str().into()),
+                                ("cap", unit.cap.to_string().into()),
+                                ("rep", condition.repeat.to_string().into()),
                             ]);
                             let mut template = KeyInput::new(NodeKind::Execute, &version);
                             for (component, value) in arm.form.columns() {
@@ -501,22 +512,22 @@ impl Dag {
                                     .param("schedule", condition.schedule.to_string())
                                     .param("schedule_position", p);
                             }
-                            (suffix, Arc::new(KeyTemplate::new(template)))
+                            (suffix.into(), Arc::new(KeyTemplate::new(template)))
                         })
                         .collect()
                 })
                 .collect();
             for &compile in &block_compiles[bi] {
-                let compile_fields = self.graph[compile].fields.clone();
+                let compile_fields = self.graph[compile].fields.to_part();
                 let compile_key = self.graph[compile].key.clone();
                 for (condition, keyed) in resolved.conditions.iter().zip(&keyed) {
-                    let config = &manifest.configurations[condition.config];
                     let mut previous: Option<NodeIndex> = None;
                     for (unit, (suffix, template)) in condition.units.iter().zip(keyed) {
-                        let mut fields = Vec::with_capacity(compile_fields.len() + 5);
-                        fields.push(("cfg", config.name.clone()));
-                        fields.extend(compile_fields.iter().cloned());
-                        fields.extend(suffix.iter().cloned());
+                        let fields = Fields::joined(
+                            &config_fields[condition.config],
+                            &compile_fields,
+                            suffix,
+                        );
                         let input = NodeInput::of(template, vec![("compile", compile_key.clone())]);
                         // A retried episode's attempt enters its key, and only then:
                         // every other node keeps the key it always had.
@@ -541,7 +552,6 @@ impl Dag {
                             after: previous.filter(|_| unit.position.is_some()),
                             attempt,
                         };
-                        let fields: Arc<[(&'static str, String)]> = fields.into();
                         let execute =
                             self.add(NodeKind::Execute, fields.clone(), input, work, &[compile]);
                         previous = Some(execute);
@@ -583,7 +593,7 @@ impl Dag {
         .input("variants", variants_key.clone());
         self.add(
             NodeKind::Table,
-            vec![("table", "variants".into())],
+            Fields::of(vec![("table", "variants".into())]),
             input,
             Work::Table(Publish::Variants),
             compiles,
@@ -614,7 +624,7 @@ impl Dag {
         .input("episodes", episodes_key.clone());
         self.add(
             NodeKind::Table,
-            vec![("table", "episodes".into())],
+            Fields::of(vec![("table", "episodes".into())]),
             input,
             Work::Table(Publish::Episodes),
             grades,
@@ -629,7 +639,7 @@ impl Dag {
         .input("episodes", episodes_key.clone());
         let requests = self.add(
             NodeKind::Table,
-            vec![("table", "requests".into())],
+            Fields::of(vec![("table", "requests".into())]),
             input,
             Work::Table(Publish::Requests),
             grades,
@@ -733,7 +743,7 @@ impl Dag {
             reads.dedup();
             let node = self.add(
                 NodeKind::Analysis,
-                vec![("analysis", name.clone())],
+                Fields::of(vec![("analysis", name.as_str().into())]),
                 input,
                 Work::Analysis { index },
                 &reads,
@@ -746,7 +756,7 @@ impl Dag {
             .input("analysis", self.graph[node].key.to_string());
             self.add(
                 NodeKind::Table,
-                vec![("table", name.clone())],
+                Fields::of(vec![("table", name.as_str().into())]),
                 input,
                 Work::Table(Publish::Analysis(node)),
                 &[node],
@@ -758,8 +768,8 @@ impl Dag {
     /// The compile node of one family at one cell.
     fn add_compile(&mut self, families: &FamilySet, family: usize, cell: Cell) -> NodeIndex {
         let f = &families.families[family];
-        let mut fields = vec![("family", f.name.clone())];
-        fields.extend(cell_fields(&cell));
+        let mut fields: Vec<Field> = vec![("family", f.name.as_str().into())];
+        fields.extend(cell_fields(&cell).into_iter().map(|(k, v)| (k, v.into())));
         let mut input = KeyInput::new(NodeKind::Compile, tbb_core::compile::CODE_VERSION).file(
             format!("family {}", f.name),
             tbb_core::family::hex(f.content_hash()),
@@ -769,7 +779,7 @@ impl Dag {
         }
         self.add(
             NodeKind::Compile,
-            fields,
+            Fields::of(fields),
             input,
             Work::Compile { family, cell },
             &[],
@@ -779,12 +789,11 @@ impl Dag {
     fn add(
         &mut self,
         kind: NodeKind,
-        fields: impl Into<Arc<[(&'static str, String)]>>,
+        fields: Fields,
         input: impl Into<NodeInput>,
         work: Work,
         reads: &[NodeIndex],
     ) -> NodeIndex {
-        let fields = fields.into();
         let id = identity(kind, &fields);
         let input = input.into();
         let key = input.key();
@@ -871,28 +880,6 @@ pub fn short_name(path: &std::path::Path) -> String {
         .collect();
     parts.reverse();
     parts.join("/")
-}
-
-/// `kind[field=value, ...]` (tables and analyses: `kind[value, ...]`). Written into
-/// one buffer: the DAG makes tens of thousands.
-pub fn identity(kind: NodeKind, fields: &[(&'static str, String)]) -> String {
-    let named = !matches!(kind, NodeKind::Table | NodeKind::Analysis);
-    let len: usize = fields.iter().map(|(k, v)| k.len() + v.len() + 3).sum();
-    let mut id = String::with_capacity(kind.name().len() + 2 + len);
-    id.push_str(kind.name());
-    id.push('[');
-    for (i, (k, v)) in fields.iter().enumerate() {
-        if i > 0 {
-            id.push_str(", ");
-        }
-        if named {
-            id.push_str(k);
-            id.push('=');
-        }
-        id.push_str(v);
-    }
-    id.push(']');
-    id
 }
 
 /// The fields of a cell in identities and parameters.

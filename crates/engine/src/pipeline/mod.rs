@@ -29,6 +29,7 @@ pub mod episode_claims;
 pub mod eta;
 pub mod events;
 pub mod failure;
+pub mod identity;
 pub mod key;
 pub mod lease;
 pub mod lock;

@@ -52,6 +52,7 @@ use petgraph::graph::NodeIndex;
 use thiserror::Error;
 
 use super::dag::{Dag, Work};
+use super::identity::Fields;
 use super::scheduler::{self, Filter};
 use tbb_provider::Configuration;
 
@@ -372,7 +373,7 @@ pub fn deal(conditions: &[(String, usize)], routes: &[Route], count: u32) -> Vec
 }
 
 /// An execute node's condition: its identity without its arm and its cap.
-pub fn condition(fields: &[(&'static str, String)]) -> String {
+pub fn condition(fields: &Fields) -> String {
     fields
         .iter()
         .filter(|(k, _)| !matches!(*k, "arm" | "cap"))

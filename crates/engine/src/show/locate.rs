@@ -120,8 +120,8 @@ fn selection(selector: &Selector) -> String {
 /// has one block (the identity then leaves it out).
 fn field(study: &Study, execute: NodeIndex, name: &str) -> Option<String> {
     let node = &study.dag.graph[execute];
-    if let Some((_, v)) = node.fields.iter().find(|(k, _)| *k == name) {
-        return Some(v.clone());
+    if let Some(v) = node.fields.get(name) {
+        return Some(v.to_string());
     }
     match (name, &node.work) {
         ("block", Work::Execute { block, .. }) => {

@@ -283,9 +283,14 @@ pub fn pages(
         }
     }
     let sources = Sources::read(study, cache, &executes)?;
+    let fields: Vec<Vec<(&'static str, String)>> = executes
+        .iter()
+        .map(|&e| study.dag.graph[e].fields.to_vec())
+        .collect();
     let identities: Vec<(&str, &[(&'static str, String)])> = executes
         .iter()
-        .map(|&e| (study.dag.graph[e].key.as_ref(), &*study.dag.graph[e].fields))
+        .zip(&fields)
+        .map(|(&e, fields)| (study.dag.graph[e].key.as_ref(), fields.as_slice()))
         .collect();
     let matched = matched::matched(&identities);
     let mut out = Vec::with_capacity(executes.len());
@@ -421,9 +426,14 @@ pub fn write_pages(
         written.left_out = run.len() - keep.len();
         keep
     };
+    let fields: Vec<Vec<(&'static str, String)>> = kept
+        .iter()
+        .map(|&e| study.dag.graph[e].fields.to_vec())
+        .collect();
     let identities: Vec<(&str, &[(&'static str, String)])> = kept
         .iter()
-        .map(|&e| (study.dag.graph[e].key.as_ref(), &*study.dag.graph[e].fields))
+        .zip(&fields)
+        .map(|(&e, fields)| (study.dag.graph[e].key.as_ref(), fields.as_slice()))
         .collect();
     let matched = matched::matched(&identities);
     let mut at = 0;

@@ -266,7 +266,7 @@ pub fn view(
         ("variant", variant.variant_id.clone()),
     ]);
     if let Work::Execute { compile: c, .. } = node.work {
-        identity.extend(study.dag.graph[c].fields.iter().cloned());
+        identity.extend(study.dag.graph[c].fields.to_vec());
     }
 
     // The system prompt and the user request, from the first request as sent.

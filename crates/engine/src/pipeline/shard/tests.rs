@@ -323,7 +323,7 @@ fn the_partition_depends_on_each_route_s_conditions_alone() {
 
 #[test]
 fn a_condition_is_its_identity_without_arm_and_cap() {
-    let fields: Vec<(&'static str, String)> = vec![
+    let fields = Fields::of(vec![
         ("cfg", "sim-x".into()),
         ("family", "f".into()),
         ("v", "8".into()),
@@ -331,7 +331,7 @@ fn a_condition_is_its_identity_without_arm_and_cap() {
         ("arm", "routed".into()),
         ("cap", "1024".into()),
         ("rep", "0".into()),
-    ];
+    ]);
     assert_eq!(
         condition(&fields),
         "cfg=sim-x, family=f, v=8, block=b, rep=0"
