@@ -152,7 +152,7 @@ pub fn compute(
     }
     let cluster_of = |e: &EpisodeRow| -> Result<&str, AnalysisError> {
         clusters
-            .get(&e.variant_id)
+            .get(e.variant_id.as_str())
             .map(String::as_str)
             .ok_or_else(|| AnalysisError::MissingData {
                 analysis: KIND,

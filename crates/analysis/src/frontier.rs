@@ -291,7 +291,7 @@ pub fn compute(
     })?;
     let limit_of = |e: &EpisodeRow| -> Result<u32, AnalysisError> {
         limits
-            .get(&e.variant_id)
+            .get(e.variant_id.as_str())
             .copied()
             .ok_or_else(|| AnalysisError::MissingData {
                 analysis: KIND,
@@ -353,9 +353,9 @@ pub fn compute(
                 own.iter()
                     .map(|&(request, calls, tokens)| FrontierPathsRow {
                         episode_key: e.episode_key.clone(),
-                        configuration: e.configuration.clone(),
-                        family: e.family.clone(),
-                        arm: e.arm.clone(),
+                        configuration: e.configuration.to_string(),
+                        family: e.family.to_string(),
+                        arm: e.arm.to_string(),
                         repeat: e.repeat,
                         completion_cap: cap,
                         depth,
@@ -483,7 +483,7 @@ pub mod tests {
     ) -> EpisodeRow {
         let mut e = testing::row(config, "org", family, family, 8, "low", "raw", vts);
         e.depth = Some(depth);
-        e.variant_id = format!("{family}-d{depth}");
+        e.variant_id = format!("{family}-d{depth}").into();
         e.terminal_flag = flag;
         e.calls = calls;
         e.prompt_tokens = prompt;

@@ -64,12 +64,12 @@ const FACETS: [Facet; 6] = [
     Facet {
         legend: "Configuration",
         prefix: "c",
-        value: |r| r.configuration.clone(),
+        value: |r| r.configuration.to_string(),
     },
     Facet {
         legend: "Family",
         prefix: "f",
-        value: |r| r.family.clone(),
+        value: |r| r.family.to_string(),
     },
     Facet {
         legend: "Cell",
@@ -79,7 +79,7 @@ const FACETS: [Facet; 6] = [
     Facet {
         legend: "Arm",
         prefix: "a",
-        value: |r| r.arm.clone(),
+        value: |r| r.arm.to_string(),
     },
     Facet {
         legend: "Verdict",

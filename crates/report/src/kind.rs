@@ -177,7 +177,7 @@ fn link(r: &EpisodeRow) -> EpisodeLink {
     }
     what.push_str(&format!(", arm {}, cap {}", r.arm, r.completion_cap));
     EpisodeLink {
-        configuration: r.configuration.clone(),
+        configuration: r.configuration.to_string(),
         key: page.trim_end_matches(".html").to_string(),
         href: format!("episodes/{page}"),
         what,

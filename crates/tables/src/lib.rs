@@ -13,12 +13,14 @@
 pub mod analyses;
 pub mod chunked;
 pub mod levels;
+pub mod name;
 pub mod paths;
 pub mod requests;
 pub mod rows;
 pub mod stored_requests;
 pub mod typed;
 
+pub use name::Name;
 pub use rows::{EpisodeRow, Placement, RequestRow, VariantRow};
 pub use typed::{columns_of, read_rows, TableRow};
 

@@ -20,7 +20,7 @@ use arrow_array::RecordBatch;
 use arrow_schema::{FieldRef, Schema};
 use serde::{Deserialize, Serialize};
 
-use super::{chunked, Provenance, StoreError, TableRow};
+use super::{chunked, Name, Provenance, StoreError, TableRow};
 use crate::levels::{
     Actor, Delivery, Domain, Encoding, FinishReason, InfraCause, Menu, Obligation, PromptVariant,
     ReasoningSource, ResponseKind, Routing, Split, StopReason, TerminalFlag, Workflow,
@@ -209,21 +209,21 @@ episode_row! {
     /// One row of `episodes.parquet`: one scored condition.
     before_obligations {
         /// Study (manifest) name.
-        study: String,
+        study: Name,
         /// Configuration name.
-        configuration: String,
+        configuration: Name,
         /// Its organization.
-        organization: String,
+        organization: Name,
         /// Its model.
-        model: String,
+        model: Name,
         /// Its provider route.
-        route: String,
+        route: Name,
         /// The design block the episode belongs to (`main` when the manifest has none).
         #[serde(default)]
-        block: String,
+        block: Name,
         /// The arm's name in the manifest.
         #[serde(default)]
-        arm: String,
+        arm: Name,
         /// The arm's menu component (`routed`, `fixed`, `router`, `retrieval_k<k>`): the
         /// capacity tables' lane.
         lane: Menu as "crate::levels::by_row_name",
@@ -243,17 +243,17 @@ episode_row! {
         /// The order the arms of this condition ran in, in this repeat: names joined by
         /// `>` when they ran one after another, by `|` when side by side.
         #[serde(default)]
-        schedule: String,
+        schedule: Name,
         /// This arm's place (from 1) in `schedule` when the arms ran one after another;
         /// null when they ran side by side.
         #[serde(default)]
         schedule_position: Option<u32>,
         /// The variant.
-        variant_id: String,
+        variant_id: Name,
         /// Family.
-        family: String,
+        family: Name,
         /// Intent.
-        intent: String,
+        intent: Name,
         /// Record domain (accounting, email, file, calendar).
         domain: Domain,
         /// Menu size.
@@ -377,23 +377,23 @@ impl EpisodeRow {
             .fold(0, u64::saturating_add);
         EpisodeRow {
             study: study.into(),
-            configuration: spec.config.name.clone(),
-            organization: spec.config.organization.clone(),
-            model: spec.config.model.clone(),
-            route: spec.config.route(),
-            arm: String::new(),
+            configuration: Name::new(&spec.config.name),
+            organization: Name::new(&spec.config.organization),
+            model: Name::new(&spec.config.model),
+            route: spec.config.route().into(),
+            arm: Name::default(),
             lane: spec.arm.menu,
             repair: spec.arm.prompt,
             delivery: spec.arm.delivery,
             actor: spec.arm.actor,
-            block: String::new(),
-            schedule: String::new(),
+            block: Name::default(),
+            schedule: Name::default(),
             schedule_position: None,
             completion_cap: spec.completion_cap,
             repeat: spec.repeat,
-            variant_id: v.variant_id.clone(),
-            family: v.family.clone(),
-            intent: v.intent.clone(),
+            variant_id: Name::new(&v.variant_id),
+            family: Name::new(&v.family),
+            intent: Name::new(&v.intent),
             domain: v.domain,
             v: u32::from(v.cell.v),
             w: v.cell.w,
@@ -464,11 +464,11 @@ impl EpisodeRow {
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Placement {
     /// The block's name.
-    pub block: String,
+    pub block: Name,
     /// The arm's name.
-    pub arm: String,
+    pub arm: Name,
     /// The order the condition's arms ran in ([`EpisodeRow::schedule`]).
-    pub schedule: String,
+    pub schedule: Name,
     /// This arm's place in it ([`EpisodeRow::schedule_position`]).
     pub schedule_position: Option<u32>,
     /// The attempt that ran it ([`EpisodeRow::attempt`]).
@@ -648,17 +648,17 @@ request_row! {
     /// (behind an `Arc`), so the strings are not repeated per request.
     episode {
         /// Study (manifest) name.
-        study: String,
+        study: Name,
         /// The episode's content key ([`EpisodeRow::episode_key`]).
         episode_key: String,
         /// The key of the episode's execute node ([`EpisodeRow::transcript_ref`]).
         transcript_ref: String,
         /// Configuration name.
-        configuration: String,
+        configuration: Name,
         /// Design block.
-        block: String,
+        block: Name,
         /// Arm name.
-        arm: String,
+        arm: Name,
         /// The arm's menu component.
         lane: Menu as "crate::levels::by_row_name",
         /// The arm's prompt component as a repair.
@@ -672,13 +672,13 @@ request_row! {
         /// Repeat index.
         repeat: u32,
         /// The order the arms of the condition ran in.
-        schedule: String,
+        schedule: Name,
         /// This arm's place in `schedule`, when ordered.
         schedule_position: Option<u32>,
         /// The variant.
-        variant_id: String,
+        variant_id: Name,
         /// Family.
-        family: String,
+        family: Name,
         /// Menu size.
         v: u32,
         /// Workflow level.

@@ -306,11 +306,11 @@ impl Unit {
     /// The unit of a row.
     pub fn of(row: &EpisodeRow) -> Unit {
         Unit {
-            family: row.family.clone(),
-            intent: row.intent.clone(),
+            family: row.family.to_string(),
+            intent: row.intent.to_string(),
             domain: row.domain,
-            configuration: row.configuration.clone(),
-            organization: row.organization.clone(),
+            configuration: row.configuration.to_string(),
+            organization: row.organization.to_string(),
         }
     }
 
@@ -689,7 +689,7 @@ pub mod testing {
             schedule_position: None,
             completion_cap: 1024,
             repeat: 0,
-            variant_id: format!("{family}-{v}-{w}-{d}"),
+            variant_id: format!("{family}-{v}-{w}-{d}").into(),
             family: family.into(),
             intent: intent.into(),
             domain: Domain::Accounting,

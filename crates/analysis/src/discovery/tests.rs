@@ -18,7 +18,7 @@ fn ep(arm: &str, family: &str, intent: &str, r: &str, available: bool, vts: bool
         Menu::Retrieval { k: 8 }
     };
     e.r = r.parse().unwrap_or_else(|e| panic!("{e}"));
-    e.variant_id = format!("{family}-{r}");
+    e.variant_id = format!("{family}-{r}").into();
     e.ok[0] = available;
     if !available {
         e.requests = 0;

@@ -156,7 +156,9 @@ pub fn rows(
     for (population, only_confirmatory) in
         [(Population::All, false), (Population::Confirmatory, true)]
     {
-        let keep = |r: &&EpisodeRow| !only_confirmatory || confirmatory.contains(&r.configuration);
+        let keep = |r: &&EpisodeRow| {
+            !only_confirmatory || confirmatory.iter().any(|c| *c == r.configuration)
+        };
         let rows = repairs::rows_for(
             episodes.iter().filter(keep),
             &HOLDOUT_LAYERS,

@@ -47,8 +47,8 @@ use tbb_harness::transcript::BlobStore;
 use tbb_harness::{run_episode, Episode, EpisodeSpec};
 use tbb_provider::retry::RouteLimits;
 use tbb_provider::{Configuration, Provider};
-use tbb_tables::requests;
 use tbb_tables::rows::EpisodeRow;
+use tbb_tables::{requests, Name};
 
 /// How to apply.
 #[derive(Clone)]
@@ -1034,7 +1034,7 @@ impl Applying<'_> {
             };
             match row {
                 Ok(mut row) => {
-                    row.study = study.manifest.study.clone();
+                    row.study = Name::new(&study.manifest.study);
                     if let Work::Grade { execute, .. } = dag.graph[g].work {
                         place_in_design(&mut row, &study.manifest, &dag.graph[execute].work);
                     }
@@ -1217,12 +1217,12 @@ pub fn place_in_design(row: &mut EpisodeRow, manifest: &crate::manifest::Manifes
             block: manifest
                 .blocks
                 .get(*block)
-                .map_or_else(String::new, |b| b.name.clone()),
+                .map_or_else(Name::default, |b| Name::new(&b.name)),
             arm: manifest
                 .arms
                 .get(*arm)
-                .map_or_else(String::new, |a| a.name.clone()),
-            schedule: schedule.to_string(),
+                .map_or_else(Name::default, |a| Name::new(&a.name)),
+            schedule: Name::new(schedule),
             schedule_position: *position,
             attempt: *attempt,
         });

@@ -45,7 +45,7 @@ use tbb_harness::{run_episode, EpisodeSpec};
 use tbb_provider::replay::{Answer, ExpectedRequest, Replay, Turn};
 use tbb_provider::{Configuration, Message, ProviderError, ToolSchema};
 use tbb_tables::rows::EpisodeRow;
-use tbb_tables::{write_table, Provenance, StoreError, TableBuilder};
+use tbb_tables::{write_table, Name, Provenance, StoreError, TableBuilder};
 
 /// The file certification writes under `outputs/<study>/`.
 pub const CERTIFICATES: &str = "certificates.parquet";
@@ -624,7 +624,7 @@ fn certify_one(
     );
     let mut stored = stored;
     for row in [&mut replayed, &mut stored] {
-        row.study = study.manifest.study.clone();
+        row.study = Name::new(&study.manifest.study);
         place_in_design(row, &study.manifest, &execute.work);
     }
     let differences = compare(&replayed, &stored, spec.config.wall_time_is_modelled());

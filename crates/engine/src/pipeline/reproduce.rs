@@ -49,7 +49,7 @@ use super::request_spill::RequestRows;
 use super::Study;
 use tbb_core::compile::{compile, Variant};
 use tbb_tables::rows::{EpisodeRow, RequestRow, VariantRow};
-use tbb_tables::{write_table, Provenance, TableRow};
+use tbb_tables::{write_table, Name, Provenance, TableRow};
 
 /// The scratch directory under `outputs/<study>/`.
 pub const SCRATCH: &str = "reproduce";
@@ -237,7 +237,7 @@ pub fn stored_rows(study: &Study, cache: &Cache) -> Result<Vec<EpisodeRow>, Repr
     for &g in &grades {
         match parsed.remove(&g).and_then(Result::ok) {
             Some(mut row) => {
-                row.study = study.manifest.study.clone();
+                row.study = Name::new(&study.manifest.study);
                 if let Work::Grade { execute, .. } = dag.graph[g].work {
                     place_in_design(&mut row, &study.manifest, &dag.graph[execute].work);
                 }
