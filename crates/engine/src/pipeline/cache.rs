@@ -63,11 +63,12 @@ use arrow_array::{Array, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Schema};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::ProjectionMask;
-use rustc_hash::FxHashMap;
 use serde_json::Value;
 use thiserror::Error;
 
 use super::backend::{parse_name, Backend, Listed};
+pub use super::cache_index::Entry;
+use super::cache_index::Index;
 use super::key::{KeyInput, NodeKind};
 use super::remote::{Remote, RemoteError};
 use tbb_tables::StoreError;
@@ -104,19 +105,6 @@ pub enum CacheError {
     #[error(transparent)]
     #[diagnostic(transparent)]
     Remote(#[from] RemoteError),
-}
-
-/// One committed node.
-#[derive(Debug, Clone)]
-pub struct Entry {
-    /// Kind.
-    pub kind: NodeKind,
-    /// Identity.
-    pub id: Arc<str>,
-    /// Key.
-    pub key: Arc<str>,
-    file: usize,
-    row: usize,
 }
 
 /// A node to commit.
@@ -164,13 +152,10 @@ impl Batch {
 pub struct Cache {
     backend: Backend,
     files: Vec<PathBuf>,
-    entries: Vec<Entry>,
+    index: Index,
     /// The `key_input` column of each nodes file, read the first time an entry of that
     /// file is diffed: a plan with everything cached reads none of them.
     key_inputs: Vec<OnceLock<Vec<String>>>,
-    // Keyed by the entries' own strings (shared, not copied).
-    by_key: FxHashMap<Arc<str>, usize>,
-    latest: FxHashMap<Arc<str>, usize>,
     objects: HashMap<String, String>,
     blob_refs: HashSet<String>,
     next_seq: u64,
@@ -216,10 +201,8 @@ impl Cache {
         let mut cache = Cache {
             backend: Backend::Local(dir.to_path_buf()),
             files: Vec::new(),
-            entries: Vec::new(),
+            index: Index::default(),
             key_inputs: Vec::new(),
-            by_key: FxHashMap::default(),
-            latest: FxHashMap::default(),
             objects: HashMap::new(),
             blob_refs: HashSet::new(),
             next_seq: 1,
@@ -329,7 +312,7 @@ impl Cache {
             let Some(entry) = self.get(key) else {
                 continue;
             };
-            let name = self.files[entry.file]
+            let name = self.files[entry.file as usize]
                 .file_name()
                 .map(|n| n.to_string_lossy().to_string())
                 .unwrap_or_default();
@@ -343,26 +326,21 @@ impl Cache {
     }
 
     fn index_nodes(&mut self, path: &Path) -> Result<(), CacheError> {
-        let file = self.files.len();
+        let file = file_number(self.files.len());
         self.files.push(path.to_path_buf());
         self.key_inputs.push(OnceLock::new());
-        let mut row = 0;
+        let mut row = 0u32;
         let file_handle = self.backend.open(path)?;
         for_each_batch_of(path, file_handle, &["kind", "id", "key"], &mut |batch| {
             let columns = string_columns(path, batch, &["kind", "id", "key"])?;
-            self.entries.reserve(batch.num_rows());
+            self.index.reserve(batch.num_rows());
             for r in 0..batch.num_rows() {
                 let kind = NodeKind::parse(columns[0].value(r))
                     .ok_or_else(|| damaged(path, "unknown node kind"))?;
-                let id: Arc<str> = columns[1].value(r).into();
-                let key: Arc<str> = columns[2].value(r).into();
-                let index = self.entries.len();
-                self.by_key.insert(key.clone(), index);
-                self.latest.insert(id.clone(), index);
-                self.entries.push(Entry {
+                self.index.push(Entry {
                     kind,
-                    id,
-                    key,
+                    id: columns[1].value(r).into(),
+                    key: columns[2].value(r).into(),
                     file,
                     row,
                 });
@@ -375,11 +353,11 @@ impl Cache {
     /// The key input an entry was committed with (`None` when it does not parse as
     /// one: written by another version).
     pub fn key_input(&self, entry: &Entry) -> Result<Option<KeyInput>, CacheError> {
-        let column = &self.key_inputs[entry.file];
+        let column = &self.key_inputs[entry.file as usize];
         let texts = match column.get() {
             Some(texts) => texts,
             None => {
-                let path = &self.files[entry.file];
+                let path = &self.files[entry.file as usize];
                 let texts = read_strings_of(path, self.backend.open(path)?, &["key_input"])?
                     .into_iter()
                     .map(|mut row| row.pop().unwrap_or_default())
@@ -388,8 +366,8 @@ impl Cache {
             }
         };
         let text = texts
-            .get(entry.row)
-            .ok_or_else(|| damaged(&self.files[entry.file], "key_input row missing"))?;
+            .get(entry.row as usize)
+            .ok_or_else(|| damaged(&self.files[entry.file as usize], "key_input row missing"))?;
         Ok(serde_json::from_str(text).ok())
     }
 
@@ -400,19 +378,17 @@ impl Cache {
 
     /// The committed node with this key.
     pub fn get(&self, key: &str) -> Option<&Entry> {
-        self.by_key.get(key).map(|&i| &self.entries[i])
+        self.index.get(key)
     }
 
     /// The latest committed node with this identity.
     pub fn latest(&self, id: &str) -> Option<&Entry> {
-        self.latest.get(id).map(|&i| &self.entries[i])
+        self.index.latest(id)
     }
 
     /// The latest entry of every identity, in commit order.
     pub fn latest_entries(&self) -> Vec<&Entry> {
-        let mut live: Vec<usize> = self.latest.values().copied().collect();
-        live.sort_unstable();
-        live.into_iter().map(|i| &self.entries[i]).collect()
+        self.index.latest_entries()
     }
 
     /// A cached object's JSON.
@@ -452,9 +428,11 @@ impl Cache {
     ) -> Result<(), CacheError> {
         let mut wanted: HashMap<usize, Vec<(usize, &str)>> = HashMap::new();
         for &k in keys {
-            if let Some(&i) = self.by_key.get(k) {
-                let e = &self.entries[i];
-                wanted.entry(e.file).or_default().push((e.row, k));
+            if let Some(e) = self.index.get(k) {
+                wanted
+                    .entry(e.file as usize)
+                    .or_default()
+                    .push((e.row as usize, k));
             }
         }
         for (file, mut rows) in wanted {
@@ -575,20 +553,16 @@ impl Cache {
                     ("payload", &col(|n| &n.payload)),
                 ],
             )?;
-            let file = self.files.len();
+            let file = file_number(self.files.len());
             self.files.push(path);
             // Read back only if one of them is diffed: kept here, every key input an
             // apply commits would stay in memory to its end.
             self.key_inputs.push(OnceLock::new());
-            for (row, n) in batch.nodes.into_iter().enumerate() {
-                let index = self.entries.len();
-                let (id, key) = (n.id, n.key);
-                self.by_key.insert(key.clone(), index);
-                self.latest.insert(id.clone(), index);
-                self.entries.push(Entry {
+            for (row, n) in (0u32..).zip(batch.nodes) {
+                self.index.push(Entry {
                     kind: n.kind,
-                    id,
-                    key,
+                    id: n.id,
+                    key: n.key,
                     file,
                     row,
                 });
@@ -598,12 +572,10 @@ impl Cache {
     }
 
     /// Room in the index for `nodes` more committed nodes, taken before an apply
-    /// commits them: grown by doubling as batches arrive, the entries and both maps
+    /// commits them: grown by doubling as batches arrive, the entries and both lookups
     /// of a large study briefly held their old and new tables at once.
     pub fn reserve(&mut self, nodes: usize) {
-        self.entries.reserve(nodes);
-        self.by_key.reserve(nodes);
-        self.latest.reserve(nodes);
+        self.index.reserve(nodes);
     }
 
     /// The next file of `table`, `id` the digest of what it will hold.
@@ -769,7 +741,7 @@ impl Cache {
                 .file_name()
                 .map(|n| n.to_string_lossy().to_string())
                 .unwrap_or_default();
-            if !fresh.by_key.contains_key(name.as_str()) {
+            if fresh.index.get(&name).is_none() {
                 self.backend.remove_dir(&path)?;
             }
         }
@@ -825,10 +797,8 @@ impl Cache {
         Cache {
             backend: other.backend.clone(),
             files: Vec::new(),
-            entries: Vec::new(),
+            index: Index::default(),
             key_inputs: Vec::new(),
-            by_key: FxHashMap::default(),
-            latest: FxHashMap::default(),
             objects: HashMap::new(),
             blob_refs: HashSet::new(),
             next_seq: other.next_seq,
@@ -984,6 +954,11 @@ fn string_columns<'b>(
                 .ok_or_else(|| damaged(path, &format!("no text column `{c}`")))
         })
         .collect()
+}
+
+/// The number of the next nodes file: an entry holds it in 4 bytes.
+fn file_number(files: usize) -> u32 {
+    u32::try_from(files).unwrap_or(u32::MAX)
 }
 
 fn damaged(path: &Path, detail: &str) -> CacheError {

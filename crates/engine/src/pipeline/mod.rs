@@ -20,6 +20,7 @@
 pub mod apply;
 pub mod backend;
 pub mod cache;
+pub mod cache_index;
 pub mod certify;
 pub mod claims;
 pub mod committer;
