@@ -317,7 +317,7 @@ pub fn exec(cli: &Cli, args: &ApplyArgs) -> Result<()> {
             }
         }
     });
-    let summary = rt.block_on(apply::run(&study, &mut cache, &plan, &providers, &options))?;
+    let summary = rt.block_on(apply::run(&study, &mut cache, plan, &providers, &options))?;
     for failed in &summary.failures {
         tell!("failed: {}: {}", failed.node, failed.message);
     }

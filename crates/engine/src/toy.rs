@@ -134,7 +134,7 @@ kind = "toy"
             .block_on(apply::run(
                 &study,
                 &mut cache,
-                &plan,
+                plan,
                 &providers,
                 &apply::Options::default(),
             ))

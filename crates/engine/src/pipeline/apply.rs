@@ -387,10 +387,13 @@ struct Applying<'a> {
 
 /// Runs the plan's nodes. `plan` must come from `study.plan(cache)` under the outputs
 /// lock.
+///
+/// Takes the plan: its list of nodes (one per node of the DAG) is dropped once the
+/// nodes to run are known, not held to the end.
 pub async fn run(
     study: &Study,
     cache: &mut Cache,
-    plan: &Plan,
+    mut plan: Plan,
     providers: &[Arc<dyn Provider>],
     options: &Options,
 ) -> Result<Summary, PipelineError> {
@@ -412,7 +415,7 @@ pub async fn run(
         .collect();
     let mut apply = Applying {
         study,
-        runs: scheduler::selected(dag, plan, options.filter.as_ref()),
+        runs: scheduler::selected(dag, &plan, options.filter.as_ref()),
         failed: HashMap::new(),
         summary: Summary {
             cached: plan.count(super::Action::Cached),
@@ -423,11 +426,13 @@ pub async fn run(
         episode_counts: Counts::default(),
         verdicts: Verdicts::default(),
     };
+    let estimate = std::mem::take(&mut plan.estimate);
+    drop(plan);
     cache.reserve(apply.runs.len());
     let variants = apply.compile(cache)?;
     let mut graded = Graded::default();
     let interrupted = apply
-        .episodes(cache, plan, providers, options, &variants, &mut graded)
+        .episodes(cache, &estimate, providers, options, &variants, &mut graded)
         .await?;
     if interrupted {
         apply.reporter.event(&Event::Finished);
@@ -576,7 +581,7 @@ impl Applying<'_> {
     async fn episodes(
         &mut self,
         cache: &mut Cache,
-        plan: &Plan,
+        estimate: &Estimate,
         providers: &[Arc<dyn Provider>],
         options: &Options,
         variants: &HashMap<NodeIndex, Arc<Variant>>,
@@ -614,7 +619,7 @@ impl Applying<'_> {
         let providers: Vec<Arc<dyn Provider>> = if live {
             self.reporter.event(&Event::StageStarted {
                 stage: Stage::Requests,
-                nodes: plan.estimate.requests,
+                nodes: estimate.requests,
             });
             providers
                 .iter()
