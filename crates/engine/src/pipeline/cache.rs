@@ -331,9 +331,13 @@ impl Cache {
         self.key_inputs.push(OnceLock::new());
         let mut row = 0u32;
         let file_handle = self.backend.open(path)?;
-        for_each_batch_of(path, file_handle, &["kind", "id", "key"], &mut |batch| {
-            let columns = string_columns(path, batch, &["kind", "id", "key"])?;
-            self.index.reserve(batch.num_rows());
+        let (rows, reader) = batches_of(path, file_handle, &["kind", "id", "key"])?;
+        // Room for the file's rows at once: reserved a batch at a time, the entries
+        // grew by doubling past a file boundary to up to twice the index.
+        self.index.reserve(rows);
+        for batch in reader {
+            let batch = batch.map_err(|e| damaged(path, &e.to_string()))?;
+            let columns = string_columns(path, &batch, &["kind", "id", "key"])?;
             for r in 0..batch.num_rows() {
                 let kind = NodeKind::parse(columns[0].value(r))
                     .ok_or_else(|| damaged(path, "unknown node kind"))?;
@@ -346,8 +350,8 @@ impl Cache {
                 });
                 row += 1;
             }
-            Ok(())
-        })
+        }
+        Ok(())
     }
 
     /// The key input an entry was committed with (`None` when it does not parse as
@@ -1031,8 +1035,29 @@ fn for_each_batch_of<R: parquet::file::reader::ChunkReader + 'static>(
     columns: &[&str],
     each: &mut dyn FnMut(&RecordBatch) -> Result<(), CacheError>,
 ) -> Result<(), CacheError> {
+    let (_, reader) = batches_of(path, file, columns)?;
+    for batch in reader {
+        each(&batch.map_err(|e| damaged(path, &e.to_string()))?)?;
+    }
+    Ok(())
+}
+
+/// The rows of a Parquet file (from its footer) and a reader of `columns` of it,
+/// [`READ_BATCH_ROWS`] rows at a time.
+fn batches_of<R: parquet::file::reader::ChunkReader + 'static>(
+    path: &Path,
+    file: R,
+    columns: &[&str],
+) -> Result<
+    (
+        usize,
+        parquet::arrow::arrow_reader::ParquetRecordBatchReader,
+    ),
+    CacheError,
+> {
     let parquet = |e: parquet::errors::ParquetError| damaged(path, &e.to_string());
     let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(parquet)?;
+    let rows = usize::try_from(builder.metadata().file_metadata().num_rows()).unwrap_or(0);
     let schema = builder.parquet_schema();
     let indices: Vec<usize> = columns
         .iter()
@@ -1048,10 +1073,7 @@ fn for_each_batch_of<R: parquet::file::reader::ChunkReader + 'static>(
         .with_batch_size(READ_BATCH_ROWS)
         .build()
         .map_err(parquet)?;
-    for batch in reader {
-        each(&batch.map_err(|e| damaged(path, &e.to_string()))?)?;
-    }
-    Ok(())
+    Ok((rows, reader))
 }
 
 #[cfg(test)]

@@ -79,9 +79,10 @@ impl Index {
         }
     }
 
-    /// Room for `more` entries.
+    /// Room for `more` entries, exactly (each caller knows how many it adds: a file's
+    /// rows, an apply's nodes).
     pub fn reserve(&mut self, more: usize) {
-        self.entries.reserve(more);
+        self.entries.reserve_exact(more);
         let entries = &self.entries;
         self.by_key
             .reserve(more, |&i| hash(&entries[i as usize].key));
