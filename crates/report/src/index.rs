@@ -211,7 +211,7 @@ pub fn render(study: &str, rows: &[EpisodeRow], paged: &HashSet<&str>) -> String
         }
         let page = tbb_tables::paths::episode_page(&r.transcript_ref);
         let key = escape(page.trim_end_matches(".html"));
-        let key_cell = if paged.contains(r.transcript_ref.as_str()) {
+        let key_cell = if paged.contains(&*r.transcript_ref) {
             format!(
                 "<a class=\"published\" href=\"{PUBLISHED_PAGES}/{}\"><code>{key}</code></a>",
                 escape(&page)

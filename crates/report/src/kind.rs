@@ -54,10 +54,13 @@ impl Typed for Report {
         let rendered = crate::render_linked(input.study, input.tables, input.skipped, &links)?;
         // The linked failures' pages, then their matched episodes' (the same unit with
         // one pressure changed), which each failure's page links to.
-        let mut episodes: Vec<String> = chosen.iter().map(|r| r.transcript_ref.clone()).collect();
+        let mut episodes: Vec<String> = chosen
+            .iter()
+            .map(|r| r.transcript_ref.to_string())
+            .collect();
         for r in matched_of(input.episodes, &chosen) {
-            if !episodes.contains(&r.transcript_ref) {
-                episodes.push(r.transcript_ref.clone());
+            if !episodes.iter().any(|e| **e == *r.transcript_ref) {
+                episodes.push(r.transcript_ref.to_string());
             }
         }
         // `episodes.html` is not among the files: the pipeline renders it when it
@@ -215,7 +218,7 @@ mod tests {
         let chosen = [&rows[0]];
         let keys: Vec<&str> = matched_of(&rows, &chosen)
             .iter()
-            .map(|r| r.transcript_ref.as_str())
+            .map(|r| &*r.transcript_ref)
             .collect();
         assert_eq!(keys, ["v8", "high", "linked"]);
     }

@@ -545,7 +545,7 @@ retry = { max_attempts = 2, base_delay_ms = 1, max_delay_ms = 1, retry_on = ["se
             Some("raw-Stop")
         );
         assert_eq!(rows[0].episode.episode_key, episode.key);
-        assert_eq!(rows[0].episode.transcript_ref, "exec-key");
+        assert_eq!(&*rows[0].episode.transcript_ref, "exec-key");
         assert_eq!(rows[0].episode.lane, tbb_harness::Menu::Routed);
         assert_eq!(rows[0].episode.v, 8);
     }

@@ -328,10 +328,12 @@ episode_row! {
         /// them on.
         episode_key: String,
         /// The key of the execute node that ran the episode, which addresses its stored
-        /// transcript (`tbb show` takes it); `requests` has the same column.
-        transcript_ref: String,
+        /// transcript (`tbb show` takes it); `requests` has the same column. Shared with
+        /// the DAG's node, not copied.
+        transcript_ref: Arc<str>,
         /// The key of the grade node that graded it (`certificates` has the same column).
-        node_key: String,
+        /// Shared with the DAG's node, not copied.
+        node_key: Arc<str>,
     }
 }
 
@@ -356,8 +358,8 @@ impl EpisodeRow {
         episode: &Episode,
         study: &str,
         spec: &EpisodeSpec<'_>,
-        transcript_ref: &str,
-        node_key: &str,
+        transcript_ref: impl Into<Arc<str>>,
+        node_key: impl Into<Arc<str>>,
     ) -> EpisodeRow {
         let v = spec.variant;
         let verdict = &episode.verdict;
@@ -652,7 +654,7 @@ request_row! {
         /// The episode's content key ([`EpisodeRow::episode_key`]).
         episode_key: String,
         /// The key of the episode's execute node ([`EpisodeRow::transcript_ref`]).
-        transcript_ref: String,
+        transcript_ref: Arc<str>,
         /// Configuration name.
         configuration: Name,
         /// Design block.

@@ -1042,6 +1042,10 @@ impl Applying<'_> {
                     row.study = Name::new(&study.manifest.study);
                     if let Work::Grade { execute, .. } = dag.graph[g].work {
                         place_in_design(&mut row, &study.manifest, &dag.graph[execute].work);
+                        // A stored row read its keys as its own copies: the DAG's
+                        // equal ones are shared instead.
+                        share(&mut row.transcript_ref, &dag.graph[execute].key);
+                        share(&mut row.node_key, &dag.graph[g].key);
                     }
                     all_rows.push(row);
                 }
@@ -1235,6 +1239,13 @@ pub fn place_in_design(row: &mut EpisodeRow, manifest: &crate::manifest::Manifes
 }
 
 /// Whether the cache holds episode `execute` committed: its execute and grade nodes.
+/// `held` becomes `shared` when they are equal.
+fn share(held: &mut Arc<str>, shared: &Arc<str>) {
+    if *held == *shared {
+        *held = shared.clone();
+    }
+}
+
 fn is_committed(dag: &Dag, cache: &Cache, execute: NodeIndex) -> bool {
     cache.get(&dag.graph[execute].key).is_some()
         && dag
@@ -1332,8 +1343,8 @@ fn finish(
     episode: Episode,
     spec: &EpisodeSpec<'_>,
     study: &str,
-    execute_key: &str,
-    grade_key: &str,
+    execute_key: &Arc<str>,
+    grade_key: &Arc<str>,
 ) -> Result<Ran, NodeFailure> {
     let trace = &episode.trace;
     if cfg!(debug_assertions) {
@@ -1351,7 +1362,13 @@ fn finish(
             ));
         }
     }
-    let row = EpisodeRow::of_episode(&episode, study, spec, execute_key, grade_key);
+    let row = EpisodeRow::of_episode(
+        &episode,
+        study,
+        spec,
+        execute_key.clone(),
+        grade_key.clone(),
+    );
     let read = requests::read(&episode.transcript, trace, &episode.blobs)
         .map_err(|e| NodeFailure::internal(e.to_string()))?;
     // Stored once, so that no later apply reads this transcript again for them.
@@ -1380,7 +1397,7 @@ fn regrade(
     payload: Option<&String>,
     blobs: &BlobStore,
     variant: &Arc<Variant>,
-    grade_key: &str,
+    grade_key: &Arc<str>,
 ) -> Result<EpisodeRow, NodeFailure> {
     let spec = ExecuteSpec::of(&study.manifest, &execute.work)
         .ok_or_else(|| NodeFailure::internal("not an execute node of this manifest"))?;
@@ -1412,8 +1429,8 @@ fn regrade(
         &episode,
         &study.manifest.study,
         &spec,
-        &execute.key,
-        grade_key,
+        execute.key.clone(),
+        grade_key.clone(),
     );
     // The episode holds no blobs (the cache's are shared by every regrade, not copied
     // into each): its schemas are counted against the cache's, as the live episode

@@ -619,8 +619,8 @@ fn certify_one(
         &episode,
         &study.manifest.study,
         &spec,
-        &execute.key,
-        &grade.key,
+        execute.key.clone(),
+        grade.key.clone(),
     );
     let mut stored = stored;
     for row in [&mut replayed, &mut stored] {

@@ -137,7 +137,7 @@ impl Spill {
         if let Some((&(execute, _), _)) = grades
             .iter()
             .zip(rows)
-            .find(|(&(execute, _), row)| row.transcript_ref != *dag.graph[execute].key)
+            .find(|(&(execute, _), row)| *row.transcript_ref != *dag.graph[execute].key)
         {
             return Err(NodeFailure::internal(format!(
                 "the episode row of {} names another transcript",
