@@ -192,8 +192,8 @@ fn panel() -> Vec<EpisodeRow> {
                         StopReason::Answer
                     },
                     episode_key: String::new(),
-                    transcript_ref: String::new().into(),
-                    node_key: String::new().into(),
+                    transcript_ref: "".into(),
+                    node_key: "".into(),
                     attempt: 1,
                 });
             }

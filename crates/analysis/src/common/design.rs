@@ -725,8 +725,8 @@ pub mod testing {
             sent_parallel_tool_calls: Some(false),
             stop_reason: StopReason::Answer,
             episode_key: String::new(),
-            transcript_ref: String::new().into(),
-            node_key: String::new().into(),
+            transcript_ref: "".into(),
+            node_key: "".into(),
             attempt: 1,
         }
     }
