@@ -48,6 +48,41 @@ fn hash(text: &str) -> u64 {
     FxBuildHasher.hash_one(text)
 }
 
+/// An entry's key: what `by_key` is hashed on.
+fn key_of(entry: &Entry) -> &str {
+    &entry.key
+}
+
+/// An entry's identity: what `latest` is hashed on.
+fn id_of(entry: &Entry) -> &str {
+    &entry.id
+}
+
+/// Points `table`'s slot for the text of entry `number` (its key or its identity, as
+/// `text` reads it) at that entry, adding the slot if the text is new.
+fn point(table: &mut HashTable<u32>, entries: &[Entry], number: u32, text: fn(&Entry) -> &str) {
+    let at = |i: &u32| text(&entries[*i as usize]);
+    let own = text(&entries[number as usize]);
+    match table.find_mut(hash(own), |i| at(i) == own) {
+        Some(slot) => *slot = number,
+        None => {
+            table.insert_unique(hash(own), number, |i| hash(at(i)));
+        }
+    }
+}
+
+/// The entry whose text (as `text` reads it) is `probe`.
+fn find<'a>(
+    table: &HashTable<u32>,
+    entries: &'a [Entry],
+    text: fn(&Entry) -> &str,
+    probe: &str,
+) -> Option<&'a Entry> {
+    table
+        .find(hash(probe), |&i| text(&entries[i as usize]) == probe)
+        .map(|&i| &entries[i as usize])
+}
+
 impl Index {
     /// Adds an entry: the one of its key, and the latest of its identity.
     ///
@@ -58,25 +93,9 @@ impl Index {
         let Ok(number) = u32::try_from(self.entries.len()) else {
             unreachable!("more than 4 billion cache entries")
         };
-        let (key_hash, id_hash) = (hash(&entry.key), hash(&entry.id));
         self.entries.push(entry);
-        let entries = &self.entries;
-        let same_key = |&i: &u32| entries[i as usize].key == entries[number as usize].key;
-        match self.by_key.find_mut(key_hash, same_key) {
-            Some(slot) => *slot = number,
-            None => {
-                self.by_key
-                    .insert_unique(key_hash, number, |&i| hash(&entries[i as usize].key));
-            }
-        }
-        let same_id = |&i: &u32| entries[i as usize].id == entries[number as usize].id;
-        match self.latest.find_mut(id_hash, same_id) {
-            Some(slot) => *slot = number,
-            None => {
-                self.latest
-                    .insert_unique(id_hash, number, |&i| hash(&entries[i as usize].id));
-            }
-        }
+        point(&mut self.by_key, &self.entries, number, key_of);
+        point(&mut self.latest, &self.entries, number, id_of);
     }
 
     /// Room for `more` entries, exactly (each caller knows how many it adds: a file's
@@ -85,23 +104,19 @@ impl Index {
         self.entries.reserve_exact(more);
         let entries = &self.entries;
         self.by_key
-            .reserve(more, |&i| hash(&entries[i as usize].key));
+            .reserve(more, |&i| hash(key_of(&entries[i as usize])));
         self.latest
-            .reserve(more, |&i| hash(&entries[i as usize].id));
+            .reserve(more, |&i| hash(id_of(&entries[i as usize])));
     }
 
     /// The entry of `key`.
     pub fn get(&self, key: &str) -> Option<&Entry> {
-        self.by_key
-            .find(hash(key), |&i| &*self.entries[i as usize].key == key)
-            .map(|&i| &self.entries[i as usize])
+        find(&self.by_key, &self.entries, key_of, key)
     }
 
     /// The latest entry of identity `id`.
     pub fn latest(&self, id: &str) -> Option<&Entry> {
-        self.latest
-            .find(hash(id), |&i| &*self.entries[i as usize].id == id)
-            .map(|&i| &self.entries[i as usize])
+        find(&self.latest, &self.entries, id_of, id)
     }
 
     /// The latest entry of every identity, in commit order.
