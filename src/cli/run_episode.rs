@@ -54,6 +54,11 @@ pub struct RunEpisodeArgs {
     /// Repeat index, from 0.
     #[arg(long, default_value_t = 0, value_parser = |s: &str| limits::REPEAT_INDEX.parse::<u32>(s))]
     repeat: u32,
+    /// The study the episode belongs to (its manifest's `[study] name`): part of the
+    /// episode's key and seed, so this reruns that study's episode. Without it, the
+    /// episode belongs to no study.
+    #[arg(long)]
+    study: Option<String>,
     /// Also write the trace (gradable with `tbb grade`) to this file.
     #[arg(long)]
     trace_out: Option<PathBuf>,
@@ -126,6 +131,7 @@ pub fn exec(cli: &Cli, args: &RunEpisodeArgs) -> Result<()> {
         },
         completion_cap: args.cap,
         repeat: args.repeat,
+        study: args.study.as_deref(),
         ..EpisodeSpec::frozen(&variant, config)
     };
     let rt = runtime()?;

@@ -331,9 +331,10 @@ fn reproduce_passes_on_a_fresh_apply_and_fails_on_exactly_the_table_edited_by_ha
     let stdout = text(&out.stdout);
     assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
     assert!(
-        // 16 tables, report.md and .html, 7 figures, episodes.html and 15 episode
-        // pages (6 failures linked and 9 matched episodes of theirs).
-        stdout.contains("40 files checked (40 byte-identical), 40 passed, 0 failed"),
+        // 16 tables, report.md and .html, 9 figures, episodes.html and 18 episode
+        // pages (the failures the report links and their matched episodes: 8 failing,
+        // 10 passing).
+        stdout.contains("46 files checked (46 byte-identical), 46 passed, 0 failed"),
         "{stdout}"
     );
 
@@ -379,10 +380,10 @@ fn reproduce_passes_on_a_fresh_apply_and_fails_on_exactly_the_table_edited_by_ha
     );
     assert_eq!(stdout.matches("FAILED").count(), 2, "{stdout}");
     assert!(
-        stdout.contains("40 files checked (38 byte-identical), 38 passed, 2 failed"),
+        stdout.contains("46 files checked (44 byte-identical), 44 passed, 2 failed"),
         "{stdout}"
     );
-    assert!(flat(&out.stderr).contains("2 of 40 published files do not reproduce"));
+    assert!(flat(&out.stderr).contains("2 of 46 published files do not reproduce"));
 }
 
 #[test]
@@ -394,5 +395,70 @@ fn reproduce_refuses_a_study_never_applied() {
     assert!(
         stderr.contains("study `smoke` has not been applied"),
         "{stderr}"
+    );
+}
+
+/// Each study draws its own episodes: `tbb run-episode --study smoke` reruns the smoke
+/// study's episode (its key, so its seed), while the same episode outside any study, or
+/// in another, is another draw.
+#[test]
+fn run_episode_with_its_study_reruns_that_studys_episode() {
+    let s = Scratch::applied();
+    let batch = read(&s.outputs().join("smoke/episodes.parquet"));
+    let text_column = |name: &str| {
+        batch
+            .column_by_name(name)
+            .and_then(|c| c.as_any().downcast_ref::<arrow_array::StringArray>())
+            .unwrap_or_else(|| panic!("episodes.parquet has a text column {name}"))
+            .clone()
+    };
+    let v = batch
+        .column_by_name("v")
+        .and_then(|c| c.as_any().downcast_ref::<arrow_array::UInt32Array>())
+        .unwrap_or_else(|| panic!("episodes.parquet has v"))
+        .clone();
+    let (config, family, w, d, lane, key) = (
+        text_column("configuration"),
+        text_column("family"),
+        text_column("w"),
+        text_column("d"),
+        text_column("lane"),
+        text_column("episode_key"),
+    );
+    let row = (0..batch.num_rows())
+        .find(|&i| {
+            config.value(i) == "sim-dunlin-max"
+                && family.value(i) == "overdue-escalation-harbor"
+                && v.value(i) == 8
+                && w.value(i) == "low"
+                && d.value(i) == "raw"
+                && lane.value(i) == "routed"
+        })
+        .unwrap_or_else(|| panic!("the smoke study has the episode"));
+    let published = key.value(row).to_string();
+    let rerun = |extra: &[&str]| -> String {
+        let mut args = vec![
+            "run-episode",
+            "--config",
+            "sim-dunlin-max",
+            "--family",
+            "overdue-escalation-harbor",
+            "--lane",
+            "routed",
+            "--json",
+        ];
+        args.extend_from_slice(extra);
+        let out = s.tbb(&args);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let json: serde_json::Value =
+            serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}"));
+        json["episode_key"].as_str().unwrap_or_default().to_string()
+    };
+    assert_eq!(rerun(&["--study", "smoke"]), published);
+    assert_ne!(rerun(&[]), published, "outside any study: another draw");
+    assert_ne!(
+        rerun(&["--study", "capacity"]),
+        published,
+        "in another study: another draw"
     );
 }

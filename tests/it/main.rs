@@ -42,6 +42,7 @@ mod requests;
 mod shard;
 mod show;
 mod sim;
+mod sim_mechanisms;
 mod standalone;
 mod upstream;
 mod wall;

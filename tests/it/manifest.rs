@@ -1168,7 +1168,7 @@ fn mutation() -> impl proptest::strategy::Strategy<Value = Mutation> {
     let probability = proptest::sample::select(vec![
         "stall",
         "handoff_reliability",
-        "misread_raw",
+        "misread",
         "type_check",
     ]);
     let amount = proptest::sample::select(vec![

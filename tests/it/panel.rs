@@ -1,7 +1,7 @@
 //! The built-in simulated panel through the real harness: every episode is reproducible,
 //! and the calibrations (the cap sweep and crossover; routing difficulty and the router)
 //! come out of the agents' mechanisms. That the whole panel's outcomes are varied is
-//! `sim::the_panel_through_the_harness_gives_varied_outcomes`.
+//! `sim::calibration_the_panel_through_the_harness_gives_varied_outcomes`.
 
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -33,7 +33,7 @@ name = "showcase"
 catalogue = "configurations.toml"
 
 [families]
-names = ["overdue-escalation-harbor", "retention-purge-aurora"]
+names = ["overdue-escalation-harbor", "retention-purge-aurora", "vendor-bank-change-juniper"]
 
 [[cells.list]]
 v = 8

@@ -467,28 +467,27 @@ fn harbor(cell: Cell) -> Variant {
     variant(f, &cell)
 }
 
-/// The prompts' cues as the simulated agent reads them, file by file. The repairs
-/// study's effects rest on them, and the agent matches phrases (the calibration dial
-/// `sim/mechanisms.rs` documents), so a reworded prompt could silently lose its effect:
-/// this fails first. A new file in `prompts/` fails until it is listed here.
+/// What each prompt asks, as the simulated agent understands it, file by file. The
+/// repairs study's effects rest on it, so a rewritten prompt that no longer asks what
+/// it did fails here first. A new file in `prompts/` fails until it is listed here.
 #[test]
-fn every_prompt_gives_the_simulated_agent_the_cues_it_is_written_for() {
-    use tbb_agent::sim::mechanisms::PromptCues;
-    let expected: BTreeMap<&str, PromptCues> = [
-        ("base.txt", PromptCues::default()),
-        ("nudge.txt", PromptCues::default()),
+fn every_prompt_asks_the_simulated_agent_what_it_is_written_to_ask() {
+    use tbb_agent::sim::instructions::{Explained, Instructions};
+    let expected: BTreeMap<&str, Instructions> = [
+        ("base.txt", Instructions::default()),
+        ("nudge.txt", Instructions::default()),
         (
             "workflow.txt",
-            PromptCues {
-                verify_each_call: true,
-                interface_guide: false,
+            Instructions {
+                checks_per_call: 4,
+                explained: Explained::default(),
             },
         ),
         (
             "interface_guide.txt",
-            PromptCues {
-                verify_each_call: false,
-                interface_guide: true,
+            Instructions {
+                checks_per_call: 0,
+                explained: Explained::ALL,
             },
         ),
     ]
@@ -502,9 +501,43 @@ fn every_prompt_gives_the_simulated_agent_the_cues_it_is_written_for() {
         .collect();
     files.sort();
     let listed: Vec<&str> = expected.keys().copied().collect();
-    assert_eq!(files, listed, "list each prompt's cues here");
-    for (file, cues) in &expected {
-        assert_eq!(PromptCues::read(&prompt(file)), *cues, "prompts/{file}");
+    assert_eq!(files, listed, "list what each prompt asks here");
+    for (file, asked) in &expected {
+        assert_eq!(Instructions::read(&prompt(file)), *asked, "prompts/{file}");
+    }
+}
+
+/// Rewordings of the workflow prompt's instruction that mean the same ask the same,
+/// and the same words without the instruction's meaning ask nothing.
+#[test]
+fn a_reworded_instruction_asks_the_same() {
+    use tbb_agent::sim::instructions::Instructions;
+    let workflow = prompt("workflow.txt");
+    let original = "Before each tool request, check privately";
+    assert!(
+        workflow.contains(original),
+        "prompts/workflow.txt changed its wording"
+    );
+    let asked = Instructions::read(&workflow);
+    for reworded in [
+        "Prior to calling any tool, check privately",
+        "Before every tool call, verify privately",
+        "Ahead of each function call, confirm privately",
+        "Each time before you use a tool, make sure privately of",
+    ] {
+        let text = workflow.replacen(original, reworded, 1);
+        assert_eq!(Instructions::read(&text), asked, "{reworded}");
+    }
+    for meaningless in [
+        "After each tool request, check privately",
+        "Before each answer, check privately",
+    ] {
+        let text = workflow.replacen(original, meaningless, 1);
+        assert_eq!(
+            Instructions::read(&text).checks_per_call,
+            0,
+            "{meaningless}"
+        );
     }
 }
 
@@ -627,10 +660,11 @@ fn each_mechanism_alone_produces_its_failure() {
     assert_eq!(e.ending, Ending::Other(StopReason::Infeasible), "{e:?}");
     assert!(e.calls > 2, "{e:?}");
 
-    // Compact rows read a column off, unnoticed: wrong facts.
+    // Compact rows, whose values stand columns away from their names, read a column
+    // off, unnoticed: wrong facts.
     let compact = harbor(Cell::new(8, Workflow::Low, Encoding::Compact));
     let misread = Params {
-        misread_compact: 1.0,
+        misread_per_position: 1.0,
         type_check: 0.0,
         ..Params::default()
     };
@@ -639,11 +673,12 @@ fn each_mechanism_alone_produces_its_failure() {
         matches!(e.ending, Ending::Answer(_)) && !solved(&compact, &e),
         "{e:?}"
     );
-    // The same agent reads raw records correctly: the misread is the layout's.
+    // The same agent reads raw records correctly: there, every value stands beside its
+    // name.
     assert!(solved(&low, &run(&with(misread), &low, &s)));
     // Noticed (the value has the wrong type): the record is read again, call after call.
     let noticed = Params {
-        misread_compact: 1.0,
+        misread_per_position: 1.0,
         type_check: 1.0,
         ..Params::default()
     };
@@ -693,18 +728,19 @@ fn first_request(v: &Variant, system: &str, cap: u32) -> ChatRequest {
 }
 
 /// The agent is stateless: each request re-reads the whole conversation. How it
-/// perceived a record (misreads included) is seeded by the observation, so appending
-/// messages never changes what it took from earlier records.
+/// perceived a record (misreads included) is seeded by the result's place in the
+/// conversation, so appending messages never changes what it took from earlier records.
 #[test]
 fn perception_is_stable_as_the_conversation_grows() {
     use tbb::provider::tokens;
     use tbb_agent::sim::agent::{read_conversation, State};
-    use tbb_agent::sim::mechanisms::PromptCues;
+    use tbb_agent::sim::draws::Salts;
+    use tbb_agent::sim::instructions::Instructions;
     use tbb_agent::sim::menu::Menu;
     let base = prompt("base.txt");
     let v = harbor(Cell::new(8, Workflow::High, Encoding::Raw));
     let params = Params {
-        misread_raw: 0.5,
+        misread: 0.5,
         type_check: 0.0,
         ..Params::default()
     };
@@ -738,14 +774,15 @@ fn perception_is_stable_as_the_conversation_grows() {
                 Message::Assistant { .. } => 10,
             })
             .collect();
-        let conv = read_conversation(&request, &counts, menu.tokens(), &[7; 32]);
+        let salts = Salts::of(&[7; 32], &request, params.run_variance);
+        let conv = read_conversation(&request, &counts, menu.tokens(), &salts);
         let st = State::build(
             &req,
             &conv,
             &menu,
             &params,
-            PromptCues::read(&base),
-            [7; 32],
+            Instructions::read(&base),
+            salts,
         );
         history.push(
             st.facts
@@ -806,7 +843,7 @@ fn the_cap_cuts_reasoning_notes_and_calls() {
 /// the 1,024 cap, almost always before the first call, and hardly at all under 16,384;
 /// the never-truncating ones never do.
 #[test]
-fn truncation_grows_with_the_menu_and_vanishes_at_a_sixteenfold_cap() {
+fn calibration_truncation_grows_with_the_menu_and_vanishes_at_a_sixteenfold_cap() {
     let (base, nudge) = (prompt("base.txt"), prompt("nudge.txt"));
     let fams: Vec<&Family> = families().split(Split::Core).collect();
     let cells = |v| {
@@ -880,8 +917,182 @@ fn truncation_grows_with_the_menu_and_vanishes_at_a_sixteenfold_cap() {
     );
 }
 
-/// The catalogue: 21 simulated configurations from 7 organizations, each with its own
-/// parameters, all buildable.
+/// A panel configuration's parameters, as its catalogue entry gives them.
+fn panel_params(name: &str) -> Params {
+    let c = catalogue()
+        .get(name)
+        .unwrap_or_else(|| panic!("{name} is not in the catalogue"));
+    let agent = tbb::provider::sim_agent(c).unwrap_or_else(|e| panic!("{e}"));
+    agent.params().clone()
+}
+
+/// Calibration (the paper's sentinel repeats disagree 12.1 %, the sweep's 17.5 %): repeats
+/// of one task mostly agree, because a run's sampling redraws only `run_variance` of the
+/// agent's choices. Redrawing every choice makes them disagree more; redrawing none
+/// makes them identical.
+#[test]
+fn calibration_repeats_of_a_task_mostly_agree() {
+    let (base, nudge) = (prompt("base.txt"), prompt("nudge.txt"));
+    let fams: Vec<&Family> = families().split(Split::Core).collect();
+    let cell = Cell::new(128, Workflow::High, Encoding::Raw);
+    let disagreement = |run_variance: Option<f64>| {
+        let (mut groups, mut disagree) = (0usize, 0usize);
+        for name in [
+            "sim-aurora-flash",
+            "sim-cirrus-pro",
+            "sim-fjord-pro",
+            "sim-gale-swift",
+        ] {
+            let mut params = panel_params(name);
+            if let Some(share) = run_variance {
+                params.run_variance = share;
+            }
+            let agent = SimAgent::with_params(name, params);
+            for f in &fams {
+                let v = variant(f, &cell);
+                let outcomes: Vec<bool> = (0..3)
+                    .map(|repeat| {
+                        let s = Setup {
+                            seed: repeat,
+                            ..setup(&base, &nudge)
+                        };
+                        run(&agent, &v, &s).vts
+                    })
+                    .collect();
+                groups += 1;
+                disagree += usize::from(outcomes.iter().any(|&o| o != outcomes[0]));
+            }
+        }
+        100.0 * disagree as f64 / groups as f64
+    };
+    let panel = disagreement(None);
+    let every_choice = disagreement(Some(1.0));
+    println!("repeats disagree: panel {panel:.1}%, every choice redrawn {every_choice:.1}%");
+    assert!((5.0..=30.0).contains(&panel), "{panel}%");
+    assert!(every_choice > panel, "{every_choice}% against {panel}%");
+    assert_eq!(
+        disagreement(Some(0.0)),
+        0.0,
+        "no choice redrawn: repeats agree"
+    );
+}
+
+/// Calibration (the paper's compact − raw, −3.7 pp; typed and linked nothing
+/// detectable): the encoding effect of a configuration comes from where its values
+/// stand. `sim-ember-pro` misreads with the positions between a value and its name, so
+/// it loses on compact rows; the same agent with that sensitivity (and its sensitivity
+/// to long observations) at zero reads compact and raw records alike, episode for
+/// episode. Its draws are the task's alone here (`run_variance` 0), so the two cells
+/// meet the same random numbers and only the reading differs.
+#[test]
+fn calibration_the_encoding_effect_comes_from_where_values_stand() {
+    let (base, nudge) = (prompt("base.txt"), prompt("nudge.txt"));
+    let fams: Vec<&Family> = families().split(Split::Core).collect();
+    let reader = Params {
+        run_variance: 0.0,
+        ..panel_params("sim-ember-pro")
+    };
+    let twin = Params {
+        misread_per_position: 0.0,
+        misread_per_ktok_view: 0.0,
+        ..reader.clone()
+    };
+    assert!(reader.misread_per_position > 0.0);
+    let outcomes = |params: &Params, encoding| -> Vec<bool> {
+        let agent = SimAgent::with_params("sim-ember-pro", params.clone());
+        let mut out = Vec::new();
+        for f in &fams {
+            let v = variant(f, &Cell::new(8, Workflow::Low, encoding));
+            for repeat in 0..2 {
+                let s = Setup {
+                    seed: repeat,
+                    ..setup(&base, &nudge)
+                };
+                out.push(run(&agent, &v, &s).vts);
+            }
+        }
+        out
+    };
+    let rate = |o: &[bool]| 100.0 * o.iter().filter(|&&x| x).count() as f64 / o.len() as f64;
+    let (raw, compact) = (
+        outcomes(&reader, Encoding::Raw),
+        outcomes(&reader, Encoding::Compact),
+    );
+    let loss = rate(&raw) - rate(&compact);
+    println!("sim-ember-pro: compact − raw {:.1} pp", -loss);
+    assert!(loss >= 2.0, "compact rows cost {loss} pp");
+    assert_eq!(
+        outcomes(&twin, Encoding::Raw),
+        outcomes(&twin, Encoding::Compact),
+        "without its reading sensitivities the agent reads both layouts alike"
+    );
+}
+
+/// Calibration (the paper's workflow prompt: an instruction, not a phrase): a rewording
+/// of the workflow prompt's instruction with the same meaning gives the same episodes,
+/// while the base prompt, which asks no check, gives others. `sim-fjord-pro` reasons
+/// longer for each check it is asked (truncation at V = 128) and follows hand-offs
+/// more carefully; its draws are the task's alone here, so only what the prompt asks
+/// can differ.
+#[test]
+fn calibration_a_reworded_prompt_gives_the_same_episodes() {
+    let (workflow, base, nudge) = (
+        prompt("workflow.txt"),
+        prompt("base.txt"),
+        prompt("nudge.txt"),
+    );
+    let original = "Before each tool request, check privately";
+    assert!(
+        workflow.contains(original),
+        "prompts/workflow.txt changed its wording"
+    );
+    let reworded = workflow.replacen(original, "Prior to calling any tool, check privately", 1);
+    let agent = SimAgent::with_params(
+        "sim-fjord-pro",
+        Params {
+            run_variance: 0.0,
+            ..panel_params("sim-fjord-pro")
+        },
+    );
+    let fams: Vec<&Family> = families().split(Split::Core).collect();
+    let outcomes = |system: &str| -> Vec<(bool, u32)> {
+        let mut out = Vec::new();
+        for f in &fams {
+            for w in [Workflow::Low, Workflow::High] {
+                let v = variant(f, &Cell::new(128, w, Encoding::Raw));
+                let s = Setup {
+                    routed: false,
+                    ..setup(system, &nudge)
+                };
+                let e = run(&agent, &v, &s);
+                out.push((e.vts, e.calls));
+            }
+        }
+        out
+    };
+    let asked = outcomes(&workflow);
+    assert_eq!(
+        outcomes(&reworded),
+        asked,
+        "a rewording changed the episodes"
+    );
+    let vts = |o: &[(bool, u32)]| o.iter().filter(|x| x.0).count();
+    let unasked = outcomes(&base);
+    println!(
+        "sim-fjord-pro at V = 128: {} of {} with the workflow prompt, {} with the base prompt",
+        vts(&asked),
+        asked.len(),
+        vts(&unasked)
+    );
+    assert!(
+        vts(&unasked) >= vts(&asked) + asked.len() / 5,
+        "the workflow prompt's checks should cost it at V = 128"
+    );
+}
+
+/// The catalogue: 21 simulated configurations from 7 organizations of unequal size (so
+/// weighting each organization equally is a real sensitivity analysis), each with its
+/// own parameters, all buildable.
 #[test]
 fn the_catalogue_holds_the_simulated_panel() {
     let sims: Vec<_> = catalogue()
@@ -893,11 +1104,18 @@ fn the_catalogue_holds_the_simulated_panel() {
     let orgs: std::collections::BTreeSet<&str> =
         sims.iter().map(|c| c.organization.as_str()).collect();
     assert_eq!(orgs.len(), 7);
-    for o in &orgs {
-        assert_eq!(
-            sims.iter().filter(|c| c.organization == *o).count(),
-            3,
-            "{o}"
+    let sizes: std::collections::BTreeSet<usize> = orgs
+        .iter()
+        .map(|o| sims.iter().filter(|c| c.organization == *o).count())
+        .collect();
+    assert!(sizes.len() >= 3, "organization sizes {sizes:?}");
+    for c in &sims {
+        let org = c.organization.to_lowercase();
+        assert!(
+            c.name.starts_with(&format!("sim-{org}-")),
+            "{} of {}",
+            c.name,
+            org
         );
     }
     let mut seen = Vec::new();
@@ -1062,7 +1280,7 @@ mod panel {
 /// outcomes are varied — successes, truncations (far more at 128 schemas), wrong
 /// conclusions, call- and turn-limit endings, infeasibility stops, contract breaks.
 #[test]
-fn the_panel_through_the_harness_gives_varied_outcomes() {
+fn calibration_the_panel_through_the_harness_gives_varied_outcomes() {
     use panel::*;
     use tbb::grade::TerminalFlag;
     use tbb::harness::PromptVariant;

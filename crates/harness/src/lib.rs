@@ -98,6 +98,10 @@ pub struct EpisodeSpec<'a> {
     pub episode_budget: u64,
     /// Repeat index (a different seed per repeat).
     pub repeat: u32,
+    /// The study the episode belongs to: part of its key, so each study draws its own
+    /// episodes as a real provider would, and a rerun of one study meets its own
+    /// again. `None` for an episode outside any study.
+    pub study: Option<&'a str>,
 }
 
 impl<'a> EpisodeSpec<'a> {
@@ -111,6 +115,7 @@ impl<'a> EpisodeSpec<'a> {
             completion_cap: COMPLETION_CAP,
             episode_budget: EPISODE_BUDGET,
             repeat: 0,
+            study: None,
         }
     }
 }
@@ -119,7 +124,7 @@ impl<'a> EpisodeSpec<'a> {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Episode {
     /// Content key of the episode (variant, configuration, arm form, cap, budget,
-    /// repeat): also the source of its seed.
+    /// repeat, study): also the source of its seed.
     pub key: String,
     /// The trace the grader read.
     pub trace: Trace,
@@ -186,6 +191,8 @@ pub fn episode_key(spec: &EpisodeSpec<'_>, prompts: &Prompts) -> String {
         nudge: &'a RawValue,
         prompt: &'a RawValue,
         repeat: u32,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        study: Option<&'a str>,
         variant: &'a str,
     }
     let prompt = Arm::system_prompt(&spec.arm, prompts);
@@ -204,6 +211,7 @@ pub fn episode_key(spec: &EpisodeSpec<'_>, prompts: &Prompts) -> String {
         nudge: &parts.nudge,
         prompt: &parts.prompt,
         repeat: spec.repeat,
+        study: spec.study,
         variant: &spec.variant.variant_hash,
     };
     // Serialising plain fields and JSON text cannot fail; one buffer is hashed at once

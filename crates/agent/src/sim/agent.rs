@@ -20,17 +20,18 @@
 //! 6. otherwise → answer with what it has, guessing the rest.
 //!
 //! How the agent *perceived* a record (which values it misread) is drawn from an RNG
-//! seeded by the observation itself, so re-reading the conversation on a later request
+//! seeded by the result's place in the conversation, so re-reading it on a later request
 //! reproduces the same perception. Choices of action are drawn from the request's RNG;
 //! once acted on, they are part of the conversation.
 
 use std::collections::{HashMap, HashSet};
 
-use rand::{RngExt, SeedableRng};
-use rand_chacha::ChaCha8Rng;
+use rand::RngExt;
 use serde_json::{json, Map, Value as Json};
 
-use super::mechanisms::{self, Confusion, PromptCues, ReadInputs};
+use super::draws::{Draws, Salts};
+use super::instructions::Instructions;
+use super::mechanisms::{self, Confusion, ReadInputs};
 use super::menu::{split_name, Menu, ToolOp};
 use super::observe::{self, Handoff, Object, Observation};
 use super::params::Params;
@@ -48,11 +49,13 @@ pub struct Event {
     pub args: Option<Map<String, Json>>,
     /// The result.
     pub observation: Observation,
-    /// Seed of the agent's perception of this result.
-    pub perception_seed: [u8; 32],
+    /// The draws of the agent's perception of this result.
+    pub perception: Draws,
     /// Prompt tokens up to and including this result (schemas of the current menu
     /// included), the context in which the agent read it.
     pub context_tokens: u64,
+    /// Tokens of this result alone: the view the agent read it in.
+    pub view_tokens: u64,
 }
 
 /// The conversation, read.
@@ -69,12 +72,12 @@ pub struct Conversation<'a> {
 }
 
 /// Reads the conversation. `message_tokens[i]` are the tokens of message `i`;
-/// `menu_tokens` those of the visible schemas; `salt` separates configurations.
+/// `menu_tokens` those of the visible schemas; `salts` seed the episode's draws.
 pub fn read_conversation<'a>(
     request: &'a ChatRequest,
     message_tokens: &[u64],
     menu_tokens: u64,
-    salt: &[u8; 32],
+    salts: &Salts,
 ) -> Conversation<'a> {
     let mut system = String::new();
     let mut request_text = None;
@@ -112,20 +115,18 @@ pub fn read_conversation<'a>(
                 let args = serde_json::from_str::<Json>(raw_args)
                     .ok()
                     .and_then(|v| v.as_object().cloned());
-                let mut h = blake3::Hasher::new();
-                h.update(b"tbb sim perceive/1\0");
-                h.update(salt);
-                h.update(&(i as u64).to_le_bytes());
-                h.update(call_id.as_bytes());
-                h.update(b"\0");
-                h.update(content.as_bytes());
+                // Named by the result's place in the conversation, not its text: the
+                // same on every later request, and a few bytes to hash.
+                let perception =
+                    salts.draws(&[b"perceive", &(i as u64).to_le_bytes(), call_id.as_bytes()]);
                 events.push(Event {
                     call_id: call_id.clone(),
                     tool: tool.to_string(),
                     args,
                     observation: observe::read(content),
-                    perception_seed: *h.finalize().as_bytes(),
+                    perception,
                     context_tokens: running,
+                    view_tokens: message_tokens.get(i).copied().unwrap_or(0),
                 });
             }
         }
@@ -176,7 +177,7 @@ struct Doubt {
 #[derive(Debug, Clone)]
 pub struct State<'r> {
     request: &'r Request,
-    cues: PromptCues,
+    asked: Instructions,
     route_connector: Option<String>,
     searches: Vec<(usize, Search)>,
     reads: Vec<Read>,
@@ -192,7 +193,7 @@ pub struct State<'r> {
     writes_ok: Vec<String>,
     write_attempts: HashMap<String, usize>,
     calls_written: usize,
-    salt: [u8; 32],
+    salts: Salts,
 }
 
 /// The agent's next move.
@@ -231,15 +232,15 @@ impl<'r> State<'r> {
         conversation: &Conversation,
         menu: &Menu,
         params: &Params,
-        cues: PromptCues,
-        salt: [u8; 32],
+        asked: Instructions,
+        salts: Salts,
     ) -> State<'r> {
         let route_connector = menu
             .route_search(&request.route)
             .map(|t| t.connector.clone());
         let mut st = State {
             request,
-            cues,
+            asked,
             route_connector,
             searches: Vec::new(),
             reads: Vec::new(),
@@ -252,7 +253,7 @@ impl<'r> State<'r> {
             writes_ok: Vec::new(),
             write_attempts: HashMap::new(),
             calls_written: conversation.calls_written,
-            salt,
+            salts,
         };
         let mut handoffs: HashSet<String> = HashSet::new();
         for (i, ev) in conversation.events.iter().enumerate() {
@@ -344,23 +345,26 @@ impl<'r> State<'r> {
         if requested.is_empty() {
             return;
         }
-        let p = mechanisms::misread_probability(
-            params,
-            ReadInputs {
-                layout,
-                facts_in_record: requested.len(),
-                hops_followed: self.followed.len(),
-                prompt_tokens: ev.context_tokens,
-                cues: self.cues,
-            },
-        );
-        let mut rng = ChaCha8Rng::from_seed(ev.perception_seed);
+        let mut rng = ev.perception.clone();
         let on_route = self.route_connector.as_deref() == Some(connector);
         let current = o.status == "current";
         let rank = 2 * u8::from(on_route) + u8::from(current);
         let mut doubted = Vec::new();
+        let facts_in_record = requested.len();
         for i in requested {
             let (name, value) = &o.fields[i];
+            let p = mechanisms::misread_probability(
+                params,
+                ReadInputs {
+                    layout,
+                    positions: o.positions(i),
+                    view_tokens: ev.view_tokens,
+                    facts_in_record,
+                    hops_followed: self.followed.len(),
+                    prompt_tokens: ev.context_tokens,
+                    asked: self.asked,
+                },
+            );
             let roll: f64 = rng.random();
             let side: bool = rng.random();
             let notice: f64 = rng.random();
@@ -409,7 +413,7 @@ impl<'r> State<'r> {
     }
 
     /// The next move. `schemas` is the number of visible tool schemas.
-    pub fn plan(&self, menu: &Menu, params: &Params, rng: &mut ChaCha8Rng) -> Action {
+    pub fn plan(&self, menu: &Menu, params: &Params, rng: &mut Draws) -> Action {
         if !self.missing() {
             return self.conclude(menu, params, rng);
         }
@@ -484,7 +488,7 @@ impl<'r> State<'r> {
         s: &Search,
         menu: &Menu,
         params: &Params,
-        rng: &mut ChaCha8Rng,
+        rng: &mut Draws,
         why: &'static str,
     ) -> Option<Action> {
         let unread: Vec<&Object> = s
@@ -494,7 +498,7 @@ impl<'r> State<'r> {
             .collect();
         let current: Vec<&&Object> = unread.iter().filter(|o| o.status == "current").collect();
         let stale: Vec<&&Object> = unread.iter().filter(|o| o.status != "current").collect();
-        let p_stale = mechanisms::stale_probability(params, self.followed.len(), self.cues);
+        let p_stale = mechanisms::stale_probability(params, self.followed.len(), self.asked);
         let roll: f64 = rng.random();
         let pick = if (roll < p_stale || current.is_empty()) && !stale.is_empty() {
             stale[rng.random_range(0..stale.len())]
@@ -520,19 +524,15 @@ impl<'r> State<'r> {
         r: &Read,
         menu: &Menu,
         params: &Params,
-        rng: &mut ChaCha8Rng,
+        rng: &mut Draws,
     ) -> Action {
         let hop = self.followed.len() + 1;
-        let p = mechanisms::follow_probability(params, hop, self.cues);
+        let p = mechanisms::follow_probability(params, hop, self.asked);
         // Whether this hop goes wrong, and how, is the agent's disposition towards this
         // hand-off: drawn once per hop (seeded by the hand-off), so a later request of
         // the same episode meets the same difficulty; only breaking out of a loop of
         // repeated searches is drawn afresh on each request.
-        let mut seed = blake3::Hasher::new();
-        seed.update(b"tbb sim hop/1\0");
-        seed.update(&self.salt);
-        seed.update(h.query.as_bytes());
-        let mut hop_rng = ChaCha8Rng::from_seed(*seed.finalize().as_bytes());
+        let mut hop_rng = self.salts.draws(&[b"hop", h.query.as_bytes()]);
         let fails = hop_rng.random::<f64>() >= p;
         let premature = hop_rng.random::<f64>() < params.premature_share;
         let escape: f64 = rng.random();
@@ -569,7 +569,7 @@ impl<'r> State<'r> {
         }
     }
 
-    fn start_search(&self, menu: &Menu, params: &Params, rng: &mut ChaCha8Rng) -> Option<Action> {
+    fn start_search(&self, menu: &Menu, params: &Params, rng: &mut Draws) -> Option<Action> {
         let route = &self.request.route;
         let mut near = Vec::new();
         let mut look = Vec::new();
@@ -626,7 +626,7 @@ impl<'r> State<'r> {
     }
 
     /// All facts in hand: the state change, then the answer.
-    fn conclude(&self, menu: &Menu, params: &Params, rng: &mut ChaCha8Rng) -> Action {
+    fn conclude(&self, menu: &Menu, params: &Params, rng: &mut Draws) -> Action {
         let decision = self.decision();
         let any_write = !self.writes_ok.is_empty();
         if let Some(sc) = &self.request.state_change {
@@ -736,7 +736,7 @@ impl<'r> State<'r> {
     }
 
     /// The answer text: facts in hand, guesses for the rest, sources of the facts used.
-    pub fn answer(&self, params: &Params, rng: &mut ChaCha8Rng, why: &'static str) -> Action {
+    pub fn answer(&self, params: &Params, rng: &mut Draws, why: &'static str) -> Action {
         let decision = self.decision();
         let mut parts = vec![format!("\"decision\":{}", json!(decision))];
         let mut sources: Vec<&str> = Vec::new();

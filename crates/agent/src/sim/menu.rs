@@ -150,18 +150,18 @@ pub fn coordinates(description: &str) -> Option<Route> {
     })
 }
 
-fn cache() -> &'static Mutex<HashMap<[u8; 32], Arc<ToolInfo>>> {
-    static CACHE: OnceLock<Mutex<HashMap<[u8; 32], Arc<ToolInfo>>>> = OnceLock::new();
+fn cache() -> &'static Mutex<HashMap<u128, Arc<ToolInfo>>> {
+    static CACHE: OnceLock<Mutex<HashMap<u128, Arc<ToolInfo>>>> = OnceLock::new();
     CACHE.get_or_init(|| Mutex::new(HashMap::new()))
 }
 
 /// The memoised reading of a schema.
 pub fn info(schema: &ToolSchema) -> Arc<ToolInfo> {
-    let mut h = blake3::Hasher::new();
-    h.update(schema.name.as_bytes());
-    h.update(b"\0");
-    h.update(schema.description.as_bytes());
-    let key = *h.finalize().as_bytes();
+    let mut text = Vec::with_capacity(schema.name.len() + 1 + schema.description.len());
+    text.extend_from_slice(schema.name.as_bytes());
+    text.push(0);
+    text.extend_from_slice(schema.description.as_bytes());
+    let key = crate::tokens::key(&text);
     if let Ok(c) = cache().lock() {
         if let Some(i) = c.get(&key) {
             if i.parameters == schema.parameters {

@@ -12,22 +12,19 @@
 //! records from tool results by their JSON structure ([`observe`]). Nothing in this
 //! module tree can name the compiler, the sandbox, the grader or the harness (this crate
 //! does not depend on the crates that hold them; `tests/it/wall.rs` checks the crate
-//! graph). Every input of a mechanism is something the request shows. Two of them are
-//! still calibration dials rather than mechanisms, and the results show it: the misread
-//! chance has one base rate per record layout the agent observes (`misread_raw`,
-//! `misread_compact`, `misread_typed`, `misread_linked`: the layouts are what the four
-//! encodings look like, so a configuration's whole encoding effect is the difference of
-//! its dials), and the prompt cues ([`mechanisms::PromptCues`]) match two phrases, so a
-//! reworded prompt of the same meaning loses its effect. Both are to become mechanisms
-//! of the text's structure and of the instruction's meaning (docs/panel-vs-paper.md
-//! measures what the dials do today).
+//! graph). Every input of a mechanism is something the request shows, and no parameter
+//! is keyed on a pressure level or a prompt file: the four record encodings differ in
+//! effect only through what they do to the text (how far a value stands from its name,
+//! how many tokens surround it), and the prompts only through what they ask, read by
+//! meaning ([`instructions`]).
 //!
 //! # Mechanisms (parameters in [`params::Params`])
 //!
 //! - **Reasoning spend.** Each request spends
 //!   `(reasoning_base + reasoning_per_schema × visible schemas [× menu_rescan once a call
 //!   has succeeded] + reasoning_per_ktok × prompt/1000) × lognormal(reasoning_sigma)`
-//!   reasoning tokens (× `verify_prompt_reasoning` under a verify-each-call prompt;
+//!   reasoning tokens (× `1 + reasoning_per_check × checks` when the system prompt asks
+//!   for checks before each call;
 //!   × `spike_factor` with chance `reasoning_spike` plus `spike_per_100_schemas` per
 //!   100 schemas scanned, a deliberation spike that only a much larger cap holds). If
 //!   they count against the cap and reach it, the response is cut with no text and no
@@ -50,13 +47,17 @@
 //! - **Versions.** It reads the `current` hit, except with `stale_confusion`
 //!   (reduced by `hop_care` per hop followed); after a superseded read leaves facts
 //!   missing it reads the current version with `stale_recovery`, else answers.
-//! - **Reading.** Each requested fact is misread with a chance set per layout
-//!   (`misread_raw|compact|typed|linked`), growing with the requested facts crowded in
-//!   one record (`crowding`) and with the context (`context_misread` per 10k tokens),
-//!   shrinking per hop followed (`hop_care`) and under an interface guide in the
-//!   system prompt (`guide_relief`). A compact misread takes the neighbouring column,
-//!   another layout a neighbouring field. A value whose JSON type does not fit the
-//!   answer schema is noticed with `type_check` and the record read again.
+//! - **Reading.** Each requested fact is misread with chance `misread`, plus
+//!   `misread_per_position` per position between the value and its name (0 where the
+//!   name stands beside it; its column in a compact row, whose names are listed once in
+//!   `field_dictionary`) and `misread_per_ktok_view` per 1,000 tokens of the
+//!   observation; growing with the requested facts crowded in one record (`crowding`)
+//!   and with the context (`context_misread` per 10k tokens), shrinking per hop followed
+//!   (`hop_care`) and when the system prompt explains where the observed layout keeps
+//!   its values (`guide_relief`). A misread in a row takes the neighbouring column (the
+//!   count slipped by one); among named fields, a neighbouring field. A value whose JSON
+//!   type does not fit the answer schema is noticed with `type_check` and the record
+//!   read again.
 //! - **Stalls.** An empty response with chance `stall + stall_per_10k × prompt/10k`.
 //! - **Contract breaks.** Two tool calls in one response (`double_call`); an argument
 //!   string that is not JSON (`invalid_json`).
@@ -66,36 +67,44 @@
 //! - **Answer.** Raw JSON in the schema's key order, with the ids of the records that
 //!   supplied facts as `sources`; `format_slip` wraps it in a fence or prose.
 //!
+//! - **Checks before each call.** A system prompt that asks for `n` checks before each
+//!   call ([`instructions`]) multiplies the reasoning spend by `1 + reasoning_per_check ×
+//!   n` and removes `1 − (1 − care_per_check)^n` of hand-off and stale errors.
+//!
 //! Workflow sensitivity of either sign comes out of these: `hop_decay` and looping
 //! hand-offs cost more on longer chains; `crowding` and `hop_care` make a chain that
 //! spreads the facts over several records easier than one crowded record.
 //!
 //! # Determinism and cost
 //!
-//! Each response is drawn from ChaCha seeded by blake3 of the configuration's name (not
-//! its parameters: a recalibration meets the same random numbers), the model,
-//! the sampling seed, the tool names and every message, so the same request gives the
-//! same response. How a record was perceived is seeded by the observation itself, so the
-//! agent — stateless across calls, the messages are its state — re-derives the same
-//! perception on every later request. Token counts come from the real tokenizer
-//! ([`crate::tokens`]): input = system, user and every message plus each
-//! schema's JSON; output = what it writes plus the reasoning it spent. Each schema is
-//! read and counted once per process ([`menu::info`]), each message once
-//! ([`tokens::count`] memoises by content hash).
+//! Each response is drawn from ChaCha streams ([`draws`]): the task's, seeded by the
+//! configuration's name (not its parameters: a recalibration meets the same random
+//! numbers) and the task it was given, and the run's, seeded by the name and the
+//! sampling seed, a share `run_variance` of the values coming from the run's. A
+//! request's draws are named by its turn, so the same request gives the same response.
+//! How a record was perceived is named by the result's place in the conversation, so
+//! the agent — stateless across calls, the messages are its state — re-derives the same
+//! perception on every later request; a hand-off's disposition is named by its query.
+//! No seed hashes the conversation beyond its first user message: a request costs a few
+//! short hashes, not every message again. Token counts come from the real tokenizer ([`crate::tokens`]):
+//! input = system, user and every message plus each schema's JSON; output = what it
+//! writes plus the reasoning it spent. Each schema is read and counted once per process
+//! ([`menu::info`]), each message once ([`tokens::count`], memoised by XXH3-128).
 
 /// Version of the simulated agents' behaviour, part of the key of every episode they
 /// run: bump it whenever a change to this module changes any response.
-pub const CODE_VERSION: &str = "sim/3";
+pub const CODE_VERSION: &str = "sim/4";
 
 pub mod agent;
+pub mod draws;
+pub mod instructions;
 pub mod mechanisms;
 pub mod menu;
 pub mod observe;
 pub mod params;
 pub mod parse;
 
-use rand::{RngExt, SeedableRng};
-use rand_chacha::ChaCha8Rng;
+use rand::RngExt;
 use serde_json::json;
 
 use crate::{
@@ -103,7 +112,9 @@ use crate::{
     ReasoningSource, ToolCall, Usage,
 };
 use agent::{Action, State};
-use mechanisms::{PromptCues, SpendInputs};
+use draws::{Draws, Salts};
+use instructions::Instructions;
+use mechanisms::SpendInputs;
 use menu::Menu;
 pub use params::Params;
 
@@ -143,33 +154,22 @@ impl SimAgent {
         let menu = Menu::new(&request.tools);
         let message_tokens: Vec<u64> = request.messages.iter().map(tokens::message).collect();
         let prompt_tokens = message_tokens.iter().sum::<u64>() + menu.tokens();
-        let mut rng = ChaCha8Rng::from_seed(self.request_seed(request));
-        // The episode's own randomness (perception, hop dispositions): the agent and the
-        // sampling seed, so repeats differ and requests of one episode agree.
-        let episode_salt = {
-            let mut h = blake3::Hasher::new();
-            h.update(b"tbb sim episode/1\0");
-            h.update(&self.salt);
-            match request.sampling.seed {
-                Some(s) => h.update(&s.to_le_bytes()),
-                None => h.update(b"no seed"),
-            };
-            *h.finalize().as_bytes()
-        };
+        // The episode's draws: the task's and the run's ([`draws`]), so repeats differ
+        // where the run redraws and the requests of one episode agree.
+        let salts = Salts::of(&self.salt, request, p.run_variance);
+        let turn = request
+            .messages
+            .iter()
+            .filter(|m| matches!(m, Message::Assistant { .. }))
+            .count() as u64;
+        let mut rng = salts.draws(&[b"request", request.model.as_bytes(), &turn.to_le_bytes()]);
         let conversation =
-            agent::read_conversation(request, &message_tokens, menu.tokens(), &episode_salt);
-        let cues = PromptCues::read(&conversation.system);
+            agent::read_conversation(request, &message_tokens, menu.tokens(), &salts);
+        let asked = Instructions::read(&conversation.system);
         let parsed = conversation.request_text.map(parse::parse);
 
         let state = match &parsed {
-            Some(Ok(req)) => Some(State::build(
-                req,
-                &conversation,
-                &menu,
-                p,
-                cues,
-                episode_salt,
-            )),
+            Some(Ok(req)) => Some(State::build(req, &conversation, &menu, p, asked, salts)),
             _ => None,
         };
         let located = state.as_ref().is_some_and(|s| s.located);
@@ -180,7 +180,7 @@ impl SimAgent {
                 schemas: request.tools.len(),
                 prompt_tokens,
                 located,
-                cues,
+                asked,
             },
             &mut rng,
         );
@@ -217,51 +217,8 @@ impl SimAgent {
         self.compose(request, draft, &mut rng)
     }
 
-    fn request_seed(&self, request: &ChatRequest) -> [u8; 32] {
-        let mut h = blake3::Hasher::new();
-        h.update(b"tbb sim request/1\0");
-        h.update(&self.salt);
-        h.update(request.model.as_bytes());
-        h.update(b"\0");
-        match request.sampling.seed {
-            Some(s) => h.update(&s.to_le_bytes()),
-            None => h.update(b"no seed"),
-        };
-        for t in &request.tools {
-            h.update(t.name.as_bytes());
-            h.update(b"\0");
-        }
-        for m in &request.messages {
-            match m {
-                Message::System { content } => h.update(b"\x01").update(content.as_bytes()),
-                Message::User { content } => h.update(b"\x02").update(content.as_bytes()),
-                Message::Assistant {
-                    content,
-                    tool_calls,
-                } => {
-                    h.update(b"\x03");
-                    h.update(content.as_deref().unwrap_or_default().as_bytes());
-                    for c in tool_calls {
-                        h.update(b"\0").update(c.id.as_bytes());
-                        h.update(b"\0").update(c.name.as_bytes());
-                        h.update(b"\0").update(c.arguments.as_bytes());
-                    }
-                    &mut h
-                }
-                Message::Tool {
-                    call_id, content, ..
-                } => h
-                    .update(b"\x04")
-                    .update(call_id.as_bytes())
-                    .update(b"\0")
-                    .update(content.as_bytes()),
-            };
-        }
-        *h.finalize().as_bytes()
-    }
-
     /// Writes the response: contract breaks, the cap, usage and the raw record.
-    fn compose(&self, request: &ChatRequest, draft: Draft, rng: &mut ChaCha8Rng) -> ChatResponse {
+    fn compose(&self, request: &ChatRequest, draft: Draft, rng: &mut Draws) -> ChatResponse {
         let p = &self.params;
         let Draft {
             action,

@@ -12,7 +12,9 @@
 //!
 //! The reader keeps each record's values in the order the observation lays them out
 //! (the whole row for compact), which is what a misread works on: a compact misread
-//! takes a neighbouring column, another layout a neighbouring field.
+//! takes a neighbouring column, another layout a neighbouring field. It also says how
+//! far each value stands from its name ([`Object::positions`]), one of the structures
+//! the misread chance grows with.
 
 use serde_json::Value as Json;
 
@@ -56,6 +58,17 @@ pub struct Object {
 }
 
 impl Object {
+    /// Positions between field `i`'s value and the name that explains it: 0 where the
+    /// name stands beside the value (`"name": value`); in a compact row, the value's
+    /// column counted from 1, the positions a reader steps through in the row and again
+    /// in `field_dictionary` to pair the two.
+    pub fn positions(&self, i: usize) -> usize {
+        match &self.row {
+            Some((_, columns)) => columns.get(i).map_or(0, |c| c + 1),
+            None => 0,
+        }
+    }
+
     /// A field's value.
     pub fn field(&self, name: &str) -> Option<&Json> {
         self.fields.iter().find(|(k, _)| k == name).map(|(_, v)| v)
@@ -216,6 +229,7 @@ mod tests {
         assert_eq!(o.field("days_overdue"), Some(&serde_json::json!(45)));
         assert_eq!(o.field("status"), Some(&serde_json::json!("overdue")));
         assert_eq!(o.row.as_ref().map(|(_, c)| c.clone()), Some(vec![5, 6, 7]));
+        assert_eq!((o.positions(0), o.positions(2)), (6, 8));
         assert_eq!(o.handoff.as_ref().map(|h| h.query.as_str()), Some("COM-1"));
     }
 
@@ -228,6 +242,11 @@ mod tests {
             panic!("not records")
         };
         assert_eq!(layout, Layout::Linked);
+        assert_eq!(
+            objects[0].positions(0),
+            0,
+            "a keyed value stands beside its name"
+        );
         assert_eq!(
             objects[0].field("status"),
             Some(&serde_json::json!("overdue"))

@@ -6,14 +6,14 @@
 //! makes its configuration different. Probabilities must lie in `[0, 1]`; token amounts
 //! and rates must be finite and non-negative.
 //!
-//! Each parameter is the rate of a mechanism, and the mechanism's inputs (visible
-//! schemas, look-alike connectors, prompt tokens, hops followed, requested facts per
-//! record, the observation's layout, the system prompt's wording) come from the request
-//! itself. Every value in the catalogue is calibration: chosen so that the panel's
-//! effects fall near the paper's, not measured from any model. The four `misread_*`
-//! rates are one base rate per observed record layout, which is the encoding level as
-//! the agent sees it: a configuration's encoding effect is the difference of its rates,
-//! not the outcome of a mechanism (see the module docs of [`super`]).
+//! Each parameter is a configuration's sensitivity to something the request shows:
+//! visible schemas, look-alike connectors, prompt tokens, hops followed, requested facts
+//! per record, positions between a value and its name, the observation's tokens, and
+//! what the system prompt asks ([`super::instructions`]). No parameter is keyed on a
+//! pressure level or on a prompt file: the encodings and the prompts differ in effect
+//! only through what they do to that text. Every value in the catalogue is
+//! calibration: chosen so that the panel's effects fall near the paper's, not measured
+//! from any model (docs/panel-vs-paper.md has the calibration table).
 
 use serde::{Deserialize, Serialize};
 
@@ -44,9 +44,15 @@ pub struct Params {
     pub spike_per_100_schemas: f64,
     /// Multiplier on the spend of a spiking request. Default 6.
     pub spike_factor: f64,
-    /// Multiplier on the reasoning spend when the system prompt asks the agent to verify
-    /// privately before each tool request (the workflow prompt). Default 1.
-    pub verify_prompt_reasoning: f64,
+    /// Relative growth of the reasoning spend per thing the system prompt asks the agent
+    /// to check before each call (the workflow prompt asks four: the spend is
+    /// `× (1 + 4 × this)`). Default 0.
+    pub reasoning_per_check: f64,
+    /// Share of the agent's choices that a run's sampling redraws; the rest follow from
+    /// the task and are the same in every run of it ([`super::draws`]). Calibration,
+    /// the same for the whole panel: at 0.3 the sentinel study's repeats disagree about
+    /// as often as the paper's. Default 0.3.
+    pub run_variance: f64,
     /// Whether reasoning tokens count against the completion cap. Default true.
     pub reasoning_counts_against_cap: bool,
     /// Whether the usage reports reasoning tokens (`Reported`) or hides them inside the
@@ -85,23 +91,26 @@ pub struct Params {
     pub stale_recovery: f64,
 
     // ---- record reading ---------------------------------------------------------------
-    /// Misread chance per requested fact in a raw observation (`payload`). Default 0.
-    pub misread_raw: f64,
-    /// Misread chance per requested fact in a compact observation (a value taken from a
-    /// neighbouring column of the row). Default 0.
-    pub misread_compact: f64,
-    /// Misread chance per requested fact in a typed observation (`fields`). Default 0.
-    pub misread_typed: f64,
-    /// Misread chance per requested fact in a linked observation. Default 0.
-    pub misread_linked: f64,
+    /// Misread chance per requested fact, whatever the observation looks like.
+    /// Default 0.
+    pub misread: f64,
+    /// Added misread chance per position between a value and the name that explains it:
+    /// 0 where the name stands beside the value (`"name": value`), the value's column
+    /// (from 1) in a row whose names are listed once elsewhere (a compact row and its
+    /// `field_dictionary`). Counting positions is where a value is paired with the
+    /// wrong name: such a misread takes a neighbouring column. Default 0.
+    pub misread_per_position: f64,
+    /// Added misread chance per 1,000 tokens of the observation the value is read from
+    /// (the records, dictionaries and links in view around it). Default 0.
+    pub misread_per_ktok_view: f64,
     /// Growth of the misread chance per further requested fact held by the same record
     /// (a crowded record is harder to read). Default 0.
     pub crowding: f64,
     /// Relative reduction of misread and stale-hit chances per hand-off already followed
     /// (a long, structured chain makes the agent more careful). Default 0.
     pub hop_care: f64,
-    /// Share of the misread chance removed when the system prompt explains how to read
-    /// records by interface. Default 0.2.
+    /// Share of the misread chance removed when the system prompt explains where the
+    /// observed layout keeps its values ([`super::instructions`]). Default 0.2.
     pub guide_relief: f64,
     /// Relative growth of the misread chance per 10,000 prompt tokens. Default 0.
     pub context_misread: f64,
@@ -133,9 +142,10 @@ pub struct Params {
     /// missing) before a tool call; a cap can then fall inside the note or the call.
     /// Default 0.
     pub narration: f64,
-    /// Share of hand-off and stale errors removed when the system prompt asks for private
-    /// verification before each tool request. Default 0.
-    pub verify_prompt_care: f64,
+    /// Share of hand-off and stale errors that each thing the system prompt asks the
+    /// agent to check before each call removes (with `n` checks, `1 − (1 − this)^n` of
+    /// them). Default 0.
+    pub care_per_check: f64,
 }
 
 impl Default for Params {
@@ -149,7 +159,8 @@ impl Default for Params {
             reasoning_spike: 0.0,
             spike_per_100_schemas: 0.0,
             spike_factor: 6.0,
-            verify_prompt_reasoning: 1.0,
+            reasoning_per_check: 0.0,
+            run_variance: 0.3,
             reasoning_counts_against_cap: true,
             reports_reasoning: false,
             near_miss_confusion: 0.0,
@@ -161,10 +172,9 @@ impl Default for Params {
             loop_escape: 0.5,
             stale_confusion: 0.0,
             stale_recovery: 1.0,
-            misread_raw: 0.0,
-            misread_compact: 0.0,
-            misread_typed: 0.0,
-            misread_linked: 0.0,
+            misread: 0.0,
+            misread_per_position: 0.0,
+            misread_per_ktok_view: 0.0,
             crowding: 0.0,
             hop_care: 0.0,
             guide_relief: 0.2,
@@ -177,7 +187,7 @@ impl Default for Params {
             overeager_write: 0.0,
             format_slip: 0.0,
             narration: 0.0,
-            verify_prompt_care: 0.0,
+            care_per_check: 0.0,
         }
     }
 }
@@ -216,6 +226,7 @@ impl Params {
         let mut out = Vec::new();
         let probabilities = [
             ("menu_rescan", self.menu_rescan),
+            ("run_variance", self.run_variance),
             ("reasoning_spike", self.reasoning_spike),
             ("spike_per_100_schemas", self.spike_per_100_schemas),
             ("near_miss_confusion", self.near_miss_confusion),
@@ -227,10 +238,8 @@ impl Params {
             ("loop_escape", self.loop_escape),
             ("stale_confusion", self.stale_confusion),
             ("stale_recovery", self.stale_recovery),
-            ("misread_raw", self.misread_raw),
-            ("misread_compact", self.misread_compact),
-            ("misread_typed", self.misread_typed),
-            ("misread_linked", self.misread_linked),
+            ("misread", self.misread),
+            ("misread_per_position", self.misread_per_position),
             ("hop_care", self.hop_care),
             ("guide_relief", self.guide_relief),
             ("type_check", self.type_check),
@@ -241,7 +250,7 @@ impl Params {
             ("invalid_json", self.invalid_json),
             ("overeager_write", self.overeager_write),
             ("format_slip", self.format_slip),
-            ("verify_prompt_care", self.verify_prompt_care),
+            ("care_per_check", self.care_per_check),
         ];
         for (name, p) in probabilities {
             if !(0.0..=1.0).contains(&p) {
@@ -257,7 +266,8 @@ impl Params {
             ("reasoning_per_ktok", self.reasoning_per_ktok),
             ("reasoning_sigma", self.reasoning_sigma),
             ("spike_factor", self.spike_factor),
-            ("verify_prompt_reasoning", self.verify_prompt_reasoning),
+            ("reasoning_per_check", self.reasoning_per_check),
+            ("misread_per_ktok_view", self.misread_per_ktok_view),
             ("crowding", self.crowding),
             ("context_misread", self.context_misread),
         ];
@@ -316,10 +326,9 @@ impl Params {
             self.lookalike_confusion,
             self.menu_dilution,
             self.stale_confusion,
-            self.misread_raw,
-            self.misread_compact,
-            self.misread_typed,
-            self.misread_linked,
+            self.misread,
+            self.misread_per_position,
+            self.misread_per_ktok_view,
             self.stall,
             self.stall_per_10k,
             self.double_call,
@@ -390,14 +399,14 @@ mod tests {
     #[test]
     fn a_table_is_checked_key_by_key_and_every_problem_is_listed() {
         let t: toml::Table = toml::from_str(
-            "reasoning_bse = 3.0\nstall = 1.5\nreasoning_base = -1.0\nmisread_raw = \"x\"\nnarration = nan\nformat_slip = 0.1",
+            "reasoning_bse = 3.0\nstall = 1.5\nreasoning_base = -1.0\nmisread = \"x\"\nnarration = nan\nformat_slip = 0.1",
         )
         .unwrap_or_default();
         let problems = Params::table_problems(&t);
         let keys: std::collections::BTreeSet<&str> =
             problems.iter().map(|(k, _)| k.as_str()).collect();
         let expected = [
-            "misread_raw",
+            "misread",
             "narration",
             "reasoning_base",
             "reasoning_bse",

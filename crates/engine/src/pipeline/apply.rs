@@ -697,7 +697,7 @@ impl Applying<'_> {
                 let grade_key = dag.graph[grade].key.clone();
                 let execute_key = node.key.clone();
                 let handle = tasks.spawn(async move {
-                    let spec = spec.spec(&variant, &config);
+                    let spec = spec.spec(&variant, &config, &study_name);
                     let episode =
                         run_episode(provider.as_ref(), &spec, &prompts, Some(&routes)).await;
                     let result = finish(episode, &spec, &study_name, &execute_key, &grade_key);
@@ -1409,7 +1409,11 @@ fn regrade(
                 detail,
             })
         })?;
-    let spec = spec.spec(variant, &study.manifest.configurations[spec.config]);
+    let spec = spec.spec(
+        variant,
+        &study.manifest.configurations[spec.config],
+        &study.manifest.study,
+    );
     let trace = payload
         .transcript
         .trace(blobs, variant)

@@ -257,7 +257,11 @@ pub fn episode_spec<'a>(
     variant: &'a Variant,
 ) -> Option<EpisodeSpec<'a>> {
     let spec = ExecuteSpec::of(&study.manifest, work)?;
-    Some(spec.spec(variant, &study.manifest.configurations[spec.config]))
+    Some(spec.spec(
+        variant,
+        &study.manifest.configurations[spec.config],
+        &study.manifest.study,
+    ))
 }
 
 /// One episode to certify.

@@ -131,8 +131,14 @@ impl ExecuteSpec {
         })
     }
 
-    /// The episode of `variant` under `config` (the one [`ExecuteSpec::config`] names).
-    pub fn spec<'a>(&self, variant: &'a Variant, config: &'a Configuration) -> EpisodeSpec<'a> {
+    /// The episode of `variant` under `config` (the one [`ExecuteSpec::config`] names)
+    /// in `study` (the manifest's study name).
+    pub fn spec<'a>(
+        &self,
+        variant: &'a Variant,
+        config: &'a Configuration,
+        study: &'a str,
+    ) -> EpisodeSpec<'a> {
         EpisodeSpec {
             variant,
             config,
@@ -140,6 +146,7 @@ impl ExecuteSpec {
             completion_cap: self.completion_cap,
             episode_budget: self.episode_budget,
             repeat: self.repeat,
+            study: Some(study),
         }
     }
 }
@@ -500,6 +507,9 @@ impl Dag {
                                 .param("completion_cap", unit.cap)
                                 .param("episode_budget", manifest.budgets.episode_budget)
                                 .param("repeat", condition.repeat)
+                                // Each study draws its own episodes (the episode's seed
+                                // holds the study too): none is shared with another.
+                                .param("study", manifest.study.as_str())
                                 .file(system.0, system.1)
                                 .file(nudge.0.clone(), nudge.1.clone())
                                 .object(
