@@ -118,6 +118,7 @@ fn the_capacity_manifest_is_the_capacity_factorial() {
             "costs",
             "first_responses",
             "decoders",
+            "repeats",
             "report"
         ]
     );
@@ -1612,4 +1613,47 @@ fn thousands_of_duplicates_are_refused_with_a_bounded_report() {
     );
     assert!(text.contains("is listed twice"), "{text}");
     assert!(text.len() < 200_000, "{} bytes", text.len());
+}
+
+/// Every shipped study that runs a condition more than once reports pass^k and
+/// run-to-run disagreement (the `repeats` analysis), and the capacity study lists it
+/// too, for a run with `TBB_REPEATS` above 1.
+#[test]
+fn every_shipped_study_with_repeats_lists_the_repeats_analysis() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("manifests");
+    let mut checked = 0;
+    for entry in std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .flatten()
+    {
+        let path = entry.path();
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        if name == "configurations.toml" || !name.ends_with(".toml") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{e}"));
+        let table: toml::Table = toml::from_str(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let repeats = table
+            .get("repeats")
+            .and_then(toml::Value::as_integer)
+            .unwrap_or(1);
+        let lists = table
+            .get("analyses")
+            .and_then(toml::Value::as_array)
+            .is_some_and(|a| {
+                a.iter()
+                    .any(|x| x.get("kind").and_then(toml::Value::as_str) == Some("repeats"))
+            });
+        if repeats > 1 || name == "capacity.toml" {
+            assert!(
+                lists,
+                "{name} runs {repeats} repeats but lists no `repeats` analysis"
+            );
+            checked += 1;
+        }
+    }
+    assert_eq!(checked, 4, "capacity, crossover, sentinel and sweep");
 }

@@ -17,7 +17,9 @@
 //!   the repair-versus-switch comparison (`switches`), with their `repair_stats`;
 //! * a study with a single kind is that kind's file at the top: the discovery study's
 //!   availability and R contrast ([`discovery`]), the depth frontier with its limits
-//!   ([`frontier`]) and the policy pilot ([`pilot`]).
+//!   ([`frontier`]) and the policy pilot ([`pilot`]);
+//! * a kind any study may run is its file at the top too: pass^k and run-to-run
+//!   disagreement over a study's repeats ([`repeats`]).
 //!
 //! The libraries several studies share — the capacity design, the needs a kind checks
 //! and the statistics — are in [`common`]; no other top-level module is a library.
@@ -42,6 +44,7 @@ pub mod discovery;
 pub mod frontier;
 pub mod pilot;
 pub mod repair;
+pub mod repeats;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -74,6 +77,7 @@ pub static KINDS: &[&dyn Kind] = &[
     &discovery::Discovery,
     &repair::repairs::Repairs,
     &repair::sentinel::Sentinel,
+    &repeats::Repeats,
     &repair::switches::Switches,
     &frontier::Frontier,
     &repair::holdout::Holdout,

@@ -42,9 +42,12 @@ impl Typed for Report {
     // lines in the truncation figure, and `episodes.html`; 10: the index links every
     // key, those without a published page to `show/`; 11: `episodes.html` is rendered
     // when the report is published, from the rows, not stored with the analysis (a page
-    // of every episode is tens of megabytes at four repeats). Bump with the engine's
-    // `show::VERSION`, since the pages are published with the report.
-    const VERSION: &'static str = "report/11";
+    // of every episode is tens of megabytes at four repeats); 12: the repeats section,
+    // the cap studies' paper row of repeat disagreement, the paper's prompt repairs on
+    // 20 configurations and the baseline's controller calls marked as by construction.
+    // Bump with the engine's `show::VERSION`, since the pages are published with the
+    // report.
+    const VERSION: &'static str = "report/12";
     const INPUTS: &'static [Input] = &[Input::EveryAnalysis, Input::Episodes];
     const OUTPUTS: &'static [&'static str] = &[];
 

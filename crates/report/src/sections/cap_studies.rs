@@ -100,6 +100,9 @@ struct Study {
     /// The paper's published points for the figure: `(stratum, arm role, estimate,
     /// interval)`, the interval where the paper gives one.
     paper_points: &'static [PaperPoint],
+    /// The paper's row of the truncation and disagreement table: B's V = 128
+    /// truncation at the low and high caps, then the repeats' disagreement at each.
+    paper_repeats: [&'static str; 4],
 }
 
 /// A published point: `(stratum, arm role, estimate, interval)`, pp.
@@ -122,6 +125,9 @@ const STUDIES: [Study; 2] = [
             ("B", CapRole::Low, -43.7, None),
             ("B", CapRole::High, -2.7, Some((-4.7, -0.9))),
         ],
+        // Appendix E.1 (truncation); the Limitations (the sweep repeats disagree on
+        // 17.5% at 1,024 tokens; no figure at the high cap).
+        paper_repeats: ["30.6–69.8% (B)", "≤ 1.4% (B)", "17.5%", "—"],
     },
     Study {
         rows: crossover_rows,
@@ -145,6 +151,8 @@ const STUDIES: [Study; 2] = [
             ("B", CapRole::Low, -23.6, Some((-28.5, -18.8))),
             ("B", CapRole::High, -21.3, Some((-26.7, -16.1))),
         ],
+        // Appendix E.2.
+        paper_repeats: ["28.8–35.8% (B)", "20.2–25.3% (B)", "24.2%", "21.2%"],
     },
 ];
 
@@ -311,7 +319,8 @@ pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportErro
         let mut other = Table::new(
             format!(
                 "The {}: V = 128 truncation and repeat disagreement per stratum and cap \
-                 (share of episodes, of conditions).",
+                 (share of episodes, of conditions); the paper's values are labelled \
+                 \"paper\".",
                 study.name
             ),
             &[
@@ -339,6 +348,9 @@ pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportErro
                 pct(disagree(CapRole::High)),
             ]);
         }
+        let mut paper = vec!["paper".to_string()];
+        paper.extend(study.paper_repeats.iter().map(|c| c.to_string()));
+        other.push(paper);
         s.table(other);
     }
     Ok(())

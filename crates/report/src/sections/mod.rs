@@ -26,6 +26,7 @@ pub(crate) mod holdout;
 pub(crate) mod lanes;
 pub(crate) mod pilot;
 pub(crate) mod repairs;
+pub(crate) mod repeats;
 pub(crate) mod strata;
 pub(crate) mod switches;
 pub(crate) mod truncation;
@@ -61,7 +62,7 @@ pub(crate) struct SectionSpec {
 }
 
 /// Every section, in report order.
-pub(crate) const SECTIONS: [SectionSpec; 16] = [
+pub(crate) const SECTIONS: [SectionSpec; 17] = [
     SectionSpec {
         id: "contrasts",
         title: "Contrasts",
@@ -165,6 +166,14 @@ pub(crate) const SECTIONS: [SectionSpec; 16] = [
         analysis: "sentinel",
         tables: &["sentinel"],
         build: repairs::sentinel,
+        noted_when_absent: false,
+    },
+    SectionSpec {
+        id: "repeats",
+        title: "Repeats: pass@1, pass^k and disagreement",
+        analysis: "repeats",
+        tables: &["repeats"],
+        build: repeats::section,
         noted_when_absent: false,
     },
     SectionSpec {

@@ -176,7 +176,7 @@ pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportErro
         s.note(vec![text(format!("Not estimable — {line}."))]);
     }
     s.note(vec![text(
-        "The paper's values (labelled \"paper\") are its 21-configuration panel's; it does \
+        "The paper's values (labelled \"paper\") are its 20-configuration panel's; it does \
          not publish Γ or Δ for these repairs, and its router (layer R) is reported with \
          the discovery study.",
     )]);

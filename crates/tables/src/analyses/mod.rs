@@ -21,6 +21,7 @@ pub mod holdout;
 pub mod lanes;
 pub mod pilot;
 pub mod repairs;
+pub mod repeats;
 pub mod sentinel;
 pub mod strata;
 pub mod switches;
@@ -89,6 +90,7 @@ pub const TABLES: &[(&str, Layout)] = &[
     ),
     (repairs::RepairsRow::TABLE, repairs::RepairsRow::fields),
     (sentinel::SentinelRow::TABLE, sentinel::SentinelRow::fields),
+    (repeats::RepeatsRow::TABLE, repeats::RepeatsRow::fields),
     (holdout::HoldoutRow::TABLE, holdout::HoldoutRow::fields),
     (
         holdout::HoldoutArmsRow::TABLE,

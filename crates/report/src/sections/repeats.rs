@@ -1,0 +1,134 @@
+//! The repeats section: pass@1, pass^k and run-to-run disagreement per configuration,
+//! whenever a study runs its conditions more than once.
+//!
+//! Owns: the layout of the `repeats` table in the report.
+//!
+//! Never: computes a statistic (the `repeats` analysis does).
+
+use tbb_tables::analyses::repeats::RepeatsRow;
+
+use super::{configuration_label, rows, Tables};
+use crate::document::{text, Align, Section, Table};
+use crate::format;
+use crate::ReportError;
+
+/// Fills the repeats section: one table per completion cap of a study whose groups ran
+/// more than once; a study run once gets a sentence saying so.
+pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportError> {
+    let Some(rows) = rows::<RepeatsRow>(tables)? else {
+        return Ok(());
+    };
+    if rows.iter().all(|r| r.runs_max < 2) {
+        s.paragraph(vec![text(
+            "Every condition ran once: pass^k for k above 1 and run-to-run disagreement \
+             need repeats.",
+        )]);
+        return Ok(());
+    }
+    let mut caps: Vec<u32> = rows.iter().map(|r| r.completion_cap).collect();
+    caps.dedup();
+    for cap in caps {
+        let at: Vec<&RepeatsRow> = rows.iter().filter(|r| r.completion_cap == cap).collect();
+        let most = at.iter().map(|r| r.pass_hat_k.len()).max().unwrap_or(0);
+        let mut table = Table::new(
+            format!(
+                "Repeats at a {} completion cap: success on one run (pass@1), the chance \
+                 that k runs of a condition all succeed (pass^k, over each configuration's \
+                 conditions, k up to its fewest runs of one), and the share of conditions \
+                 run more than once whose runs disagree.",
+                format::count(u64::from(cap))
+            ),
+            &[
+                ("Configuration", Align::Left),
+                ("Conditions", Align::Right),
+                ("Runs", Align::Right),
+                ("pass@1", Align::Right),
+            ],
+        );
+        for k in 2..=most {
+            table.push_column(format!("pass^{k}"), Align::Right);
+        }
+        table.push_column("Disagreement", Align::Right);
+        for r in at {
+            let runs = if r.runs_min == r.runs_max {
+                format!(
+                    "{} ({} each)",
+                    format::count(u64::from(r.n_runs)),
+                    r.runs_min
+                )
+            } else {
+                format!(
+                    "{} ({}–{} each)",
+                    format::count(u64::from(r.n_runs)),
+                    r.runs_min,
+                    r.runs_max
+                )
+            };
+            let mut cells = vec![
+                configuration_label(&r.configuration),
+                format::count(u64::from(r.n_groups)),
+                runs,
+                format::percent(r.pass_at_1),
+            ];
+            for k in 2..=most {
+                cells.push(
+                    r.pass_hat_k
+                        .get(k - 1)
+                        .map_or_else(|| "—".into(), |&p| format::percent(p)),
+                );
+            }
+            cells.push(r.disagreement.map_or_else(|| "—".into(), format::percent));
+            table.push(cells);
+        }
+        s.table(table);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use tbb_analysis::common::design::testing::row;
+    use tbb_analysis::repeats::Repeats;
+    use tbb_analysis::{Context, Kind};
+
+    /// The section, rendered from the analysis's table: two configurations, three
+    /// repeats of two conditions each, at one cap.
+    #[test]
+    fn the_repeats_section() {
+        let mut episodes = Vec::new();
+        for (config, outcomes) in [
+            ("sim-a", [[true, true, true], [true, false, true]]),
+            ("sim-b", [[false, false, true], [true, true, true]]),
+        ] {
+            for (variant, runs) in ["v1", "v2"].into_iter().zip(outcomes) {
+                for (repeat, ok) in runs.into_iter().enumerate() {
+                    let mut e = row(config, "Org", "f", "i", 8, "low", "raw", ok);
+                    e.variant_id = variant.into();
+                    e.repeat = repeat as u32;
+                    episodes.push(e);
+                }
+            }
+        }
+        let context = Context {
+            study: "s",
+            episodes: &episodes,
+            requests: &tbb_analysis::NO_REQUESTS,
+            tables: &BTreeMap::new(),
+            skipped: &[],
+        };
+        let produced = Repeats
+            .run(&serde_json::Map::new(), &context)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let tables = produced
+            .tables
+            .into_iter()
+            .map(|o| (o.table.to_string(), o.batch))
+            .collect();
+        let r = crate::render("s", &tables, &[]).unwrap_or_else(|e| panic!("{e}"));
+        let from = r.markdown.find("## Repeats").unwrap_or(0);
+        let to = r.markdown.rfind("<!--").unwrap_or(r.markdown.len());
+        insta::assert_snapshot!(&r.markdown[from..to]);
+    }
+}
