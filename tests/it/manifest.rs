@@ -116,6 +116,7 @@ fn the_capacity_manifest_is_the_capacity_factorial() {
             "strata",
             "lanes",
             "costs",
+            "configurations",
             "first_responses",
             "decoders",
             "repeats",
@@ -528,9 +529,9 @@ fn the_smoke_manifest_is_small_but_covers_four_intents() {
     let configs: Vec<&str> = m.configurations.iter().map(|c| c.name.as_str()).collect();
     assert_eq!(configs, ["sim-aurora-flash", "sim-dunlin-max"]);
     assert_eq!(m.cells.len(), 12);
-    assert_eq!(m.analyses.len(), 8);
+    assert_eq!(m.analyses.len(), 9);
     assert_eq!(m.analyses[0].params["draws"], 1000);
-    assert_eq!(m.analyses[6].kind.name(), "switches");
+    assert_eq!(m.analyses[7].kind.name(), "switches");
     assert_eq!(m.episode_count(), 6 * 12 * 2 * 2);
 }
 

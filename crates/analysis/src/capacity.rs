@@ -4,6 +4,7 @@
 //!
 //! Never: holds a library another study needs (those are in [`crate::common`]).
 
+pub mod configurations;
 pub mod contrasts;
 pub mod costs;
 pub mod decoders;

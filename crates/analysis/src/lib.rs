@@ -7,7 +7,7 @@
 //! the manifest names its kind:
 //!
 //! * [`capacity`]: the paper's capacity analysis (`contrasts`, `truncation`, `strata`,
-//!   `lanes`, `costs`, `first_responses`) and the decoders of failure records
+//!   `lanes`, `costs`, `configurations`, `first_responses`) and the decoders of failure records
 //!   (`decoders`);
 //! * [`cap`]: the completion-cap studies — the configuration strata
 //!   (`truncation_strata`, `sweep_strata`, `crossover_strata`) and the sweep and the
@@ -68,6 +68,7 @@ pub static KINDS: &[&dyn Kind] = &[
     &capacity::strata::Strata,
     &capacity::lanes::Lanes,
     &capacity::costs::Costs,
+    &capacity::configurations::Configurations,
     &capacity::first_responses::FirstResponses,
     &cap::truncation_strata::TruncationStrata,
     &cap::sweep_strata::SweepStrata,

@@ -16,6 +16,7 @@
 
 pub(crate) mod cap_strata;
 pub(crate) mod cap_studies;
+pub(crate) mod configurations;
 pub(crate) mod contrasts;
 pub(crate) mod costs;
 pub(crate) mod decoders;
@@ -62,7 +63,7 @@ pub(crate) struct SectionSpec {
 }
 
 /// Every section, in report order.
-pub(crate) const SECTIONS: [SectionSpec; 17] = [
+pub(crate) const SECTIONS: [SectionSpec; 18] = [
     SectionSpec {
         id: "contrasts",
         title: "Contrasts",
@@ -106,6 +107,14 @@ pub(crate) const SECTIONS: [SectionSpec; 17] = [
         tables: &["costs"],
         build: costs::section,
         noted_when_absent: true,
+    },
+    SectionSpec {
+        id: "configurations",
+        title: "Per configuration (the paper's Table 4)",
+        analysis: "configurations",
+        tables: &["configurations"],
+        build: configurations::section,
+        noted_when_absent: false,
     },
     SectionSpec {
         id: "first-responses",

@@ -11,6 +11,7 @@
 pub mod cap_crossover;
 pub mod cap_strata;
 pub mod cap_sweep;
+pub mod configurations;
 pub mod contrasts;
 pub mod costs;
 pub mod decoders;
@@ -72,6 +73,10 @@ pub const TABLES: &[(&str, Layout)] = &[
     (strata::StrataRow::TABLE, strata::StrataRow::fields),
     (lanes::LanesRow::TABLE, lanes::LanesRow::fields),
     (costs::CostsRow::TABLE, costs::CostsRow::fields),
+    (
+        configurations::ConfigurationsRow::TABLE,
+        configurations::ConfigurationsRow::fields,
+    ),
     (
         first_responses::FirstResponsesRow::TABLE,
         first_responses::FirstResponsesRow::fields,
