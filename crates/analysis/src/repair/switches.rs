@@ -99,11 +99,15 @@ pub struct Cells {
     /// Routing difficulty.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub r: Option<String>,
+    /// Frontier depth in required calls (the frontier and holdout cells).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub depth: Option<u32>,
 }
 
 impl Cells {
     fn matches(&self, row: &EpisodeRow) -> bool {
         self.matches_levels(row.v, row.w.name(), row.d.name(), row.r.name())
+            && self.depth.is_none_or(|x| row.depth == Some(x))
     }
 
     /// Whether a cell of the design is stressed.
@@ -113,7 +117,9 @@ impl Cells {
             &level_name(&cell.w),
             &level_name(&cell.d),
             &level_name(&cell.r),
-        )
+        ) && self
+            .depth
+            .is_none_or(|x| cell.depth.map(u32::from) == Some(x))
     }
 
     /// The filter as the manifest writes it (`{ v = 128, r = "low" }`).
@@ -126,6 +132,9 @@ impl Cells {
             if let Some(level) = level {
                 parts.push(format!("{axis} = \"{level}\""));
             }
+        }
+        if let Some(depth) = self.depth {
+            parts.push(format!("depth = {depth}"));
         }
         format!("{{ {} }}", parts.join(", "))
     }
@@ -734,5 +743,48 @@ mod tests {
             paths,
             ["draws", "repairs.0.baseline", "repairs.0.stressed.w"]
         );
+    }
+
+    /// The controller against switching (the paper's holdout): the stressed cells are
+    /// named by frontier depth; rows at another depth are never paired.
+    #[test]
+    fn stressed_cells_can_be_named_by_depth() {
+        let at = |depth: u32, row: EpisodeRow| EpisodeRow {
+            depth: Some(depth),
+            ..row
+        };
+        let mut episodes = Vec::new();
+        for depth in [2, 30] {
+            // At 30 calls the repair wins; at 2 the switch does.
+            let win = depth == 30;
+            // The arms' names; both run the fixed menu.
+            let named = |arm: &str, row: EpisodeRow| EpisodeRow {
+                arm: arm.into(),
+                ..row
+            };
+            episodes.push(at(
+                depth,
+                named("controller", ep("A", "fixed", "f1", win, 1.0, 1)),
+            ));
+            episodes.push(at(
+                depth,
+                named("baseline", ep("B", "fixed", "f1", !win, 1.0, 1)),
+            ));
+        }
+        let controller = Repair {
+            arm: "controller".into(),
+            baseline: "baseline".into(),
+            stressed: Cells {
+                depth: Some(30),
+                ..Cells::default()
+            },
+        };
+        let rows = compare(&episodes, std::slice::from_ref(&controller), 50, 1).unwrap_or_default();
+        assert_eq!(rows.len(), 1);
+        assert_eq!(rows[0].n_units, 1, "only the depth-30 condition");
+        assert!((rows[0].success_pp.estimate - 100.0).abs() < 1e-12);
+        assert_eq!(controller.stressed.label(), "{ depth = 30 }");
+        let parsed: Cells = serde_json::from_str(r#"{"depth": 30}"#).unwrap_or_default();
+        assert_eq!(parsed.depth, Some(30));
     }
 }
