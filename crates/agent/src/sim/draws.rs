@@ -13,8 +13,9 @@
 //!
 //! A draw is named by what it decides (a request's turn, a record's perception, a
 //! hand-off's disposition) so that a later request of the same episode re-derives it.
-//! Nothing here reads the conversation beyond the first user message: seeding costs a
-//! few short hashes per request, not every message again.
+//! Nothing here reads the conversation beyond its opening messages (the first user
+//! message; without a sampling seed, the system prompt too): seeding costs a few short
+//! hashes per request, not every message again.
 //!
 //! Never: decides anything itself, or reads a parameter other than `run_variance`.
 

@@ -66,7 +66,6 @@
 //!   (`overeager_write`) makes an unrequested change before answering.
 //! - **Answer.** Raw JSON in the schema's key order, with the ids of the records that
 //!   supplied facts as `sources`; `format_slip` wraps it in a fence or prose.
-//!
 //! - **Checks before each call.** A system prompt that asks for `n` checks before each
 //!   call ([`instructions`]) multiplies the reasoning spend by `1 + reasoning_per_check ×
 //!   n` and removes `1 − (1 − care_per_check)^n` of hand-off and stale errors.
@@ -86,9 +85,9 @@
 //! the agent — stateless across calls, the messages are its state — re-derives the same
 //! perception on every later request; a hand-off's disposition is named by its query.
 //! No seed hashes the conversation beyond its first user message: a request costs a few
-//! short hashes, not every message again. Token counts come from the real tokenizer ([`crate::tokens`]):
-//! input = system, user and every message plus each schema's JSON; output = what it
-//! writes plus the reasoning it spent. Each schema is read and counted once per process
+//! short hashes, not every message again. Token counts come from the real tokenizer
+//! ([`crate::tokens`]): input = system, user and every message plus each schema's JSON;
+//! output = what it writes plus the reasoning it spent. Each schema is read and counted once per process
 //! ([`menu::info`]), each message once ([`tokens::count`], memoised by XXH3-128).
 
 /// Version of the simulated agents' behaviour, part of the key of every episode they

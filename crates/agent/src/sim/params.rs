@@ -21,6 +21,14 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Params {
+    // ---- runs ------------------------------------------------------------------------
+    /// Share of the agent's choices that a run's sampling redraws; the rest follow from
+    /// the task and are the same in every run of it ([`super::draws`]). Calibration,
+    /// the same for the whole panel: at 0.3 the repeats of the sentinel, sweep and
+    /// crossover studies disagree between the paper's figures for them
+    /// (`docs/panel-vs-paper.md`). Default 0.3.
+    pub run_variance: f64,
+
     // ---- reasoning spend -------------------------------------------------------------
     /// Reasoning tokens spent on every request before anything else. Default 0.
     pub reasoning_base: f64,
@@ -48,11 +56,6 @@ pub struct Params {
     /// to check before each call (the workflow prompt asks four: the spend is
     /// `× (1 + 4 × this)`). Default 0.
     pub reasoning_per_check: f64,
-    /// Share of the agent's choices that a run's sampling redraws; the rest follow from
-    /// the task and are the same in every run of it ([`super::draws`]). Calibration,
-    /// the same for the whole panel: at 0.3 the sentinel study's repeats disagree about
-    /// as often as the paper's. Default 0.3.
-    pub run_variance: f64,
     /// Whether reasoning tokens count against the completion cap. Default true.
     pub reasoning_counts_against_cap: bool,
     /// Whether the usage reports reasoning tokens (`Reported`) or hides them inside the
@@ -151,6 +154,7 @@ pub struct Params {
 impl Default for Params {
     fn default() -> Self {
         Params {
+            run_variance: 0.3,
             reasoning_base: 0.0,
             reasoning_per_schema: 0.0,
             menu_rescan: 0.25,
@@ -160,7 +164,6 @@ impl Default for Params {
             spike_per_100_schemas: 0.0,
             spike_factor: 6.0,
             reasoning_per_check: 0.0,
-            run_variance: 0.3,
             reasoning_counts_against_cap: true,
             reports_reasoning: false,
             near_miss_confusion: 0.0,
