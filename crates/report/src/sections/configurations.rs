@@ -119,8 +119,6 @@ mod tests {
         let out = tbb_analysis::Output::of(&rows).unwrap_or_else(|e| panic!("{e}"));
         let tables = BTreeMap::from([(out.table.to_string(), out.batch)]);
         let r = crate::render("s", &tables, &[]).unwrap_or_else(|e| panic!("{e}"));
-        let from = r.markdown.find("## Per configuration").unwrap_or(0);
-        let to = r.markdown.rfind("<!--").unwrap_or(r.markdown.len());
-        insta::assert_snapshot!(&r.markdown[from..to]);
+        insta::assert_snapshot!(super::super::testing::section(&r, "## Per configuration"));
     }
 }

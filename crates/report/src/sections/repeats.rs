@@ -87,11 +87,9 @@ pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportErro
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeMap;
-
+    use super::super::testing::{rendered, section};
     use tbb_analysis::common::design::testing::row;
     use tbb_analysis::repeats::Repeats;
-    use tbb_analysis::{Context, Kind};
 
     /// The section, rendered from the analysis's table: two configurations, three
     /// repeats of two conditions each, at one cap.
@@ -111,24 +109,7 @@ mod tests {
                 }
             }
         }
-        let context = Context {
-            study: "s",
-            episodes: &episodes,
-            requests: &tbb_analysis::NO_REQUESTS,
-            tables: &BTreeMap::new(),
-            skipped: &[],
-        };
-        let produced = Repeats
-            .run(&serde_json::Map::new(), &context)
-            .unwrap_or_else(|e| panic!("{e}"));
-        let tables = produced
-            .tables
-            .into_iter()
-            .map(|o| (o.table.to_string(), o.batch))
-            .collect();
-        let r = crate::render("s", &tables, &[]).unwrap_or_else(|e| panic!("{e}"));
-        let from = r.markdown.find("## Repeats").unwrap_or(0);
-        let to = r.markdown.rfind("<!--").unwrap_or(r.markdown.len());
-        insta::assert_snapshot!(&r.markdown[from..to]);
+        let r = rendered(&Repeats, "s", &episodes, "{}");
+        insta::assert_snapshot!(section(&r, "## Repeats"));
     }
 }
