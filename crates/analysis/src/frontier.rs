@@ -164,15 +164,7 @@ impl Typed for Frontier {
 pub fn call_limits(
     tables: &BTreeMap<String, RecordBatch>,
 ) -> Result<BTreeMap<String, u32>, AnalysisError> {
-    let bad = |detail: String| AnalysisError::InputTable {
-        analysis: KIND,
-        table: VariantRow::TABLE.into(),
-        detail,
-    };
-    let batch = tables
-        .get(VariantRow::TABLE)
-        .ok_or_else(|| bad("it was not given".into()))?;
-    let rows = VariantRow::from_batch(batch).map_err(|e| bad(e.to_string()))?;
+    let rows: Vec<VariantRow> = crate::input_rows(KIND, tables)?;
     Ok(rows
         .into_iter()
         .map(|v| (v.variant_id, v.call_limit))

@@ -581,6 +581,23 @@ pub enum AnalysisError {
     },
 }
 
+/// The rows of table `R` among an analysis's input tables: an [`AnalysisError::InputTable`]
+/// naming `analysis` when it was not given or does not read as `R`.
+pub(crate) fn input_rows<R: TableRow>(
+    analysis: &'static str,
+    tables: &BTreeMap<String, RecordBatch>,
+) -> Result<Vec<R>, AnalysisError> {
+    let bad = |detail: String| AnalysisError::InputTable {
+        analysis,
+        table: R::TABLE.into(),
+        detail,
+    };
+    let batch = tables
+        .get(R::TABLE)
+        .ok_or_else(|| bad("it was not given".into()))?;
+    R::from_batch(batch).map_err(|e| bad(e.to_string()))
+}
+
 /// A diagnostic of another crate's kind carried by [`AnalysisError::Foreign`]: its
 /// message, code, help and labels are the inner diagnostic's.
 #[derive(Debug)]

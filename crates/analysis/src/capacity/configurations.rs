@@ -21,7 +21,7 @@
 use std::collections::BTreeMap;
 
 use crate::common::design::{self, BASELINE, CELLS};
-use crate::{AnalysisError, Context, Input, NoParams, Output, Produced, Typed};
+use crate::{input_rows, AnalysisError, Context, Input, NoParams, Output, Produced, Typed};
 use tbb_tables::analyses::configurations::ConfigurationsRow;
 use tbb_tables::analyses::contrasts::{ClusterUnit, ContrastsByConfigurationRow};
 use tbb_tables::rows::EpisodeRow;
@@ -43,21 +43,7 @@ impl Typed for Configurations {
     const OUTPUTS: &'static [&'static str] = &[ConfigurationsRow::TABLE];
 
     fn run(_params: &NoParams, input: &Context<'_>) -> Result<Produced, AnalysisError> {
-        let table = input
-            .tables
-            .get(CONTRASTS)
-            .ok_or_else(|| AnalysisError::InputTable {
-                analysis: KIND,
-                table: CONTRASTS.into(),
-                detail: "it was not given".into(),
-            })?;
-        let effects = ContrastsByConfigurationRow::from_batch(table).map_err(|e| {
-            AnalysisError::InputTable {
-                analysis: KIND,
-                table: CONTRASTS.into(),
-                detail: e.to_string(),
-            }
-        })?;
+        let effects: Vec<ContrastsByConfigurationRow> = input_rows(KIND, input.tables)?;
         Ok(vec![Output::of(&rows(input.episodes, &effects))?].into())
     }
 }
