@@ -775,7 +775,7 @@ fn perception_is_stable_as_the_conversation_grows() {
             })
             .collect();
         let salts = Salts::of(&[7; 32], &request, params.run_variance);
-        let conv = read_conversation(&request, &counts, menu.tokens(), &salts);
+        let conv = read_conversation(&request, &counts, menu.tokens());
         let st = State::build(
             &req,
             &conv,

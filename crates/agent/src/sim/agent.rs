@@ -49,8 +49,9 @@ pub struct Event {
     pub args: Option<Map<String, Json>>,
     /// The result.
     pub observation: Observation,
-    /// The draws of the agent's perception of this result.
-    pub perception: Draws,
+    /// The result's place among the conversation's messages: it names the draws of the
+    /// agent's perception of it (with the call id), the same on every later request.
+    pub index: usize,
     /// Prompt tokens up to and including this result (schemas of the current menu
     /// included), the context in which the agent read it.
     pub context_tokens: u64,
@@ -72,12 +73,11 @@ pub struct Conversation<'a> {
 }
 
 /// Reads the conversation. `message_tokens[i]` are the tokens of message `i`;
-/// `menu_tokens` those of the visible schemas; `salts` seed the episode's draws.
+/// `menu_tokens` those of the visible schemas.
 pub fn read_conversation<'a>(
     request: &'a ChatRequest,
     message_tokens: &[u64],
     menu_tokens: u64,
-    salts: &Salts,
 ) -> Conversation<'a> {
     let mut system = String::new();
     let mut request_text = None;
@@ -115,16 +115,12 @@ pub fn read_conversation<'a>(
                 let args = serde_json::from_str::<Json>(raw_args)
                     .ok()
                     .and_then(|v| v.as_object().cloned());
-                // Named by the result's place in the conversation, not its text: the
-                // same on every later request, and a few bytes to hash.
-                let perception =
-                    salts.draws(&[b"perceive", &(i as u64).to_le_bytes(), call_id.as_bytes()]);
                 events.push(Event {
                     call_id: call_id.clone(),
                     tool: tool.to_string(),
                     args,
                     observation: observe::read(content),
-                    perception,
+                    index: i,
                     context_tokens: running,
                     view_tokens: message_tokens.get(i).copied().unwrap_or(0),
                 });
@@ -345,7 +341,13 @@ impl<'r> State<'r> {
         if requested.is_empty() {
             return;
         }
-        let mut rng = ev.perception.clone();
+        // Named by the result's place in the conversation, not its text: drawn only for
+        // the records the agent reads, a few bytes to hash.
+        let mut rng = self.salts.draws(&[
+            b"perceive",
+            &(ev.index as u64).to_le_bytes(),
+            ev.call_id.as_bytes(),
+        ]);
         let on_route = self.route_connector.as_deref() == Some(connector);
         let current = o.status == "current";
         let rank = 2 * u8::from(on_route) + u8::from(current);

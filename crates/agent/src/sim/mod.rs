@@ -162,8 +162,7 @@ impl SimAgent {
             .filter(|m| matches!(m, Message::Assistant { .. }))
             .count() as u64;
         let mut rng = salts.draws(&[b"request", request.model.as_bytes(), &turn.to_le_bytes()]);
-        let conversation =
-            agent::read_conversation(request, &message_tokens, menu.tokens(), &salts);
+        let conversation = agent::read_conversation(request, &message_tokens, menu.tokens());
         let asked = Instructions::read(&conversation.system);
         let parsed = conversation.request_text.map(parse::parse);
 
