@@ -98,7 +98,7 @@ fn the_agent_side_cannot_reach_the_core() {
     }
     for blind in ["tbb-agent", "tbb-provider"] {
         let reached = reach(&graph, blind);
-        for forbidden in ["tbb-core", "tbb-engine", "tbb"] {
+        for forbidden in ["tbb-core", "tbb-toolsandbox", "tbb-engine", "tbb"] {
             assert!(
                 !reached.contains(forbidden),
                 "{blind} reaches {forbidden}: {reached:?}"
@@ -127,6 +127,7 @@ fn the_engine_is_where_core_and_agent_meet() {
 const ARROWS: &[(&str, &[&str])] = &[
     ("tbb-diag", &[]),
     ("tbb-core", &["tbb-diag"]),
+    ("tbb-toolsandbox", &[]),
     ("tbb-agent", &[]),
     ("tbb-provider", &["tbb-agent", "tbb-diag"]),
     (

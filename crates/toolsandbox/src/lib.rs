@@ -1,0 +1,16 @@
+//! ToolSandbox (apple/ToolSandbox, commit 165848b) as a second benchmark kind beside
+//! tbb's own families: its scenarios, the world its tools change, the offline tools, and
+//! its milestone evaluator.
+//!
+//! Upstream's Python is read as the specification; this Rust is ours. The world is
+//! upstream's execution context: one table per namespace holding every snapshot the
+//! episode made, each tagged with the sandbox message that caused it ([`context`]), so
+//! an episode's saved state is enough to grade it again without running a tool.
+//!
+//! Never: touches the network, the clock or the file system (tools that read the time
+//! take it from the scenario's world, and the data is handed in by the caller), and
+//! never depends on the agent or provider crates: like `tbb-core`, it is on the core's
+//! side of the wall.
+#![warn(missing_docs)]
+
+pub mod context;
