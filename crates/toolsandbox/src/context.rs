@@ -335,8 +335,8 @@ impl Context {
                 .and_then(|r| r.get("conversation_active").cloned())
                 .filter(|v| !v.is_null())
                 .unwrap_or(Value::Bool(true));
-            let mut index = self.max_sandbox_message_index() + 1;
-            for mut row in rows {
+            let first = self.max_sandbox_message_index() + 1;
+            for (index, mut row) in (first..).zip(rows) {
                 row.insert(INDEX.into(), Value::from(index));
                 match row.get("conversation_active") {
                     Some(v) if !v.is_null() => active = v.clone(),
@@ -345,7 +345,6 @@ impl Context {
                     }
                 }
                 self.table_mut(ns).push(row);
-                index += 1;
             }
         } else {
             let next = self.snapshot_for_next_message(ns);
