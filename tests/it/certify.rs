@@ -331,10 +331,10 @@ fn reproduce_passes_on_a_fresh_apply_and_fails_on_exactly_the_table_edited_by_ha
     let stdout = text(&out.stdout);
     assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
     assert!(
-        // 17 tables, report.md and .html, 9 figures, episodes.html and 18 episode
+        // 18 tables, report.md and .html, 9 figures, episodes.html and 18 episode
         // pages (the failures the report links and their matched episodes: 8 failing,
         // 10 passing).
-        stdout.contains("47 files checked (47 byte-identical), 47 passed, 0 failed"),
+        stdout.contains("48 files checked (48 byte-identical), 48 passed, 0 failed"),
         "{stdout}"
     );
 
@@ -380,10 +380,10 @@ fn reproduce_passes_on_a_fresh_apply_and_fails_on_exactly_the_table_edited_by_ha
     );
     assert_eq!(stdout.matches("FAILED").count(), 2, "{stdout}");
     assert!(
-        stdout.contains("47 files checked (45 byte-identical), 45 passed, 2 failed"),
+        stdout.contains("48 files checked (46 byte-identical), 46 passed, 2 failed"),
         "{stdout}"
     );
-    assert!(flat(&out.stderr).contains("2 of 47 published files do not reproduce"));
+    assert!(flat(&out.stderr).contains("2 of 48 published files do not reproduce"));
 }
 
 #[test]

@@ -117,6 +117,7 @@ fn the_capacity_manifest_is_the_capacity_factorial() {
             "lanes",
             "costs",
             "configurations",
+            "interaction_anatomy",
             "first_responses",
             "decoders",
             "repeats",
@@ -529,9 +530,9 @@ fn the_smoke_manifest_is_small_but_covers_four_intents() {
     let configs: Vec<&str> = m.configurations.iter().map(|c| c.name.as_str()).collect();
     assert_eq!(configs, ["sim-aurora-flash", "sim-dunlin-max"]);
     assert_eq!(m.cells.len(), 12);
-    assert_eq!(m.analyses.len(), 9);
+    assert_eq!(m.analyses.len(), 10);
     assert_eq!(m.analyses[0].params["draws"], 1000);
-    assert_eq!(m.analyses[7].kind.name(), "switches");
+    assert_eq!(m.analyses[8].kind.name(), "switches");
     assert_eq!(m.episode_count(), 6 * 12 * 2 * 2);
 }
 

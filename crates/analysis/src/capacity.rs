@@ -9,6 +9,7 @@ pub mod contrasts;
 pub mod costs;
 pub mod decoders;
 pub mod first_responses;
+pub mod interaction_anatomy;
 pub mod lanes;
 pub mod strata;
 pub mod truncation;

@@ -7,7 +7,7 @@
 //! the manifest names its kind:
 //!
 //! * [`capacity`]: the paper's capacity analysis (`contrasts`, `truncation`, `strata`,
-//!   `lanes`, `costs`, `configurations`, `first_responses`) and the decoders of failure records
+//!   `lanes`, `costs`, `configurations`, `interaction_anatomy`, `first_responses`) and the decoders of failure records
 //!   (`decoders`);
 //! * [`cap`]: the completion-cap studies — the configuration strata
 //!   (`truncation_strata`, `sweep_strata`, `crossover_strata`) and the sweep and the
@@ -69,6 +69,7 @@ pub static KINDS: &[&dyn Kind] = &[
     &capacity::lanes::Lanes,
     &capacity::costs::Costs,
     &capacity::configurations::Configurations,
+    &capacity::interaction_anatomy::InteractionAnatomy,
     &capacity::first_responses::FirstResponses,
     &cap::truncation_strata::TruncationStrata,
     &cap::sweep_strata::SweepStrata,

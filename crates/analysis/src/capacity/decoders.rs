@@ -93,22 +93,36 @@ pub const FEATURE_SETS: [Features; 9] = [
         r.ok.iter().map(|ok| if *ok { '1' } else { '0' }).collect()
     }),
     (FeatureSet::TerminationAware, false, termination_aware),
-    (FeatureSet::MenuSizeProxy, true, |r| r.v.to_string()),
+    (FeatureSet::MenuSizeProxy, true, |r| {
+        format!("{}|{}|{}", r.v, first_unmet(r), terminal(r))
+    }),
 ];
 
-/// The five exploratory comparisons: (set, against).
+/// The paper's five exploratory comparisons of feature sets, in its order: (set,
+/// against). The record with the trace shape against the call counts, the first unmet
+/// obligation, the trace shape alone and the joint record; the joint record against
+/// the first unmet obligation.
 pub const COMPARISONS: [(FeatureSet, FeatureSet); 5] = [
     (
-        FeatureSet::FirstUnmetAndTerminalFlag,
+        FeatureSet::FirstUnmetTerminalFlagAndTraceShape,
+        FeatureSet::CallCounts,
+    ),
+    (
+        FeatureSet::FirstUnmetTerminalFlagAndTraceShape,
         FeatureSet::FirstUnmet,
+    ),
+    (
+        FeatureSet::FirstUnmetTerminalFlagAndTraceShape,
+        FeatureSet::TraceShape,
     ),
     (
         FeatureSet::FirstUnmetTerminalFlagAndTraceShape,
         FeatureSet::FirstUnmetAndTerminalFlag,
     ),
-    (FeatureSet::TraceShape, FeatureSet::FirstUnmet),
-    (FeatureSet::CallCounts, FeatureSet::FirstUnmet),
-    (FeatureSet::ObligationVector, FeatureSet::FirstUnmet),
+    (
+        FeatureSet::FirstUnmetAndTerminalFlag,
+        FeatureSet::FirstUnmet,
+    ),
 ];
 
 fn first_unmet(r: &EpisodeRow) -> String {
@@ -191,7 +205,7 @@ pub struct Params {
 impl Typed for Decoders {
     type Params = Params;
     const NAME: &'static str = KIND;
-    const VERSION: &'static str = "decoders/1";
+    const VERSION: &'static str = "decoders/2";
     const OUTPUTS: &'static [&'static str] = &[
         DecodersRow::TABLE,
         DecoderGainsRow::TABLE,

@@ -24,6 +24,7 @@ pub(crate) mod discovery;
 pub(crate) mod first_responses;
 pub(crate) mod frontier;
 pub(crate) mod holdout;
+pub(crate) mod interaction_anatomy;
 pub(crate) mod lanes;
 pub(crate) mod pilot;
 pub(crate) mod repairs;
@@ -63,7 +64,7 @@ pub(crate) struct SectionSpec {
 }
 
 /// Every section, in report order.
-pub(crate) const SECTIONS: [SectionSpec; 18] = [
+pub(crate) const SECTIONS: [SectionSpec; 19] = [
     SectionSpec {
         id: "contrasts",
         title: "Contrasts",
@@ -114,6 +115,14 @@ pub(crate) const SECTIONS: [SectionSpec; 18] = [
         analysis: "configurations",
         tables: &["configurations"],
         build: configurations::section,
+        noted_when_absent: false,
+    },
+    SectionSpec {
+        id: "interaction-anatomy",
+        title: "The V × W anatomy",
+        analysis: "interaction_anatomy",
+        tables: &["interaction_anatomy"],
+        build: interaction_anatomy::section,
         noted_when_absent: false,
     },
     SectionSpec {

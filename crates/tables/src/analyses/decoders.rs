@@ -34,7 +34,8 @@ pub enum FeatureSet {
     /// The harness limit that fired where one did, else the first unmet obligation.
     #[serde(rename = "termination_aware")]
     TerminationAware,
-    /// The menu size: reads the treatment, a reference rather than a diagnostic.
+    /// The failure record (first unmet obligation, terminal flag) with the menu size
+    /// revealed: reads the treatment, a reference rather than a diagnostic.
     #[serde(rename = "menu_size_proxy")]
     MenuSizeProxy,
 }

@@ -19,6 +19,7 @@ pub mod discovery;
 pub mod first_responses;
 pub mod frontier;
 pub mod holdout;
+pub mod interaction_anatomy;
 pub mod lanes;
 pub mod pilot;
 pub mod repairs;
@@ -71,6 +72,10 @@ pub const TABLES: &[(&str, Layout)] = &[
         truncation::TruncationCorrelationRow::fields,
     ),
     (strata::StrataRow::TABLE, strata::StrataRow::fields),
+    (
+        interaction_anatomy::InteractionAnatomyRow::TABLE,
+        interaction_anatomy::InteractionAnatomyRow::fields,
+    ),
     (lanes::LanesRow::TABLE, lanes::LanesRow::fields),
     (costs::CostsRow::TABLE, costs::CostsRow::fields),
     (

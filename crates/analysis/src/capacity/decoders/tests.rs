@@ -224,6 +224,30 @@ fn every_feature_set_leaves_out_configuration_family_and_pressure() {
     }
 }
 
+/// The menu-size proxy is the failure record with the menu size revealed: two failing
+/// rows with the same record differ by their menu size alone, and two with the same
+/// menu size by their record.
+#[test]
+fn the_menu_size_proxy_is_the_record_with_the_menu_size() {
+    let proxy = FEATURE_SETS
+        .iter()
+        .find(|(name, _, _)| *name == FeatureSet::MenuSizeProxy)
+        .map(|(_, reads, f)| (*reads, *f));
+    let Some((true, proxy)) = proxy else {
+        panic!("the proxy reads the treatment")
+    };
+    let large = row("c", "O", "f", "i", 128, "low", "raw", false);
+    let small = row("c", "O", "f", "i", 8, "low", "raw", false);
+    let mut other_flag = small.clone();
+    other_flag.terminal_flag = Some(TerminalFlag::TurnLimit);
+    assert_eq!(
+        proxy(&large),
+        format!("128|{}|{}", first_unmet(&large), terminal(&large))
+    );
+    assert_ne!(proxy(&large), proxy(&small));
+    assert_ne!(proxy(&small), proxy(&other_flag));
+}
+
 /// A study run at one cap other than the frozen one reads its packets at that cap; one
 /// of several caps must be named (the manifest refuses the omission at check time).
 #[test]
