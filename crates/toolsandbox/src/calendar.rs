@@ -206,12 +206,13 @@ pub fn us_holidays(year: i64) -> Vec<((i64, u32, u32), String)> {
             }
         }
     };
-    let fixed = |out: &mut Vec<((i64, u32, u32), String)>, m: u32, d: u32, name: &str, obs: bool| {
-        out.push(((year, m, d), name.to_owned()));
-        if obs {
-            observed(out, (year, m, d), name);
-        }
-    };
+    let fixed =
+        |out: &mut Vec<((i64, u32, u32), String)>, m: u32, d: u32, name: &str, obs: bool| {
+            out.push(((year, m, d), name.to_owned()));
+            if obs {
+                observed(out, (year, m, d), name);
+            }
+        };
     if year >= 1871 {
         fixed(&mut out, 1, 1, "New Year's Day", true);
         observed(&mut out, (year + 1, 1, 1), "New Year's Day");
@@ -225,7 +226,13 @@ pub fn us_holidays(year: i64) -> Vec<((i64, u32, u32), String)> {
         out.push((date, "Memorial Day".into()));
     }
     if year >= 2021 {
-        fixed(&mut out, 6, 19, "Juneteenth National Independence Day", true);
+        fixed(
+            &mut out,
+            6,
+            19,
+            "Juneteenth National Independence Day",
+            true,
+        );
     }
     if year >= 1871 {
         fixed(&mut out, 7, 4, "Independence Day", true);
@@ -250,7 +257,10 @@ pub fn us_holidays(year: i64) -> Vec<((i64, u32, u32), String)> {
         fixed(&mut out, 12, 25, "Christmas Day", true);
     }
     if year >= 1986 {
-        out.push((nth_weekday(year, 1, MON, 3), "Martin Luther King Jr. Day".into()));
+        out.push((
+            nth_weekday(year, 1, MON, 3),
+            "Martin Luther King Jr. Day".into(),
+        ));
     }
     if year >= 1879 {
         let date = if year >= 1971 {
@@ -281,7 +291,10 @@ mod tests {
         assert_eq!(days_from_civil(1970, 1, 1), 0);
         assert_eq!(civil_from_days(days_from_civil(2026, 12, 5)), (2026, 12, 5));
         assert_eq!(civil_from_days(-1), (1969, 12, 31));
-        assert_eq!(days_from_civil(2024, 3, 22) * 86_400 + 17 * 3600, 1_711_126_800);
+        assert_eq!(
+            days_from_civil(2024, 3, 22) * 86_400 + 17 * 3600,
+            1_711_126_800
+        );
         // 2024-03-25 was a Monday.
         assert_eq!(iso_weekday(days_from_civil(2024, 3, 25)), 1);
     }
@@ -330,7 +343,9 @@ mod tests {
             ]
         );
         let y2021 = names(2021);
-        assert!(y2021.contains(&"2021-06-18 Juneteenth National Independence Day (observed)".into()));
+        assert!(
+            y2021.contains(&"2021-06-18 Juneteenth National Independence Day (observed)".into())
+        );
         assert!(y2021.contains(&"2021-12-24 Christmas Day (observed)".into()));
         assert!(y2021.contains(&"2021-12-31 New Year's Day (observed)".into()));
         assert!(!names(2022).iter().any(|n| n.starts_with("2021")));

@@ -143,8 +143,12 @@ impl Namespace {
             "latitude" | "longitude" | "creation_timestamp" | "reminder_timestamp" => {
                 ColumnKind::Float
             }
-            "conversation_active" | "cellular" | "wifi" | "location_service"
-            | "low_battery_mode" | "is_self" => ColumnKind::Bool,
+            "conversation_active"
+            | "cellular"
+            | "wifi"
+            | "location_service"
+            | "low_battery_mode"
+            | "is_self" => ColumnKind::Bool,
             "tool_trace" | "visible_to" => ColumnKind::List,
             _ => ColumnKind::Text,
         })
@@ -552,7 +556,10 @@ mod tests {
         let now = w.get_database(Namespace::Setting, None, false).unwrap();
         assert_eq!(
             now,
-            vec![full(Namespace::Setting, json!({"wifi": false, "cellular": true}))]
+            vec![full(
+                Namespace::Setting,
+                json!({"wifi": false, "cellular": true})
+            )]
         );
         let before = w.get_database(Namespace::Setting, Some(2), false).unwrap();
         assert_eq!(before, vec![row(json!({"wifi": true, "cellular": true}))]);
@@ -615,7 +622,9 @@ mod tests {
         let mut w = world();
         w.add_to_database(
             Namespace::Reminder,
-            vec![row(json!({"content": "x", "reminder_timestamp": 1711126800}))],
+            vec![row(
+                json!({"content": "x", "reminder_timestamp": 1711126800}),
+            )],
         )
         .unwrap();
         let r = &w.get_database(Namespace::Reminder, None, false).unwrap()[0];

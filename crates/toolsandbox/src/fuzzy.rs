@@ -235,7 +235,9 @@ mod tests {
 
     #[test]
     fn processing_keeps_letters_and_digits_only() {
-        let out: String = default_process("  Hé_llo-World!! ÄÖ  ").into_iter().collect();
+        let out: String = default_process("  Hé_llo-World!! ÄÖ  ")
+            .into_iter()
+            .collect();
         assert_eq!(out, "hé llo world   äö");
         assert!(default_process(" !? ").is_empty());
     }
@@ -247,7 +249,11 @@ mod tests {
     fn scores_match_rapidfuzz() {
         for &(a, b, w, pr) in PAIRS {
             assert_eq!(wratio(&p(a), &p(b)), w, "WRatio({a:?}, {b:?})");
-            assert_eq!(partial_ratio(&p(a), &p(b)), pr, "partial_ratio({a:?}, {b:?})");
+            assert_eq!(
+                partial_ratio(&p(a), &p(b)),
+                pr,
+                "partial_ratio({a:?}, {b:?})"
+            );
         }
     }
 

@@ -25,9 +25,8 @@ pub fn geodesic_km(lat0: f64, lon0: f64, lat1: f64, lon1: f64) -> Option<f64> {
     let mut lambda = l;
     for _ in 0..200 {
         let (sin_l, cos_l) = lambda.sin_cos();
-        let sin_sigma = ((cos_u2 * sin_l).powi(2)
-            + (cos_u1 * sin_u2 - sin_u1 * cos_u2 * cos_l).powi(2))
-        .sqrt();
+        let sin_sigma =
+            ((cos_u2 * sin_l).powi(2) + (cos_u1 * sin_u2 - sin_u1 * cos_u2 * cos_l).powi(2)).sqrt();
         if sin_sigma == 0.0 {
             return Some(0.0);
         }
@@ -47,8 +46,7 @@ pub fn geodesic_km(lat0: f64, lon0: f64, lat1: f64, lon1: f64) -> Option<f64> {
                 * F
                 * sin_alpha
                 * (sigma
-                    + c * sin_sigma
-                        * (cos_2sm + c * cos_sigma * (-1.0 + 2.0 * cos_2sm * cos_2sm)));
+                    + c * sin_sigma * (cos_2sm + c * cos_sigma * (-1.0 + 2.0 * cos_2sm * cos_2sm)));
         if (lambda - previous).abs() < 1e-12 {
             let u_sq = cos2_alpha * (A * A - B * B) / (B * B);
             let big_a =
@@ -77,8 +75,16 @@ mod tests {
     fn agrees_with_geopy_to_a_millimetre() {
         // geopy 2.4.1's `distance(a, b).kilometers`.
         let cases = [
-            ((37.334606, -122.009102), (37.8199, -122.4786), 67.97851262172776),
-            ((37.8199, -122.4786), (37.334606, -122.009102), 67.97851262172776),
+            (
+                (37.334606, -122.009102),
+                (37.8199, -122.4786),
+                67.97851262172776,
+            ),
+            (
+                (37.8199, -122.4786),
+                (37.334606, -122.009102),
+                67.97851262172776,
+            ),
             ((0.0, 0.0), (0.0, 1.0), 111.31949079327356),
             ((51.5, -0.12), (40.7, -74.0), 5586.501473062145),
             ((-33.9, 151.2), (35.7, 139.7), 7797.236865157442),

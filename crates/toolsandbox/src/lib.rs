@@ -24,6 +24,7 @@ pub mod fuzzy;
 pub mod geo;
 pub mod phone;
 pub mod py;
+pub mod record;
 pub mod scenario;
 pub mod tools;
 pub mod units;

@@ -111,7 +111,10 @@ fn ordered<'a>(map: &'a Map<String, Value>, order: &[&str]) -> Vec<(&'a String, 
     let mut entries: Vec<(&String, &Value)> = map.iter().collect();
     entries.sort_by_key(|(k, _)| {
         (
-            order.iter().position(|o| *o == k.as_str()).unwrap_or(usize::MAX),
+            order
+                .iter()
+                .position(|o| *o == k.as_str())
+                .unwrap_or(usize::MAX),
             k.as_str(),
         )
     });
@@ -221,7 +224,13 @@ mod tests {
     #[test]
     fn containers_in_the_given_key_order() {
         let v = json!([{"name": "Bart", "person_id": "p", "is_self": false, "relationship": null}]);
-        let order = ["person_id", "name", "phone_number", "relationship", "is_self"];
+        let order = [
+            "person_id",
+            "name",
+            "phone_number",
+            "relationship",
+            "is_self",
+        ];
         assert_eq!(
             repr(&v, &order),
             "[{'person_id': 'p', 'name': 'Bart', 'relationship': None, 'is_self': False}]"

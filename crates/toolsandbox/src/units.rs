@@ -68,38 +68,157 @@ const FIVE_NINTHS: f64 = 5.0 / 9.0;
 const FAHRENHEIT_OFFSET: f64 = 233.15 + 200.0 / 9.0;
 
 const UNITS: &[Unit] = &[
-    unit("meter", &["meter", "meters", "metre", "metres", "m"], Dim::Length, 1.0),
-    unit("kilometer", &["kilometer", "kilometers", "kilometre", "kilometres", "km"], Dim::Length, 1000.0),
-    unit("centimeter", &["centimeter", "centimeters", "centimetre", "centimetres", "cm"], Dim::Length, 0.01),
-    unit("millimeter", &["millimeter", "millimeters", "millimetre", "millimetres", "mm"], Dim::Length, 0.001),
+    unit(
+        "meter",
+        &["meter", "meters", "metre", "metres", "m"],
+        Dim::Length,
+        1.0,
+    ),
+    unit(
+        "kilometer",
+        &["kilometer", "kilometers", "kilometre", "kilometres", "km"],
+        Dim::Length,
+        1000.0,
+    ),
+    unit(
+        "centimeter",
+        &[
+            "centimeter",
+            "centimeters",
+            "centimetre",
+            "centimetres",
+            "cm",
+        ],
+        Dim::Length,
+        0.01,
+    ),
+    unit(
+        "millimeter",
+        &[
+            "millimeter",
+            "millimeters",
+            "millimetre",
+            "millimetres",
+            "mm",
+        ],
+        Dim::Length,
+        0.001,
+    ),
     unit("mile", &["mile", "miles", "mi"], Dim::Length, 1609.344),
     unit("yard", &["yard", "yards", "yd"], Dim::Length, 0.9144),
-    unit("foot", &["foot", "feet", "ft"], Dim::Length, 0.30479999999999996),
+    unit(
+        "foot",
+        &["foot", "feet", "ft"],
+        Dim::Length,
+        0.30479999999999996,
+    ),
     unit("inch", &["inch", "inches", "in"], Dim::Length, 0.0254),
-    unit("nautical_mile", &["nautical_mile", "nautical_miles", "nmi"], Dim::Length, 1852.0),
+    unit(
+        "nautical_mile",
+        &["nautical_mile", "nautical_miles", "nmi"],
+        Dim::Length,
+        1852.0,
+    ),
     unit("gram", &["gram", "grams", "g"], Dim::Mass, 1.0),
-    unit("kilogram", &["kilogram", "kilograms", "kg"], Dim::Mass, 1000.0),
-    unit("milligram", &["milligram", "milligrams", "mg"], Dim::Mass, 0.001),
-    unit("pound", &["pound", "pounds", "lb"], Dim::Mass, 453.5923700000001),
-    unit("ounce", &["ounce", "ounces", "oz"], Dim::Mass, 28.349523125000005),
+    unit(
+        "kilogram",
+        &["kilogram", "kilograms", "kg"],
+        Dim::Mass,
+        1000.0,
+    ),
+    unit(
+        "milligram",
+        &["milligram", "milligrams", "mg"],
+        Dim::Mass,
+        0.001,
+    ),
+    unit(
+        "pound",
+        &["pound", "pounds", "lb"],
+        Dim::Mass,
+        453.5923700000001,
+    ),
+    unit(
+        "ounce",
+        &["ounce", "ounces", "oz"],
+        Dim::Mass,
+        28.349523125000005,
+    ),
     unit("stone", &["stone", "stones"], Dim::Mass, 6350.293180000001),
     unit("ton", &["ton", "tons"], Dim::Mass, 907184.7400000001),
-    unit("metric_ton", &["metric_ton", "metric_tons", "tonne", "tonnes", "t"], Dim::Mass, 1_000_000.0),
+    unit(
+        "metric_ton",
+        &["metric_ton", "metric_tons", "tonne", "tonnes", "t"],
+        Dim::Mass,
+        1_000_000.0,
+    ),
     unit("second", &["second", "seconds", "s", "sec"], Dim::Time, 1.0),
     unit("minute", &["minute", "minutes", "min"], Dim::Time, 60.0),
     unit("hour", &["hour", "hours", "h", "hr"], Dim::Time, 3600.0),
     unit("day", &["day", "days", "d"], Dim::Time, 86400.0),
     unit("week", &["week", "weeks"], Dim::Time, 604_800.0),
-    unit("liter", &["liter", "liters", "litre", "litres", "l", "L"], Dim::Volume, 0.0010000000000000002),
-    unit("milliliter", &["milliliter", "milliliters", "millilitre", "millilitres", "ml", "mL"], Dim::Volume, 1.0000000000000002e-06),
-    unit("gallon", &["gallon", "gallons", "gal"], Dim::Volume, 0.0037854117839999993),
-    unit("quart", &["quart", "quarts", "qt"], Dim::Volume, 0.0009463529459999998),
-    unit("pint", &["pint", "pints", "pt"], Dim::Volume, 0.0004731764729999999),
+    unit(
+        "liter",
+        &["liter", "liters", "litre", "litres", "l", "L"],
+        Dim::Volume,
+        0.0010000000000000002,
+    ),
+    unit(
+        "milliliter",
+        &[
+            "milliliter",
+            "milliliters",
+            "millilitre",
+            "millilitres",
+            "ml",
+            "mL",
+        ],
+        Dim::Volume,
+        1.0000000000000002e-06,
+    ),
+    unit(
+        "gallon",
+        &["gallon", "gallons", "gal"],
+        Dim::Volume,
+        0.0037854117839999993,
+    ),
+    unit(
+        "quart",
+        &["quart", "quarts", "qt"],
+        Dim::Volume,
+        0.0009463529459999998,
+    ),
+    unit(
+        "pint",
+        &["pint", "pints", "pt"],
+        Dim::Volume,
+        0.0004731764729999999,
+    ),
     unit("cup", &["cup", "cups"], Dim::Volume, 0.00023658823649999996),
-    unit("fluid_ounce", &["fluid_ounce", "fluid_ounces", "floz"], Dim::Volume, 2.9573529562499994e-05),
-    unit("tablespoon", &["tablespoon", "tablespoons", "tbsp"], Dim::Volume, 1.4786764781249997e-05),
-    unit("teaspoon", &["teaspoon", "teaspoons", "tsp"], Dim::Volume, 4.928921593749999e-06),
-    unit("kelvin", &["kelvin", "kelvins", "K", "degK", "degree_Kelvin", "degreeK"], Dim::Temperature, 1.0),
+    unit(
+        "fluid_ounce",
+        &["fluid_ounce", "fluid_ounces", "floz"],
+        Dim::Volume,
+        2.9573529562499994e-05,
+    ),
+    unit(
+        "tablespoon",
+        &["tablespoon", "tablespoons", "tbsp"],
+        Dim::Volume,
+        1.4786764781249997e-05,
+    ),
+    unit(
+        "teaspoon",
+        &["teaspoon", "teaspoons", "tsp"],
+        Dim::Volume,
+        4.928921593749999e-06,
+    ),
+    unit(
+        "kelvin",
+        &["kelvin", "kelvins", "K", "degK", "degree_Kelvin", "degreeK"],
+        Dim::Temperature,
+        1.0,
+    ),
     Unit {
         canonical: "degree_Celsius",
         names: &["celsius", "degC", "degree_Celsius", "degreeC", "°C"],
@@ -200,7 +319,11 @@ mod tests {
             ("Celsius", "Fahrenheit", 1.0, 33.79999999999993),
         ];
         for (from, to, amount, expected) in cases {
-            assert_eq!(convert(amount, from, to), Ok(expected), "{amount} {from} → {to}");
+            assert_eq!(
+                convert(amount, from, to),
+                Ok(expected),
+                "{amount} {from} → {to}"
+            );
         }
     }
 

@@ -205,11 +205,6 @@ impl Args {
         Ok(Args { values })
     }
 
-    /// Every argument passed (for the tool trace).
-    pub(crate) fn passed(&self) -> &Map<String, Value> {
-        &self.values
-    }
-
     /// The value passed for `name`, if any.
     pub(crate) fn get(&self, name: &str) -> Option<&Value> {
         self.values.get(name)
@@ -255,12 +250,7 @@ pub(crate) fn truthy(v: &Value) -> bool {
 }
 
 /// upstream's `validate_range` for a numeric value (others pass).
-pub(crate) fn check_range(
-    args: &Args,
-    name: &str,
-    min: f64,
-    max: f64,
-) -> Result<(), ToolError> {
+pub(crate) fn check_range(args: &Args, name: &str, min: f64, max: f64) -> Result<(), ToolError> {
     let Some(v) = args.get(name) else {
         return Ok(());
     };

@@ -17,7 +17,13 @@ use crate::clock::Clock;
 use crate::context::{Context, Namespace, Row};
 use crate::py;
 
-const COLUMNS: &[&str] = &["person_id", "name", "phone_number", "relationship", "is_self"];
+const COLUMNS: &[&str] = &[
+    "person_id",
+    "name",
+    "phone_number",
+    "relationship",
+    "is_self",
+];
 
 pub(crate) const TOOLS: &[Tool] = &[
     Tool {
@@ -109,10 +115,18 @@ fn add_contact(ctx: &mut Context, _: Clock, args: &Args) -> Result<Value, ToolEr
     }
     let mut row = Row::new();
     for column in ["name", "phone_number", "relationship"] {
-        row.insert(column.into(), args.get(column).cloned().unwrap_or(Value::Null));
+        row.insert(
+            column.into(),
+            args.get(column).cloned().unwrap_or(Value::Null),
+        );
     }
     row.insert("is_self".into(), Value::Bool(is_self));
-    let id = new_id(ctx, Namespace::Contact, "person_id", &Value::Object(row.clone()));
+    let id = new_id(
+        ctx,
+        Namespace::Contact,
+        "person_id",
+        &Value::Object(row.clone()),
+    );
     row.insert("person_id".into(), Value::from(id.as_str()));
     ctx.add_to_database(Namespace::Contact, vec![row])?;
     Ok(Value::from(id))
@@ -144,7 +158,11 @@ fn modify_contact(ctx: &mut Context, _: Clock, args: &Args) -> Result<Value, Too
         .collect();
     let id_text = format!("person_id={}", py::str_repr(person_id));
     let mut row = match matching.as_slice() {
-        [] => return Err(ToolError::NoData(format!("No db entry matching {id_text} found"))),
+        [] => {
+            return Err(ToolError::NoData(format!(
+                "No db entry matching {id_text} found"
+            )))
+        }
         [one] => one.clone(),
         _ => {
             return Err(ToolError::Duplicate(format!(
@@ -211,7 +229,11 @@ mod tests {
         assert_eq!(names(&friends), ["Fredrik Thordendal", "John Petrucci"]);
         let me = run(&mut w, "search_contacts", json!({"relationship": "myself"})).unwrap();
         assert_eq!(names(&me), ["Tomas Haake"]);
-        let by_phone = run(&mut w, "search_contacts", json!({"phone_number": "+10000000000"}));
+        let by_phone = run(
+            &mut w,
+            "search_contacts",
+            json!({"phone_number": "+10000000000"}),
+        );
         assert_eq!(names(&by_phone.unwrap()), ["Homer S"]);
         let none = run(&mut w, "search_contacts", json!({"name": "Bart"})).unwrap();
         assert_eq!(none, json!([]));
@@ -253,9 +275,13 @@ mod tests {
         .unwrap();
         assert_ne!(again.as_str().unwrap(), id);
         assert_eq!(
-            run(&mut w, "add_contact", json!({"name": "Me", "phone_number": "+11111111111", "is_self": true}))
-                .unwrap_err()
-                .to_string(),
+            run(
+                &mut w,
+                "add_contact",
+                json!({"name": "Me", "phone_number": "+11111111111", "is_self": true})
+            )
+            .unwrap_err()
+            .to_string(),
             "polars.exceptions.DuplicateError: Self entry already exists. Cannot add another one."
         );
     }
@@ -272,8 +298,12 @@ mod tests {
     fn modify_moves_the_contact_to_the_end() {
         let mut w = base_world();
         let homer = "e3570ab6-0819-5032-be1e-2b366390c8ef";
-        run(&mut w, "modify_contact", json!({"person_id": homer, "phone_number": "+15555555555"}))
-            .unwrap();
+        run(
+            &mut w,
+            "modify_contact",
+            json!({"person_id": homer, "phone_number": "+15555555555"}),
+        )
+        .unwrap();
         let all = w.get_database(Namespace::Contact, None, false).unwrap();
         assert_eq!(all.len(), 4);
         assert_eq!(all[3]["person_id"], homer);
@@ -285,13 +315,21 @@ mod tests {
              [name, phone_number, relationship, is_self] in order to modify contact"
         );
         assert_eq!(
-            run(&mut w, "modify_contact", json!({"person_id": "nope", "name": "X"}))
-                .unwrap_err()
-                .to_string(),
+            run(
+                &mut w,
+                "modify_contact",
+                json!({"person_id": "nope", "name": "X"})
+            )
+            .unwrap_err()
+            .to_string(),
             "polars.exceptions.NoDataError: No db entry matching person_id='nope' found"
         );
         assert!(matches!(
-            run(&mut w, "modify_contact", json!({"person_id": homer, "is_self": true})),
+            run(
+                &mut w,
+                "modify_contact",
+                json!({"person_id": homer, "is_self": true})
+            ),
             Err(ToolError::Duplicate(_))
         ));
     }
@@ -301,12 +339,19 @@ mod tests {
         let mut w = base_world();
         let homer = "e3570ab6-0819-5032-be1e-2b366390c8ef";
         run(&mut w, "remove_contact", json!({"person_id": homer})).unwrap();
-        assert_eq!(w.get_database(Namespace::Contact, None, false).unwrap().len(), 3);
+        assert_eq!(
+            w.get_database(Namespace::Contact, None, false)
+                .unwrap()
+                .len(),
+            3
+        );
         assert_eq!(
             run(&mut w, "remove_contact", json!({"person_id": homer}))
                 .unwrap_err()
                 .to_string(),
-            format!("polars.exceptions.NoDataError: No db entry matching person_id='{homer}' found")
+            format!(
+                "polars.exceptions.NoDataError: No db entry matching person_id='{homer}' found"
+            )
         );
     }
 }

@@ -60,7 +60,9 @@ fn send_message_with_phone_number(
 ) -> Result<Value, ToolError> {
     check_phone(args, "phone_number")?;
     if !setting::get(ctx, "cellular")? {
-        return Err(ToolError::Connection("Cellular service is not enabled".into()));
+        return Err(ToolError::Connection(
+            "Cellular service is not enabled".into(),
+        ));
     }
     let phone = args.get("phone_number").cloned().unwrap_or(Value::Null);
     let selves = search_by(ctx, "is_self", Value::Bool(true))?;
@@ -78,16 +80,27 @@ fn send_message_with_phone_number(
         .and_then(|r| r.get("person_id").cloned())
         .unwrap_or(Value::Null);
     let mut row = Row::new();
-    row.insert("sender_person_id".into(), me.get("person_id").cloned().unwrap_or(Value::Null));
+    row.insert(
+        "sender_person_id".into(),
+        me.get("person_id").cloned().unwrap_or(Value::Null),
+    );
     row.insert(
         "sender_phone_number".into(),
         me.get("phone_number").cloned().unwrap_or(Value::Null),
     );
     row.insert("recipient_person_id".into(), recipient);
     row.insert("recipient_phone_number".into(), phone);
-    row.insert("content".into(), args.get("content").cloned().unwrap_or(Value::Null));
+    row.insert(
+        "content".into(),
+        args.get("content").cloned().unwrap_or(Value::Null),
+    );
     row.insert("creation_timestamp".into(), Value::from(clock.now()));
-    let id = new_id(ctx, Namespace::Messaging, "message_id", &Value::Object(row.clone()));
+    let id = new_id(
+        ctx,
+        Namespace::Messaging,
+        "message_id",
+        &Value::Object(row.clone()),
+    );
     row.insert("message_id".into(), Value::from(id.as_str()));
     ctx.add_to_database(Namespace::Messaging, vec![row])?;
     Ok(Value::from(id))
@@ -104,12 +117,32 @@ fn search_messages(ctx: &mut Context, _: Clock, args: &Args) -> Result<Value, To
         &[
             ("message_id", How::Exact, args.get("message_id")),
             ("sender_person_id", How::Exact, args.get("sender_person_id")),
-            ("sender_phone_number", How::Exact, args.get("sender_phone_number")),
-            ("recipient_person_id", How::Exact, args.get("recipient_person_id")),
-            ("recipient_phone_number", How::Exact, args.get("recipient_phone_number")),
+            (
+                "sender_phone_number",
+                How::Exact,
+                args.get("sender_phone_number"),
+            ),
+            (
+                "recipient_person_id",
+                How::Exact,
+                args.get("recipient_person_id"),
+            ),
+            (
+                "recipient_phone_number",
+                How::Exact,
+                args.get("recipient_phone_number"),
+            ),
             ("content", How::Fuzzy(50.0), args.get("content")),
-            ("creation_timestamp", How::AtLeast, args.get("creation_timestamp_lowerbound")),
-            ("creation_timestamp", How::AtMost, args.get("creation_timestamp_upperbound")),
+            (
+                "creation_timestamp",
+                How::AtLeast,
+                args.get("creation_timestamp_lowerbound"),
+            ),
+            (
+                "creation_timestamp",
+                How::AtMost,
+                args.get("creation_timestamp_upperbound"),
+            ),
         ],
     )
     .map(rows_value)

@@ -73,7 +73,9 @@ pub enum ToolError {
     #[error("pint.errors.DimensionalityError: {0}")]
     Dimensionality(String),
     /// A RapidAPI tool: it needs the internet, which this crate never reaches.
-    #[error("ConnectionError: {tool} needs the internet (RapidAPI), which this sandbox does not reach")]
+    #[error(
+        "ConnectionError: {tool} needs the internet (RapidAPI), which this sandbox does not reach"
+    )]
     NeedsInternet {
         /// The tool.
         tool: String,
@@ -203,7 +205,10 @@ pub(crate) fn new_id(ctx: &Context, ns: Namespace, id_column: &str, content: &Va
             &hex[16..20],
             &hex[20..]
         );
-        if !existing.iter().any(|r| r.get(id_column) == Some(&Value::from(id.as_str()))) {
+        if !existing
+            .iter()
+            .any(|r| r.get(id_column) == Some(&Value::from(id.as_str())))
+        {
             return id;
         }
         attempt += 1;
@@ -232,7 +237,10 @@ impl Registry {
         let mut schemas = BTreeMap::new();
         let mut order = Vec::new();
         for schema in list {
-            let name = schema["function"]["name"].as_str().unwrap_or_default().to_owned();
+            let name = schema["function"]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned();
             order.push(name.clone());
             schemas.insert(name, schema);
         }

@@ -11,8 +11,8 @@
 use serde_json::Value;
 
 use super::args::{
-    check_latitude, check_longitude, check_timestamp, not_given, not_given_or_none, opt, req,
-    Args, Ty,
+    check_latitude, check_longitude, check_timestamp, not_given, not_given_or_none, opt, req, Args,
+    Ty,
 };
 use super::search::{filter, How};
 use super::{new_id, rows_value, Module, Tool, ToolError};
@@ -92,10 +92,18 @@ fn add_reminder(ctx: &mut Context, clock: Clock, args: &Args) -> Result<Value, T
     check_place_and_time(args)?;
     let mut row = Row::new();
     for column in ["content", "reminder_timestamp", "latitude", "longitude"] {
-        row.insert(column.into(), args.get(column).cloned().unwrap_or(Value::Null));
+        row.insert(
+            column.into(),
+            args.get(column).cloned().unwrap_or(Value::Null),
+        );
     }
     row.insert("creation_timestamp".into(), Value::from(clock.now()));
-    let id = new_id(ctx, Namespace::Reminder, "reminder_id", &Value::Object(row.clone()));
+    let id = new_id(
+        ctx,
+        Namespace::Reminder,
+        "reminder_id",
+        &Value::Object(row.clone()),
+    );
     row.insert("reminder_id".into(), Value::from(id.as_str()));
     ctx.add_to_database(Namespace::Reminder, vec![row])?;
     Ok(Value::from(id))
@@ -119,7 +127,11 @@ fn modify_reminder(ctx: &mut Context, clock: Clock, args: &Args) -> Result<Value
         .collect();
     let id_text = format!("reminder_id={}", py::str_repr(id));
     let mut row = match matching.as_slice() {
-        [] => return Err(ToolError::NoData(format!("No db entry matching {id_text} found"))),
+        [] => {
+            return Err(ToolError::NoData(format!(
+                "No db entry matching {id_text} found"
+            )))
+        }
         [one] => one.clone(),
         _ => {
             return Err(ToolError::Duplicate(format!(
@@ -157,10 +169,26 @@ fn search_reminder(ctx: &mut Context, _: Clock, args: &Args) -> Result<Value, To
         &[
             ("reminder_id", How::Exact, args.get("reminder_id")),
             ("content", How::Fuzzy(50.0), args.get("content")),
-            ("creation_timestamp", How::AtLeast, args.get("creation_timestamp_lowerbound")),
-            ("creation_timestamp", How::AtMost, args.get("creation_timestamp_upperbound")),
-            ("reminder_timestamp", How::AtLeast, args.get("reminder_timestamp_lowerbound")),
-            ("reminder_timestamp", How::AtMost, args.get("reminder_timestamp_upperbound")),
+            (
+                "creation_timestamp",
+                How::AtLeast,
+                args.get("creation_timestamp_lowerbound"),
+            ),
+            (
+                "creation_timestamp",
+                How::AtMost,
+                args.get("creation_timestamp_upperbound"),
+            ),
+            (
+                "reminder_timestamp",
+                How::AtLeast,
+                args.get("reminder_timestamp_lowerbound"),
+            ),
+            (
+                "reminder_timestamp",
+                How::AtMost,
+                args.get("reminder_timestamp_upperbound"),
+            ),
             ("latitude", How::Exact, args.get("latitude")),
             ("longitude", How::Exact, args.get("longitude")),
         ],
@@ -218,9 +246,13 @@ mod tests {
             "ValueError: Parameter 'reminder_timestamp' is larger than its valid range maximum of 2524604400.0."
         );
         assert_eq!(
-            run(&mut w, "add_reminder", json!({"content": "x", "reminder_timestamp": 1796576400, "latitude": 91}))
-                .unwrap_err()
-                .to_string(),
+            run(
+                &mut w,
+                "add_reminder",
+                json!({"content": "x", "reminder_timestamp": 1796576400, "latitude": 91})
+            )
+            .unwrap_err()
+            .to_string(),
             "ValueError: Parameter 'latitude' is larger than its valid range maximum of 90.0."
         );
     }
@@ -246,9 +278,13 @@ mod tests {
             Err(ToolError::Value(_))
         ));
         assert_eq!(
-            run(&mut w, "modify_reminder", json!({"reminder_id": "x", "content": "y"}))
-                .unwrap_err()
-                .to_string(),
+            run(
+                &mut w,
+                "modify_reminder",
+                json!({"reminder_id": "x", "content": "y"})
+            )
+            .unwrap_err()
+            .to_string(),
             "polars.exceptions.NoDataError: No db entry matching reminder_id='x' found"
         );
     }
@@ -274,7 +310,12 @@ mod tests {
         .unwrap();
         assert_eq!(here[0]["reminder_id"], DRESS);
         run(&mut w, "remove_reminder", json!({"reminder_id": DRESS})).unwrap();
-        assert_eq!(w.get_database(Namespace::Reminder, None, false).unwrap().len(), 2);
+        assert_eq!(
+            w.get_database(Namespace::Reminder, None, false)
+                .unwrap()
+                .len(),
+            2
+        );
         assert!(matches!(
             run(&mut w, "remove_reminder", json!({"reminder_id": DRESS})),
             Err(ToolError::NoData(_))

@@ -156,7 +156,10 @@ mod tests {
 
     #[test]
     fn no_criteria_is_refused_with_every_column() {
-        let err = filter(rows(), &[("name", How::Exact, None), ("n", How::AtMost, None)]);
+        let err = filter(
+            rows(),
+            &[("name", How::Exact, None), ("n", How::AtMost, None)],
+        );
         assert_eq!(
             err.unwrap_err().to_string(),
             "ValueError: No search criteria are given. At least one search criteria should be provided among ('name', 'n')"

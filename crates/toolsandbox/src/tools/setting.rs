@@ -18,20 +18,34 @@ use crate::context::{Context, Namespace};
 const ON: &[Param] = &[req("on", Ty::Bool)];
 
 pub(crate) const TOOLS: &[Tool] = &[
-    tool("set_low_battery_mode_status", ON, set_low_battery_mode_status),
+    tool(
+        "set_low_battery_mode_status",
+        ON,
+        set_low_battery_mode_status,
+    ),
     tool("get_low_battery_mode_status", &[], |c, _, _| {
         get(c, "low_battery_mode").map(Value::Bool)
     }),
-    tool("set_location_service_status", ON, set_location_service_status),
+    tool(
+        "set_location_service_status",
+        ON,
+        set_location_service_status,
+    ),
     tool("get_location_service_status", &[], |c, _, _| {
         get(c, "location_service").map(Value::Bool)
     }),
-    tool("set_cellular_service_status", ON, set_cellular_service_status),
+    tool(
+        "set_cellular_service_status",
+        ON,
+        set_cellular_service_status,
+    ),
     tool("get_cellular_service_status", &[], |c, _, _| {
         get(c, "cellular").map(Value::Bool)
     }),
     tool("set_wifi_status", ON, set_wifi_status),
-    tool("get_wifi_status", &[], |c, _, _| get(c, "wifi").map(Value::Bool)),
+    tool("get_wifi_status", &[], |c, _, _| {
+        get(c, "wifi").map(Value::Bool)
+    }),
     Tool {
         name: "get_current_location",
         module: Module::Setting,
@@ -171,7 +185,9 @@ fn set_wifi_status(ctx: &mut Context, _: Clock, args: &Args) -> Result<Value, To
 
 fn get_current_location(ctx: &mut Context, _: Clock, _: &Args) -> Result<Value, ToolError> {
     if !get(ctx, "location_service")? {
-        return Err(ToolError::Permission("Location service is not enabled.".into()));
+        return Err(ToolError::Permission(
+            "Location service is not enabled.".into(),
+        ));
     }
     let row = settings(ctx)?;
     let mut out = serde_json::Map::new();
@@ -213,8 +229,11 @@ mod tests {
     fn turning_off_and_refusing_the_same_state() {
         let mut w = base_world();
         let before = w.max_sandbox_message_index();
-        assert_eq!(run(&mut w, "set_wifi_status", json!({"on": false})), Ok(Value::Null));
-        assert_eq!(setting_of(&w, "wifi"), false);
+        assert_eq!(
+            run(&mut w, "set_wifi_status", json!({"on": false})),
+            Ok(Value::Null)
+        );
+        assert!(!setting_of(&w, "wifi"));
         // The change is a new snapshot at the next message; the old one is kept.
         let old = w
             .get_database(Namespace::Setting, Some(before), false)
@@ -240,15 +259,29 @@ mod tests {
         run(&mut w, "set_cellular_service_status", json!({"on": false})).unwrap();
         run(&mut w, "set_low_battery_mode_status", json!({"on": true})).unwrap();
         for s in ["cellular", "wifi", "location_service"] {
-            assert_eq!(setting_of(&w, s), false, "{s}");
+            assert!(!setting_of(&w, s), "{s}");
         }
-        assert_eq!(setting_of(&w, "low_battery_mode"), true);
+        assert!(setting_of(&w, "low_battery_mode"));
         for (tool, text) in [
-            ("set_cellular_service_status", "PermissionError: Cellular service cannot be turned on in low battery mode"),
-            ("set_wifi_status", "PermissionError: Wifi cannot be turned on in low battery mode"),
-            ("set_location_service_status", "PermissionError: Location service cannot be turned on in low battery mode"),
+            (
+                "set_cellular_service_status",
+                "PermissionError: Cellular service cannot be turned on in low battery mode",
+            ),
+            (
+                "set_wifi_status",
+                "PermissionError: Wifi cannot be turned on in low battery mode",
+            ),
+            (
+                "set_location_service_status",
+                "PermissionError: Location service cannot be turned on in low battery mode",
+            ),
         ] {
-            assert_eq!(run(&mut w, tool, json!({"on": true})).unwrap_err().to_string(), text);
+            assert_eq!(
+                run(&mut w, tool, json!({"on": true}))
+                    .unwrap_err()
+                    .to_string(),
+                text
+            );
         }
         // Location service checks the battery before the type of `on`.
         assert!(matches!(
@@ -261,7 +294,7 @@ mod tests {
         ));
         run(&mut w, "set_low_battery_mode_status", json!({"on": false})).unwrap();
         run(&mut w, "set_location_service_status", json!({"on": true})).unwrap();
-        assert_eq!(setting_of(&w, "location_service"), true);
+        assert!(setting_of(&w, "location_service"));
     }
 
     #[test]

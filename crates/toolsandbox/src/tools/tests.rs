@@ -14,7 +14,11 @@ pub(crate) fn scenarios() -> &'static Scenarios {
 
 /// The world every scenario starts from (`cellular_off`'s, before its task).
 pub(crate) fn base_world() -> Context {
-    scenarios().get("cellular_off").unwrap().starting_context.clone()
+    scenarios()
+        .get("cellular_off")
+        .unwrap()
+        .starting_context
+        .clone()
 }
 
 pub(crate) fn setting_of(ctx: &Context, column: &str) -> bool {
@@ -56,7 +60,10 @@ fn signatures_match_the_schemas() {
     for (name, _) in offline_tools() {
         let tool = find(name).unwrap();
         let schema = &registry.schema(name).unwrap()["function"]["parameters"];
-        let props = schema["properties"].as_object().cloned().unwrap_or_default();
+        let props = schema["properties"]
+            .as_object()
+            .cloned()
+            .unwrap_or_default();
         let ours: Vec<&str> = tool.params.iter().map(|p| p.name).collect();
         let theirs: Vec<&str> = props.keys().map(String::as_str).collect();
         let mut sorted = ours.clone();

@@ -53,9 +53,16 @@ mod tests {
     fn ends_once() {
         let mut w = base_world();
         let last = w.max_sandbox_message_index();
-        assert_eq!(execute(&mut w, Clock::EXPORT, "end_conversation", &json!({})), Ok(Value::Null));
+        assert_eq!(
+            execute(&mut w, Clock::EXPORT, "end_conversation", &json!({})),
+            Ok(Value::Null)
+        );
         let rows = w.get_database(Namespace::Sandbox, None, true).unwrap();
-        let row = rows.iter().rev().find(|r| r["sandbox_message_index"] == last).unwrap();
+        let row = rows
+            .iter()
+            .rev()
+            .find(|r| r["sandbox_message_index"] == last)
+            .unwrap();
         assert_eq!(row["conversation_active"], false);
         assert_eq!(w.max_sandbox_message_index(), last);
         assert_eq!(

@@ -20,11 +20,21 @@ use crate::context::Context;
 use crate::{fuzzy, geo, units};
 
 pub(crate) const TOOLS: &[Tool] = &[
-    tool("get_current_timestamp", &[], &[], |_, clock, _| Ok(Value::from(clock.now()))),
+    tool("get_current_timestamp", &[], &[], |_, clock, _| {
+        Ok(Value::from(clock.now()))
+    }),
     tool(
         "timestamp_to_datetime_info",
         &[req("timestamp", Ty::Float)],
-        &["year", "month", "day", "hour", "minute", "second", "isoweekday"],
+        &[
+            "year",
+            "month",
+            "day",
+            "hour",
+            "minute",
+            "second",
+            "isoweekday",
+        ],
         timestamp_to_datetime_info,
     ),
     tool(
@@ -67,7 +77,11 @@ pub(crate) const TOOLS: &[Tool] = &[
     ),
     tool(
         "unit_conversion",
-        &[req("amount", Ty::Float), req("from_unit", Ty::Str), req("to_unit", Ty::Str)],
+        &[
+            req("amount", Ty::Float),
+            req("from_unit", Ty::Str),
+            req("to_unit", Ty::Str),
+        ],
         &[],
         unit_conversion,
     ),
@@ -119,8 +133,10 @@ fn timestamp_to_datetime_info(_: &mut Context, _: Clock, args: &Args) -> Result<
     let dt = datetime_arg(args, "timestamp")?;
     let (year, month, day) = dt.date();
     let (hour, minute, second) = dt.time();
-    Ok(json!({"year": year, "month": month, "day": day, "hour": hour, "minute": minute,
-              "second": second, "isoweekday": dt.iso_weekday()}))
+    Ok(
+        json!({"year": year, "month": month, "day": day, "hour": hour, "minute": minute,
+              "second": second, "isoweekday": dt.iso_weekday()}),
+    )
 }
 
 fn datetime_info_to_timestamp(_: &mut Context, _: Clock, args: &Args) -> Result<Value, ToolError> {
@@ -138,7 +154,11 @@ fn datetime_info_to_timestamp(_: &mut Context, _: Clock, args: &Args) -> Result<
     if !(1..=i64::from(calendar::days_in_month(year, month))).contains(&day) {
         return Err(ToolError::Value("day is out of range for month".into()));
     }
-    for (value, name, max) in [(hour, "hour", 23), (minute, "minute", 59), (second, "second", 59)] {
+    for (value, name, max) in [
+        (hour, "hour", 23),
+        (minute, "minute", 59),
+        (second, "second", 59),
+    ] {
         if !(0..=max).contains(&value) {
             return Err(ToolError::Value(format!("{name} must be in 0..{max}")));
         }
@@ -159,8 +179,8 @@ fn shift_timestamp(_: &mut Context, _: Clock, args: &Args) -> Result<Value, Tool
         + get("hours") * 3600
         + get("minutes") * 60
         + get("seconds");
-    let delta = i64::try_from(delta)
-        .map_err(|_| ToolError::Value("date value out of range".into()))?;
+    let delta =
+        i64::try_from(delta).map_err(|_| ToolError::Value("date value out of range".into()))?;
     let shifted = dt
         .shifted(delta)
         .map_err(|_| ToolError::Value("date value out of range".into()))?;
@@ -208,13 +228,18 @@ fn calculate_lat_lon_distance(_: &mut Context, _: Clock, args: &Args) -> Result<
     check_longitude(args, "longitude_0")?;
     check_longitude(args, "longitude_1")?;
     let n = |k: &str| args.number(k).unwrap_or(f64::NAN);
-    geo::geodesic_km(n("latitude_0"), n("longitude_0"), n("latitude_1"), n("longitude_1"))
-        .map(Value::from)
-        .ok_or_else(|| {
-            ToolError::Unsupported(
-                "the geodesic between nearly antipodal points does not converge here".into(),
-            )
-        })
+    geo::geodesic_km(
+        n("latitude_0"),
+        n("longitude_0"),
+        n("latitude_1"),
+        n("longitude_1"),
+    )
+    .map(Value::from)
+    .ok_or_else(|| {
+        ToolError::Unsupported(
+            "the geodesic between nearly antipodal points does not converge here".into(),
+        )
+    })
 }
 
 fn search_holiday(ctx: &mut Context, clock: Clock, args: &Args) -> Result<Value, ToolError> {
@@ -223,10 +248,17 @@ fn search_holiday(ctx: &mut Context, clock: Clock, args: &Args) -> Result<Value,
     }
     let year = match args.int("year") {
         Some(y) => y,
-        None => DateTime::from_timestamp(clock.now()).map_err(time_error)?.date().0,
+        None => {
+            DateTime::from_timestamp(clock.now())
+                .map_err(time_error)?
+                .date()
+                .0
+        }
     };
     if !(1..=9999).contains(&year) {
-        return Err(ToolError::Unsupported(format!("holidays of the year {year}")));
+        return Err(ToolError::Unsupported(format!(
+            "holidays of the year {year}"
+        )));
     }
     let query = fuzzy::default_process(args.text("holiday_name").unwrap_or_default());
     let best = calendar::us_holidays(year)
@@ -256,31 +288,49 @@ mod tests {
 
     #[test]
     fn now_and_datetime_info() {
-        assert_eq!(run("get_current_timestamp", json!({})), Ok(json!(1796455147.0)));
         assert_eq!(
-            run("timestamp_to_datetime_info", json!({"timestamp": 1796455147.0})),
-            Ok(json!({"year": 2026, "month": 12, "day": 5, "hour": 7, "minute": 19, "second": 7, "isoweekday": 6}))
+            run("get_current_timestamp", json!({})),
+            Ok(json!(1796455147.0))
+        );
+        assert_eq!(
+            run(
+                "timestamp_to_datetime_info",
+                json!({"timestamp": 1796455147.0})
+            ),
+            Ok(
+                json!({"year": 2026, "month": 12, "day": 5, "hour": 7, "minute": 19, "second": 7, "isoweekday": 6})
+            )
         );
         // upstream's own test, in UTC: 2024-03-25 22:02:30, a Monday.
-        let info = json!({"year": 2024, "month": 3, "day": 25, "hour": 22, "minute": 2, "second": 30});
+        let info =
+            json!({"year": 2024, "month": 3, "day": 25, "hour": 22, "minute": 2, "second": 30});
         let ts = run("datetime_info_to_timestamp", info).unwrap();
         assert_eq!(ts, json!(1711404150.0));
         assert_eq!(
-            run("timestamp_to_datetime_info", json!({"timestamp": ts}))
-                .unwrap()["isoweekday"],
+            run("timestamp_to_datetime_info", json!({"timestamp": ts})).unwrap()["isoweekday"],
             1
         );
         // The milestone of add_reminder_content_and_date_and_time.
-        let info = json!({"year": 2024, "month": 3, "day": 22, "hour": 17, "minute": 0, "second": 0});
-        assert_eq!(run("datetime_info_to_timestamp", info), Ok(json!(1711126800.0)));
+        let info =
+            json!({"year": 2024, "month": 3, "day": 22, "hour": 17, "minute": 0, "second": 0});
         assert_eq!(
-            run("datetime_info_to_timestamp", json!({"year": 2024, "month": 2, "day": 30, "hour": 0, "minute": 0, "second": 0}))
-                .unwrap_err()
-                .to_string(),
+            run("datetime_info_to_timestamp", info),
+            Ok(json!(1711126800.0))
+        );
+        assert_eq!(
+            run(
+                "datetime_info_to_timestamp",
+                json!({"year": 2024, "month": 2, "day": 30, "hour": 0, "minute": 0, "second": 0})
+            )
+            .unwrap_err()
+            .to_string(),
             "ValueError: day is out of range for month"
         );
         assert!(matches!(
-            run("datetime_info_to_timestamp", json!({"year": 2024.0, "month": 2, "day": 3, "hour": 0, "minute": 0, "second": 0})),
+            run(
+                "datetime_info_to_timestamp",
+                json!({"year": 2024.0, "month": 2, "day": 3, "hour": 0, "minute": 0, "second": 0})
+            ),
             Err(ToolError::Type(_))
         ));
     }
@@ -288,18 +338,31 @@ mod tests {
     #[test]
     fn shifting_and_differences() {
         // Tomorrow at 5 PM, as the reminder milestones expect it.
-        let tomorrow = run("shift_timestamp", json!({"timestamp": 1796455147.0, "days": 1})).unwrap();
+        let tomorrow = run(
+            "shift_timestamp",
+            json!({"timestamp": 1796455147.0, "days": 1}),
+        )
+        .unwrap();
         assert_eq!(tomorrow, json!(1796541547.0));
         assert_eq!(
-            run("shift_timestamp", json!({"timestamp": 1796181239.741119, "weeks": -1, "hours": 2})),
+            run(
+                "shift_timestamp",
+                json!({"timestamp": 1796181239.741119, "weeks": -1, "hours": 2})
+            ),
             Ok(json!(1795583639.0 + 741119.0 / 1e6))
         );
         assert_eq!(
-            run("timestamp_diff", json!({"timestamp_0": 1796455147.0, "timestamp_1": 1798156800.0})),
+            run(
+                "timestamp_diff",
+                json!({"timestamp_0": 1796455147.0, "timestamp_1": 1798156800.0})
+            ),
             Ok(json!({"days": 19, "seconds": 60053}))
         );
         assert_eq!(
-            run("timestamp_diff", json!({"timestamp_0": 1798156800.0, "timestamp_1": 1796455147.0})),
+            run(
+                "timestamp_diff",
+                json!({"timestamp_0": 1798156800.0, "timestamp_1": 1796455147.0})
+            ),
             Ok(json!({"days": -20, "seconds": 26347}))
         );
         assert_eq!(
@@ -310,7 +373,10 @@ mod tests {
 
     #[test]
     fn units_and_distance() {
-        let f = run("unit_conversion", json!({"amount": 1, "from_unit": "Celsius", "to_unit": "Fahrenheit"}));
+        let f = run(
+            "unit_conversion",
+            json!({"amount": 1, "from_unit": "Celsius", "to_unit": "Fahrenheit"}),
+        );
         assert_eq!(f, Ok(json!(33.79999999999993)));
         assert_eq!(
             run("unit_conversion", json!({"amount": 1.0, "from_unit": "meter", "to_unit": "kg"}))
@@ -319,7 +385,10 @@ mod tests {
             "pint.errors.DimensionalityError: Cannot convert from 'meter' ([length]) to 'kilogram' ([mass])"
         );
         assert!(matches!(
-            run("unit_conversion", json!({"amount": 1.0, "from_unit": "furlong", "to_unit": "meter"})),
+            run(
+                "unit_conversion",
+                json!({"amount": 1.0, "from_unit": "furlong", "to_unit": "meter"})
+            ),
             Err(ToolError::Unsupported(_))
         ));
         let d = run(
@@ -333,31 +402,60 @@ mod tests {
     #[test]
     fn holidays_need_wifi_and_default_to_this_year() {
         let christmas_2026 = 1798156800.0;
-        assert_eq!(run("search_holiday", json!({"holiday_name": "Christmas Day"})), Ok(json!(christmas_2026)));
         assert_eq!(
-            run("search_holiday", json!({"holiday_name": "Christmas Day", "year": 2026})),
+            run("search_holiday", json!({"holiday_name": "Christmas Day"})),
             Ok(json!(christmas_2026))
         );
         assert_eq!(
-            run("search_holiday", json!({"holiday_name": "Thanksgiving", "year": null})),
+            run(
+                "search_holiday",
+                json!({"holiday_name": "Christmas Day", "year": 2026})
+            ),
+            Ok(json!(christmas_2026))
+        );
+        assert_eq!(
+            run(
+                "search_holiday",
+                json!({"holiday_name": "Thanksgiving", "year": null})
+            ),
             Ok(json!(1795651200.0))
         );
         // upstream's own test cases.
-        assert_eq!(run("search_holiday", json!({"holiday_name": "Axlearn Day"})), Ok(Value::Null));
         assert_eq!(
-            run("search_holiday", json!({"holiday_name": "new years", "year": 2024})),
+            run("search_holiday", json!({"holiday_name": "Axlearn Day"})),
+            Ok(Value::Null)
+        );
+        assert_eq!(
+            run(
+                "search_holiday",
+                json!({"holiday_name": "new years", "year": 2024})
+            ),
             Ok(json!(1704067200.0))
         );
         assert_eq!(
-            run("search_holiday", json!({"holiday_name": "new years eve", "year": 2024})),
+            run(
+                "search_holiday",
+                json!({"holiday_name": "new years eve", "year": 2024})
+            ),
             Ok(Value::Null)
         );
         let mut w = base_world();
-        execute(&mut w, Clock::EXPORT, "set_wifi_status", &json!({"on": false})).unwrap();
+        execute(
+            &mut w,
+            Clock::EXPORT,
+            "set_wifi_status",
+            &json!({"on": false}),
+        )
+        .unwrap();
         assert_eq!(
-            execute(&mut w, Clock::EXPORT, "search_holiday", &json!({"holiday_name": "Christmas"}))
-                .unwrap_err()
-                .to_string(),
+            execute(
+                &mut w,
+                Clock::EXPORT,
+                "search_holiday",
+                &json!({"holiday_name": "Christmas"})
+            )
+            .unwrap_err()
+            .to_string(),
             "ConnectionError: Wifi is not enabled"
         );
     }
