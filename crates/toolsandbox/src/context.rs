@@ -117,6 +117,44 @@ impl Namespace {
     }
 }
 
+/// The type of a column (upstream's polars schema), which decides how a value is stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ColumnKind {
+    /// `pl.Int32` (the index).
+    Int,
+    /// `pl.Float64`: an integer written here is stored as a float, as polars casts it.
+    Float,
+    /// `pl.Boolean`.
+    Bool,
+    /// `pl.String` or `pl.Enum` of role names.
+    Text,
+    /// `pl.List(...)`: `tool_trace` and `visible_to`.
+    List,
+}
+
+impl Namespace {
+    /// The kind of one of the namespace's columns, or `None` if it has no such column.
+    pub fn column_kind(self, column: &str) -> Option<ColumnKind> {
+        if !self.columns().contains(&column) {
+            return None;
+        }
+        Some(match column {
+            INDEX => ColumnKind::Int,
+            "latitude" | "longitude" | "creation_timestamp" | "reminder_timestamp" => {
+                ColumnKind::Float
+            }
+            "conversation_active"
+            | "cellular"
+            | "wifi"
+            | "location_service"
+            | "low_battery_mode"
+            | "is_self" => ColumnKind::Bool,
+            "tool_trace" | "visible_to" => ColumnKind::List,
+            _ => ColumnKind::Text,
+        })
+    }
+}
+
 /// What the world refuses (upstream raises the same conditions).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ContextError {
@@ -133,6 +171,16 @@ pub enum ContextError {
         "a row added to {0:?} has every column null; that shape is reserved for the headguard"
     )]
     AllNull(Namespace),
+    /// A value does not fit its column's type (polars refuses to build the frame).
+    #[error("{namespace:?}.{column} cannot hold {value}")]
+    WrongType {
+        /// The namespace written to.
+        namespace: Namespace,
+        /// The column.
+        column: String,
+        /// The value refused.
+        value: Value,
+    },
     /// A removal matched no row of the current snapshot (upstream's `NoDataError`).
     #[error("no row of {0:?} matches")]
     NoData(Namespace),
@@ -164,8 +212,13 @@ pub fn is_headguard(row: &Row) -> bool {
     row.iter().all(|(k, v)| k == INDEX || v.is_null())
 }
 
-fn headguard(index: i64) -> Row {
-    let mut row = Row::new();
+/// A headguard as upstream's frame holds it: every column null but the index.
+fn headguard(ns: Namespace, index: i64) -> Row {
+    let mut row: Row = ns
+        .columns()
+        .iter()
+        .map(|c| ((*c).to_owned(), Value::Null))
+        .collect();
     row.insert(INDEX.into(), Value::from(index));
     row
 }
@@ -178,7 +231,7 @@ impl Context {
         for ns in Namespace::ALL {
             let table = tables.entry(ns).or_default();
             if table.is_empty() {
-                table.push(headguard(0));
+                table.push(headguard(ns, 0));
             }
         }
         Context { tables }
@@ -291,6 +344,37 @@ impl Context {
         Ok(())
     }
 
+    /// The row as upstream's frame holds it: every column of the schema present (null
+    /// where not given) and every value of its column's type (integers in float columns
+    /// become floats, so `1711126800` and `1711126800.0` are one value, as in polars).
+    fn normalize(ns: Namespace, mut row: Row) -> Result<Row, ContextError> {
+        for &column in ns.columns() {
+            let value = row.entry(column).or_insert(Value::Null);
+            let fits = match (ns.column_kind(column), &*value) {
+                (_, Value::Null) => true,
+                (Some(ColumnKind::Float), Value::Number(n)) => {
+                    if let Some(f) = n.as_f64() {
+                        *value = Value::from(f);
+                    }
+                    true
+                }
+                (Some(ColumnKind::Int), Value::Number(n)) => n.is_i64() || n.is_u64(),
+                (Some(ColumnKind::Bool), Value::Bool(_)) => true,
+                (Some(ColumnKind::Text), Value::String(_)) => true,
+                (Some(ColumnKind::List), Value::Array(_)) => true,
+                _ => false,
+            };
+            if !fits {
+                return Err(ContextError::WrongType {
+                    namespace: ns,
+                    column: column.to_owned(),
+                    value: value.clone(),
+                });
+            }
+        }
+        Ok(row)
+    }
+
     /// Copies the latest snapshot of `ns` to the message being processed, unless that
     /// message already has one.
     fn snapshot_for_next_message(&mut self, ns: Namespace) -> i64 {
@@ -298,9 +382,10 @@ impl Context {
         let next = max + 1;
         let table = self.table(ns);
         if !table.iter().any(|r| index_of(r) == next) {
-            // `max` is never beyond the next message, so this cannot fail; −1 (nothing
-            // but headguards) copies the headguard at 0.
-            let latest = self.most_recent_snapshot_index(ns, max).unwrap_or(0).max(0);
+            // `max` is never beyond the next message, so this cannot fail. A namespace of
+            // nothing but headguards answers −1, which no row has: as upstream, nothing
+            // is copied and the new rows stand without a headguard of their own.
+            let latest = self.most_recent_snapshot_index(ns, max).unwrap_or(-1);
             let copy: Vec<Row> = table
                 .iter()
                 .filter(|r| index_of(r) == latest)
@@ -310,11 +395,6 @@ impl Context {
                     r
                 })
                 .collect();
-            let copy = if copy.is_empty() {
-                vec![headguard(next)]
-            } else {
-                copy
-            };
             self.table_mut(ns).extend(copy);
         }
         next
@@ -328,6 +408,10 @@ impl Context {
         for row in &rows {
             Self::check_columns(ns, row)?;
         }
+        let rows = rows
+            .into_iter()
+            .map(|r| Self::normalize(ns, r))
+            .collect::<Result<Vec<_>, _>>()?;
         if ns == Namespace::Sandbox {
             let mut active = self
                 .get_database(Namespace::Sandbox, None, false)?
@@ -383,13 +467,14 @@ impl Context {
         } else {
             self.snapshot_for_next_message(ns)
         };
-        let mut replacement = vec![headguard(index)];
+        let mut replacement = vec![headguard(ns, index)];
         for mut row in rows {
             row.remove(INDEX);
             if is_headguard(&row) {
                 continue;
             }
             Self::check_columns(ns, &row)?;
+            let mut row = Self::normalize(ns, row)?;
             row.insert(INDEX.into(), Value::from(index));
             replacement.push(row);
         }
@@ -417,12 +502,22 @@ mod tests {
         }
     }
 
+    /// A row as the world stores it: every column of `ns`, null where not given.
+    fn full(ns: Namespace, v: Value) -> Row {
+        let mut r = row(v);
+        for c in ns.columns() {
+            r.entry(*c).or_insert(Value::Null);
+        }
+        r.remove(INDEX);
+        r
+    }
+
     fn world() -> Context {
         let mut tables = BTreeMap::new();
         tables.insert(
             Namespace::Sandbox,
             vec![
-                headguard(0),
+                headguard(Namespace::Sandbox, 0),
                 row(json!({INDEX: 0, "sender": "SYSTEM", "recipient": "AGENT", "content": "be careful"})),
                 row(json!({INDEX: 1, "sender": "USER", "recipient": "AGENT", "content": "few-shot", "visible_to": ["USER"]})),
                 row(json!({INDEX: 2, "sender": "USER", "recipient": "AGENT", "content": "turn off wifi"})),
@@ -431,7 +526,7 @@ mod tests {
         tables.insert(
             Namespace::Setting,
             vec![
-                headguard(0),
+                headguard(Namespace::Setting, 0),
                 row(json!({INDEX: 0, "wifi": true, "cellular": true})),
             ],
         );
@@ -459,7 +554,13 @@ mod tests {
         )
         .unwrap();
         let now = w.get_database(Namespace::Setting, None, false).unwrap();
-        assert_eq!(now, vec![row(json!({"wifi": false, "cellular": true}))]);
+        assert_eq!(
+            now,
+            vec![full(
+                Namespace::Setting,
+                json!({"wifi": false, "cellular": true})
+            )]
+        );
         let before = w.get_database(Namespace::Setting, Some(2), false).unwrap();
         assert_eq!(before, vec![row(json!({"wifi": true, "cellular": true}))]);
         // Both snapshots have their headguard.
@@ -478,8 +579,15 @@ mod tests {
             .unwrap();
         assert_eq!(
             w.get_database(Namespace::Contact, None, false).unwrap(),
-            vec![bart]
+            vec![full(Namespace::Contact, Value::Object(bart))]
         );
+        // As upstream, a namespace of headguards only gets no headguard copied to the
+        // new snapshot.
+        let at_next = w.tables()[&Namespace::Contact]
+            .iter()
+            .filter(|r| r[INDEX] == 3)
+            .count();
+        assert_eq!(at_next, 1);
         assert_eq!(
             w.remove_from_database(Namespace::Contact, |r| r["name"] == "Lisa"),
             Err(ContextError::NoData(Namespace::Contact))
@@ -507,6 +615,25 @@ mod tests {
         let last = all.last().unwrap();
         assert_eq!(last[INDEX], 4);
         assert_eq!(last["conversation_active"], false);
+    }
+
+    #[test]
+    fn integers_in_float_columns_are_stored_as_floats() {
+        let mut w = world();
+        w.add_to_database(
+            Namespace::Reminder,
+            vec![row(
+                json!({"content": "x", "reminder_timestamp": 1711126800}),
+            )],
+        )
+        .unwrap();
+        let r = &w.get_database(Namespace::Reminder, None, false).unwrap()[0];
+        assert!(r["reminder_timestamp"].is_f64());
+        assert_eq!(r["reminder_timestamp"], 1711126800.0);
+        assert!(matches!(
+            w.add_to_database(Namespace::Reminder, vec![row(json!({"content": 5}))]),
+            Err(ContextError::WrongType { .. })
+        ));
     }
 
     #[test]
