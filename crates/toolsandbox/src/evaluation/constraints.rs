@@ -4,8 +4,9 @@
 //! Owns `snapshot_similarity` (row costs: per target row and snapshot row the mean over
 //! the target's columns of −ln of each column's similarity, as upstream's polars columns
 //! compute it) and the addition, removal, update and guardrail rules built on it, with
-//! upstream's zero fill and join semantics: numeric nulls become 0 and boolean nulls
-//! false, text nulls stay null, and a row with a null never joins. Never reads the world:
+//! upstream's zero fill and join semantics: numeric nulls become 0, boolean nulls false
+//! and text nulls the empty string (what polars' `fill_null(strategy="zero")` does), and
+//! a row with a null left never joins. Never reads the world:
 //! snapshots are handed in. `tool_trace_dependant_similarity` is in [`super::tool_trace`].
 
 use serde_json::Value;
@@ -109,7 +110,9 @@ fn zero_fill<'a>(ns: Namespace, row: &Row, columns: impl Iterator<Item = &'a str
             let filled = match kind(ns, column) {
                 Kind::Number => Value::from(0),
                 Kind::Bool => Value::Bool(false),
-                Kind::Other => Value::Null,
+                Kind::Text => Value::String(String::new()),
+                Kind::Role => Value::String("SYSTEM".into()),
+                Kind::List => Value::Null,
             };
             out.insert(column.to_string(), filled);
         }

@@ -19,6 +19,8 @@ mod measures;
 pub mod model;
 mod porter;
 mod pyvalue;
+#[cfg(test)]
+mod reference_tests;
 mod rouge;
 mod schema;
 mod similarity;

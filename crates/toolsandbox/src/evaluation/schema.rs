@@ -15,11 +15,17 @@ pub(crate) enum Kind {
     Number,
     /// `Boolean`: a null becomes false under the zero fill.
     Bool,
-    /// `String`, `Enum` or a list: the zero fill leaves a null as it is.
-    Other,
+    /// `String`: a null becomes the empty string under the zero fill.
+    Text,
+    /// The `Enum` of roles (`sender`, `recipient`): a null becomes its first category,
+    /// `SYSTEM`.
+    Role,
+    /// A list (`tool_trace`, `visible_to`): polars refuses the zero fill; no constraint
+    /// that fills reads SANDBOX, so a null is left as it is.
+    List,
 }
 
-/// The type of `column` in `ns` (`Other` for a column the namespace does not have).
+/// The type of `column` in `ns` (`Text` for a column the namespace does not have).
 pub(crate) fn kind(ns: Namespace, column: &str) -> Kind {
     match (ns, column) {
         (_, crate::context::INDEX) => Kind::Number,
@@ -31,7 +37,9 @@ pub(crate) fn kind(ns: Namespace, column: &str) -> Kind {
         (Namespace::Contact, "is_self") => Kind::Bool,
         (Namespace::Messaging, "creation_timestamp") => Kind::Number,
         (Namespace::Reminder, "creation_timestamp" | "reminder_timestamp") => Kind::Number,
-        _ => Kind::Other,
+        (Namespace::Sandbox, "sender" | "recipient") => Kind::Role,
+        (Namespace::Sandbox, "tool_trace" | "visible_to") => Kind::List,
+        _ => Kind::Text,
     }
 }
 
