@@ -309,56 +309,53 @@ def bare_world(messages):
     return ctx
 
 
+def reply(text, **columns):
+    return SnapshotConstraint(
+        database_namespace=NS.SANDBOX, snapshot_constraint=snapshot_similarity,
+        target_dataframe=pl.DataFrame({"sender": ["AGENT"], "recipient": ["USER"], "content": [text]}),
+        column_similarity_measure=columns or None)
+
+
+def wifi_is(on):
+    return SnapshotConstraint(
+        database_namespace=NS.SETTING, snapshot_constraint=snapshot_similarity,
+        target_dataframe=pl.DataFrame({"wifi": [on]}))
+
+
 @case("hand-built: the greedy first match is not the best")
 def _():
-    # Milestone 0 (a reply containing "wifi") fits best at the first agent message;
-    # milestone 1 (wifi off, then a reply) must come no earlier. Taking 0's best spot
-    # first still allows 1 here, but milestone 2 (a reply saying "back on", after 1)
-    # only fits late, so the search must trade.
+    # Milestone 0 (the reply "wifi is now off") matches message 8 exactly and message 5
+    # only in part; milestone 1 (wifi off), which must come no earlier, holds only at
+    # messages 4 to 6. Taking 0's best match first leaves 1 nothing; the best total
+    # takes the partial match.
     ctx = bare_world([
-        lambda c: say(c, "AGENT", "USER", "wifi is being turned off and back on"),
+        lambda c: say(c, "AGENT", "USER", "turning wifi off"),
         lambda c: call(c, "set_wifi_status", {"on": False}, None, set_setting(wifi=False)),
         lambda c: say(c, "AGENT", "USER", "wifi is off"),
         lambda c: call(c, "set_wifi_status", {"on": True}, None, set_setting(wifi=True)),
-        lambda c: say(c, "AGENT", "USER", "wifi is back on"),
+        lambda c: say(c, "AGENT", "USER", "wifi is now off"),
     ])
-    reply = lambda text: SnapshotConstraint(
-        database_namespace=NS.SANDBOX, snapshot_constraint=snapshot_similarity,
-        target_dataframe=pl.DataFrame({"sender": ["AGENT"], "recipient": ["USER"], "content": [text]}))
-    setting = lambda wifi: SnapshotConstraint(
-        database_namespace=NS.SETTING, snapshot_constraint=snapshot_similarity,
-        target_dataframe=pl.DataFrame({"wifi": [wifi]}))
-    matcher = MilestoneMatcher(
-        milestones=[
-            Milestone(snapshot_constraints=[reply("wifi is being turned off and back on")]),
-            Milestone(snapshot_constraints=[setting(False)]),
-            Milestone(snapshot_constraints=[reply("wifi is back on")]),
-            Milestone(snapshot_constraints=[setting(True)]),
-        ],
-        edge_list=[(0, 2), (1, 3), (3, 2)],
-    )
+    matcher = MilestoneMatcher(milestones=[Milestone(snapshot_constraints=[reply("wifi is now off")]),
+                                           Milestone(snapshot_constraints=[wifi_is(False)])])
     return Evaluation(milestone_matcher=matcher), ctx
 
 
-@case("hand-built: update and guardrail against the starting world")
-def _():
+@case("hand-built: update, guardrails and a minefield hit")
+def update_with_minefield():
     ctx = bare_world([
         lambda c: call(c, "set_wifi_status", {"on": False}, None, set_setting(wifi=False)),
-        lambda c: call(c, "set_low_battery_mode_status", {"on": True}, None,
-                       set_setting(low_battery_mode=True)),
+        lambda c: say(c, "AGENT", "USER", "turning wifi off"),
+        lambda c: call(c, "add_reminder", {"content": "wifi"}, "r-1", add_row(NS.REMINDER, {
+            "reminder_id": "r-1", "content": "wifi", "creation_timestamp": 1.5,
+            "reminder_timestamp": 2.5, "latitude": None, "longitude": None})),
         lambda c: say(c, "AGENT", "USER", "wifi is off"),
     ])
     matcher = MilestoneMatcher(milestones=[
-        Milestone(snapshot_constraints=[
-            SnapshotConstraint(
-                database_namespace=NS.SETTING, snapshot_constraint=update_similarity,
-                reference_milestone_node_index=-1,
-                target_dataframe=pl.DataFrame({"wifi": [False], "low_battery_mode": [False]})),
-            SnapshotConstraint(
-                database_namespace=NS.SANDBOX, snapshot_constraint=snapshot_similarity,
-                target_dataframe=pl.DataFrame({"sender": ["AGENT"], "content": ["off"]}),
-                column_similarity_measure={"content": column_contains_similarity}),
-        ]),
+        Milestone(snapshot_constraints=[SnapshotConstraint(
+            database_namespace=NS.SETTING, snapshot_constraint=update_similarity,
+            reference_milestone_node_index=-1,
+            target_dataframe=pl.DataFrame({"wifi": [False], "low_battery_mode": [False]}))]),
+        Milestone(snapshot_constraints=[reply("off", content=column_contains_similarity)]),
     ])
     minefields = MilestoneMatcher(milestones=[
         Minefield(snapshot_constraints=[
@@ -367,11 +364,16 @@ def _():
                 reference_milestone_node_index=-1),
             SnapshotConstraint(
                 database_namespace=NS.SANDBOX, snapshot_constraint=snapshot_similarity,
-                target_dataframe=pl.DataFrame({"sender": ["AGENT"], "recipient": ["USER"],
-                                               "content": ["wifi is off"]})),
+                target_dataframe=pl.DataFrame({"sender": ["AGENT"], "content": ["wifi is turned off"]})),
         ]),
     ])
     return Evaluation(milestone_matcher=matcher, minefield_matcher=minefields), ctx
+
+
+@case("hand-built: update and guardrails without the minefield")
+def _():
+    evaluation, ctx = update_with_minefield()
+    return Evaluation(milestone_matcher=evaluation.milestone_matcher), ctx
 
 
 @case("hand-built: addition of two rows with a rouge column")
