@@ -14,6 +14,8 @@
 mod assignment;
 mod constraints;
 pub mod error;
+#[cfg(test)]
+mod hand_tests;
 mod matcher;
 mod measures;
 pub mod model;
