@@ -62,9 +62,6 @@ pub enum ModelError {
     /// The milestone graph has a cycle, so no order of the milestones respects it.
     #[error("the milestone graph has a cycle")]
     Cycle,
-    /// Both a guardrail list and an exclusion list (upstream refuses the same).
-    #[error("milestone {0}: only one of the guardrail list and the exclusion list may be set")]
-    GuardrailListAndExclusion(usize),
 }
 
 /// A grade that cannot be computed: upstream raises in each of these cases.

@@ -21,6 +21,7 @@ mod measures;
 pub mod model;
 mod porter;
 mod pyvalue;
+mod reading;
 #[cfg(test)]
 mod reference_tests;
 mod rouge;
