@@ -8,7 +8,8 @@
 //! an episode's saved state is enough to grade it again without running a tool. The
 //! scenarios and tool schemas are upstream's, vendored and pinned ([`data`],
 //! [`scenario`]); the tools ([`tools`]) run on the world with a frozen [`clock`], and
-//! [`record`] writes the conversation rows upstream's roles write.
+//! [`record`] writes the conversation rows upstream's roles write; [`evaluation`] grades
+//! a saved world as upstream's milestone evaluator does.
 //!
 //! Never: touches the network, the clock or the file system (tools that read the time
 //! take it from the frozen clock, and the data is handed in by the caller or compiled
@@ -20,6 +21,7 @@ pub mod calendar;
 pub mod clock;
 pub mod context;
 pub mod data;
+pub mod evaluation;
 pub mod fuzzy;
 pub mod geo;
 pub mod phone;
