@@ -349,6 +349,19 @@ fn check_milestones(name: &str, start: &Context, end: &Context) {
 fn oracle(name: &str, steps: Vec<Step>) {
     let (start, end) = play(name, steps);
     check_milestones(name, &start, &end);
+    // The evaluator, fed the saved world, agrees: every milestone met, no minefield.
+    let scenario = scenarios().get(name).unwrap();
+    let milestones =
+        crate::evaluation::MilestoneMatcher::from_json(&scenario.milestone_matcher).unwrap();
+    let minefields =
+        crate::evaluation::MilestoneMatcher::from_json(&scenario.minefield_matcher).unwrap();
+    let graded = crate::evaluation::evaluate(&milestones, &minefields, &end).unwrap();
+    assert!(
+        graded.is_success(),
+        "{name}: similarity {} ({:?})",
+        graded.similarity,
+        graded.milestone_mapping
+    );
 }
 
 #[test]
