@@ -139,6 +139,8 @@ fn panel() -> Vec<EpisodeRow> {
                     organization: c.organization.clone().into(),
                     model: c.name.clone().into(),
                     route: "sim".into(),
+                    quantization: None,
+                    reasoning_effort: None,
                     lane: Menu::Routed,
                     repair: PromptVariant::Base,
                     block: "main".into(),

@@ -27,7 +27,7 @@ CONTRACT = {
     "discovery": """arm lane statistic r cluster_unit n_clusters n hits estimate_pp
         ci_low_pp ci_high_pp p_value p_floor draws seed draw_seed unavailable
         unavailable_requests unavailable_tokens""",
-    "episodes": """study configuration organization model route block arm lane repair
+    "episodes": """study configuration organization model route quantization reasoning_effort block arm lane repair
         delivery actor completion_cap repeat schedule schedule_position variant_id family intent v w d r depth vts ok_a ok_s
         ok_p ok_q ok_e ok_x ok_g ok_b ok_c first_unmet terminal_flag truncated
         truncated_before_first_call calls calls_by_controller requests schema_exposures turns

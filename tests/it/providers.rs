@@ -619,7 +619,13 @@ async fn profile_omissions_and_cap_field(proto: Proto) {
         .await
         .expect("response");
     let sent = server.received()[0].json();
-    for absent in ["temperature", "seed", "parallel_tool_calls"] {
+    for absent in [
+        "temperature",
+        "seed",
+        "parallel_tool_calls",
+        "reasoning_effort",
+        "output_config",
+    ] {
         assert!(sent.get(absent).is_none(), "{proto:?}: {absent} sent");
     }
     match proto {
@@ -630,6 +636,33 @@ async fn profile_omissions_and_cap_field(proto: Proto) {
         }
         Proto::Anthropic => assert_eq!(sent["tool_choice"], json!({"type": "auto"})),
         Proto::Gemini => assert_eq!(sent["generationConfig"], json!({"maxOutputTokens": 1024})),
+    }
+}
+
+/// A configuration's reasoning effort reaches the wire in its protocol's own field, and
+/// nothing is sent without one (the last scenario's bodies).
+async fn reasoning_effort_in_the_protocol_s_field(proto: Proto) {
+    let body = proto.body(
+        Some("ok"),
+        &[],
+        proto.stop_reason(Finish::Stop),
+        Some((10, 1, 0)),
+    );
+    let server = Loopback::replies(vec![Reply::json(body)]).await;
+    let config = proto.config(&server, "profile = { reasoning_effort = \"high\" }");
+    let provider = proto.provider(&config);
+    provider
+        .chat(&request(Sampling::default()))
+        .await
+        .expect("response");
+    let sent = server.received()[0].json();
+    match proto {
+        Proto::OpenAi => assert_eq!(sent["reasoning_effort"], "high"),
+        Proto::Anthropic => assert_eq!(sent["output_config"], json!({"effort": "high"})),
+        Proto::Gemini => assert_eq!(
+            sent["generationConfig"]["thinkingConfig"],
+            json!({"thinkingLevel": "high"})
+        ),
     }
 }
 
@@ -994,6 +1027,7 @@ macro_rules! per_protocol {
 per_protocol!(
     normal_tool_call,
     profile_omissions_and_cap_field,
+    reasoning_effort_in_the_protocol_s_field,
     final_json_answer,
     cut_at_the_cap_with_reasoning_only,
     tool_call_cut_inside_its_arguments,

@@ -14,7 +14,8 @@
 //! offered: `tools: [{name, description, input_schema}]` and `tool_choice: {type:
 //! "auto"}`, plus `disable_parallel_tool_use: !parallel_tool_calls` when the sampling
 //! settings carry it. `temperature` when present. Never `seed` (the API has none) and
-//! never `thinking` (so thinking stays disabled).
+//! never `thinking` (so thinking stays disabled). `output_config: {effort}` when the
+//! configuration sets a reasoning effort.
 //!
 //! Decisions:
 //! - `input` is an object on the wire; a recorded call whose arguments are not a JSON
@@ -49,7 +50,7 @@ use super::chat::{
     ChatRequest, ChatResponse, Finish, Message, ReasoningSource, Sampling, ToolCall, ToolSchema,
     Usage,
 };
-use super::config::Configuration;
+use super::config::{Configuration, ReasoningEffort};
 use super::http;
 use super::openai::{listing, model_ids};
 use super::{BoxFuture, Provider, ProviderError};
@@ -64,6 +65,7 @@ pub const API_VERSION: &str = "2023-06-01";
 #[derive(Debug)]
 pub struct Anthropic {
     model: String,
+    reasoning_effort: Option<ReasoningEffort>,
     base: Url,
     client: http::Client,
     menus: http::RenderedMenus,
@@ -86,6 +88,7 @@ impl Anthropic {
         ];
         Ok(Anthropic {
             model: config.model.clone(),
+            reasoning_effort: config.profile.reasoning_effort,
             base,
             client: http::Client::new(config, headers, Some(key))?,
             menus: http::RenderedMenus::default(),
@@ -100,7 +103,10 @@ impl Provider for Anthropic {
     ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
         Box::pin(async move {
             // The body but its tool array, which is rendered once per menu and spliced in.
-            let body = body_but_tools(request);
+            let mut body = body_but_tools(request);
+            if let Some(effort) = self.reasoning_effort {
+                body.insert("output_config".into(), json!({"effort": effort.name()}));
+            }
             let bytes = self.menus.body(&body, &request.tools, tools)?;
             let (raw, status) = self
                 .client

@@ -71,6 +71,62 @@ pub enum RequestField {
     ParallelToolCalls,
 }
 
+/// How much reasoning a route is asked for, sent in each protocol's own field:
+/// `reasoning_effort` on chat completions, `output_config.effort` on Anthropic
+/// Messages, `generationConfig.thinkingConfig.thinkingLevel` on Gemini. Absent, nothing
+/// is sent and the provider's default applies (the paper leaves it at the default on
+/// all routes but one). Each protocol accepts its own levels ([`Self::accepted_by`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReasoningEffort {
+    /// No reasoning (chat completions only).
+    None,
+    /// The least reasoning a model offers (chat completions, Gemini).
+    Minimal,
+    /// Low.
+    Low,
+    /// Medium.
+    Medium,
+    /// High.
+    High,
+    /// More than high (chat completions, Anthropic).
+    Xhigh,
+    /// The most (Anthropic).
+    Max,
+}
+
+impl ReasoningEffort {
+    /// The level as every protocol spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            ReasoningEffort::None => "none",
+            ReasoningEffort::Minimal => "minimal",
+            ReasoningEffort::Low => "low",
+            ReasoningEffort::Medium => "medium",
+            ReasoningEffort::High => "high",
+            ReasoningEffort::Xhigh => "xhigh",
+            ReasoningEffort::Max => "max",
+        }
+    }
+
+    /// The levels a protocol's field takes (none for the simulated panel, whose
+    /// mechanisms do not model an effort setting).
+    pub fn levels(provider: ProviderKind) -> &'static [ReasoningEffort] {
+        use ReasoningEffort::*;
+        match provider {
+            ProviderKind::Openai => &[None, Minimal, Low, Medium, High, Xhigh],
+            ProviderKind::Anthropic => &[Low, Medium, High, Xhigh, Max],
+            ProviderKind::Gemini => &[Minimal, Low, Medium, High],
+            ProviderKind::Sim => &[],
+        }
+    }
+
+    /// Whether `provider`'s field takes this level.
+    pub fn accepted_by(self, provider: ProviderKind) -> bool {
+        Self::levels(provider).contains(&self)
+    }
+}
+
 /// How the completion cap is sent on OpenAI-compatible routes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -95,6 +151,9 @@ pub struct ExecutionProfile {
     /// The completion-cap field on OpenAI-compatible routes.
     #[serde(default)]
     pub max_tokens_field: MaxTokensField,
+    /// The reasoning effort sent on every request; absent, the provider's default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_effort: Option<ReasoningEffort>,
 }
 
 impl Default for ExecutionProfile {
@@ -103,6 +162,7 @@ impl Default for ExecutionProfile {
             omit: BTreeSet::new(),
             temperature: 0.0,
             max_tokens_field: MaxTokensField::MaxCompletionTokens,
+            reasoning_effort: None,
         }
     }
 }
@@ -200,6 +260,10 @@ pub struct Configuration {
     /// Pinned served version (recorded in lockfiles).
     #[serde(default)]
     pub version: Option<String>,
+    /// The weights' numeric format as the route serves them (`bf16`, `fp8`, `fp4`, a
+    /// GGUF type such as `Q4_K_M`): recorded with every episode, never sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quantization: Option<String>,
     /// Base URL of the route (protocol default when absent).
     #[serde(default)]
     pub base_url: Option<String>,
@@ -531,6 +595,40 @@ impl Catalogue {
                     );
                 }
             }
+            if let Some(effort) = c.profile.reasoning_effort {
+                if !effort.accepted_by(c.provider) {
+                    let levels: Vec<&str> = ReasoningEffort::levels(c.provider)
+                        .iter()
+                        .map(|l| l.name())
+                        .collect();
+                    problem(
+                        &at("profile.reasoning_effort"),
+                        format!(
+                            "configuration `{name}`: reasoning_effort = \"{}\" is not a level its protocol takes",
+                            effort.name()
+                        ),
+                        Some(if levels.is_empty() {
+                            "the simulated panel's mechanisms do not model a reasoning effort: remove the field".into()
+                        } else {
+                            format!("this protocol takes {}", levels.join(", "))
+                        }),
+                    );
+                }
+            }
+            if let Some(q) = &c.quantization {
+                if q.is_empty()
+                    || q.len() > 32
+                    || !q
+                        .chars()
+                        .all(|ch| ch.is_ascii_alphanumeric() || "_-.".contains(ch))
+                {
+                    problem(
+                        &at("quantization"),
+                        format!("configuration `{name}`: quantization = {q:?} is not a format name"),
+                        Some("one word of at most 32 letters, digits, `_`, `-` or `.`, as the route names it: bf16, fp8, fp4, Q4_K_M".into()),
+                    );
+                }
+            }
             let t = c.profile.temperature;
             if !t.is_finite() || t < 0.0 {
                 problem(
@@ -656,6 +754,46 @@ mod tests {
         let mut without = c.clone();
         without.context_window = None;
         assert_eq!(c.identity(), without.identity());
+    }
+
+    #[test]
+    fn quantization_and_reasoning_effort_are_read_and_checked() {
+        let text = live(
+            "q",
+            "http://127.0.0.1:8080/v1",
+            "quantization = \"Q4_K_M\"\nprofile = { reasoning_effort = \"minimal\" }",
+        );
+        let cat = catalogue(&text).expect("valid catalogue");
+        let c = cat.get("q").expect("present");
+        assert_eq!(c.quantization.as_deref(), Some("Q4_K_M"));
+        assert_eq!(c.profile.reasoning_effort, Some(ReasoningEffort::Minimal));
+        // Both are what the episode is: they enter the identity.
+        let mut without = c.clone();
+        without.quantization = None;
+        assert_ne!(c.identity(), without.identity());
+
+        let bad = live(
+            "b",
+            "http://127.0.0.1:8080/v1",
+            "quantization = \"4 bit\"\nprofile = { reasoning_effort = \"max\" }",
+        );
+        let problems = problems_of(&bad);
+        assert_eq!(problems.len(), 2, "{problems:?}");
+        assert!(
+            problems[0].0.contains("\"max\" is not a level"),
+            "{problems:?}"
+        );
+        assert_eq!(problems[0].1, "\"max\"");
+        assert!(
+            problems[1].0.contains("is not a format name"),
+            "{problems:?}"
+        );
+        // Every level some protocol takes; none the simulated panel does.
+        for level in [ReasoningEffort::None, ReasoningEffort::Max] {
+            assert!(!level.accepted_by(ProviderKind::Sim));
+        }
+        assert!(ReasoningEffort::Max.accepted_by(ProviderKind::Anthropic));
+        assert!(!ReasoningEffort::Minimal.accepted_by(ProviderKind::Anthropic));
     }
 
     #[test]

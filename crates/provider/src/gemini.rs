@@ -12,7 +12,8 @@
 //! content, as the API requires). When tools are offered: `tools: [{functionDeclarations:
 //! [{name, description, parameters}]}]` and `toolConfig: {functionCallingConfig: {mode:
 //! "AUTO"}}`. `generationConfig: {maxOutputTokens, temperature, seed}`, the last two
-//! when present; the seed is an int32 on this API, so it is sent modulo 2^31.
+//! when present; the seed is an int32 on this API, so it is sent modulo 2^31; with
+//! `thinkingConfig: {thinkingLevel}` when the configuration sets a reasoning effort.
 //! `parallel_tool_calls` has no Gemini equivalent and is not sent.
 //!
 //! Decisions:
@@ -58,7 +59,7 @@ use super::chat::{
     ChatRequest, ChatResponse, Finish, Message, ReasoningSource, Sampling, ToolCall, ToolSchema,
     Usage,
 };
-use super::config::Configuration;
+use super::config::{Configuration, ReasoningEffort};
 use super::http;
 use super::{BoxFuture, Provider, ProviderError};
 
@@ -98,6 +99,7 @@ const SCHEMA_KEYS: &[&str] = &[
 #[derive(Debug)]
 pub struct Gemini {
     model: String,
+    reasoning_effort: Option<ReasoningEffort>,
     base: Url,
     client: http::Client,
     menus: http::RenderedMenus,
@@ -114,6 +116,7 @@ impl Gemini {
         )];
         Ok(Gemini {
             model: config.model.clone(),
+            reasoning_effort: config.profile.reasoning_effort,
             base,
             client: http::Client::new(config, headers, Some(key))?,
             menus: http::RenderedMenus::default(),
@@ -133,7 +136,15 @@ impl Provider for Gemini {
         Box::pin(async move {
             // The body but its tool array, which is rendered once per menu (the schema
             // reduction included) and spliced in.
-            let body = body_but_tools(request);
+            let mut body = body_but_tools(request);
+            if let (Some(effort), Some(Json::Object(generation))) =
+                (self.reasoning_effort, body.get_mut("generationConfig"))
+            {
+                generation.insert(
+                    "thinkingConfig".into(),
+                    json!({"thinkingLevel": effort.name()}),
+                );
+            }
             let bytes = self.menus.body(&body, &request.tools, tools)?;
             let method = format!("{}:generateContent", model_segment(&request.model));
             let (raw, status) = self

@@ -269,6 +269,7 @@ pub fn configuration(
         provider: protocol.kind,
         model: model.to_string(),
         version: None,
+        quantization: None,
         base_url: base_url.map(|(url, _)| url.trim_end_matches('/').to_string()),
         api_key_env: Some(protocol.key_variable.to_string()),
         api_key_optional: false,

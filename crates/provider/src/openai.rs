@@ -10,7 +10,7 @@
 //! `tool_call_id`), and when tools are offered `tools`, `tool_choice: "auto"` and
 //! `parallel_tool_calls` (when the sampling settings carry it); `temperature` and
 //! `seed` when present; the cap as `max_completion_tokens` or `max_tokens` per the
-//! execution profile. A seed above `i64::MAX` (the API's integer range) is sent modulo
+//! execution profile; `reasoning_effort` when the configuration sets one. A seed above `i64::MAX` (the API's integer range) is sent modulo
 //! 2^63.
 //!
 //! Parsed decisions:
@@ -40,7 +40,7 @@ use super::chat::{
     ChatRequest, ChatResponse, Finish, Message, ReasoningSource, Sampling, ToolCall, ToolSchema,
     Usage,
 };
-use super::config::{Configuration, MaxTokensField};
+use super::config::{Configuration, MaxTokensField, ReasoningEffort};
 use super::http::{self, Secret};
 use super::{BoxFuture, Provider, ProviderError};
 
@@ -53,6 +53,7 @@ pub struct OpenAi {
     model: String,
     base: Url,
     max_tokens_field: MaxTokensField,
+    reasoning_effort: Option<ReasoningEffort>,
     client: http::Client,
     menus: http::RenderedMenus,
 }
@@ -73,6 +74,7 @@ impl OpenAi {
             model: config.model.clone(),
             base,
             max_tokens_field: config.profile.max_tokens_field,
+            reasoning_effort: config.profile.reasoning_effort,
             client: http::Client::new(config, headers, key)?,
             menus: http::RenderedMenus::default(),
         })
@@ -86,7 +88,10 @@ impl Provider for OpenAi {
     ) -> BoxFuture<'a, Result<ChatResponse, ProviderError>> {
         Box::pin(async move {
             // The body but its tool array, which is rendered once per menu and spliced in.
-            let body = body_but_tools(request, self.max_tokens_field);
+            let mut body = body_but_tools(request, self.max_tokens_field);
+            if let Some(effort) = self.reasoning_effort {
+                body.insert("reasoning_effort".into(), json!(effort.name()));
+            }
             let bytes = self.menus.body(&body, &request.tools, tools)?;
             let (raw, status) = self
                 .client

@@ -218,6 +218,16 @@ episode_row! {
         model: Name,
         /// Its provider route.
         route: Name,
+        /// The weights' numeric format the route serves (the catalogue's
+        /// `quantization`); null when the catalogue does not say. Rows stored before
+        /// the field read as null, which they were: a configuration that names one has
+        /// another identity, so its episodes are new.
+        #[serde(default)]
+        quantization: Option<Name>,
+        /// The reasoning effort sent on every request (the catalogue's
+        /// `profile.reasoning_effort`); null when none is sent (the provider's default).
+        #[serde(default)]
+        reasoning_effort: Option<Name>,
         /// The design block the episode belongs to (`main` when the manifest has none).
         #[serde(default)]
         block: Name,
@@ -383,6 +393,12 @@ impl EpisodeRow {
             organization: Name::new(&spec.config.organization),
             model: Name::new(&spec.config.model),
             route: spec.config.route().into(),
+            quantization: spec.config.quantization.as_deref().map(Name::new),
+            reasoning_effort: spec
+                .config
+                .profile
+                .reasoning_effort
+                .map(|e| Name::new(e.name())),
             arm: Name::default(),
             lane: spec.arm.menu,
             repair: spec.arm.prompt,

@@ -679,6 +679,8 @@ pub mod testing {
             organization: organization.into(),
             model: "m".into(),
             route: "sim".into(),
+            quantization: None,
+            reasoning_effort: None,
             lane: Menu::Routed,
             repair: PromptVariant::Base,
             block: "main".into(),

@@ -197,8 +197,9 @@ pub struct Dag {
 pub mod versions {
     /// Table publication (columns, writer settings).
     pub const TABLE: &str = "table/1";
-    /// `episodes.parquet`'s columns (2: `calls_by_controller`; 3: `episode_key`).
-    pub const EPISODES: &str = "episodes/3";
+    /// `episodes.parquet`'s columns (2: `calls_by_controller`; 3: `episode_key`;
+    /// 4: `quantization`, `reasoning_effort`).
+    pub const EPISODES: &str = "episodes/4";
     /// `variants.parquet`'s columns (2: `required_tool_kinds`, the discovery study's
     /// required-tool cluster).
     pub const VARIANTS: &str = "variants/2";

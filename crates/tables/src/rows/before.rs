@@ -59,6 +59,11 @@ fn episodes(rows: &[EpisodeRow]) -> Result<RecordBatch, StoreError> {
         .text("organization", rows.iter().map(|r| &r.organization))
         .text("model", rows.iter().map(|r| &r.model))
         .text("route", rows.iter().map(|r| &r.route))
+        .text_opt("quantization", rows.iter().map(|r| r.quantization.as_ref()))
+        .text_opt(
+            "reasoning_effort",
+            rows.iter().map(|r| r.reasoning_effort.as_ref()),
+        )
         .text("block", rows.iter().map(|r| &r.block))
         .text("arm", rows.iter().map(|r| &r.arm))
         .text("lane", rows.iter().map(|r| r.lane.name()))
@@ -274,6 +279,8 @@ fn episode_rows() -> Vec<EpisodeRow> {
         organization: "o".into(),
         model: "m".into(),
         route: "r".into(),
+        quantization: Some("fp4".into()),
+        reasoning_effort: Some("high".into()),
         block: "main".into(),
         arm: "a".into(),
         lane: Menu::Fixed,
@@ -345,6 +352,8 @@ fn episode_rows() -> Vec<EpisodeRow> {
         sent_parallel_tool_calls: None,
         cost_usd: f64::NAN,
         episode_key: "k2".into(),
+        quantization: None,
+        reasoning_effort: None,
         ..first.clone()
     };
     vec![first, second]
