@@ -33,6 +33,7 @@ pub mod html;
 pub mod index;
 pub mod kind;
 mod markdown;
+mod paper;
 mod sections;
 
 use std::collections::BTreeMap;

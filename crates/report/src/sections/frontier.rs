@@ -5,8 +5,8 @@
 //! tokens against its executed calls with the episode budget and the call limits.
 //!
 //! Owns: the layout of the `frontier` and `frontier_paths` tables in the report, and
-//! the paper's values ([`PAPER_CONTRASTS`], [`PAPER`]), which appear only in columns
-//! and rows that say they are the paper's.
+//! where the paper's values ([`paper::frontier`]) stand: only in columns and rows
+//! that say they are the paper's.
 //!
 //! Invariants: depths in the order the table holds them (by cap, then depth); a
 //! missing value is "—". The figure draws one line per episode from (0, 0) — before
@@ -20,46 +20,15 @@ use std::collections::BTreeMap;
 use super::super::document::{code, text, Align, Figure, Section, Table};
 use super::super::figures::{self, PathSeries, Point};
 use super::super::format;
+use super::super::paper::{frontier as q, Quote};
 use super::super::ReportError;
 use super::{absent, rows, Tables};
 use tbb_tables::analyses::frontier::{FrontierPathsRow, FrontierRow};
 use tbb_tables::TableRow;
 
-/// The paper's change in VTS from 2 calls, by depth: (depth, "estimate [low, high]").
-pub(crate) const PAPER_CONTRASTS: [(u64, &str); 3] = [
-    (6, "-3.8 [-8.8, 2.5]"),
-    (14, "-6.2 [-12.5, 1.2]"),
-    (30, "-91.2 [-95.0, -83.8]"),
-];
-
-/// What else the paper publishes about its frontier.
-pub(crate) struct PaperFrontier {
-    /// 30-call episodes within the episode budget.
-    pub within_budget_30: u64,
-    /// ... of which failed.
-    pub within_budget_failed_30: u64,
-    /// ... of which at an infeasibility stop.
-    pub within_budget_infeasibility_30: u64,
-    /// Executed calls at 30: median, q1, q3.
-    pub calls_30: (u64, u64, u64),
-    /// Median total tokens at 30 calls.
-    pub tokens_median_30: u64,
-    /// Median prompt tokens at 14 calls.
-    pub prompt_median_14: u64,
-    /// 14-call episodes over the episode budget.
-    pub over_budget_14: u64,
-}
-
-/// The paper's published values.
-pub(crate) const PAPER: PaperFrontier = PaperFrontier {
-    within_budget_30: 11,
-    within_budget_failed_30: 11,
-    within_budget_infeasibility_30: 9,
-    calls_30: (20, 18, 22),
-    tokens_median_30: 132_392,
-    prompt_median_14: 79_898,
-    over_budget_14: 0,
-};
+/// The paper's change in VTS from 2 calls, by the depth it reports.
+const CHANGES_QUOTED: [(u64, Quote); 3] =
+    [(6, q::CHANGE_6), (14, q::CHANGE_14), (30, q::CHANGE_30)];
 
 /// The column headings of the terminal flags, in [`FrontierRow::flag_counts`] order.
 const FLAG_HEADINGS: [&str; 7] = [
@@ -72,11 +41,11 @@ const FLAG_HEADINGS: [&str; 7] = [
     "Contract break",
 ];
 
-fn paper_contrast(depth: u64) -> &'static str {
-    PAPER_CONTRASTS
+fn paper_contrast(depth: u64) -> String {
+    CHANGES_QUOTED
         .iter()
         .find(|(d, _)| *d == depth)
-        .map_or(format::MISSING, |(_, v)| v)
+        .map_or_else(|| format::MISSING.to_string(), |(_, q)| q.text())
 }
 
 /// "median [q1–q3]" of whole numbers.
@@ -210,7 +179,7 @@ fn depth_tables(t: &[FrontierRow], s: &mut Section) {
             format::count(r.n_families),
             format::percent(r.vts),
             change(r),
-            paper_contrast(u64::from(r.depth)).to_string(),
+            paper_contrast(u64::from(r.depth)),
             calls_iqr(r),
             median_iqr(
                 or_missing(r.total_tokens_median),
@@ -246,22 +215,28 @@ fn depth_tables(t: &[FrontierRow], s: &mut Section) {
             ("Paper", Align::Right),
         ],
     );
-    for (d, published) in PAPER_CONTRASTS {
+    paper.push(vec![
+        "Families (the intervals' clusters)".into(),
+        show(t.first(), &|r| format::count(r.n_families)),
+        q::FAMILIES.text(),
+    ]);
+    for (d, published) in CHANGES_QUOTED {
         paper.push(vec![
             format!("Change in VTS from 2 to {d} calls (pp)"),
             show(at(d), &change),
-            published.into(),
+            published.text(),
         ]);
     }
     let d30 = at(30);
     paper.push(vec![
         "30 calls: episodes within the budget (failed, at an infeasibility stop)".into(),
         show(d30, &within_budget),
+        // Every one of the paper's 30-call episodes within the budget failed.
         format!(
             "{} ({}, {})",
-            PAPER.within_budget_30,
-            PAPER.within_budget_failed_30,
-            PAPER.within_budget_infeasibility_30
+            q::WITHIN_BUDGET_30.text(),
+            q::WITHIN_BUDGET_30.text(),
+            q::WITHIN_BUDGET_INFEASIBLE_30.text()
         ),
     ]);
     paper.push(vec![
@@ -269,13 +244,15 @@ fn depth_tables(t: &[FrontierRow], s: &mut Section) {
         show(d30, &calls_iqr),
         format!(
             "{} [{}–{}]",
-            PAPER.calls_30.0, PAPER.calls_30.1, PAPER.calls_30.2
+            q::CALLS_MEDIAN_30.text(),
+            q::CALLS_Q1_30.text(),
+            q::CALLS_Q3_30.text()
         ),
     ]);
     paper.push(vec![
         "30 calls: median total tokens".into(),
         show(d30, &|r| format::whole(or_missing(r.total_tokens_median))),
-        format::count(PAPER.tokens_median_30),
+        q::TOKENS_MEDIAN_30.text(),
     ]);
     paper.push(vec![
         "30 calls: budget / call limit / neither reached first".into(),
@@ -286,14 +263,14 @@ fn depth_tables(t: &[FrontierRow], s: &mut Section) {
     paper.push(vec![
         "14 calls: median prompt tokens".into(),
         show(d14, &|r| format::whole(or_missing(r.prompt_tokens_median))),
-        format::count(PAPER.prompt_median_14),
+        q::PROMPT_MEDIAN_14.text(),
     ]);
     paper.push(vec![
         "14 calls: episodes over the budget".into(),
         show(d14, &|r| {
             format::count(r.n_episodes.saturating_sub(r.within_budget))
         }),
-        format::count(PAPER.over_budget_14),
+        q::OVER_BUDGET_14.text(),
     ]);
     s.table(paper);
     let budgets: Vec<u64> = t.iter().fold(Vec::new(), |mut v, r| {
@@ -397,16 +374,15 @@ fn paths_figure(t: &[FrontierPathsRow], s: &mut Section) -> Result<(), ReportErr
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use std::collections::BTreeMap;
 
     use tbb_analysis::frontier::{tests::panel, Frontier, FrontierParams};
     use tbb_analysis::{Context, Typed};
 
-    /// The section, rendered from the analysis's tables on the hand-built panel of the
-    /// analysis's own tests (budget 100 tokens; depths 2 and 30).
-    #[test]
-    fn the_frontier_section() {
+    /// The report of the analysis's tables on the hand-built panel of the analysis's
+    /// own tests (budget 100 tokens; depths 2 and 30).
+    pub(crate) fn rendered() -> crate::Rendered {
         let (episodes, requests) = panel();
         let limits = tbb_analysis::frontier::tests::limits();
         let variants = tbb_analysis::frontier::tests::variants(&limits);
@@ -430,7 +406,13 @@ mod tests {
             .into_iter()
             .map(|o| (o.table.to_string(), o.batch))
             .collect();
-        let r = crate::render("frontier", &tables, &[]).unwrap_or_else(|e| panic!("{e}"));
+        crate::render("frontier", &tables, &[]).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// The section, rendered from [`rendered`].
+    #[test]
+    fn the_frontier_section() {
+        let r = rendered();
         let from = r.markdown.find("## The depth frontier").unwrap_or(0);
         let to = r.markdown.rfind("<!--").unwrap_or(r.markdown.len());
         insta::assert_snapshot!(&r.markdown[from..to]);
