@@ -39,6 +39,8 @@ pub(crate) enum Value {
     Ci(f64, f64, f64),
     /// A percentage as printed, one decimal: `13.6%`.
     Percent(f64),
+    /// A percentage the paper prints whole (a rule's threshold): `20%`.
+    WholePercent(u64),
     /// A range of percentages: `30.6–69.8%`.
     PercentRange(f64, f64),
     /// A count: `3,024`.
@@ -76,6 +78,7 @@ impl Quote {
                 format::fixed(h, 1)
             ),
             Value::Percent(x) => format!("{}%", format::fixed(x, 1)),
+            Value::WholePercent(n) => format!("{n}%"),
             Value::PercentRange(l, h) => {
                 format!("{}–{}%", format::fixed(l, 1), format::fixed(h, 1))
             }
@@ -95,7 +98,9 @@ impl Quote {
             Value::Pp(x) | Value::Percent(x) | Value::Decimal(x, _) => (x, f64::NAN, f64::NAN),
             Value::PpCi(e, l, h) | Value::Ci(e, l, h) => (e, l, h),
             Value::Interval(l, h) | Value::PercentRange(l, h) => (f64::NAN, l, h),
-            Value::Count(_) | Value::Usd(_) | Value::Text(_) => return None,
+            Value::WholePercent(_) | Value::Count(_) | Value::Usd(_) | Value::Text(_) => {
+                return None
+            }
         };
         Some(Whisker {
             estimate,
@@ -342,7 +347,7 @@ pub(crate) mod cap_strata {
         SWEEP_M: Count(1), "Appendix E.1";
         SWEEP_N: Count(1), "Appendix E.1";
         /// The truncation share at V = 128 from which a configuration is in B.
-        SWEEP_B_RULE: Percent(20.0), "Appendix E.1";
+        SWEEP_B_RULE: WholePercent(20), "Appendix E.1";
         CROSSOVER_CONFIGURATIONS: Count(4), "Appendix E.2";
         CROSSOVER_B: Count(2), "Appendix E.2";
         CROSSOVER_S: Count(1), "Appendix E.2";
@@ -382,7 +387,7 @@ pub(crate) mod cap_studies {
         CROSSOVER_B_TRUNCATED_LOW: PercentRange(28.8, 35.8), "Appendix E.2";
         CROSSOVER_B_TRUNCATED_HIGH: PercentRange(20.2, 25.3), "Appendix E.2";
         /// The manipulation check's ceiling on truncation at the high cap.
-        CROSSOVER_CEILING: Percent(5.0), "Appendix E.2";
+        CROSSOVER_CEILING: WholePercent(5), "Appendix E.2";
         CROSSOVER_DISAGREEMENT_LOW: Percent(24.2), "Appendix E.2";
         CROSSOVER_DISAGREEMENT_HIGH: Percent(21.2), "Appendix E.2";
     }
