@@ -435,9 +435,15 @@ pub(crate) fn limit_paths(
     title: &str,
     series: &[PathSeries],
     ceiling: f64,
+    paper: &[Point],
     x_desc: &str,
     y_desc: &str,
 ) -> Result<String, ReportError> {
+    let paper: Vec<Point> = paper
+        .iter()
+        .filter(|p| p.x.is_finite() && p.y.is_finite())
+        .copied()
+        .collect();
     let finite = |p: &&Point| p.x.is_finite() && p.y.is_finite();
     let points = || {
         series
@@ -449,11 +455,18 @@ pub(crate) fn limit_paths(
         .iter()
         .filter_map(|s| s.limit)
         .filter(|x| x.is_finite());
-    let (_, x1) = padded_range(points().map(|p| p.x).chain(limits), 0.0);
+    let (_, x1) = padded_range(
+        points()
+            .map(|p| p.x)
+            .chain(limits)
+            .chain(paper.iter().map(|p| p.x)),
+        0.0,
+    );
     let (_, y1) = padded_range(
         points()
             .map(|p| p.y)
-            .chain(std::iter::once(ceiling).filter(|y| y.is_finite())),
+            .chain(std::iter::once(ceiling).filter(|y| y.is_finite()))
+            .chain(paper.iter().map(|p| p.y)),
         0.0,
     );
     let (x0, y0) = (-0.02 * x1, -0.02 * y1);
@@ -486,15 +499,22 @@ pub(crate) fn limit_paths(
                 )))?;
             }
         }
+        chart.draw_series(paper.iter().map(|p| diamond!((p.x, p.y))))?;
         let (left, _) = chart.backend_coord(&(x0, 0.0));
-        legend_with(
+        legend_swatches(
             root,
             (left, LEGEND_Y),
             series
                 .iter()
                 .enumerate()
-                .map(|(k, s)| (s.name.as_str(), SERIES_COLOURS[k % SERIES_COLOURS.len()]))
-                .chain(std::iter::once(("episode budget", ZERO_LINE))),
+                .map(|(k, s)| {
+                    (
+                        s.name.as_str(),
+                        Swatch::Box(SERIES_COLOURS[k % SERIES_COLOURS.len()]),
+                    )
+                })
+                .chain(std::iter::once(("episode budget", Swatch::Box(ZERO_LINE))))
+                .chain((!paper.is_empty()).then_some((PAPER_LEGEND, Swatch::Diamond))),
         )?;
         Ok(())
     })
@@ -976,13 +996,14 @@ pub(crate) mod tests {
                 limit: Some(32.0),
             },
         ];
-        let svg = limit_paths("paths", &series, 400.0, "calls", "tokens")
+        let svg = limit_paths("paths", &series, 400.0, &[], "calls", "tokens")
             .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(strokes(&svg, SERIES_COLOURS[0]), 3);
         assert_eq!(strokes(&svg, SERIES_COLOURS[1]), 4);
         assert_eq!(strokes(&svg, ZERO_LINE), 1);
         assert!(svg.contains(">\nepisode budget\n</text>"));
-        let empty = limit_paths("paths", &[], f64::NAN, "x", "y").unwrap_or_else(|e| panic!("{e}"));
+        let empty =
+            limit_paths("paths", &[], f64::NAN, &[], "x", "y").unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(strokes(&empty, ZERO_LINE), 0);
     }
 

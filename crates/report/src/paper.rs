@@ -468,6 +468,9 @@ pub(crate) mod switches {
 pub(crate) mod frontier {
     use super::{Quote, Value::*};
     quotes! {
+        /// The episode budget (reported tokens) at every depth: the frontier's figure
+        /// marks the paper's point only on a study with this budget.
+        EPISODE_BUDGET: Count(128_000), "harness contract (frozen budgets)";
         FAMILIES: Count(4), "frontier results";
         /// The change in VTS from 2 calls.
         CHANGE_6: PpCi(-3.8, -8.8, 2.5), "frontier results";
@@ -486,6 +489,11 @@ pub(crate) mod frontier {
         /// Median prompt tokens at 14 calls, and 14-call episodes over the budget.
         PROMPT_MEDIAN_14: Count(79_898), "frontier results";
         OVER_BUDGET_14: Count(0), "frontier results";
+    }
+
+    /// [`EPISODE_BUDGET`] as a number.
+    pub(crate) fn episode_budget() -> u64 {
+        EPISODE_BUDGET.count().unwrap_or(0)
     }
 }
 

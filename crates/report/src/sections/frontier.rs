@@ -341,6 +341,30 @@ fn paths_figure(t: &[FrontierPathsRow], s: &mut Section) -> Result<(), ReportErr
                 limit: Some(*l as f64),
             })
             .collect();
+        // The paper's medians at 30 calls stand on this figure only at its budget: at
+        // another the axes, and where the budget binds, are not the paper's.
+        let at_papers_budget = *budget == q::episode_budget();
+        let paper_point = |x: Quote, y: Quote| Point {
+            x: x.count().map_or(f64::NAN, |c| c as f64),
+            y: y.count().map_or(f64::NAN, |c| c as f64 / 1000.0),
+        };
+        let paper_marks: Vec<Point> = if at_papers_budget && depths.contains_key(&30) {
+            vec![paper_point(q::CALLS_MEDIAN_30, q::TOKENS_MEDIAN_30)]
+        } else {
+            Vec::new()
+        };
+        let paper_text = format!(
+            "The paper's 30-call episodes have a median of {} executed calls and {} tokens \
+             (its budget {} tokens){}.",
+            q::CALLS_MEDIAN_30.text(),
+            q::TOKENS_MEDIAN_30.text(),
+            q::EPISODE_BUDGET.text(),
+            if paper_marks.is_empty() {
+                "; not drawn, as this figure's budget or depths are not the paper's"
+            } else {
+                ", the black diamond (legend \"paper\")"
+            }
+        );
         let cap_text = if by_cap.len() > 1 {
             format!(", cap {}", format::count(*cap))
         } else {
@@ -353,7 +377,7 @@ fn paths_figure(t: &[FrontierPathsRow], s: &mut Section) -> Result<(), ReportErr
                  paper's Figure 9): one line per episode and one colour per depth, through \
                  each provider request (episodes per depth: {}). The grey horizontal line is \
                  the episode budget ({} tokens), each vertical line its depth's call limit: a path that crosses the grey line \
-                 before its vertical line reaches the budget first.",
+                 before its vertical line reaches the budget first. {paper_text}",
                 series
                     .iter()
                     .map(|x| format!("{} {}", x.name, format::count(x.paths.len() as u64)))
@@ -365,6 +389,7 @@ fn paths_figure(t: &[FrontierPathsRow], s: &mut Section) -> Result<(), ReportErr
                 "Cumulative tokens against executed calls",
                 &series,
                 *budget as f64 / 1000.0,
+                &paper_marks,
                 "executed calls",
                 "cumulative tokens (thousands)",
             )?,
@@ -383,6 +408,11 @@ pub(crate) mod tests {
     /// The report of the analysis's tables on the hand-built panel of the analysis's
     /// own tests (budget 100 tokens; depths 2 and 30).
     pub(crate) fn rendered() -> crate::Rendered {
+        rendered_at(100)
+    }
+
+    /// The same at an episode budget of `budget` tokens.
+    fn rendered_at(budget: u64) -> crate::Rendered {
         let (episodes, requests) = panel();
         let limits = tbb_analysis::frontier::tests::limits();
         let variants = tbb_analysis::frontier::tests::variants(&limits);
@@ -397,7 +427,7 @@ pub(crate) mod tests {
         let params = FrontierParams {
             draws: Some(200),
             seed: Some(5),
-            episode_budget: Some(100),
+            episode_budget: Some(budget),
         };
         let produced =
             <Frontier as Typed>::run(&params, &context).unwrap_or_else(|e| panic!("{e}"));
@@ -426,5 +456,22 @@ pub(crate) mod tests {
         // Depth 2: 6 episodes and the call limit; depth 30: 6 episodes and the limit.
         assert_eq!(strokes(svg, SERIES_COLOURS[0]), 7);
         assert_eq!(strokes(svg, SERIES_COLOURS[1]), 7);
+        // At a budget that is not the paper's, its point is not drawn.
+        assert_eq!(crate::figures::tests::paper_points(svg), 0);
+    }
+
+    /// At the paper's episode budget, Figure 9 marks the paper's medians at 30 calls.
+    #[test]
+    fn figure_9_marks_the_papers_point_at_its_budget() {
+        let r = rendered_at(crate::paper::frontier::episode_budget());
+        let svg = r
+            .figures
+            .iter()
+            .find(|(name, _)| name == "report-frontier-paths-1024.svg")
+            .map(|(_, svg)| svg.as_str())
+            .unwrap_or_else(|| panic!("Figure 9 is drawn"));
+        assert_eq!(crate::figures::tests::paper_points(svg), 1);
+        assert!(svg.contains(">\npaper\n</text>"));
+        assert!(r.markdown.contains("the black diamond (legend \"paper\")"));
     }
 }
