@@ -18,7 +18,11 @@
 //! Each marked element has a colour of its own, which is how the tests (and a reader
 //! of the SVG) count points: dots are `<circle>`s filled with their series colour,
 //! whiskers and data lines are `<polyline>`s stroked with it; legends use `<rect>`
-//! swatches, so they add no circle.
+//! swatches, so they add no circle. The paper's published points are another shape in
+//! a colour no series takes: a black diamond (a `<polygon>` filled with
+//! [`PAPER_COLOUR`]), its interval a thin black line, under one legend entry "paper"
+//! whose swatch is a diamond too — so a reader never takes a quoted value for one of
+//! this study's.
 //!
 //! Never: reads tables, computes statistics, or embeds fonts or raster images.
 
@@ -39,6 +43,13 @@ pub(crate) const SERIES_COLOURS: [RGBColor; 5] = [
     RGBColor(0xCC, 0x79, 0xA7),
     RGBColor(0xE6, 0x9F, 0x00),
 ];
+/// The paper's published points: near-black (no series, axis or text takes it, so
+/// the tests can count them), drawn as diamonds.
+pub(crate) const PAPER_COLOUR: RGBColor = RGBColor(0x11, 0x11, 0x11);
+/// Half the diagonal of a paper diamond, pixels.
+const DIAMOND: i32 = 6;
+/// The legend entry of the paper's points.
+pub(crate) const PAPER_LEGEND: &str = "paper";
 /// The reference line at zero.
 const ZERO_LINE: RGBColor = RGBColor(0x80, 0x80, 0x80);
 /// The minor grid: one faint line between labelled ones.
@@ -53,6 +64,19 @@ const HEADER: u32 = 44;
 const HEADER_WITH_LEGEND: u32 = 72;
 /// The middle of the legend row.
 const LEGEND_Y: i32 = 50;
+
+/// A paper point at `$at` (chart coordinates): a diamond, one filled `<polygon>` in
+/// the SVG. A macro because the composed element's type cannot be named outside
+/// plotters.
+macro_rules! diamond {
+    ($at:expr) => {
+        EmptyElement::at($at)
+            + Polygon::new(
+                vec![(0, -DIAMOND), (DIAMOND, 0), (0, DIAMOND), (-DIAMOND, 0)],
+                PAPER_COLOUR.filled(),
+            )
+    };
+}
 
 /// The SVG colour attribute plotters writes for `c` (`#0072B2`).
 #[cfg(test)]
@@ -81,20 +105,31 @@ pub(crate) struct WhiskerSeries {
 }
 
 /// Dots with horizontal whiskers, one row per label, series stacked within a row
-/// (the first on top, drawn thicker: the primary analysis).
+/// (the first on top, drawn thicker: the primary analysis), then the paper's points
+/// (`paper`, each a list with one entry per row, like a series' values) below them as
+/// diamonds, under one legend entry "paper" when any is drawn.
 pub(crate) fn dot_whisker(
     title: &str,
     rows: &[String],
     series: &[WhiskerSeries],
+    paper: &[Vec<Option<Whisker>>],
     x_desc: &str,
 ) -> Result<String, ReportError> {
+    // A paper list with no value adds no slot, so a figure without quotes is drawn
+    // as before.
+    let paper: Vec<&Vec<Option<Whisker>>> = paper
+        .iter()
+        .filter(|p| p.iter().any(Option::is_some))
+        .collect();
     let n_rows = rows.len().max(1);
-    let n_series = series.len().max(1);
+    let n_series = (series.len() + paper.len()).max(1);
     let row_height = 14 * n_series as u32 + 18;
     let size = (840, HEADER_WITH_LEGEND + 60 + row_height * n_rows as u32);
     let values = series
         .iter()
-        .flat_map(|s| s.values.iter().flatten())
+        .flat_map(|s| s.values.iter())
+        .chain(paper.iter().flat_map(|p| p.iter()))
+        .flatten()
         .flat_map(|w| [w.estimate, w.low, w.high]);
     let (x0, x1) = padded_range(values, 0.0);
     render(title, size, |root| {
@@ -155,6 +190,24 @@ pub(crate) fn dot_whisker(
                     .map(|&(y, w)| Circle::new((w.estimate, y), radius, colour.filled())),
             )?;
         }
+        for (j, values) in paper.iter().enumerate() {
+            let y_of = |i: usize| (n_rows - 1 - i) as f64 + offset(series.len() + j);
+            chart.draw_series(values.iter().enumerate().filter_map(|(i, w)| {
+                let w = (*w)?;
+                (w.low.is_finite() && w.high.is_finite()).then(|| {
+                    PathElement::new(
+                        vec![(w.low, y_of(i)), (w.high, y_of(i))],
+                        PAPER_COLOUR.stroke_width(1),
+                    )
+                })
+            }))?;
+            chart.draw_series(values.iter().enumerate().filter_map(|(i, w)| {
+                let w = (*w)?;
+                w.estimate
+                    .is_finite()
+                    .then(|| diamond!((w.estimate, y_of(i))))
+            }))?;
+        }
         let label_style = TextStyle::from((FONT, 15).into_font())
             .color(&BLACK)
             .pos(Pos::new(HPos::Right, VPos::Center));
@@ -164,13 +217,38 @@ pub(crate) fn dot_whisker(
             root.draw(&Text::new(label.as_str(), (x - 10, y), label_style.clone()))?;
         }
         let (left, _) = chart.backend_coord(&(x0, 0.0));
-        legend(
+        legend_swatches(
             root,
             (left, LEGEND_Y),
-            series.iter().map(|s| s.name.as_str()),
+            series
+                .iter()
+                .enumerate()
+                .map(|(k, s)| {
+                    (
+                        s.name.as_str(),
+                        Swatch::Box(SERIES_COLOURS[k % SERIES_COLOURS.len()]),
+                    )
+                })
+                .chain((!paper.is_empty()).then_some((PAPER_LEGEND, Swatch::Diamond))),
         )?;
         Ok(())
     })
+}
+
+/// A published point of a scatter chart: a diamond at (`x`, `y`) where `y` is
+/// finite, and a vertical line over (`low`, `high`) where both are (a range the paper
+/// prints for points it does not print one by one). `x` is a share (0..=1), as the
+/// chart's points are.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct PaperMark {
+    /// Horizontal value.
+    pub x: f64,
+    /// The point's vertical value (NaN: no point).
+    pub y: f64,
+    /// Bottom of the vertical range (NaN: no range).
+    pub low: f64,
+    /// Top of the vertical range.
+    pub high: f64,
 }
 
 /// One point of a scatter chart.
@@ -183,10 +261,12 @@ pub(crate) struct Point {
 }
 
 /// Points (x a share in 0..=1, drawn in percent; y in percentage points), with a
-/// horizontal line at zero.
+/// horizontal line at zero, and the paper's marks (with a legend of this study's
+/// points and the paper's when there are any).
 pub(crate) fn scatter(
     title: &str,
     points: &[Point],
+    paper: &[PaperMark],
     x_desc: &str,
     y_desc: &str,
 ) -> Result<String, ReportError> {
@@ -195,18 +275,35 @@ pub(crate) fn scatter(
         .filter(|p| p.x.is_finite() && p.y.is_finite())
         .copied()
         .collect();
-    let x_max = finite.iter().map(|p| 100.0 * p.x).fold(0.0_f64, f64::max);
+    let paper: Vec<PaperMark> = paper.iter().filter(|m| m.x.is_finite()).copied().collect();
+    let x_max = finite
+        .iter()
+        .map(|p| p.x)
+        .chain(paper.iter().map(|m| m.x))
+        .map(|x| 100.0 * x)
+        .fold(0.0_f64, f64::max);
     // The axis starts at zero truncation and ends a little past the largest rate
     // (at least 10%, so a panel that never truncates still has a readable axis).
     let x1 = (x_max * 1.1).clamp(10.0, 105.0);
     // A little room left of zero, so a dot at 0% is not half hidden by the axis.
     let x0 = -0.025 * x1;
-    let (y0, y1) = padded_range(finite.iter().map(|p| p.y), 0.0);
+    let (y0, y1) = padded_range(
+        finite
+            .iter()
+            .map(|p| p.y)
+            .chain(paper.iter().flat_map(|m| [m.y, m.low, m.high])),
+        0.0,
+    );
     let colour = SERIES_COLOURS[0];
-    render(title, (760, 480), |root| {
+    let header = if paper.is_empty() {
+        HEADER
+    } else {
+        HEADER_WITH_LEGEND
+    };
+    render(title, (760, 436 + header), |root| {
         let mut chart = xy_chart(
             root,
-            HEADER,
+            header,
             (x0, x1),
             (y0, y1),
             &|x| format!("{}%", axis_number(*x, x1)),
@@ -221,6 +318,35 @@ pub(crate) fn scatter(
                 .iter()
                 .map(|p| Circle::new((100.0 * p.x, p.y), 5, colour.mix(0.85).filled())),
         )?;
+        chart.draw_series(
+            paper
+                .iter()
+                .filter(|m| m.low.is_finite() && m.high.is_finite())
+                .map(|m| {
+                    PathElement::new(
+                        vec![(100.0 * m.x, m.low), (100.0 * m.x, m.high)],
+                        PAPER_COLOUR.stroke_width(2),
+                    )
+                }),
+        )?;
+        chart.draw_series(
+            paper
+                .iter()
+                .filter(|m| m.y.is_finite())
+                .map(|m| diamond!((100.0 * m.x, m.y))),
+        )?;
+        if !paper.is_empty() {
+            let (left, _) = chart.backend_coord(&(x0, 0.0));
+            legend_swatches(
+                root,
+                (left, LEGEND_Y),
+                [
+                    ("this study", Swatch::Box(colour)),
+                    (PAPER_LEGEND, Swatch::Diamond),
+                ]
+                .into_iter(),
+            )?;
+        }
         Ok(())
     })
 }
@@ -309,9 +435,15 @@ pub(crate) fn limit_paths(
     title: &str,
     series: &[PathSeries],
     ceiling: f64,
+    paper: &[Point],
     x_desc: &str,
     y_desc: &str,
 ) -> Result<String, ReportError> {
+    let paper: Vec<Point> = paper
+        .iter()
+        .filter(|p| p.x.is_finite() && p.y.is_finite())
+        .copied()
+        .collect();
     let finite = |p: &&Point| p.x.is_finite() && p.y.is_finite();
     let points = || {
         series
@@ -323,11 +455,18 @@ pub(crate) fn limit_paths(
         .iter()
         .filter_map(|s| s.limit)
         .filter(|x| x.is_finite());
-    let (_, x1) = padded_range(points().map(|p| p.x).chain(limits), 0.0);
+    let (_, x1) = padded_range(
+        points()
+            .map(|p| p.x)
+            .chain(limits)
+            .chain(paper.iter().map(|p| p.x)),
+        0.0,
+    );
     let (_, y1) = padded_range(
         points()
             .map(|p| p.y)
-            .chain(std::iter::once(ceiling).filter(|y| y.is_finite())),
+            .chain(std::iter::once(ceiling).filter(|y| y.is_finite()))
+            .chain(paper.iter().map(|p| p.y)),
         0.0,
     );
     let (x0, y0) = (-0.02 * x1, -0.02 * y1);
@@ -360,15 +499,22 @@ pub(crate) fn limit_paths(
                 )))?;
             }
         }
+        chart.draw_series(paper.iter().map(|p| diamond!((p.x, p.y))))?;
         let (left, _) = chart.backend_coord(&(x0, 0.0));
-        legend_with(
+        legend_swatches(
             root,
             (left, LEGEND_Y),
             series
                 .iter()
                 .enumerate()
-                .map(|(k, s)| (s.name.as_str(), SERIES_COLOURS[k % SERIES_COLOURS.len()]))
-                .chain(std::iter::once(("episode budget", ZERO_LINE))),
+                .map(|(k, s)| {
+                    (
+                        s.name.as_str(),
+                        Swatch::Box(SERIES_COLOURS[k % SERIES_COLOURS.len()]),
+                    )
+                })
+                .chain(std::iter::once(("episode budget", Swatch::Box(ZERO_LINE))))
+                .chain((!paper.is_empty()).then_some((PAPER_LEGEND, Swatch::Diamond))),
         )?;
         Ok(())
     })
@@ -412,18 +558,21 @@ fn xy_chart<'a, 'b>(
 }
 
 /// The truncated share at each menu size: a line per configuration (thin, grey)
-/// behind the pooled line (thick, with dots). `categories` are the menu sizes,
-/// equally spaced (the sizes grow geometrically, 8, 32, 128); each line has one
-/// share per category, NaN where that configuration has no episode.
+/// behind the pooled line (thick, with dots), and the paper's pooled shares as
+/// diamonds. `categories` are the menu sizes, equally spaced (the sizes grow
+/// geometrically, 8, 32, 128); each line, and `paper`, has one share per category,
+/// NaN where that configuration has no episode (or the paper prints none).
 pub(crate) fn share_lines(
     title: &str,
     categories: &[u64],
     pooled: &[f64],
     configurations: &[(String, Vec<f64>)],
+    paper: &[f64],
 ) -> Result<String, ReportError> {
     let n = categories.len().max(1);
     let shares = pooled
         .iter()
+        .chain(paper)
         .chain(configurations.iter().flat_map(|(_, values)| values))
         .filter(|s| s.is_finite())
         .map(|s| 100.0 * s);
@@ -503,6 +652,8 @@ pub(crate) fn share_lines(
                 .iter()
                 .map(|&p| Circle::new(p, 5, colour.filled())),
         )?;
+        let paper_points = line(paper);
+        chart.draw_series(paper_points.iter().map(|&p| diamond!(p)))?;
         let label_style = TextStyle::from((FONT, 15).into_font())
             .color(&BLACK)
             .pos(Pos::new(HPos::Center, VPos::Top));
@@ -523,15 +674,14 @@ pub(crate) fn share_lines(
                 .pos(Pos::new(HPos::Center, VPos::Top)),
         ))?;
         let (left, _) = chart.backend_coord(&(-0.3, 0.0));
-        let mut names = vec!["all configurations (pooled)"];
+        let mut names = vec![("all configurations (pooled)", Swatch::Box(colour))];
         if !configurations.is_empty() {
-            names.push("each configuration");
+            names.push(("each configuration", Swatch::Box(BACKGROUND_LINE)));
         }
-        legend_with(
-            root,
-            (left, LEGEND_Y),
-            names.into_iter().zip([colour, BACKGROUND_LINE]),
-        )?;
+        if !paper_points.is_empty() {
+            names.push(("paper (pooled)", Swatch::Diamond));
+        }
+        legend_swatches(root, (left, LEGEND_Y), names.into_iter())?;
         Ok(())
     })
 }
@@ -587,21 +737,45 @@ fn legend<'a>(
     )
 }
 
-/// A legend row: swatch, name, gap, … from `at` (the swatch's left, text middle).
+/// A legend row of coloured box swatches.
 fn legend_with<'a>(
     root: &DrawingArea<SVGBackend<'_>, Shift>,
     at: (i32, i32),
     entries: impl Iterator<Item = (&'a str, RGBColor)>,
 ) -> Result<(), DrawingAreaErrorKind<std::io::Error>> {
+    legend_swatches(root, at, entries.map(|(n, c)| (n, Swatch::Box(c))))
+}
+
+/// A legend entry's mark.
+#[derive(Debug, Clone, Copy)]
+enum Swatch {
+    /// A box in a series' colour.
+    Box(RGBColor),
+    /// The paper's diamond.
+    Diamond,
+}
+
+/// A legend row: swatch, name, gap, … from `at` (the swatch's left, text middle).
+fn legend_swatches<'a>(
+    root: &DrawingArea<SVGBackend<'_>, Shift>,
+    at: (i32, i32),
+    entries: impl Iterator<Item = (&'a str, Swatch)>,
+) -> Result<(), DrawingAreaErrorKind<std::io::Error>> {
     let style = TextStyle::from((FONT, 15).into_font())
         .color(&BLACK)
         .pos(Pos::new(HPos::Left, VPos::Center));
     let (mut x, y) = at;
-    for (name, colour) in entries {
-        root.draw(&Rectangle::new(
-            [(x, y - 5), (x + 14, y + 5)],
-            colour.filled(),
-        ))?;
+    for (name, swatch) in entries {
+        match swatch {
+            Swatch::Box(colour) => root.draw(&Rectangle::new(
+                [(x, y - 5), (x + 14, y + 5)],
+                colour.filled(),
+            ))?,
+            Swatch::Diamond => root.draw(&Polygon::new(
+                vec![(x + 7, y - 7), (x + 14, y), (x + 7, y + 7), (x, y)],
+                PAPER_COLOUR.filled(),
+            ))?,
+        }
         root.draw(&Text::new(name, (x + 20, y), style.clone()))?;
         // The SVG backend cannot measure text; 7.5 px per character of a 12 px
         // sans-serif font is a generous estimate, so entries do not overlap.
@@ -694,6 +868,18 @@ pub(crate) mod tests {
             .count()
     }
 
+    /// The paper's points: black `<polygon>` diamonds, less the legend's swatch.
+    pub(crate) fn paper_points(svg: &str) -> usize {
+        let fill = format!("fill=\"{}\"", svg_colour(PAPER_COLOUR));
+        let diamonds = svg
+            .lines()
+            .filter(|l| l.starts_with("<polygon") && l.contains(&fill))
+            .count();
+        let legend = svg.contains(&format!(">\n{PAPER_LEGEND}\n</text>"))
+            || svg.contains(">\npaper (pooled)\n</text>");
+        diamonds - usize::from(legend)
+    }
+
     /// `<polyline>` elements stroked with `colour`.
     pub(crate) fn strokes(svg: &str, colour: RGBColor) -> usize {
         let stroke = format!("stroke=\"{}\"", svg_colour(colour));
@@ -726,7 +912,8 @@ pub(crate) mod tests {
                 values: vec![w(-12.0), None, w(-3.0)],
             },
         ];
-        let svg = dot_whisker("contrasts", &rows, &series, "pp").unwrap_or_else(|e| panic!("{e}"));
+        let svg =
+            dot_whisker("contrasts", &rows, &series, &[], "pp").unwrap_or_else(|e| panic!("{e}"));
         assert!(svg.starts_with("<svg") && svg.contains("<title>contrasts</title>"));
         assert_eq!(dots(&svg, SERIES_COLOURS[0]), 3);
         assert_eq!(strokes(&svg, SERIES_COLOURS[0]), 3);
@@ -735,6 +922,56 @@ pub(crate) mod tests {
         assert_eq!(strokes(&svg, ZERO_LINE), 1);
         // Row labels and legend entries are SVG text, not paths.
         assert!(svg.contains(">\nV\n</text>") && svg.contains(">\nfamilies\n</text>"));
+    }
+
+    #[test]
+    fn the_papers_points_are_diamonds_under_one_legend_entry() {
+        let rows: Vec<String> = ["V", "W"].iter().map(|s| (*s).to_string()).collect();
+        let series = vec![WhiskerSeries {
+            name: "families".into(),
+            values: vec![w(-12.0), w(1.0)],
+        }];
+        let paper = vec![vec![w(-12.3), None], vec![None, w(0.8)]];
+        let svg = dot_whisker("c", &rows, &series, &paper, "pp").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(paper_points(&svg), 2);
+        assert_eq!(strokes(&svg, PAPER_COLOUR), 2);
+        assert_eq!(dots(&svg, SERIES_COLOURS[0]), 2);
+        assert_eq!(svg.matches(">\npaper\n</text>").count(), 1);
+        // No paper value: no slot and no legend entry.
+        let none = dot_whisker("c", &rows, &series, &[vec![None, None]], "pp")
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            none,
+            dot_whisker("c", &rows, &series, &[], "pp").unwrap_or_else(|e| panic!("{e}"))
+        );
+        let marks = [
+            PaperMark {
+                x: 0.007,
+                y: -18.1,
+                low: f64::NAN,
+                high: f64::NAN,
+            },
+            PaperMark {
+                x: 0.0,
+                y: f64::NAN,
+                low: -2.1,
+                high: 2.8,
+            },
+        ];
+        let svg = scatter("v", &[Point { x: 0.1, y: -5.0 }], &marks, "x", "y")
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(paper_points(&svg), 1);
+        assert_eq!(strokes(&svg, PAPER_COLOUR), 1);
+        assert!(svg.contains(">\nthis study\n</text>") && svg.contains(">\npaper\n</text>"));
+        let lines = share_lines(
+            "t",
+            &[8, 32, 128],
+            &[0.01, 0.05, 0.2],
+            &[],
+            &[0.016, f64::NAN, 0.136],
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(paper_points(&lines), 2);
     }
 
     #[test]
@@ -759,13 +996,14 @@ pub(crate) mod tests {
                 limit: Some(32.0),
             },
         ];
-        let svg = limit_paths("paths", &series, 400.0, "calls", "tokens")
+        let svg = limit_paths("paths", &series, 400.0, &[], "calls", "tokens")
             .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(strokes(&svg, SERIES_COLOURS[0]), 3);
         assert_eq!(strokes(&svg, SERIES_COLOURS[1]), 4);
         assert_eq!(strokes(&svg, ZERO_LINE), 1);
         assert!(svg.contains(">\nepisode budget\n</text>"));
-        let empty = limit_paths("paths", &[], f64::NAN, "x", "y").unwrap_or_else(|e| panic!("{e}"));
+        let empty =
+            limit_paths("paths", &[], f64::NAN, &[], "x", "y").unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(strokes(&empty, ZERO_LINE), 0);
     }
 
@@ -779,9 +1017,9 @@ pub(crate) mod tests {
             },
             Point { x: 0.0, y: 2.0 },
         ];
-        let svg = scatter("v", &points, "x", "y").unwrap_or_else(|e| panic!("{e}"));
+        let svg = scatter("v", &points, &[], "x", "y").unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(dots(&svg, SERIES_COLOURS[0]), 2);
-        let empty = scatter("v", &[], "x", "y").unwrap_or_else(|e| panic!("{e}"));
+        let empty = scatter("v", &[], &[], "x", "y").unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(dots(&empty, SERIES_COLOURS[0]), 0);
         let lines = share_lines(
             "t",
@@ -791,6 +1029,7 @@ pub(crate) mod tests {
                 ("sim-a".to_string(), vec![0.0, 0.0, 0.1]),
                 ("sim-b".to_string(), vec![0.02, 0.0, 0.3]),
             ],
+            &[],
         )
         .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(dots(&lines, SERIES_COLOURS[0]), 2);

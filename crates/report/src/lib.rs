@@ -4,7 +4,8 @@
 //! Owns: what the report shows and how — the sections (`sections/`, one file per
 //! analysis: contrasts, truncation, strata and bounds, lanes, costs, first responses), number
 //! formatting (`format.rs`), the figures (`figures.rs`, drawn with plotters' SVG
-//! backend), and the two writers (`markdown.rs`, `html.rs`) of one format-neutral
+//! backend), the paper's values it quotes beside ours (`paper.rs`, the one place they
+//! live, each with its citation), and the two writers (`markdown.rs`, `html.rs`) of one format-neutral
 //! document (`document.rs`); and the `report`
 //! analysis kind ([`kind`]) that renders it as the last analysis of a study. The pipeline owns
 //! reading the tables and writing the files: `report.md`, `report.html`, and each
@@ -15,7 +16,10 @@
 //!   clock, no environment, no hash-map order, fixed float formatting — so a report
 //!   rendered twice, or on another machine, is identical, and its node can be cached.
 //! * Every number shown is a cell of some table (or a count of rows), never a
-//!   statistic computed here: the report cannot disagree with the Parquet files.
+//!   statistic computed here: the report cannot disagree with the Parquet files. The
+//!   one exception is the paper's values, quoted from `paper.rs` and always labelled
+//!   as the paper's (a "Paper" column, a "paper" row or figure mark, a sentence that
+//!   says so).
 //! * A section whose tables are all absent is replaced by a one-line note at the top
 //!   (a study need not request every analysis); a part of a section whose table is
 //!   absent becomes a note in place. A present table that lacks a column the report
@@ -33,6 +37,7 @@ pub mod html;
 pub mod index;
 pub mod kind;
 mod markdown;
+mod paper;
 mod sections;
 
 use std::collections::BTreeMap;

@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 
 use arrow_array::RecordBatch;
 
-use super::figures::tests::{dots, strokes};
-use super::figures::SERIES_COLOURS;
+use super::figures::tests::{dots, paper_points, strokes};
+use super::figures::{PAPER_COLOUR, SERIES_COLOURS};
 use super::{render, ReportError};
 use tbb_tables::analyses::cap_strata::SweepStrataRow;
 use tbb_tables::analyses::cap_sweep::{CapSweepRow, Margin};
@@ -442,7 +442,7 @@ fn first_responses() -> RecordBatch {
 }
 
 /// Every table the report reads.
-fn full_study() -> BTreeMap<String, RecordBatch> {
+pub(crate) fn full_study() -> BTreeMap<String, RecordBatch> {
     [
         ("contrasts", contrasts()),
         ("contrasts_sign_flip", contrasts_sign_flip()),
@@ -464,7 +464,7 @@ fn rendered(tables: &BTreeMap<String, RecordBatch>) -> super::Rendered {
     render("capacity", tables, &[]).unwrap_or_else(|e| panic!("{e}"))
 }
 
-fn figure<'a>(r: &'a super::Rendered, prefix: &str) -> &'a str {
+pub(crate) fn figure<'a>(r: &'a super::Rendered, prefix: &str) -> &'a str {
     r.figures
         .iter()
         .find(|(name, _)| name.starts_with(prefix))
@@ -928,15 +928,18 @@ fn the_cap_sweep_section_puts_ours_beside_the_papers() {
     ] {
         assert!(r.markdown.contains(line), "{line}\n---\n{}", r.markdown);
     }
-    // The figure: one stratum row; our two caps each a dot and a whisker, the paper's
-    // low cap a dot alone (it published no interval), its high cap a dot and a whisker.
+    // The figure: one stratum row; our two caps each a dot and a whisker; the paper's
+    // two points black diamonds, the low cap's alone (it published no interval), the
+    // high cap's with a line; one legend entry "paper".
     let svg = figure(&r, "report-cap-sweep");
-    let counts: Vec<(usize, usize)> = SERIES_COLOURS[..4]
+    let counts: Vec<(usize, usize)> = SERIES_COLOURS[..3]
         .iter()
         .map(|&c| (dots(svg, c), strokes(svg, c)))
         .collect();
-    assert_eq!(counts, [(1, 1), (1, 1), (1, 0), (1, 1)], "{svg}");
-    assert!(svg.contains("paper&apos;s, 16,384") || svg.contains("paper's, 16,384"));
+    assert_eq!(counts, [(1, 1), (1, 1), (0, 0)], "{svg}");
+    assert_eq!(paper_points(svg), 2, "{svg}");
+    assert_eq!(strokes(svg, PAPER_COLOUR), 1, "{svg}");
+    assert_eq!(svg.matches(">\npaper\n</text>").count(), 1, "{svg}");
 }
 
 /// The switches section: per repair our verdict counts beside the paper's (found by

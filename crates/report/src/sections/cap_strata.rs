@@ -3,7 +3,8 @@
 //! (paper Appendix E; the paper's own choice is quoted beside ours, labelled as the
 //! paper's).
 //!
-//! Owns: the layout of the `sweep_strata` and `crossover_strata` tables in the report.
+//! Owns: the layout of the `sweep_strata` and `crossover_strata` tables in the report
+//! (the paper's choice is [`paper::cap_strata`]).
 //!
 //! Invariants: one table per strata table present, rows as written (by configuration).
 //!
@@ -14,16 +15,33 @@ use tbb_tables::TableRow;
 
 use super::super::document::{text, Align, Section, Table};
 use super::super::format;
+use super::super::paper::cap_strata as q;
 use super::super::ReportError;
 use super::{configuration_label, rows, Tables};
 
 /// What the paper's sweep ran.
-const PAPER_SWEEP: &str = "The paper's sweep ran 8 configurations: 6 in B (every panel \
-                           configuration with at least 20% truncation at V = 128), 1 in M \
-                           and 1 in N.";
+fn paper_sweep() -> String {
+    format!(
+        "The paper's sweep ran {} configurations: {} in B (every panel configuration with \
+         at least {} truncation at V = 128), {} in M and {} in N.",
+        q::SWEEP_CONFIGURATIONS.text(),
+        q::SWEEP_B.text(),
+        q::SWEEP_B_RULE.text(),
+        q::SWEEP_M.text(),
+        q::SWEEP_N.text()
+    )
+}
+
 /// What the paper's crossover ran.
-const PAPER_CROSSOVER: &str =
-    "The paper's crossover ran 4 configurations: 2 in B, 1 in S and 1 in N.";
+fn paper_crossover() -> String {
+    format!(
+        "The paper's crossover ran {} configurations: {} in B, {} in S and {} in N.",
+        q::CROSSOVER_CONFIGURATIONS.text(),
+        q::CROSSOVER_B.text(),
+        q::CROSSOVER_S.text(),
+        q::CROSSOVER_N.text()
+    )
+}
 
 /// Fills the section.
 pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportError> {
@@ -34,12 +52,18 @@ pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportErro
          more candidates than it takes, a fixed-seed draw (the candidate rank) decides.",
     )]);
     if let Some(rows) = rows::<SweepStrataRow>(tables)? {
-        strata_table(s, SweepStrataRow::TABLE, PAPER_SWEEP, &rows, |x| x.name());
-    }
-    if let Some(rows) = rows::<CrossoverStrataRow>(tables)? {
-        strata_table(s, CrossoverStrataRow::TABLE, PAPER_CROSSOVER, &rows, |x| {
+        strata_table(s, SweepStrataRow::TABLE, &paper_sweep(), &rows, |x| {
             x.name()
         });
+    }
+    if let Some(rows) = rows::<CrossoverStrataRow>(tables)? {
+        strata_table(
+            s,
+            CrossoverStrataRow::TABLE,
+            &paper_crossover(),
+            &rows,
+            |x| x.name(),
+        );
     }
     Ok(())
 }

@@ -6,7 +6,8 @@
 //! the paper's published points beside ours.
 //!
 //! Owns: the layout of the `cap_sweep` and `cap_crossover` tables and figures in the
-//! report, and the paper's published values it quotes beside them.
+//! report, and which of their rows and marks each of the paper's values
+//! ([`paper::cap_studies`]) stands beside.
 //!
 //! Invariants: rows in the order the analysis wrote them; a statistic the table lacks
 //! is shown as "—".
@@ -20,6 +21,7 @@ use tbb_tables::analyses::two_caps::{CapEstimate, CapRole, CapStatistic};
 use super::super::document::{text, Align, Figure, Section, Table};
 use super::super::figures::{self, Whisker, WhiskerSeries};
 use super::super::format;
+use super::super::paper::{self, cap_studies as q, Quote};
 use super::super::ReportError;
 use super::{rows, Tables};
 
@@ -88,71 +90,147 @@ fn crossover_rows(tables: &Tables) -> Result<Option<Vec<StudyRow>>, ReportError>
     Ok(rows::<CapCrossoverRow>(tables)?.map(|rs| rs.into_iter().map(StudyRow::from).collect()))
 }
 
-/// One study: its table's rows, its name in captions, and the paper's values by
-/// stratum (`(stratum, low cap, high cap, change)`, pp with intervals, as published).
+/// One study: its table's rows, its name in captions, and what the paper prints of
+/// it (each a function of [`paper::cap_studies`]).
 struct Study {
     rows: ReadRows,
     name: &'static str,
-    paper: &'static [(&'static str, &'static str, &'static str, &'static str)],
-    paper_note: &'static str,
+    /// The paper's contrast of a stratum at the low cap, the high cap, and its change
+    /// (empty where the paper prints none).
+    paper: fn(&str) -> [String; 3],
+    /// The paper's sentence about the study.
+    paper_note: fn() -> String,
     /// The paper's figure this one stands beside.
     figure: &'static str,
-    /// The paper's published points for the figure: `(stratum, arm role, estimate,
-    /// interval)`, the interval where the paper gives one.
-    paper_points: &'static [PaperPoint],
+    /// The paper's published point of a stratum at the low or high cap.
+    paper_point: fn(&str, CapRole) -> Option<Quote>,
     /// The paper's row of the truncation and disagreement table: B's V = 128
     /// truncation at the low and high caps, then the repeats' disagreement at each.
-    paper_repeats: [&'static str; 4],
+    paper_repeats: fn() -> [String; 4],
 }
 
-/// A published point: `(stratum, arm role, estimate, interval)`, pp.
-type PaperPoint = (&'static str, CapRole, f64, Option<(f64, f64)>);
+fn sweep_paper(stratum: &str) -> [String; 3] {
+    match stratum {
+        "B" => [
+            q::SWEEP_B_LOW.text(),
+            q::SWEEP_B_HIGH.text(),
+            q::SWEEP_B_CHANGE.text(),
+        ],
+        "M" => [
+            String::new(),
+            String::new(),
+            format!("{} (size of the move)", q::SWEEP_M_MOVE.text()),
+        ],
+        "N" => [
+            String::new(),
+            String::new(),
+            format!("{} (size of the move)", q::SWEEP_N_MOVE.text()),
+        ],
+        _ => Default::default(),
+    }
+}
+
+fn sweep_note() -> String {
+    format!(
+        "The paper's sweep (caps {} and {}): its {} B configurations truncated {} of their \
+         V = 128 episodes at the low cap and at most {} at the high cap; the interaction \
+         cleared the pre-specified {} pp margin.",
+        q::SWEEP_LOW_CAP.text(),
+        q::SWEEP_HIGH_CAP.text(),
+        paper::cap_strata::SWEEP_B.text(),
+        q::SWEEP_B_TRUNCATED_LOW.text(),
+        q::SWEEP_B_TRUNCATED_HIGH.text(),
+        q::SWEEP_MARGIN.text()
+    )
+}
+
+fn sweep_point(stratum: &str, role: CapRole) -> Option<Quote> {
+    match (stratum, role) {
+        ("B", CapRole::Low) => Some(q::SWEEP_B_LOW),
+        ("B", CapRole::High) => Some(q::SWEEP_B_HIGH),
+        _ => None,
+    }
+}
+
+/// The Limitations give the sweep's disagreement at the low cap; none at the high.
+fn sweep_repeats() -> [String; 4] {
+    [
+        format!("{} (B)", q::SWEEP_B_TRUNCATED_LOW.text()),
+        format!("≤ {} (B)", q::SWEEP_B_TRUNCATED_HIGH.text()),
+        q::SWEEP_DISAGREEMENT_LOW.text(),
+        format::MISSING.to_string(),
+    ]
+}
+
+fn crossover_paper(stratum: &str) -> [String; 3] {
+    match stratum {
+        "B" => [
+            q::CROSSOVER_B_LOW.text(),
+            q::CROSSOVER_B_HIGH.text(),
+            format!(
+                "{}; bounds {}",
+                q::CROSSOVER_B_CHANGE.text(),
+                q::CROSSOVER_B_BOUNDS.text()
+            ),
+        ],
+        "S" => [String::new(), String::new(), q::CROSSOVER_S_CHANGE.text()],
+        "N" => [String::new(), String::new(), q::CROSSOVER_N_CHANGE.text()],
+        _ => Default::default(),
+    }
+}
+
+fn crossover_note() -> String {
+    format!(
+        "The paper's crossover (caps {} and {}): its B configurations still truncated {} \
+         at the high cap, above the {} ceiling, so its tables describe the penalty under \
+         persisting truncation; the repeats disagreed on {} of conditions at {} and {} at \
+         {}.",
+        q::CROSSOVER_LOW_CAP.text(),
+        q::CROSSOVER_HIGH_CAP.text(),
+        q::CROSSOVER_B_TRUNCATED_HIGH.text(),
+        q::CROSSOVER_CEILING.text(),
+        q::CROSSOVER_DISAGREEMENT_LOW.text(),
+        q::CROSSOVER_LOW_CAP.text(),
+        q::CROSSOVER_DISAGREEMENT_HIGH.text(),
+        q::CROSSOVER_HIGH_CAP.text()
+    )
+}
+
+fn crossover_point(stratum: &str, role: CapRole) -> Option<Quote> {
+    match (stratum, role) {
+        ("B", CapRole::Low) => Some(q::CROSSOVER_B_LOW),
+        ("B", CapRole::High) => Some(q::CROSSOVER_B_HIGH),
+        _ => None,
+    }
+}
+
+fn crossover_repeats() -> [String; 4] {
+    [
+        format!("{} (B)", q::CROSSOVER_B_TRUNCATED_LOW.text()),
+        format!("{} (B)", q::CROSSOVER_B_TRUNCATED_HIGH.text()),
+        q::CROSSOVER_DISAGREEMENT_LOW.text(),
+        q::CROSSOVER_DISAGREEMENT_HIGH.text(),
+    ]
+}
 
 const STUDIES: [Study; 2] = [
     Study {
         rows: sweep_rows,
         name: "sweep",
-        paper: &[
-            ("B", "-43.7", "-2.7 [-4.7, -0.9]", "+41.0 [36.2, 45.5]"),
-            ("M", "", "", "2.8 (size of the move)"),
-            ("N", "", "", "1.0 (size of the move)"),
-        ],
-        paper_note: "The paper's sweep (caps 1,024 and 16,384): its 6 B configurations truncated \
-             30.6–69.8% of their V = 128 episodes at the low cap and at most 1.4% at the \
-             high cap; the interaction cleared the pre-specified 5 pp margin.",
+        paper: sweep_paper,
+        paper_note: sweep_note,
         figure: "2b",
-        paper_points: &[
-            ("B", CapRole::Low, -43.7, None),
-            ("B", CapRole::High, -2.7, Some((-4.7, -0.9))),
-        ],
-        // Appendix E.1 (truncation); the Limitations (the sweep repeats disagree on
-        // 17.5% at 1,024 tokens; no figure at the high cap).
-        paper_repeats: ["30.6–69.8% (B)", "≤ 1.4% (B)", "17.5%", "—"],
+        paper_point: sweep_point,
+        paper_repeats: sweep_repeats,
     },
     Study {
         rows: crossover_rows,
         name: "crossover",
-        paper: &[
-            (
-                "B",
-                "-23.6 [-28.5, -18.8]",
-                "-21.3 [-26.7, -16.1]",
-                "+2.1 [-2.6, 6.8]; bounds [1.9, 2.6]",
-            ),
-            ("S", "", "", "+1.4 [-8.3, 11.1]"),
-            ("N", "", "", "-0.3 [-4.5, 3.8]"),
-        ],
-        paper_note: "The paper's crossover (caps 1,024 and 4,096): its B configurations still \
-             truncated 20.2–25.3% at the high cap, above the 5% ceiling, so its tables \
-             describe the penalty under persisting truncation; the repeats disagreed on \
-             24.2% of conditions at 1,024 and 21.2% at 4,096.",
+        paper: crossover_paper,
+        paper_note: crossover_note,
         figure: "8",
-        paper_points: &[
-            ("B", CapRole::Low, -23.6, Some((-28.5, -18.8))),
-            ("B", CapRole::High, -21.3, Some((-26.7, -16.1))),
-        ],
-        // Appendix E.2.
-        paper_repeats: ["28.8–35.8% (B)", "20.2–25.3% (B)", "24.2%", "21.2%"],
+        paper_point: crossover_point,
+        paper_repeats: crossover_repeats,
     },
 ];
 
@@ -217,7 +295,7 @@ pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportErro
         for st in &strata {
             let contrast_at = |role| find(st, role, CapStatistic::VContrast);
             let change = contrast_at(CapRole::Change);
-            let paper = study.paper.iter().find(|p| p.0 == *st);
+            let [paper_low, paper_high, paper_change] = (study.paper)(st);
             contrast.push(vec![
                 (*st).to_string(),
                 show(contrast_at(CapRole::Low)),
@@ -232,9 +310,9 @@ pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportErro
                     Some(false) => "no".into(),
                     None => "—".into(),
                 },
-                paper.map_or("", |p| p.1).to_string(),
-                paper.map_or("", |p| p.2).to_string(),
-                paper.map_or("", |p| p.3).to_string(),
+                paper_low,
+                paper_high,
+                paper_change,
             ]);
         }
         s.table(contrast);
@@ -253,20 +331,7 @@ pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportErro
         let published = |role: CapRole| -> Vec<Option<Whisker>> {
             strata
                 .iter()
-                .map(|st| {
-                    study
-                        .paper_points
-                        .iter()
-                        .find(|p| p.0 == *st && p.1 == role)
-                        .map(|&(_, _, estimate, interval)| {
-                            let (low, high) = interval.unwrap_or((f64::NAN, f64::NAN));
-                            Whisker {
-                                estimate,
-                                low,
-                                high,
-                            }
-                        })
-                })
+                .map(|st| (study.paper_point)(st, role).and_then(|q| q.whisker()))
                 .collect()
         };
         let series = vec![
@@ -278,15 +343,8 @@ pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportErro
                 name: format!("ours, {high_cap}"),
                 values: whisker(CapRole::High),
             },
-            WhiskerSeries {
-                name: format!("paper's, {low_cap}"),
-                values: published(CapRole::Low),
-            },
-            WhiskerSeries {
-                name: format!("paper's, {high_cap}"),
-                values: published(CapRole::High),
-            },
         ];
+        let paper_marks = [published(CapRole::Low), published(CapRole::High)];
         let labels: Vec<String> = strata.iter().map(|st| format!("stratum {st}")).collect();
         s.figure(Figure {
             file_name: format!("report-cap-{}.svg", study.name),
@@ -294,9 +352,9 @@ pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportErro
                 "The {} (beside the paper's Figure {}): the menu contrast V = 128 − V = 8 \
                  per stratum at caps {low_cap} and {high_cap}, estimate (dot) and 95% \
                  family-cluster bootstrap interval (whisker); the paper's published \
-                 points for stratum B are drawn beside ours, labelled as the paper's \
-                 (a dot without a whisker where the paper gives no interval). The grey \
-                 line marks no effect.",
+                 points for stratum B are the black diamonds below ours (legend \
+                 \"paper\"; its low cap above its high cap, a diamond without a line \
+                 where the paper gives no interval). The grey line marks no effect.",
                 study.name, study.figure
             ),
             svg: figures::dot_whisker(
@@ -306,10 +364,11 @@ pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportErro
                 ),
                 &labels,
                 &series,
+                &paper_marks,
                 "V = 128 − V = 8 (pp)",
             )?,
         });
-        s.paragraph(vec![text(study.paper_note)]);
+        s.paragraph(vec![text((study.paper_note)())]);
         let mut said: Vec<&str> = t.iter().filter_map(|r| r.reading.as_deref()).collect();
         said.sort_unstable();
         said.dedup();
@@ -349,7 +408,7 @@ pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportErro
             ]);
         }
         let mut paper = vec!["paper".to_string()];
-        paper.extend(study.paper_repeats.iter().map(|c| c.to_string()));
+        paper.extend((study.paper_repeats)());
         other.push(paper);
         s.table(other);
     }

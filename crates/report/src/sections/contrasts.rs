@@ -1,10 +1,13 @@
 //! The contrasts section: the eight capacity contrasts with bootstrap intervals and
 //! Holm p-values per cluster unit (unit and organization-equal weights), the exact
 //! sign-flip tests, the per-configuration contrasts, and the contrast figure (the
-//! paper's Figure 2a).
+//! paper's Figure 2a) — with the paper's published values beside ours, in columns and
+//! figure marks labelled as the paper's.
 //!
 //! Owns: the layout of the `contrasts`, `contrasts_sign_flip` and
-//! `contrasts_by_configuration` tables in the report.
+//! `contrasts_by_configuration` tables in the report, and which of their rows each of
+//! the paper's contrast values ([`paper::contrasts`]) stands beside: the routed
+//! lane's rows at the paper's frozen cap (and the fixed lane's V there).
 //!
 //! Invariants: contrasts, weightings and cluster units appear in the order the
 //! analysis wrote them (the paper's order of the eight; the manifest's order of the
@@ -21,8 +24,103 @@ use tbb_tables::analyses::contrasts::{
 use super::super::document::{code, text, Align, Figure, Section, Table};
 use super::super::figures::{self, Whisker, WhiskerSeries};
 use super::super::format;
+use super::super::paper::{self, Quote};
 use super::super::ReportError;
 use super::{absent, and_list, first_seen, rows, unit_plural, Stratum, Tables};
+
+/// What the paper prints for one contrast of one stratum and weighting.
+#[derive(Debug, Default)]
+struct Published {
+    /// The estimate with its family-cluster interval (or the estimate alone).
+    estimate: Option<Quote>,
+    /// Per cluster unit: the interval (with the estimate, for families) and Holm p.
+    by_unit: Vec<(ClusterUnit, Option<Quote>, Option<Quote>)>,
+    /// The exact sign-flip test over intents: p and Holm p.
+    sign_flip: Option<(Quote, Quote)>,
+}
+
+/// Whether the paper's capacity values stand beside this stratum: the paper's main
+/// runs are the routed lane (and its fixed-menu pair) at the frozen cap.
+fn paper_stratum(stratum: &Stratum) -> bool {
+    stratum.cap == paper::harness::completion_cap()
+        && (stratum.lane == "routed" || stratum.lane == "fixed")
+}
+
+/// The paper's values for `contrast` (the analysis's name) in `stratum`.
+fn published(stratum: &Stratum, weighting: Weighting, contrast: &str) -> Published {
+    use paper::contrasts as q;
+    use ClusterUnit::{Configuration, Family};
+    if !paper_stratum(stratum) {
+        return Published::default();
+    }
+    let routed = stratum.lane == "routed";
+    match (weighting, contrast, routed) {
+        (Weighting::Unit, "v", true) => Published {
+            estimate: Some(q::V),
+            by_unit: vec![
+                (Family, Some(q::V), Some(q::V_HOLM)),
+                (
+                    Configuration,
+                    Some(q::V_CONFIGURATIONS),
+                    Some(q::V_CONFIGURATIONS_HOLM),
+                ),
+            ],
+            sign_flip: None,
+        },
+        (Weighting::Unit, "v", false) => Published {
+            estimate: Some(q::V_FIXED),
+            by_unit: vec![(Family, Some(q::V_FIXED), None)],
+            sign_flip: None,
+        },
+        (Weighting::Unit, "w", true) => Published {
+            estimate: Some(q::W),
+            by_unit: vec![
+                (Family, Some(q::W), None),
+                (
+                    Configuration,
+                    Some(q::W_CONFIGURATIONS),
+                    Some(q::W_CONFIGURATIONS_HOLM),
+                ),
+            ],
+            sign_flip: None,
+        },
+        (Weighting::Unit, "d_compact", true) => Published {
+            estimate: Some(q::COMPACT),
+            by_unit: vec![
+                (Family, Some(q::COMPACT), Some(q::COMPACT_HOLM)),
+                (
+                    Configuration,
+                    Some(q::COMPACT_CONFIGURATIONS),
+                    Some(q::COMPACT_CONFIGURATIONS_HOLM),
+                ),
+            ],
+            sign_flip: Some((q::COMPACT_SIGN_FLIP_P, q::COMPACT_SIGN_FLIP_HOLM)),
+        },
+        (Weighting::Unit, "v_x_w", true) => Published {
+            estimate: Some(q::V_X_W),
+            by_unit: vec![(Family, Some(q::V_X_W), Some(q::V_X_W_HOLM))],
+            sign_flip: None,
+        },
+        (Weighting::OrganizationEqual, "v", true) => Published {
+            estimate: Some(q::V_ORGANIZATION_EQUAL),
+            ..Published::default()
+        },
+        (Weighting::OrganizationEqual, "w", true) => Published {
+            estimate: Some(q::W_ORGANIZATION_EQUAL),
+            ..Published::default()
+        },
+        (Weighting::OrganizationEqual, "d_compact", true) => Published {
+            estimate: Some(q::COMPACT_ORGANIZATION_EQUAL),
+            ..Published::default()
+        },
+        _ => Published::default(),
+    }
+}
+
+/// A quote's text, or "—".
+fn shown(q: Option<Quote>) -> String {
+    q.map_or_else(|| format::MISSING.to_string(), |q| q.text())
+}
 
 /// One row of `contrasts` or `contrasts_sign_flip`, as the tables lay them out (the
 /// latter has no interval: `low` and `high` are NaN, and `n_assignments` is set).
@@ -180,6 +278,17 @@ pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportErro
     strata.sort();
     strata.dedup();
 
+    if !strata.is_empty() {
+        s.paragraph(vec![text(format!(
+            "The paper's values (columns and figure marks labelled \"paper\") are its \
+             own panel's, for the routed menu at its frozen cap of {} tokens (and V for the \
+             fixed menu there); a stratum at another lane or cap has no paper \
+             counterpart. The paper prints no number for linked − raw or typed − raw \
+             (\"no detectable effect\"), nor for V × D and W × D, and no per-intent \
+             interval.",
+            paper::harness::COMPLETION_CAP.text()
+        ))]);
+    }
     for stratum in &strata {
         s.heading(stratum.title());
         let labels = labels_of(bootstrap.as_deref(), by_configuration.as_deref());
@@ -297,8 +406,44 @@ fn bootstrap_table(stratum: &Stratum, weighting: Weighting, rows: &[&TestRow]) -
             Align::Right,
         );
     }
-    for contrast in first_seen(&rows.iter().map(|r| r.contrast.clone()).collect::<Vec<_>>()) {
-        let of: Vec<&&TestRow> = rows.iter().filter(|r| r.contrast == contrast).collect();
+    let contrasts = first_seen(&rows.iter().map(|r| r.contrast.clone()).collect::<Vec<_>>());
+    let published: Vec<Published> = contrasts
+        .iter()
+        .map(|c| published(stratum, weighting, c))
+        .collect();
+    // The paper's columns: its estimate when it prints no interval with it, else one
+    // pair (interval, Holm p) per cluster unit of ours it prints one for.
+    let any_interval = published.iter().any(|p| !p.by_unit.is_empty());
+    let any_estimate = published.iter().any(|p| p.estimate.is_some());
+    let paper_units: Vec<ClusterUnit> = units
+        .iter()
+        .copied()
+        .filter(|u| {
+            published
+                .iter()
+                .any(|p| p.by_unit.iter().any(|b| b.0 == *u))
+        })
+        .collect();
+    if any_estimate && !any_interval {
+        t.push_column("Paper estimate", Align::Right);
+    }
+    for unit in &paper_units {
+        let what = if *unit == ClusterUnit::Family {
+            "estimate [95% CI]"
+        } else {
+            "95% CI"
+        };
+        t.push_column(
+            format!("Paper {what}, {}", unit_plural(unit.name())),
+            Align::Right,
+        );
+        t.push_column(
+            format!("Paper Holm p, {}", unit_plural(unit.name())),
+            Align::Right,
+        );
+    }
+    for (contrast, published) in contrasts.iter().zip(&published) {
+        let of: Vec<&&TestRow> = rows.iter().filter(|r| &r.contrast == contrast).collect();
         let Some(first) = of.first() else { continue };
         let mut cells = vec![first.label.clone(), format::effect_pp(first.estimate)];
         for unit in &units {
@@ -314,6 +459,18 @@ fn bootstrap_table(stratum: &Stratum, weighting: Weighting, rows: &[&TestRow]) -
                 }
                 None => cells.extend([format::MISSING.to_string(), format::MISSING.into()]),
             }
+        }
+        if any_estimate && !any_interval {
+            cells.push(shown(published.estimate));
+        }
+        for unit in &paper_units {
+            let (interval, holm) = published
+                .by_unit
+                .iter()
+                .find(|b| b.0 == *unit)
+                .map_or((None, None), |b| (b.1, b.2));
+            cells.push(shown(interval));
+            cells.push(shown(holm));
         }
         t.push(cells);
     }
@@ -359,6 +516,16 @@ fn contrast_figure(
             }
         })
         .collect();
+    // The paper's points: its family-cluster estimates and intervals (Figure 2a).
+    let paper_points: Vec<Option<Whisker>> = contrasts
+        .iter()
+        .map(|c| {
+            published(stratum, weighting, c)
+                .estimate
+                .and_then(|q| q.whisker())
+        })
+        .collect();
+    let marked = paper_points.iter().flatten().count();
     let draws = rows.first().map_or(0, |r| r.draws);
     let resampling = and_list(
         &units
@@ -372,14 +539,29 @@ fn contrast_figure(
         caption: format!(
             "The contrasts ({}, {}): estimate (dot) and 95% percentile cluster-bootstrap \
              interval (whisker), {} draws, resampling {} — one whisker per cluster unit, \
-             the first (top of each row, thicker) the primary analysis. The grey line \
+             the first (top of each row, thicker) the primary analysis. {}The grey line \
              marks no effect.",
             stratum.short(),
             weighting_title(weighting),
             format::count(draws),
-            resampling
+            resampling,
+            if marked > 0 {
+                format!(
+                    "The black diamonds (legend \"paper\") are the paper's published \
+                     points for {marked} of the contrasts, with its family-cluster \
+                     interval where it prints one (its Figure 2a). "
+                )
+            } else {
+                String::new()
+            }
         ),
-        svg: figures::dot_whisker(&title, &labels, &series, "difference in VTS (pp)")?,
+        svg: figures::dot_whisker(
+            &title,
+            &labels,
+            &series,
+            &[paper_points],
+            "difference in VTS (pp)",
+        )?,
     })
 }
 
@@ -419,11 +601,23 @@ fn sign_flip_table(
             Align::Right,
         );
     }
-    for contrast in first_seen(&rows.iter().map(|r| r.contrast.clone()).collect::<Vec<_>>()) {
-        let of: Vec<&&TestRow> = rows.iter().filter(|r| r.contrast == contrast).collect();
+    let contrasts = first_seen(&rows.iter().map(|r| r.contrast.clone()).collect::<Vec<_>>());
+    let published: Vec<Option<(Quote, Quote)>> = contrasts
+        .iter()
+        .map(|c| published(stratum, weighting, c).sign_flip)
+        .collect();
+    // The paper's sign-flip test is over its 12 intents.
+    let paper_columns =
+        units.contains(&ClusterUnit::Intent) && published.iter().any(Option::is_some);
+    if paper_columns {
+        t.push_column("Paper p, intents", Align::Right);
+        t.push_column("Paper Holm p, intents", Align::Right);
+    }
+    for (contrast, published) in contrasts.iter().zip(&published) {
+        let of: Vec<&&TestRow> = rows.iter().filter(|r| &r.contrast == contrast).collect();
         let Some(first) = of.first() else { continue };
         let mut cells = vec![
-            label_for(labels, &contrast),
+            label_for(labels, contrast),
             format::effect_pp(first.estimate),
         ];
         for unit in &units {
@@ -435,6 +629,10 @@ fn sign_flip_table(
                 None => cells.extend([format::MISSING.to_string(), format::MISSING.into()]),
             }
         }
+        if paper_columns {
+            cells.push(shown(published.map(|p| p.0)));
+            cells.push(shown(published.map(|p| p.1)));
+        }
         t.push(cells);
     }
     t
@@ -445,7 +643,8 @@ fn configuration_table(stratum: &Stratum, rows: &[&ContrastsByConfigurationRow])
     let mut t = Table::new(
         format!(
             "Each configuration's contrasts over its families, {}: estimate (pp) and \
-             95% family-bootstrap interval, unadjusted.",
+             95% family-bootstrap interval, unadjusted. The paper's configurations are \
+             other ones, so no paper value stands beside these rows.",
             stratum.short()
         ),
         &[

@@ -3,9 +3,9 @@
 //! then the contrast under every cluster unit — and the paper's published discovery
 //! figures beside this study's, labelled as the paper's.
 //!
-//! Owns: the layout of the `discovery` table in the report, and the paper's values
-//! ([`PAPER`]), which appear only in sentences and columns that say they are the
-//! paper's.
+//! Owns: the layout of the `discovery` table in the report, and where the paper's
+//! values ([`paper::discovery`]) stand: only in sentences and columns that say they
+//! are the paper's.
 //!
 //! Invariants: arms in the order the table holds them (by name).
 //!
@@ -16,28 +16,9 @@ use tbb_tables::levels::level_name;
 
 use super::super::document::{code, text, Align, Section, Table};
 use super::super::format;
+use super::super::paper::discovery as q;
 use super::super::ReportError;
 use super::{first_seen, rows, unit_plural, Tables};
-
-/// What the paper publishes about its discovery study.
-pub(crate) struct PaperDiscovery {
-    /// Clusters of required tools its discovery contrasts resample.
-    pub clusters: u64,
-    /// Released rows that stopped for lack of availability before any request.
-    pub unavailable_rows: u64,
-    /// Released rows with zero tokens (those, and 5 provider or execution failures).
-    pub zero_token_rows: u64,
-    /// Discovery conditions that failed for infrastructure reasons.
-    pub infra_failures: u64,
-}
-
-/// The paper's published values.
-pub(crate) const PAPER: PaperDiscovery = PaperDiscovery {
-    clusters: 18,
-    unavailable_rows: 1_113,
-    zero_token_rows: 1_118,
-    infra_failures: 1,
-};
 
 /// The primary resampling unit.
 const PRIMARY: ClusterUnit = ClusterUnit::RequiredTools;
@@ -175,7 +156,7 @@ pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportErro
     paper.push(vec![
         "Clusters of required tools resampled".into(),
         clusters,
-        format::count(PAPER.clusters),
+        q::CLUSTERS.text(),
     ]);
     let mut stopped = Vec::new();
     let mut spent = Vec::new();
@@ -199,8 +180,8 @@ pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportErro
         stopped.join("; "),
         format!(
             "{} (of {} zero-token rows)",
-            format::count(PAPER.unavailable_rows),
-            format::count(PAPER.zero_token_rows)
+            q::UNAVAILABLE_ROWS.text(),
+            q::ZERO_TOKEN_ROWS.text()
         ),
     ]);
     paper.push(vec![
@@ -211,7 +192,7 @@ pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportErro
     paper.push(vec![
         "Discovery conditions failed for infrastructure reasons".into(),
         "see the costs section (infra failures per lane)".into(),
-        format::count(PAPER.infra_failures),
+        q::INFRA_FAILURES.text(),
     ]);
     s.table(paper);
     s.note(vec![text(format!(
@@ -220,7 +201,7 @@ pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportErro
          their number differs (docs/discovery.md). The paper's router and retrieval \
          details beyond these figures are not published as numbers, so no other paper \
          value is shown.",
-        PAPER.clusters
+        q::CLUSTERS.text()
     ))]);
     Ok(())
 }

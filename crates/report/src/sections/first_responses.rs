@@ -3,13 +3,12 @@
 //! configurations whose usage reports reasoning tokens — this study's counts beside
 //! the paper's published ones.
 //!
-//! Owns: the layout of the `first_responses` table in the report, and the paper's
-//! Table 8 values ([`PAPER`]), which are shown only in columns and sentences that say
-//! they are the paper's.
+//! Owns: the layout of the `first_responses` table in the report, and where the
+//! paper's Table 8 values ([`paper::first_responses`]) stand: only in columns and
+//! sentences that say they are the paper's.
 //!
 //! Invariants: rows in the order written (per completion cap, the pooled row first).
-//! The paper's values are constants of this file, never mixed into this study's
-//! columns.
+//! The paper's values are never mixed into this study's columns.
 //!
 //! Never: counts or divides; every number of this study is a cell of the table.
 
@@ -17,37 +16,9 @@ use tbb_tables::analyses::first_responses::FirstResponsesRow;
 
 use super::super::document::{code, text, Align, Section, Table};
 use super::super::format;
+use super::super::paper::{first_responses as q, harness};
 use super::super::ReportError;
 use super::{configuration_label, rows, Tables};
-
-/// The paper's Table 8: real providers at the frozen 1,024-token cap.
-pub(crate) struct PaperTable8 {
-    /// Configurations whose usage reports reasoning tokens.
-    pub configurations: u64,
-    /// First responses to a 128-schema request that ended at the cap.
-    pub cut: u64,
-    /// Of those, reasoning tokens only.
-    pub reasoning_only: u64,
-    /// The paper's printed share of `reasoning_only` in `cut`.
-    pub reasoning_only_share: &'static str,
-    /// Of those, inside a tool call.
-    pub cut_in_tool_call: u64,
-    /// Of those, inside visible text.
-    pub cut_in_text: u64,
-    /// Configurations that never truncate a first response.
-    pub never_truncating: u64,
-}
-
-/// The paper's published values.
-pub(crate) const PAPER: PaperTable8 = PaperTable8 {
-    configurations: 9,
-    cut: 171,
-    reasoning_only: 120,
-    reasoning_only_share: "70.2%",
-    cut_in_tool_call: 39,
-    cut_in_text: 12,
-    never_truncating: 5,
-};
 
 /// Fills the section.
 pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportError> {
@@ -97,17 +68,20 @@ pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportErro
         ))]);
     }
     s.paragraph(vec![text(format!(
-        "The paper (Table 8, real providers at cap 1,024): {} reporting configurations; \
+        "The paper (Table 8, real providers at cap {}): {} reporting configurations; \
          {} first responses ended at the cap, {} ({}) reasoning-only, {} inside a tool \
-         call and {} inside visible text; {} of the {} never truncate a first response.",
-        PAPER.configurations,
-        PAPER.cut,
-        PAPER.reasoning_only,
-        PAPER.reasoning_only_share,
-        PAPER.cut_in_tool_call,
-        PAPER.cut_in_text,
-        PAPER.never_truncating,
-        PAPER.configurations,
+         call and {} inside visible text; {} of the {} never truncate a first response. \
+         It prints no count of first responses, of infrastructure failures, or of \
+         responses cut after no completion token.",
+        harness::COMPLETION_CAP.text(),
+        q::CONFIGURATIONS.text(),
+        q::CUT.text(),
+        q::REASONING_ONLY.text(),
+        q::REASONING_ONLY_SHARE.text(),
+        q::CUT_IN_TOOL_CALL.text(),
+        q::CUT_IN_TEXT.text(),
+        q::NEVER_TRUNCATING.text(),
+        q::CONFIGURATIONS.text(),
     ))]);
 
     let mut compare = Table::new(
@@ -126,9 +100,9 @@ pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportErro
             (
                 "Reporting configurations",
                 n(r.configurations),
-                PAPER.configurations.to_string(),
+                q::CONFIGURATIONS.text(),
             ),
-            ("Cut at the cap", n(r.cut), PAPER.cut.to_string()),
+            ("Cut at the cap", n(r.cut), q::CUT.text()),
             (
                 "Reasoning-only",
                 format!(
@@ -136,22 +110,26 @@ pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportErro
                     n(r.reasoning_only),
                     share(r.reasoning_only_share)
                 ),
-                format!("{} ({})", PAPER.reasoning_only, PAPER.reasoning_only_share),
+                format!(
+                    "{} ({})",
+                    q::REASONING_ONLY.text(),
+                    q::REASONING_ONLY_SHARE.text()
+                ),
             ),
             (
                 "Inside a tool call",
                 n(r.cut_in_tool_call),
-                PAPER.cut_in_tool_call.to_string(),
+                q::CUT_IN_TOOL_CALL.text(),
             ),
             (
                 "Inside visible text",
                 n(r.cut_in_text),
-                PAPER.cut_in_text.to_string(),
+                q::CUT_IN_TEXT.text(),
             ),
             (
                 "Never truncating",
                 n(r.never_truncating),
-                PAPER.never_truncating.to_string(),
+                q::NEVER_TRUNCATING.text(),
             ),
         ];
         for (what, ours, paper) in quantities {

@@ -5,8 +5,8 @@
 //! tokens against its executed calls with the episode budget and the call limits.
 //!
 //! Owns: the layout of the `frontier` and `frontier_paths` tables in the report, and
-//! the paper's values ([`PAPER_CONTRASTS`], [`PAPER`]), which appear only in columns
-//! and rows that say they are the paper's.
+//! where the paper's values ([`paper::frontier`]) stand: only in columns and rows
+//! that say they are the paper's.
 //!
 //! Invariants: depths in the order the table holds them (by cap, then depth); a
 //! missing value is "—". The figure draws one line per episode from (0, 0) — before
@@ -20,46 +20,15 @@ use std::collections::BTreeMap;
 use super::super::document::{code, text, Align, Figure, Section, Table};
 use super::super::figures::{self, PathSeries, Point};
 use super::super::format;
+use super::super::paper::{frontier as q, Quote};
 use super::super::ReportError;
 use super::{absent, rows, Tables};
 use tbb_tables::analyses::frontier::{FrontierPathsRow, FrontierRow};
 use tbb_tables::TableRow;
 
-/// The paper's change in VTS from 2 calls, by depth: (depth, "estimate [low, high]").
-pub(crate) const PAPER_CONTRASTS: [(u64, &str); 3] = [
-    (6, "-3.8 [-8.8, 2.5]"),
-    (14, "-6.2 [-12.5, 1.2]"),
-    (30, "-91.2 [-95.0, -83.8]"),
-];
-
-/// What else the paper publishes about its frontier.
-pub(crate) struct PaperFrontier {
-    /// 30-call episodes within the episode budget.
-    pub within_budget_30: u64,
-    /// ... of which failed.
-    pub within_budget_failed_30: u64,
-    /// ... of which at an infeasibility stop.
-    pub within_budget_infeasibility_30: u64,
-    /// Executed calls at 30: median, q1, q3.
-    pub calls_30: (u64, u64, u64),
-    /// Median total tokens at 30 calls.
-    pub tokens_median_30: u64,
-    /// Median prompt tokens at 14 calls.
-    pub prompt_median_14: u64,
-    /// 14-call episodes over the episode budget.
-    pub over_budget_14: u64,
-}
-
-/// The paper's published values.
-pub(crate) const PAPER: PaperFrontier = PaperFrontier {
-    within_budget_30: 11,
-    within_budget_failed_30: 11,
-    within_budget_infeasibility_30: 9,
-    calls_30: (20, 18, 22),
-    tokens_median_30: 132_392,
-    prompt_median_14: 79_898,
-    over_budget_14: 0,
-};
+/// The paper's change in VTS from 2 calls, by the depth it reports.
+const CHANGES_QUOTED: [(u64, Quote); 3] =
+    [(6, q::CHANGE_6), (14, q::CHANGE_14), (30, q::CHANGE_30)];
 
 /// The column headings of the terminal flags, in [`FrontierRow::flag_counts`] order.
 const FLAG_HEADINGS: [&str; 7] = [
@@ -72,11 +41,11 @@ const FLAG_HEADINGS: [&str; 7] = [
     "Contract break",
 ];
 
-fn paper_contrast(depth: u64) -> &'static str {
-    PAPER_CONTRASTS
+fn paper_contrast(depth: u64) -> String {
+    CHANGES_QUOTED
         .iter()
         .find(|(d, _)| *d == depth)
-        .map_or(format::MISSING, |(_, v)| v)
+        .map_or_else(|| format::MISSING.to_string(), |(_, q)| q.text())
 }
 
 /// "median [q1–q3]" of whole numbers.
@@ -210,7 +179,7 @@ fn depth_tables(t: &[FrontierRow], s: &mut Section) {
             format::count(r.n_families),
             format::percent(r.vts),
             change(r),
-            paper_contrast(u64::from(r.depth)).to_string(),
+            paper_contrast(u64::from(r.depth)),
             calls_iqr(r),
             median_iqr(
                 or_missing(r.total_tokens_median),
@@ -246,22 +215,28 @@ fn depth_tables(t: &[FrontierRow], s: &mut Section) {
             ("Paper", Align::Right),
         ],
     );
-    for (d, published) in PAPER_CONTRASTS {
+    paper.push(vec![
+        "Families (the intervals' clusters)".into(),
+        show(t.first(), &|r| format::count(r.n_families)),
+        q::FAMILIES.text(),
+    ]);
+    for (d, published) in CHANGES_QUOTED {
         paper.push(vec![
             format!("Change in VTS from 2 to {d} calls (pp)"),
             show(at(d), &change),
-            published.into(),
+            published.text(),
         ]);
     }
     let d30 = at(30);
     paper.push(vec![
         "30 calls: episodes within the budget (failed, at an infeasibility stop)".into(),
         show(d30, &within_budget),
+        // Every one of the paper's 30-call episodes within the budget failed.
         format!(
             "{} ({}, {})",
-            PAPER.within_budget_30,
-            PAPER.within_budget_failed_30,
-            PAPER.within_budget_infeasibility_30
+            q::WITHIN_BUDGET_30.text(),
+            q::WITHIN_BUDGET_30.text(),
+            q::WITHIN_BUDGET_INFEASIBLE_30.text()
         ),
     ]);
     paper.push(vec![
@@ -269,13 +244,15 @@ fn depth_tables(t: &[FrontierRow], s: &mut Section) {
         show(d30, &calls_iqr),
         format!(
             "{} [{}–{}]",
-            PAPER.calls_30.0, PAPER.calls_30.1, PAPER.calls_30.2
+            q::CALLS_MEDIAN_30.text(),
+            q::CALLS_Q1_30.text(),
+            q::CALLS_Q3_30.text()
         ),
     ]);
     paper.push(vec![
         "30 calls: median total tokens".into(),
         show(d30, &|r| format::whole(or_missing(r.total_tokens_median))),
-        format::count(PAPER.tokens_median_30),
+        q::TOKENS_MEDIAN_30.text(),
     ]);
     paper.push(vec![
         "30 calls: budget / call limit / neither reached first".into(),
@@ -286,14 +263,14 @@ fn depth_tables(t: &[FrontierRow], s: &mut Section) {
     paper.push(vec![
         "14 calls: median prompt tokens".into(),
         show(d14, &|r| format::whole(or_missing(r.prompt_tokens_median))),
-        format::count(PAPER.prompt_median_14),
+        q::PROMPT_MEDIAN_14.text(),
     ]);
     paper.push(vec![
         "14 calls: episodes over the budget".into(),
         show(d14, &|r| {
             format::count(r.n_episodes.saturating_sub(r.within_budget))
         }),
-        format::count(PAPER.over_budget_14),
+        q::OVER_BUDGET_14.text(),
     ]);
     s.table(paper);
     let budgets: Vec<u64> = t.iter().fold(Vec::new(), |mut v, r| {
@@ -364,6 +341,30 @@ fn paths_figure(t: &[FrontierPathsRow], s: &mut Section) -> Result<(), ReportErr
                 limit: Some(*l as f64),
             })
             .collect();
+        // The paper's medians at 30 calls stand on this figure only at its budget: at
+        // another the axes, and where the budget binds, are not the paper's.
+        let at_papers_budget = *budget == q::episode_budget();
+        let paper_point = |x: Quote, y: Quote| Point {
+            x: x.count().map_or(f64::NAN, |c| c as f64),
+            y: y.count().map_or(f64::NAN, |c| c as f64 / 1000.0),
+        };
+        let paper_marks: Vec<Point> = if at_papers_budget && depths.contains_key(&30) {
+            vec![paper_point(q::CALLS_MEDIAN_30, q::TOKENS_MEDIAN_30)]
+        } else {
+            Vec::new()
+        };
+        let paper_text = format!(
+            "The paper's 30-call episodes have a median of {} executed calls and {} tokens \
+             (its budget {} tokens){}.",
+            q::CALLS_MEDIAN_30.text(),
+            q::TOKENS_MEDIAN_30.text(),
+            q::EPISODE_BUDGET.text(),
+            if paper_marks.is_empty() {
+                "; not drawn, as this figure's budget or depths are not the paper's"
+            } else {
+                ", the black diamond (legend \"paper\")"
+            }
+        );
         let cap_text = if by_cap.len() > 1 {
             format!(", cap {}", format::count(*cap))
         } else {
@@ -376,7 +377,7 @@ fn paths_figure(t: &[FrontierPathsRow], s: &mut Section) -> Result<(), ReportErr
                  paper's Figure 9): one line per episode and one colour per depth, through \
                  each provider request (episodes per depth: {}). The grey horizontal line is \
                  the episode budget ({} tokens), each vertical line its depth's call limit: a path that crosses the grey line \
-                 before its vertical line reaches the budget first.",
+                 before its vertical line reaches the budget first. {paper_text}",
                 series
                     .iter()
                     .map(|x| format!("{} {}", x.name, format::count(x.paths.len() as u64)))
@@ -388,6 +389,7 @@ fn paths_figure(t: &[FrontierPathsRow], s: &mut Section) -> Result<(), ReportErr
                 "Cumulative tokens against executed calls",
                 &series,
                 *budget as f64 / 1000.0,
+                &paper_marks,
                 "executed calls",
                 "cumulative tokens (thousands)",
             )?,
@@ -397,16 +399,20 @@ fn paths_figure(t: &[FrontierPathsRow], s: &mut Section) -> Result<(), ReportErr
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use std::collections::BTreeMap;
 
     use tbb_analysis::frontier::{tests::panel, Frontier, FrontierParams};
     use tbb_analysis::{Context, Typed};
 
-    /// The section, rendered from the analysis's tables on the hand-built panel of the
-    /// analysis's own tests (budget 100 tokens; depths 2 and 30).
-    #[test]
-    fn the_frontier_section() {
+    /// The report of the analysis's tables on the hand-built panel of the analysis's
+    /// own tests (budget 100 tokens; depths 2 and 30).
+    pub(crate) fn rendered() -> crate::Rendered {
+        rendered_at(100)
+    }
+
+    /// The same at an episode budget of `budget` tokens.
+    fn rendered_at(budget: u64) -> crate::Rendered {
         let (episodes, requests) = panel();
         let limits = tbb_analysis::frontier::tests::limits();
         let variants = tbb_analysis::frontier::tests::variants(&limits);
@@ -421,7 +427,7 @@ mod tests {
         let params = FrontierParams {
             draws: Some(200),
             seed: Some(5),
-            episode_budget: Some(100),
+            episode_budget: Some(budget),
         };
         let produced =
             <Frontier as Typed>::run(&params, &context).unwrap_or_else(|e| panic!("{e}"));
@@ -430,7 +436,13 @@ mod tests {
             .into_iter()
             .map(|o| (o.table.to_string(), o.batch))
             .collect();
-        let r = crate::render("frontier", &tables, &[]).unwrap_or_else(|e| panic!("{e}"));
+        crate::render("frontier", &tables, &[]).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// The section, rendered from [`rendered`].
+    #[test]
+    fn the_frontier_section() {
+        let r = rendered();
         let from = r.markdown.find("## The depth frontier").unwrap_or(0);
         let to = r.markdown.rfind("<!--").unwrap_or(r.markdown.len());
         insta::assert_snapshot!(&r.markdown[from..to]);
@@ -444,5 +456,22 @@ mod tests {
         // Depth 2: 6 episodes and the call limit; depth 30: 6 episodes and the limit.
         assert_eq!(strokes(svg, SERIES_COLOURS[0]), 7);
         assert_eq!(strokes(svg, SERIES_COLOURS[1]), 7);
+        // At a budget that is not the paper's, its point is not drawn.
+        assert_eq!(crate::figures::tests::paper_points(svg), 0);
+    }
+
+    /// At the paper's episode budget, Figure 9 marks the paper's medians at 30 calls.
+    #[test]
+    fn figure_9_marks_the_papers_point_at_its_budget() {
+        let r = rendered_at(crate::paper::frontier::episode_budget());
+        let svg = r
+            .figures
+            .iter()
+            .find(|(name, _)| name == "report-frontier-paths-1024.svg")
+            .map(|(_, svg)| svg.as_str())
+            .unwrap_or_else(|| panic!("Figure 9 is drawn"));
+        assert_eq!(crate::figures::tests::paper_points(svg), 1);
+        assert!(svg.contains(">\npaper\n</text>"));
+        assert!(r.markdown.contains("the black diamond (legend \"paper\")"));
     }
 }

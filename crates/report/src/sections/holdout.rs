@@ -5,7 +5,8 @@
 //! the paper's published values beside ours, labelled.
 //!
 //! Owns: the layout of the `holdout` and `holdout_arms` tables and their two figures,
-//! and the paper's values it quotes.
+//! and which row and mark each of the paper's values ([`paper::holdout`]) stands
+//! beside.
 //!
 //! Never: computes an estimate, an interval or a test.
 
@@ -17,44 +18,45 @@ use tbb_tables::TableRow;
 use super::super::document::{text, Align, Figure, Section, Table};
 use super::super::figures::{self, Whisker, WhiskerSeries};
 use super::super::format;
+use super::super::paper::{holdout as q, Quote};
 use super::super::ReportError;
 use super::{absent, rows, Tables};
 
-/// The paper's values per (population, layer, quantity), as published. The paper
-/// reads the pooled L and Σ on the raw cells only; ours pool raw and compact.
-const PAPER: [(Population, &str, &str, &str); 6] = [
-    (Population::All, "depth", "L", "96.1 [93.6, 98.0]"),
-    (Population::All, "depth", "Σ", "95.1 [92.6, 97.3]"),
-    (Population::Confirmatory, "depth", "Γ", "95.8 [89.6, 100.0]"),
-    (Population::Confirmatory, "depth", "Δ", "93.8 [85.4, 102.1]"),
-    (Population::All, "D", "L", "-1.2 [-3.7, 1.2]"),
-    (Population::All, "D", "Γ", "-0.2 [-2.5, 1.7]"),
-];
+/// The paper's value of a quantity of the controller (layer depth) or its control
+/// (layer D) in a population, where it prints one. The paper reads the pooled L and Σ
+/// on the raw cells only; ours pool raw and compact.
+fn paper(population: Population, layer: &str, quantity: &str) -> Option<Quote> {
+    match (population, layer, quantity) {
+        (Population::All, "depth", "L") => Some(q::CONTROLLER_L),
+        (Population::All, "depth", "Σ") => Some(q::CONTROLLER_SIGMA),
+        (Population::Confirmatory, "depth", "Γ") => Some(q::CONTROLLER_GAMMA_CONFIRMATORY),
+        (Population::Confirmatory, "depth", "Δ") => Some(q::CONTROLLER_DELTA_CONFIRMATORY),
+        (Population::All, "D", "L") => Some(q::CANONICAL_L),
+        (Population::All, "D", "Γ") => Some(q::CANONICAL_GAMMA),
+        _ => None,
+    }
+}
 
-/// The paper's Table 10 per (role, depth): VTS, calls, the controller's calls,
-/// requests; "—" where it publishes none. The baseline's controller calls are not
-/// printed by the paper: no controller runs in it, so they are 0 by construction.
-const PAPER_ARMS: [(ArmRole, u32, &str, &str, &str, &str); 3] = [
-    (ArmRole::Baseline, 2, "96.7%", "—", "—", "—"),
-    (ArmRole::Controller, 2, "97.4%", "—", "—", "—"),
-    (
-        ArmRole::Baseline,
-        30,
-        "—",
-        "18.9",
-        "0 (by construction)",
-        "19.8",
-    ),
-];
-
-/// The paper's controller at 30 calls.
-const PAPER_CONTROLLER_30: (&str, &str, &str) = ("29.9", "28.7", "2.2");
-
-fn paper(population: Population, layer: &str, quantity: &str) -> String {
-    PAPER
-        .iter()
-        .find(|p| p.0 == population && p.1 == layer && p.2 == quantity)
-        .map_or("—".into(), |p| p.3.to_string())
+/// The paper's Table 10 per arm and depth: VTS, calls, the controller's calls,
+/// requests; none where it publishes none.
+fn paper_arm(role: ArmRole, depth: u32) -> [Option<Quote>; 4] {
+    match (role, depth) {
+        (ArmRole::Baseline, 2) => [Some(q::BASELINE_VTS_2), None, None, None],
+        (ArmRole::Controller, 2) => [Some(q::CONTROLLER_VTS_2), None, None, None],
+        (ArmRole::Baseline, 30) => [
+            None,
+            Some(q::BASELINE_CALLS_30),
+            None,
+            Some(q::BASELINE_REQUESTS_30),
+        ],
+        (ArmRole::Controller, 30) => [
+            None,
+            Some(q::CONTROLLER_CALLS_30),
+            Some(q::CONTROLLER_BY_CONTROLLER_30),
+            Some(q::CONTROLLER_REQUESTS_30),
+        ],
+        _ => [None; 4],
+    }
 }
 
 /// Fills the holdout section.
@@ -131,7 +133,10 @@ fn effects(rows: &[HoldoutRow], s: &mut Section) -> Result<(), ReportError> {
             ("Paper", Align::Left),
         ],
     );
-    let mut whiskers: Vec<(String, [Option<Whisker>; 2])> = Vec::new();
+    // Per row (repair and quantity): ours and the paper's, every configuration and
+    // the confirmatory set.
+    type Slots = [Option<Whisker>; 2];
+    let mut whiskers: Vec<(String, Slots, Slots)> = Vec::new();
     let mut notes = Vec::new();
     for (i, r) in rows.iter().enumerate() {
         let population = r.population.ok_or_else(|| ReportError::NullValue {
@@ -157,9 +162,9 @@ fn effects(rows: &[HoldoutRow], s: &mut Section) -> Result<(), ReportError> {
         let published: Vec<String> = if own {
             quantities
                 .iter()
-                .map(|(name, _)| (name, paper(population, &e.layer, name)))
-                .filter(|(_, v)| v != "—")
-                .map(|(name, v)| format!("{name} {v}"))
+                .filter_map(|(name, _)| {
+                    paper(population, &e.layer, name).map(|v| format!("{name} {}", v.text()))
+                })
                 .collect()
         } else {
             Vec::new()
@@ -200,12 +205,17 @@ fn effects(rows: &[HoldoutRow], s: &mut Section) -> Result<(), ReportError> {
                 };
                 let label = format!("{} {name}", e.repair.replace('_', " "));
                 let k = usize::from(population != Population::All);
-                match whiskers.iter_mut().find(|(l, _)| *l == label) {
-                    Some((_, slots)) => slots[k] = Some(w),
-                    None => {
-                        let mut slots = [None, None];
+                let published = paper(population, &e.layer, name).and_then(|q| q.whisker());
+                match whiskers.iter_mut().find(|(l, _, _)| *l == label) {
+                    Some((_, slots, theirs)) => {
                         slots[k] = Some(w);
-                        whiskers.push((label, slots));
+                        theirs[k] = published;
+                    }
+                    None => {
+                        let (mut slots, mut theirs) = ([None, None], [None, None]);
+                        slots[k] = Some(w);
+                        theirs[k] = published;
+                        whiskers.push((label, slots, theirs));
                     }
                 }
             }
@@ -222,30 +232,39 @@ fn effects(rows: &[HoldoutRow], s: &mut Section) -> Result<(), ReportError> {
     {
         s.note(vec![text(format!("On Δ: {n}."))]);
     }
-    s.note(vec![text(
-        "The paper reads the pooled L and Σ on the raw cells only and Γ, Δ on its two \
-         confirmatory configurations; ours pool the raw and compact cells.",
-    )]);
+    s.note(vec![text(format!(
+        "The paper reads the pooled L and Σ on the raw cells only and Γ, Δ on its {} \
+         confirmatory configurations; ours pool the raw and compact cells. It prints no \
+         Holm p, no Σ or Δ of the control, and no Γ or Δ of the controller over every \
+         configuration.",
+        q::CONFIRMATORY.text()
+    ))]);
     if !whiskers.is_empty() {
-        let rows: Vec<String> = whiskers.iter().map(|(l, _)| l.clone()).collect();
+        let rows: Vec<String> = whiskers.iter().map(|(l, _, _)| l.clone()).collect();
         let series = ["every configuration", "confirmatory set"]
             .iter()
             .enumerate()
             .map(|(k, name)| WhiskerSeries {
                 name: (*name).into(),
-                values: whiskers.iter().map(|(_, slots)| slots[k]).collect(),
+                values: whiskers.iter().map(|(_, slots, _)| slots[k]).collect(),
             })
             .collect::<Vec<_>>();
+        let paper_marks: Vec<Vec<Option<Whisker>>> = (0..2)
+            .map(|k| whiskers.iter().map(|(_, _, theirs)| theirs[k]).collect())
+            .collect();
         s.figure(Figure {
             file_name: "report-holdout-effects.svg".into(),
             caption: "The controller's and canonical delivery's L, Γ, Σ and Δ with 95% \
                       family-cluster intervals, over every configuration and on the \
-                      confirmatory set."
+                      confirmatory set; the paper's published values are the black \
+                      diamonds below ours (legend \"paper\"; every configuration above \
+                      the confirmatory set)."
                 .into(),
             svg: figures::dot_whisker(
                 "Structural holdout: effects (pp)",
                 &rows,
                 &series,
+                &paper_marks,
                 "percentage points",
             )?,
         });
@@ -286,20 +305,19 @@ fn arms(rows: &[HoldoutArmsRow], s: &mut Section) -> Result<(), ReportError> {
         values: Vec::new(),
     })
     .collect();
+    let mut paper_marks: [Vec<Option<Whisker>>; 3] = Default::default();
     for r in rows {
-        let published = PAPER_ARMS
-            .iter()
-            .find(|p| p.0 == r.role && p.1 == r.depth)
-            .map(|p| [p.2, p.3, p.4, p.5])
-            .or_else(|| {
-                (r.role == ArmRole::Controller && r.depth == 30).then_some([
-                    "—",
-                    PAPER_CONTROLLER_30.0,
-                    PAPER_CONTROLLER_30.1,
-                    PAPER_CONTROLLER_30.2,
-                ])
-            })
-            .unwrap_or(["—"; 4]);
+        let published = paper_arm(r.role, r.depth);
+        let shown =
+            |k: usize| published[k].map_or_else(|| format::MISSING.to_string(), |q| q.text());
+        // The paper does not print the baseline's controller calls where it prints
+        // the baseline's calls: no controller runs in it, so they are 0 by
+        // construction, not a quoted value.
+        let by_controller = if r.role == ArmRole::Baseline && published[1].is_some() {
+            "0 (by construction)".to_string()
+        } else {
+            shown(2)
+        };
         let one = |x: f64| format::fixed(x, 1);
         let role = level_name(&r.role).replace('_', " ");
         out.push(vec![
@@ -312,12 +330,15 @@ fn arms(rows: &[HoldoutArmsRow], s: &mut Section) -> Result<(), ReportError> {
             one(r.requests_per_episode),
             format::whole(r.tokens_per_episode),
             format::count(u64::from(r.n_budget_or_call_limit)),
-            published[0].into(),
-            published[1].into(),
-            published[2].into(),
-            published[3].into(),
+            shown(0),
+            shown(1),
+            by_controller,
+            shown(3),
         ]);
         labels.push(format!("{role} · {} calls", r.depth));
+        for (k, quote) in published[1..].iter().enumerate() {
+            paper_marks[k].push(quote.and_then(|q| q.whisker()));
+        }
         for (k, x) in [
             r.calls_per_episode,
             r.controller_calls_per_episode,
@@ -339,12 +360,15 @@ fn arms(rows: &[HoldoutArmsRow], s: &mut Section) -> Result<(), ReportError> {
             file_name: "report-holdout-calls.svg".into(),
             caption: "Executed calls (the controller's among them) and model requests per \
                       episode, per arm and depth: the controller's episodes cost about two \
-                      model requests however deep the chain."
+                      model requests however deep the chain. The black diamonds (legend \
+                      \"paper\") are the paper's Table 10 values at 30 calls, each below \
+                      ours in the same order (calls, the controller's, requests)."
                 .into(),
             svg: figures::dot_whisker(
                 "Structural holdout: calls and requests per episode",
                 &labels,
                 &series,
+                &paper_marks,
                 "per episode",
             )?,
         });
@@ -353,20 +377,24 @@ fn arms(rows: &[HoldoutArmsRow], s: &mut Section) -> Result<(), ReportError> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use tbb_analysis::repair::holdout;
 
-    /// The section, rendered from the analysis's tables on the hand-built episodes of
-    /// its own tests.
-    #[test]
-    fn the_structural_holdout_section() {
+    /// The report of the analysis's tables on the hand-built episodes of its own tests.
+    pub(crate) fn rendered() -> crate::Rendered {
         let episodes = holdout::tests::episodes();
-        let r = super::super::testing::rendered(
+        super::super::testing::rendered(
             &holdout::Holdout,
             "holdout",
             &episodes,
             r#"{"draws": 200, "seed": 7, "confirmatory": ["c1"]}"#,
-        );
+        )
+    }
+
+    /// The section, rendered from [`rendered`].
+    #[test]
+    fn the_structural_holdout_section() {
+        let r = rendered();
         assert_eq!(r.figures.len(), 2);
         insta::assert_snapshot!(super::super::testing::section(&r, "## Structural holdout"));
     }

@@ -2,11 +2,14 @@
 //! with its cluster-bootstrap interval, and what the fixed lane costs in tokens and
 //! schema exposures per episode.
 //!
-//! Owns: the layout of the `lanes` table in the report.
+//! Owns: the layout of the `lanes` table in the report, and where the paper's lane
+//! values ([`paper::lanes`]) stand: a sentence after ours and a labelled "paper" row
+//! in both tables at the paper's frozen cap.
 //!
 //! Invariants: one pair of tables per completion cap, caps ascending; scopes and
-//! cluster units in the order written. Token and exposure figures do not depend on
-//! the cluster unit, so the cost table shows each scope once (its first row).
+//! cluster units in the order written, then the paper's row where it applies. Token
+//! and exposure figures do not depend on the cluster unit, so the cost table shows
+//! each scope once (its first row).
 //!
 //! Never: computes a difference, interval or exposure.
 
@@ -14,6 +17,7 @@ use tbb_tables::analyses::lanes::LanesRow;
 
 use super::super::document::{text, Align, Section, Table};
 use super::super::format;
+use super::super::paper::{self, lanes as q};
 use super::super::ReportError;
 use super::{first_seen, rows, unit_plural, Tables};
 
@@ -55,6 +59,20 @@ pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportErro
                 format::fixed(all.fixed_extra_schema_exposures_per_episode, 1)
             ))]);
         }
+        let quoted = u64::from(cap) == paper::harness::completion_cap();
+        if quoted {
+            s.paragraph(vec![text(format!(
+                "The paper's (its panel at this cap; labelled \"paper\" in the tables): over \
+                 {} paired episodes, routed minus fixed is {} pp, and the fixed lane uses {} \
+                 more tokens and {} more schema exposures per episode. It prints neither \
+                 lane's VTS or tokens on their own, nor a V = 128 scope or a p-value.",
+                q::PAIRS.text(),
+                q::ROUTED_MINUS_FIXED.text(),
+                q::FIXED_EXTRA_TOKENS.text(),
+                q::FIXED_EXTRA_EXPOSURES.text()
+            ))]);
+        }
+        let missing = || format::MISSING.to_string();
         let draws = mine.first().map_or(0, |r| u64::from(r.draws));
         let mut success = Table::new(
             format!(
@@ -97,6 +115,28 @@ pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportErro
                 format::p_value(r.p_value, r.p_floor),
             ]);
         }
+        if quoted {
+            let (estimate, interval) = q::ROUTED_MINUS_FIXED.whisker().map_or_else(
+                || (missing(), missing()),
+                |w| {
+                    (
+                        format::effect_pp(w.estimate),
+                        format::interval_pp(w.low, w.high),
+                    )
+                },
+            );
+            success.push(vec![
+                "paper (all cells)".into(),
+                missing(),
+                q::PAIRS.text(),
+                missing(),
+                missing(),
+                missing(),
+                estimate,
+                interval,
+                missing(),
+            ]);
+        }
         s.table(success);
         let mut cost = Table::new(
             format!(
@@ -126,6 +166,17 @@ pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportErro
                     format::fixed(r.fixed_extra_schema_exposures_per_episode, 1),
                 ]);
             }
+        }
+        if quoted {
+            cost.push(vec![
+                "paper (all cells)".into(),
+                missing(),
+                missing(),
+                q::FIXED_EXTRA_TOKENS.text(),
+                missing(),
+                missing(),
+                q::FIXED_EXTRA_EXPOSURES.text(),
+            ]);
         }
         s.table(cost);
     }

@@ -11,8 +11,9 @@
 //! which put the routed lane first — the paper's primary lane — then the other
 //! lanes by name, each by increasing completion cap.
 //!
-//! Never: computes a statistic. Every number in the report is a value of some table
-//! (or a count of its rows); a sentence that quotes a number quotes a cell.
+//! Never: computes a statistic, or holds a paper value. Every number in the report is
+//! a value of some table (or a count of its rows), or a quote of `paper.rs` labelled
+//! as the paper's; a sentence that quotes a number quotes a cell or a quote.
 
 pub(crate) mod cap_strata;
 pub(crate) mod cap_studies;

@@ -3,8 +3,8 @@
 //! charged; the trace selector against the switch and its fitted rules — with the
 //! paper's published values beside ours, labelled.
 //!
-//! Owns: the layout of the `pilot` and `trace_selector` tables, and the paper's
-//! values it quotes.
+//! Owns: the layout of the `pilot` and `trace_selector` tables, and which row each of
+//! the paper's pilot values ([`paper::pilot`]) stands beside.
 //!
 //! Never: computes an estimate or an interval.
 
@@ -14,21 +14,77 @@ use tbb_tables::TableRow;
 
 use super::super::document::{text, Align, Section, Table};
 use super::super::format;
+use super::super::paper::{pilot as q, Quote};
 use super::super::ReportError;
 use super::{absent, rows, Tables};
 
-/// The paper's values per action: (action, success, after a failed probe), as
-/// published ("—" where it publishes none).
-const PAPER: [(&str, &str, &str); 5] = [
-    ("retry", "67.7% (130 of 192)", "24.6% (16 of 65)"),
-    ("cap4096", "—", "41.5%"),
-    ("router", "78.6% (151)", "61.5% (40)"),
-    ("combined", "81.8% (157)", "66.2% (43)"),
-    ("switch", "99.0% (190)", "98.5% (64)"),
-];
-
-/// The paper's trace selector: success, and its difference from the switch.
-const PAPER_SELECTOR: (&str, &str) = ("97.9% (188)", "-1.0 [-2.6, 0.0]");
+/// What the paper's Table 13 and its text print for an action, as shown: success
+/// over every block, after a failed probe, the policy's success, and the cost per
+/// 1,000 conditions of the probe and the action and of the action alone ("—" where it
+/// prints none).
+fn paper(action: &str) -> [String; 5] {
+    let share = |share: Quote, blocks: Quote| format!("{} ({})", share.text(), blocks.text());
+    let of = |share: Quote, blocks: Quote, all: Quote| {
+        format!("{} ({} of {})", share.text(), blocks.text(), all.text())
+    };
+    let missing = || format::MISSING.to_string();
+    match action {
+        "probe" => [
+            format!("{} of {}", q::PROBE_SUCCESSES.text(), q::BLOCKS.text()),
+            missing(),
+            missing(),
+            missing(),
+            missing(),
+        ],
+        "retry" => [
+            of(q::RETRY, q::RETRY_BLOCKS, q::BLOCKS),
+            of(
+                q::RETRY_AFTER_FAILED,
+                q::RETRY_AFTER_FAILED_BLOCKS,
+                q::FAILED_PROBES,
+            ),
+            missing(),
+            missing(),
+            missing(),
+        ],
+        "cap4096" => [
+            missing(),
+            q::CAP_AFTER_FAILED.text(),
+            missing(),
+            missing(),
+            missing(),
+        ],
+        "router" => [
+            share(q::ROUTER, q::ROUTER_BLOCKS),
+            share(q::ROUTER_AFTER_FAILED, q::ROUTER_AFTER_FAILED_BLOCKS),
+            missing(),
+            missing(),
+            missing(),
+        ],
+        "combined" => [
+            share(q::COMBINED, q::COMBINED_BLOCKS),
+            share(q::COMBINED_AFTER_FAILED, q::COMBINED_AFTER_FAILED_BLOCKS),
+            q::COMBINED_POLICY.text(),
+            missing(),
+            missing(),
+        ],
+        "switch" => [
+            share(q::SWITCH, q::SWITCH_BLOCKS),
+            share(q::SWITCH_AFTER_FAILED, q::SWITCH_AFTER_FAILED_BLOCKS),
+            q::SWITCH_POLICY.text(),
+            q::PROBE_AND_SWITCH_COST.text(),
+            q::SWITCH_ALONE_COST.text(),
+        ],
+        "trace_selector" => [
+            share(q::TRACE_SELECTOR, q::TRACE_SELECTOR_BLOCKS),
+            missing(),
+            missing(),
+            q::SELECTOR_COST.text(),
+            missing(),
+        ],
+        _ => [missing(), missing(), missing(), missing(), missing()],
+    }
+}
 
 /// Fills the pilot section.
 pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportError> {
@@ -60,21 +116,16 @@ pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportErro
             ("Policy cost", Align::Right),
             ("Paper success", Align::Right),
             ("Paper after a failed probe", Align::Right),
+            ("Paper policy", Align::Right),
+            ("Paper probe + action", Align::Right),
+            ("Paper action alone", Align::Right),
         ],
     );
     let mut selector_line = None;
     // A null share or bound prints as "—", as a non-finite one does.
     let or_missing = |v: Option<f64>| v.unwrap_or(f64::NAN);
     for r in &pilot {
-        let (paper_success, paper_after) = if r.action == "trace_selector" {
-            (PAPER_SELECTOR.0, "—")
-        } else {
-            PAPER
-                .iter()
-                .find(|p| p.0 == r.action)
-                .map_or(("—", "—"), |p| (p.1, p.2))
-        };
-        out.push(vec![
+        let mut row = vec![
             r.action.replace('_', " "),
             format::percent(r.success),
             if r.action == "probe" {
@@ -86,9 +137,9 @@ pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportErro
             format::usd(r.cost_per_1000_usd),
             format::usd(r.action_cost_per_1000_usd),
             format::usd(r.policy_cost_per_1000_usd),
-            paper_success.into(),
-            paper_after.into(),
-        ]);
+        ];
+        row.extend(paper(&r.action));
+        out.push(row);
         if let Some(vs) = r.vs_switch_pp.filter(|v| v.is_finite()) {
             selector_line = Some(format!(
                 "The trace selector minus the switch: {} pp over {} blocks ({} with a failed \
@@ -100,7 +151,7 @@ pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportErro
                 ),
                 format::count(u64::from(r.n_blocks)),
                 format::count(u64::from(r.n_failed_probe)),
-                PAPER_SELECTOR.1
+                q::SELECTOR_MINUS_SWITCH.text()
             ));
         }
     }
@@ -135,11 +186,21 @@ pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportErro
             "pilot",
         )),
     }
-    s.note(vec![text(
-        "The paper's mean cost per 1,000 conditions with the probe charged: USD 4.49 for \
-         trace selection and 4.62 for probing then switching, against 1.94 for switching \
-         without a probe (its providers' prices; ours are the simulated catalogue's).",
-    )]);
+    s.note(vec![text(format!(
+        "The paper's pilot: {} blocks, of which the probe succeeds in {} and fails in {} \
+         (the after-a-failed-probe columns are over those {}). Its mean cost per 1,000 \
+         conditions with the probe charged is {} for trace selection and {} for probing \
+         then switching, against {} for switching without a probe (its providers' \
+         prices; ours are the simulated catalogue's). It prints no policy figure or cost \
+         for the other actions, and no success for the larger cap over every block.",
+        q::BLOCKS.text(),
+        q::PROBE_SUCCESSES.text(),
+        q::FAILED_PROBES.text(),
+        q::FAILED_PROBES.text(),
+        q::SELECTOR_COST.text(),
+        q::PROBE_AND_SWITCH_COST.text(),
+        q::SWITCH_ALONE_COST.text()
+    ))]);
     Ok(())
 }
 

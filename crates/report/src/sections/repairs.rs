@@ -3,8 +3,9 @@
 //! equivalence margins), the generic-rescue benchmark, and the repeats' agreement and
 //! re-estimated gains — with the paper's published values beside ours, labelled.
 //!
-//! Owns: the layout of the `repairs` and `sentinel` tables in the report, and the
-//! paper's values it quotes.
+//! Owns: the layout of the `repairs` and `sentinel` tables in the report, and which
+//! row each of the paper's values ([`paper::repairs`], [`paper::sentinel`]) stands
+//! beside.
 //!
 //! Invariants: rows in the order the analyses wrote them; a missing value is "—".
 //!
@@ -15,37 +16,55 @@ use tbb_tables::analyses::sentinel::SentinelRow;
 
 use super::super::document::{text, Align, Section, Table};
 use super::super::format;
+use super::super::paper::{repairs as q, sentinel as sq, Quote};
 use super::super::ReportError;
 use super::{rows, Tables};
 
-/// The paper's values per repair: (repair, L, Σ, margin), as published.
-const PAPER_REPAIRS: [(&str, &str, &str, &str); 3] = [
-    ("routed_menu", "17.5 [14.9, 20.2]", "4.9 [2.2, 7.5]", "—"),
-    (
-        "workflow_prompt",
-        "2.4 [-0.4, 5.0]",
-        "0.0 [-2.4, 2.4]",
-        "3.6",
-    ),
-    (
-        "interface_guide",
-        "1.5 [-0.1, 3.1]",
-        "0.7 [-1.7, 3.1]",
-        "1.7",
-    ),
-];
+/// The paper's L, Γ, Σ and margin of a repair's row (its generic-rescue benchmark
+/// for the benchmark row), where it prints them.
+fn paper_repair(role: Role, repair: &str) -> [Option<Quote>; 4] {
+    match (role, repair) {
+        (Role::GenericRescueBenchmark, _) => [
+            Some(q::BENCHMARK_L),
+            Some(q::BENCHMARK_GAMMA),
+            Some(q::BENCHMARK_SIGMA),
+            None,
+        ],
+        (_, "routed_menu") => [
+            Some(q::ROUTED_MENU_L),
+            None,
+            Some(q::ROUTED_MENU_SIGMA),
+            None,
+        ],
+        (_, "workflow_prompt") => [
+            Some(q::WORKFLOW_PROMPT_L),
+            None,
+            Some(q::WORKFLOW_PROMPT_SIGMA),
+            Some(q::WORKFLOW_PROMPT_MARGIN),
+        ],
+        (_, "interface_guide") => [
+            Some(q::INTERFACE_GUIDE_L),
+            None,
+            Some(q::INTERFACE_GUIDE_SIGMA),
+            Some(q::INTERFACE_GUIDE_MARGIN),
+        ],
+        _ => [None; 4],
+    }
+}
 
-/// The paper's repeated gains per repair.
-const PAPER_GAINS: [(&str, &str); 3] = [
-    ("routed_menu", "7.1 [2.5, 11.7]"),
-    ("workflow_prompt", "-1.2 [-2.5, 0.0]"),
-    ("interface_guide", "-0.4 [-3.3, 2.5]"),
-];
+/// The paper's repeated gain of a repair.
+fn paper_gain(repair: &str) -> Option<Quote> {
+    match repair {
+        "routed_menu" => Some(sq::ROUTED_MENU_GAIN),
+        "workflow_prompt" => Some(sq::WORKFLOW_PROMPT_GAIN),
+        "interface_guide" => Some(sq::INTERFACE_GUIDE_GAIN),
+        _ => None,
+    }
+}
 
-fn paper<'a>(list: &'a [(&str, &'a str)], repair: &str) -> &'a str {
-    list.iter()
-        .find(|(r, _)| *r == repair)
-        .map_or("—", |(_, v)| v)
+/// A quote's text, or "—".
+fn shown(q: Option<Quote>) -> String {
+    q.map_or_else(|| "—".to_string(), |q| q.text())
 }
 
 /// A missing value as the formatters' "—".
@@ -71,9 +90,14 @@ pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportErro
          (on Σ in brackets).",
     )]);
     let mut own = Table::new(
-        "Each layer's repair on its own cells (pp), ours beside the paper's (labelled \
-         \"paper\"); the last row is the generic-rescue benchmark, (p₀, p₁, r) = \
-         (0.8, 0.4, 0.5), computed by the same formulas.",
+        format!(
+            "Each layer's repair on its own cells (pp), ours beside the paper's (labelled \
+             \"paper\"); the last row is the generic-rescue benchmark, (p₀, p₁, r) = \
+             ({}, {}, {}) as in the paper, computed by the same formulas.",
+            q::BENCHMARK_P0.text(),
+            q::BENCHMARK_P1.text(),
+            q::BENCHMARK_R.text()
+        ),
         &[
             ("Layer", Align::Left),
             ("Repair", Align::Left),
@@ -87,6 +111,7 @@ pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportErro
             ("Activates", Align::Right),
             ("Margin", Align::Right),
             ("Paper L", Align::Right),
+            ("Paper Γ", Align::Right),
             ("Paper Σ", Align::Right),
             ("Paper margin", Align::Right),
         ],
@@ -138,12 +163,8 @@ pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportErro
                 ]);
             }
             Role::Repair | Role::GenericRescueBenchmark => {
-                let find = |k: usize| {
-                    PAPER_REPAIRS
-                        .iter()
-                        .find(|x| x.0 == r.repair)
-                        .map_or("—".to_string(), |x| [x.1, x.2, x.3][k].to_string())
-                };
+                let [paper_l, paper_gamma, paper_sigma, paper_margin] =
+                    paper_repair(r.role, &r.repair);
                 own.push(vec![
                     r.layer.clone(),
                     r.repair.clone(),
@@ -161,9 +182,10 @@ pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportErro
                     r.activates
                         .map_or("—".into(), |a| if a { "yes" } else { "no" }.into()),
                     margin_of(r),
-                    find(0),
-                    find(1),
-                    find(2),
+                    shown(paper_l),
+                    shown(paper_gamma),
+                    shown(paper_sigma),
+                    shown(paper_margin),
                 ]);
             }
         }
@@ -175,11 +197,13 @@ pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportErro
     for line in unestimable {
         s.note(vec![text(format!("Not estimable — {line}."))]);
     }
-    s.note(vec![text(
-        "The paper's values (labelled \"paper\") are its 20-configuration panel's; it does \
-         not publish Γ or Δ for these repairs, and its router (layer R) is reported with \
-         the discovery study.",
-    )]);
+    s.note(vec![text(format!(
+        "The paper's values (labelled \"paper\") are its {}-configuration panel's; it does \
+         not publish Γ or Δ for these repairs, nor the routed menu's margin or any \
+         wrong-layer control's, and its router (layer R) is reported with the discovery \
+         study.",
+        q::PROMPT_CONFIGURATIONS.text()
+    ))]);
     Ok(())
 }
 
@@ -232,19 +256,36 @@ pub(crate) fn sentinel(tables: &Tables, s: &mut Section) -> Result<(), ReportErr
                 or_nan(row.gain_pp_ci_low),
                 or_nan(row.gain_pp_ci_high),
             ),
-            paper(&PAPER_GAINS, &r).to_string(),
+            shown(paper_gain(&r)),
         ]);
+    }
+    // The paper's gains of repairs this study did not repeat, as its own rows.
+    for repair in ["routed_menu", "workflow_prompt", "interface_guide"] {
+        if !sentinel
+            .iter()
+            .any(|row| row.repair.as_deref() == Some(repair))
+        {
+            let mut row = vec!["paper".to_string(), repair.to_string()];
+            row.extend(std::iter::repeat_n("—".to_string(), 8));
+            row.push(shown(paper_gain(repair)));
+            table.push(row);
+        }
     }
     table.push(vec![
         "paper".into(),
         "—".into(),
-        "480 groups, 20 configurations, 4 families".into(),
-        "480".into(),
-        "1,440 (3 each)".into(),
-        "89.7%".into(),
-        "82.7%".into(),
-        "94.8%".into(),
-        "12.1%".into(),
+        format!(
+            "{} groups, {} configurations, {} families",
+            sq::GROUPS.text(),
+            sq::CONFIGURATIONS.text(),
+            sq::FAMILIES.text()
+        ),
+        sq::GROUPS.text(),
+        format!("{} ({} each)", sq::ROWS.text(), sq::RUNS_EACH.text()),
+        sq::PASS_AT_1.text(),
+        sq::ALL_RUNS.text(),
+        sq::ANY_RUN.text(),
+        sq::DISAGREEMENT.text(),
         "—".into(),
         "—".into(),
     ]);
@@ -253,16 +294,15 @@ pub(crate) fn sentinel(tables: &Tables, s: &mut Section) -> Result<(), ReportErr
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use std::collections::BTreeMap;
 
     use tbb_analysis::repair::{repairs, sentinel};
     use tbb_analysis::{Context, Kind};
 
-    /// The two sections, rendered from the analyses' tables on hand-built episodes
-    /// (the panels of the analyses' own tests).
-    #[test]
-    fn the_repairs_and_sentinel_sections() {
+    /// The report of the analyses' tables on hand-built episodes (the panels of the
+    /// analyses' own tests).
+    pub(crate) fn rendered() -> crate::Rendered {
         let mut tables = BTreeMap::new();
         for (kind, episodes, params) in [
             (
@@ -291,7 +331,13 @@ mod tests {
                 tables.insert(out.table.to_string(), out.batch);
             }
         }
-        let r = crate::render("repairs", &tables, &[]).unwrap_or_else(|e| panic!("{e}"));
+        crate::render("repairs", &tables, &[]).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// The two sections, rendered from [`rendered`].
+    #[test]
+    fn the_repairs_and_sentinel_sections() {
+        let r = rendered();
         let from = r.markdown.find("## Repairs against").unwrap_or(0);
         let to = r.markdown.rfind("<!--").unwrap_or(r.markdown.len());
         insta::assert_snapshot!(&r.markdown[from..to]);

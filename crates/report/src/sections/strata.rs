@@ -2,9 +2,12 @@
 //! pairs that neither menu truncated, and the worst-case bounds on the total menu
 //! effect when each truncated failure could have gone either way.
 //!
-//! Owns: the layout of the `strata` table in the report.
+//! Owns: the layout of the `strata` table in the report, and where the paper's
+//! strata and bounds ([`paper::strata`]) stand: a sentence after ours and a labelled
+//! "paper" row in the routed lane's table at the paper's frozen cap.
 //!
-//! Invariants: one table per (lane, cap) stratum, the pooled row first, as written.
+//! Invariants: one table per (lane, cap) stratum, the pooled row first, as written,
+//! then the paper's row where it applies.
 //!
 //! Never: computes an effect or a bound.
 
@@ -12,6 +15,7 @@ use tbb_tables::analyses::strata::StrataRow;
 
 use super::super::document::{text, Align, Section, Table};
 use super::super::format;
+use super::super::paper::{self, strata as q};
 use super::super::ReportError;
 use super::{configuration_label, rows, Stratum, Tables};
 
@@ -39,6 +43,8 @@ pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportErro
             .iter()
             .filter(|r| &Stratum::new(&r.lane, u64::from(r.completion_cap)) == stratum)
             .collect();
+        // The paper's main runs: the routed lane at its frozen cap.
+        let quoted = stratum.lane == "routed" && stratum.cap == paper::harness::completion_cap();
         if let Some(pooled) = mine.iter().find(|r| r.configuration == "all") {
             s.paragraph(vec![text(format!(
                 "The {} pairs that neither menu truncated have a menu effect of {} pp. \
@@ -53,6 +59,20 @@ pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportErro
                     pooled.bound_independent_high_pp
                 ),
                 format::interval_pp(pooled.bound_alike_low_pp, pooled.bound_alike_high_pp)
+            ))]);
+        }
+        if quoted {
+            s.paragraph(vec![text(format!(
+                "The paper's (routed menu, cap {}; labelled \"paper\" in the table): its {} \
+                 pairs that neither menu truncated have a menu effect of {} pp, and the \
+                 worst-case bounds are {} pp with independent arms and {} pp with the arms \
+                 resolving alike. It prints neither the total effect over these pairs nor \
+                 the pairs that both menus truncated, nor any configuration's row.",
+                paper::harness::COMPLETION_CAP.text(),
+                q::PAIRS_NEITHER_TRUNCATED.text(),
+                q::EFFECT_NEITHER_TRUNCATED.text(),
+                q::BOUNDS_INDEPENDENT.text(),
+                q::BOUNDS_ALIKE.text()
             ))]);
         }
         let mut t = Table::new(
@@ -88,6 +108,22 @@ pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportErro
                 format::count(u64::from(r.truncated_failures_both)),
                 format::interval_pp(r.bound_independent_low_pp, r.bound_independent_high_pp),
                 format::interval_pp(r.bound_alike_low_pp, r.bound_alike_high_pp),
+            ]);
+        }
+        if quoted {
+            let missing = || format::MISSING.to_string();
+            t.push(vec![
+                "paper (pooled)".into(),
+                String::new(),
+                q::PAIRS.text(),
+                missing(),
+                q::PAIRS_NEITHER_TRUNCATED.text(),
+                q::EFFECT_NEITHER_TRUNCATED.text(),
+                q::TRUNCATED_FAILURES_V8.text(),
+                q::TRUNCATED_FAILURES_V128.text(),
+                missing(),
+                q::BOUNDS_INDEPENDENT.text(),
+                q::BOUNDS_ALIKE.text(),
             ]);
         }
         s.table(t);

@@ -6,9 +6,9 @@
 //! (the switches, with their success–cost frontier) and every incumbent's repaired
 //! point.
 //!
-//! Owns: the layout of the `switch_summary` and `switches` tables in the report, the
-//! paper's counts it quotes beside them, and the mapping from a repair's changed
-//! component to the paper's name for it.
+//! Owns: the layout of the `switch_summary` and `switches` tables in the report, which
+//! row each of the paper's counts ([`paper::switches`]) stands beside, and the
+//! mapping from a repair's changed component to the paper's name for it.
 //!
 //! Never: computes a verdict or an interval (the analysis did); the frontier drawn is
 //! the two-criterion one of the points shown, labelled as such.
@@ -18,30 +18,22 @@ use tbb_tables::analyses::switches::{SwitchSummaryRow, SwitchesRow};
 use super::super::document::{text, Align, Figure, Section, Table};
 use super::super::figures::{self, Point, PointSeries};
 use super::super::format;
+use super::super::paper::{switches as q, Quote};
 use super::super::ReportError;
 use super::{rows, Tables};
 
-/// The paper's repair name and counts (success-superior, nondominated,
-/// cost-superior, of N) by the component a repair changes.
-const PAPER: [(&str, &str, &str); 5] = [
-    ("menu=router", "connector-first router", "21 / 21 / 0 of 21"),
-    ("menu=routed", "routed menu", "0 / 9 / 1 of 21"),
-    (
-        "prompt=workflow_prompt",
-        "workflow prompt",
-        "0 / 10 / 1 of 20",
-    ),
-    (
-        "prompt=interface_guide",
-        "interface guide",
-        "0 / 9 / 1 of 20",
-    ),
-    (
-        "actor=controller",
-        "public-handoff controller",
-        "17 / 17 / 4 of 17",
-    ),
-];
+/// The paper's name for a repair and its counts (success-superior, nondominated,
+/// cost-superior, of N), by the component the repair changes.
+fn paper(component: &str) -> Option<(&'static str, Quote)> {
+    match component {
+        "menu=router" => Some(("connector-first router", q::ROUTER)),
+        "menu=routed" => Some(("routed menu", q::ROUTED_MENU)),
+        "prompt=workflow_prompt" => Some(("workflow prompt", q::WORKFLOW_PROMPT)),
+        "prompt=interface_guide" => Some(("interface guide", q::INTERFACE_GUIDE)),
+        "actor=controller" => Some(("public-handoff controller", q::CONTROLLER)),
+        _ => None,
+    }
+}
 
 /// Fills the section.
 pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportError> {
@@ -67,7 +59,7 @@ pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportErro
             ],
         );
         for r in summary {
-            let paper = PAPER.iter().find(|p| p.0 == r.component);
+            let paper = paper(&r.component);
             out.push(vec![
                 r.repair,
                 r.baseline,
@@ -79,7 +71,7 @@ pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportErro
                     format::count(r.cost_superior),
                     format::count(r.n_incumbents)
                 ),
-                paper.map_or_else(|| "—".into(), |p| format!("{} ({})", p.2, p.1)),
+                paper.map_or_else(|| "—".into(), |(name, q)| format!("{} ({name})", q.text())),
             ]);
         }
         s.table(out);

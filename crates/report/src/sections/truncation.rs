@@ -6,8 +6,11 @@
 //! Figures 6 and 7).
 //!
 //! Owns: the layout of the `truncation`, `truncation_pairs` and
-//! `truncation_correlation` tables in the report; the W figure also reads
-//! `contrasts_by_configuration`.
+//! `truncation_correlation` tables in the report (the W figure also reads
+//! `contrasts_by_configuration`), and where the paper's truncation values
+//! ([`paper::truncation`]) stand: a labelled "paper" row in the share and pair tables,
+//! a sentence after ours, and black diamonds on the share and V figures — for the
+//! routed lane at the paper's frozen cap only.
 //!
 //! Invariants: the V figure plots `v_effect_pp` of `truncation_pairs`, the variable
 //! `truncation_correlation` correlates, so the r and ρ in its caption describe the
@@ -22,8 +25,9 @@ use tbb_tables::analyses::truncation::{
 };
 
 use super::super::document::{text, Align, Figure, Section, Table};
-use super::super::figures::{self, Point};
+use super::super::figures::{self, PaperMark, Point};
 use super::super::format;
+use super::super::paper::{self, truncation as q};
 use super::super::ReportError;
 use super::contrasts::configuration_rows;
 use super::{absent, and_list, configuration_label, first_seen, rows, Stratum, Tables};
@@ -84,6 +88,16 @@ pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportErro
 
     for stratum in &strata {
         s.heading(stratum.title());
+        let quoted = paper_stratum(stratum);
+        if quoted {
+            s.paragraph(vec![text(format!(
+                "The paper's values (rows and figure marks labelled \"paper\") are its own \
+                 panel's, routed menu at its frozen cap of {} tokens; the paper prints no \
+                 share at V = 32, no per-configuration row, and no pair's truncation at \
+                 V = 8.",
+                paper::harness::COMPLETION_CAP.text()
+            ))]);
+        }
         if let Some(rows) = &shares {
             let mine: Vec<&TruncationRow> = rows
                 .iter()
@@ -92,8 +106,8 @@ pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportErro
             if let Some(sentence) = share_sentence(&mine) {
                 s.paragraph(vec![text(sentence)]);
             }
-            s.table(share_table(stratum, &mine));
-            s.figure(share_figure(stratum, &mine)?);
+            s.table(share_table(stratum, &mine, quoted));
+            s.figure(share_figure(stratum, &mine, quoted)?);
         }
         let correlation = correlations
             .iter()
@@ -107,13 +121,16 @@ pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportErro
             if let Some(pooled) = mine.iter().find(|r| r.configuration == "all") {
                 s.paragraph(vec![text(pair_sentence(pooled))]);
             }
-            s.table(pair_table(stratum, &mine));
+            s.table(pair_table(stratum, &mine, quoted));
             if let Some(c) = correlation {
                 s.paragraph(vec![text(correlation_sentence(c))]);
             }
+            if quoted {
+                s.paragraph(vec![text(paper_correlation_sentence())]);
+            }
             let configurations: Vec<&&TruncationPairsRow> =
                 mine.iter().filter(|r| r.configuration != "all").collect();
-            s.figure(v_figure(stratum, &configurations, correlation)?);
+            s.figure(v_figure(stratum, &configurations, correlation, quoted)?);
             match &by_configuration {
                 Some(effects) => {
                     let points: Vec<Point> = configurations
@@ -132,7 +149,7 @@ pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportErro
                                 })
                         })
                         .collect();
-                    s.figure(w_figure(stratum, &points)?);
+                    s.figure(w_figure(stratum, &points, quoted)?);
                 }
                 None => s.note(absent(
                     "The W-effect figure",
@@ -142,9 +159,54 @@ pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportErro
             }
         } else if let Some(c) = correlation {
             s.paragraph(vec![text(correlation_sentence(c))]);
+            if quoted {
+                s.paragraph(vec![text(paper_correlation_sentence())]);
+            }
         }
     }
     Ok(())
+}
+
+/// Whether the paper's truncation values stand beside this stratum: the routed lane
+/// at the paper's frozen cap.
+fn paper_stratum(stratum: &Stratum) -> bool {
+    stratum.lane == "routed" && stratum.cap == paper::harness::completion_cap()
+}
+
+/// The paper's truncated share at menu size `v`, as a share (0..=1), NaN where it
+/// prints none.
+fn paper_share(v: u64) -> f64 {
+    let quote = match v {
+        8 => q::SHARE_V8,
+        128 => q::SHARE_V128,
+        _ => return f64::NAN,
+    };
+    quote.whisker().map_or(f64::NAN, |w| w.estimate / 100.0)
+}
+
+/// The paper's quoted share at `v`, or "—".
+fn paper_share_text(v: u64) -> String {
+    match v {
+        8 => q::SHARE_V8.text(),
+        128 => q::SHARE_V128.text(),
+        _ => format::MISSING.to_string(),
+    }
+}
+
+/// The paper's correlation and never-truncating configurations.
+fn paper_correlation_sentence() -> String {
+    format!(
+        "The paper's: Pearson r = {}, Spearman ρ = {} across its configurations; its {} \
+         configurations that never truncate have V effects between {} and {} pp, and one \
+         configuration loses {} pp at {} truncation.",
+        q::PEARSON_R.text(),
+        q::SPEARMAN_RHO.text(),
+        q::NEVER_TRUNCATING.text(),
+        q::NEVER_TRUNCATING_V_EFFECT_LOWEST.text(),
+        q::NEVER_TRUNCATING_V_EFFECT_HIGHEST.text(),
+        q::LOSS_WITHOUT_TRUNCATION_V_EFFECT.text(),
+        q::LOSS_WITHOUT_TRUNCATION_RATE.text()
+    )
 }
 
 /// "The share of episodes truncated at the cap is 1.6% at V = 8 and 13.6% at
@@ -168,7 +230,7 @@ fn share_sentence(rows: &[&TruncationRow]) -> Option<String> {
     ))
 }
 
-fn share_table(stratum: &Stratum, rows: &[&TruncationRow]) -> Table {
+fn share_table(stratum: &Stratum, rows: &[&TruncationRow], quoted: bool) -> Table {
     let mut sizes: Vec<u64> = rows.iter().map(|r| u64::from(r.v)).collect();
     sizes.sort_unstable();
     sizes.dedup();
@@ -234,10 +296,28 @@ fn share_table(stratum: &Stratum, rows: &[&TruncationRow]) -> Table {
         );
         t.push(cells);
     }
+    if quoted {
+        let mut cells = vec!["paper (pooled)".to_string(), String::new()];
+        cells.extend(sizes.iter().map(|v| paper_share_text(*v)));
+        cells.push(if largest == 128 {
+            format!(
+                "{}/{}",
+                q::BEFORE_FIRST_CALL_V128.text(),
+                q::TRUNCATED_V128.text()
+            )
+        } else {
+            format::MISSING.to_string()
+        });
+        t.push(cells);
+    }
     t
 }
 
-fn share_figure(stratum: &Stratum, rows: &[&TruncationRow]) -> Result<Figure, ReportError> {
+fn share_figure(
+    stratum: &Stratum,
+    rows: &[&TruncationRow],
+    quoted: bool,
+) -> Result<Figure, ReportError> {
     let mut sizes: Vec<u64> = rows.iter().map(|r| u64::from(r.v)).collect();
     sizes.sort_unstable();
     sizes.dedup();
@@ -265,16 +345,32 @@ fn share_figure(stratum: &Stratum, rows: &[&TruncationRow]) -> Result<Figure, Re
         .map(|c| (c.clone(), line(c)))
         .collect();
     let title = format!("Truncated at the cap by menu size, {}", stratum.short());
+    let paper: Vec<f64> = if quoted {
+        sizes.iter().map(|v| paper_share(*v)).collect()
+    } else {
+        Vec::new()
+    };
+    let marked = paper.iter().filter(|x| x.is_finite()).count();
     Ok(Figure {
         file_name: format!("report-truncation-by-menu-{}.svg", stratum.slug()),
         caption: format!(
             "Share of episodes truncated at the completion cap at each visible menu size \
              ({}): pooled over configurations (thick line with dots) and for each of the \
-             {} configurations (thin grey lines, each named at its right-hand end).",
+             {} configurations (thin grey lines, each named at its right-hand end).{}",
             stratum.short(),
-            configurations.len()
+            configurations.len(),
+            if marked > 0 {
+                format!(
+                    " The black diamonds (legend \"paper (pooled)\") are the paper's pooled \
+                     shares, {} at V = 8 and {} at V = 128.",
+                    q::SHARE_V8.text(),
+                    q::SHARE_V128.text()
+                )
+            } else {
+                String::new()
+            }
         ),
-        svg: figures::share_lines(&title, &sizes, &line("all"), &each)?,
+        svg: figures::share_lines(&title, &sizes, &line("all"), &each, &paper)?,
     })
 }
 
@@ -295,7 +391,7 @@ fn pair_sentence(r: &TruncationPairsRow) -> String {
     )
 }
 
-fn pair_table(stratum: &Stratum, rows: &[&TruncationPairsRow]) -> Table {
+fn pair_table(stratum: &Stratum, rows: &[&TruncationPairsRow], quoted: bool) -> Table {
     let mut t = Table::new(
         format!(
             "Matched V = 8 / V = 128 pairs, {}: losses and gains, the V effect over \
@@ -337,6 +433,23 @@ fn pair_table(stratum: &Stratum, rows: &[&TruncationPairsRow]) -> Table {
                 format::ratio(u64::from(r.truncated_128), u64::from(r.pairs))
             ),
             format::count(u64::from(r.truncated_128_before_first_call)),
+        ]);
+    }
+    if quoted {
+        let missing = || format::MISSING.to_string();
+        t.push(vec![
+            "paper (pooled)".into(),
+            String::new(),
+            q::PAIRS.text(),
+            q::LOST.text(),
+            q::GAINED.text(),
+            missing(),
+            q::LOST_PP.text(),
+            q::LOST_TRUNCATED.text(),
+            q::LOST_TRUNCATED_PP.text(),
+            missing(),
+            missing(),
+            missing(),
         ]);
     }
     t
@@ -393,6 +506,7 @@ fn v_figure(
     stratum: &Stratum,
     rows: &[&&TruncationPairsRow],
     correlation: Option<&TruncationCorrelationRow>,
+    quoted: bool,
 ) -> Result<Figure, ReportError> {
     let points: Vec<Point> = rows
         .iter()
@@ -406,39 +520,103 @@ fn v_figure(
         || " (no truncation_correlation table: no correlation shown)".to_string(),
         |c| format!("; {}", correlation_phrase(c)),
     );
+    // The paper prints two things of its Figure 6 one can place: one configuration's
+    // point, and the range of the configurations at zero truncation.
+    let paper: Vec<PaperMark> = if quoted {
+        let point = |x: paper::Quote, y: paper::Quote| {
+            let (x, y) = (x.whisker(), y.whisker());
+            PaperMark {
+                x: x.map_or(f64::NAN, |w| w.estimate / 100.0),
+                y: y.map_or(f64::NAN, |w| w.estimate),
+                low: f64::NAN,
+                high: f64::NAN,
+            }
+        };
+        let y = |q: paper::Quote| q.whisker().map_or(f64::NAN, |w| w.estimate);
+        let range = (
+            y(q::NEVER_TRUNCATING_V_EFFECT_LOWEST),
+            y(q::NEVER_TRUNCATING_V_EFFECT_HIGHEST),
+        );
+        vec![
+            point(
+                q::LOSS_WITHOUT_TRUNCATION_RATE,
+                q::LOSS_WITHOUT_TRUNCATION_V_EFFECT,
+            ),
+            PaperMark {
+                x: 0.0,
+                y: f64::NAN,
+                low: range.0,
+                high: range.1,
+            },
+        ]
+    } else {
+        Vec::new()
+    };
+    let paper_caption = if quoted {
+        format!(
+            " In black (legend \"paper\"), what the paper prints of its Figure 6: the \
+             range of its {} never-truncating configurations' V effects ({} to {} pp, the \
+             line at 0%) and one configuration at {} truncation with a V effect of {} pp \
+             (the diamond); its r = {}, ρ = {}.",
+            q::NEVER_TRUNCATING.text(),
+            q::NEVER_TRUNCATING_V_EFFECT_LOWEST.text(),
+            q::NEVER_TRUNCATING_V_EFFECT_HIGHEST.text(),
+            q::LOSS_WITHOUT_TRUNCATION_RATE.text(),
+            q::LOSS_WITHOUT_TRUNCATION_V_EFFECT.text(),
+            q::PEARSON_R.text(),
+            q::SPEARMAN_RHO.text()
+        )
+    } else {
+        String::new()
+    };
     Ok(Figure {
         file_name: format!("report-v-effect-truncation-{}.svg", stratum.slug()),
         caption: format!(
             "Each configuration's V effect (V = 128 minus V = 8 over its matched pairs, \
              pp) against the share of its V = 128 pair episodes truncated at the cap \
-             ({}), one dot per configuration (n = {}){statistics}.",
+             ({}), one dot per configuration (n = {}){statistics}.{paper_caption}",
             stratum.short(),
             points.len()
         ),
         svg: figures::scatter(
             &title,
             &points,
+            &paper,
             "V = 128 episodes truncated at the cap",
             "V effect (pp)",
         )?,
     })
 }
 
-fn w_figure(stratum: &Stratum, points: &[Point]) -> Result<Figure, ReportError> {
+fn w_figure(stratum: &Stratum, points: &[Point], quoted: bool) -> Result<Figure, ReportError> {
     let title = format!("W effect against truncation, {}", stratum.short());
+    // The paper places none of Figure 7's points in its text; the range of its
+    // configurations' W effects is all it prints, without their truncation rates.
+    let paper_caption = if quoted {
+        format!(
+            " The paper prints no point of its Figure 7 with its truncation rate; its \
+             configurations' W effects range from {} to {} pp.",
+            q::W_EFFECT_LOWEST.text(),
+            q::W_EFFECT_HIGHEST.text()
+        )
+    } else {
+        String::new()
+    };
     Ok(Figure {
         file_name: format!("report-w-effect-truncation-{}.svg", stratum.slug()),
         caption: format!(
             "Each configuration's W effect (workflow high minus low, pp, from the \
              per-configuration contrasts) against the share of its V = 128 pair episodes \
              truncated at the cap ({}), one dot per configuration (n = {}). No \
-             correlation is shown: the truncation analysis correlates the V effect only.",
+             correlation is shown: the truncation analysis correlates the V effect \
+             only.{paper_caption}",
             stratum.short(),
             points.len()
         ),
         svg: figures::scatter(
             &title,
             points,
+            &[],
             "V = 128 episodes truncated at the cap",
             "W effect (pp)",
         )?,
