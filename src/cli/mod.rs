@@ -37,6 +37,7 @@ mod reference_trace;
 mod report;
 mod reproduce;
 mod run_episode;
+mod run_scenario;
 mod show;
 mod status;
 
@@ -148,6 +149,9 @@ enum Command {
     Configs(configs::ConfigsArgs),
     /// Run one episode of one configuration on one variant and grade it.
     RunEpisode(Box<run_episode::RunEpisodeArgs>),
+    /// Play one ToolSandbox scenario with one configuration and grade it, or grade a
+    /// saved world again.
+    RunScenario(Box<run_scenario::RunScenarioArgs>),
     /// Live provider routes.
     Providers {
         #[command(subcommand)]
@@ -307,6 +311,7 @@ pub fn run() -> Result<()> {
         Command::ReferenceTrace(a) => reference_trace::exec(&cli, a),
         Command::Configs(a) => configs::exec(&cli, a),
         Command::RunEpisode(a) => run_episode::exec(&cli, a),
+        Command::RunScenario(a) => run_scenario::exec(&cli, a),
         Command::Providers { command } => configs::exec_providers(&cli, command),
         Command::Manifest { command } => manifest::exec(&cli, command),
         Command::Plan(a) => plan::exec(&cli, a),

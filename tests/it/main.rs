@@ -44,5 +44,6 @@ mod show;
 mod sim;
 mod sim_mechanisms;
 mod standalone;
+mod toolsandbox;
 mod upstream;
 mod wall;

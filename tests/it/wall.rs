@@ -132,9 +132,18 @@ const ARROWS: &[(&str, &[&str])] = &[
     ("tbb-provider", &["tbb-agent", "tbb-diag"]),
     (
         "tbb-harness",
-        &["tbb-core", "tbb-agent", "tbb-provider", "tbb-diag"],
+        &[
+            "tbb-core",
+            "tbb-toolsandbox",
+            "tbb-agent",
+            "tbb-provider",
+            "tbb-diag",
+        ],
     ),
-    ("tbb-tables", &["tbb-harness", "tbb-core", "tbb-diag"]),
+    (
+        "tbb-tables",
+        &["tbb-harness", "tbb-core", "tbb-toolsandbox", "tbb-diag"],
+    ),
     ("tbb-analysis", &["tbb-tables", "tbb-diag"]),
     ("tbb-report", &["tbb-analysis", "tbb-tables", "tbb-diag"]),
     (
@@ -145,6 +154,7 @@ const ARROWS: &[(&str, &[&str])] = &[
             "tbb-tables",
             "tbb-harness",
             "tbb-core",
+            "tbb-toolsandbox",
             "tbb-provider",
             "tbb-agent",
             "tbb-diag",

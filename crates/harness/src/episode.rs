@@ -25,19 +25,20 @@ use std::time::Instant;
 
 use tbb_agent::controller::{self, Decision};
 use tbb_core::grade::trace::{
-    ExecutedCall, InfraCause, InfraFailure, Issuer, Limits, RequestRecord, StopReason, Trace, Turn,
+    ExecutedCall, InfraFailure, Issuer, Limits, RequestRecord, StopReason, Trace, Turn,
     TRACE_FORMAT,
 };
 use tbb_core::grade::{grade_with_budget, infeasible};
 use tbb_core::sandbox::Sandbox;
 use tbb_provider::chat::Sampling;
 use tbb_provider::config::RequestField;
-use tbb_provider::retry::{send_with_retry, RouteLimits};
-use tbb_provider::{ChatRequest, ChatResponse, Finish, Message, Provider, ToolCall};
+use tbb_provider::retry::RouteLimits;
+use tbb_provider::{ChatRequest, ChatResponse, Message, Provider, ToolCall};
 
 use super::arm::{Arm, MenuState};
-use super::transcript::{self, BlobStore, StoredOutcome, Transcript};
-use super::{episode_key, infra_failure, response_record, Episode, EpisodeSpec, Prompts};
+use super::exchange::{self, Exchange, Route};
+use super::transcript::{self, BlobStore, Transcript};
+use super::{episode_key, response_record, Episode, EpisodeSpec, Prompts};
 
 /// Where the loop is.
 enum Step {
@@ -249,82 +250,35 @@ impl Run<'_> {
 
     /// Records the request and sends it to the configuration's provider.
     async fn ask_model(&mut self) -> Step {
-        let request_ref =
-            self.transcript
-                .record_request(&self.request, &self.tools_ref, &mut self.blobs);
-        if self.transcript.wire_sampling.is_none() {
-            self.transcript.wire_sampling = Some(self.provider.wire_sampling(&self.request));
-        }
-        let sent = Instant::now();
-        let outcome = {
-            let permit = match self.routes {
-                Some(r) => r.for_config(self.spec.config).acquire_owned().await.ok(),
-                None => None,
-            };
-            let outcome =
-                send_with_retry(self.provider, &self.spec.config.retry, &self.request).await;
-            drop(permit);
-            outcome
+        let route = Route {
+            provider: self.provider,
+            routes: self.routes,
+            config: self.spec.config,
+            completion_cap: self.spec.completion_cap,
         };
-        self.attempts += outcome.attempts;
-        // A simulated configuration's time is modelled from the tokens (the same on
-        // every machine); a live route's is measured.
-        let measured = sent.elapsed().as_millis() as u64;
-        let wall_ms = match &outcome.result {
-            Ok(r) => r
-                .usage
-                .as_ref()
-                .and_then(|u| {
-                    self.spec
-                        .config
-                        .modelled_latency_ms(u.input_tokens, u.output_tokens)
-                })
-                .unwrap_or(measured),
-            Err(_) => measured,
-        };
-        self.transcript.wall_ms.push(wall_ms);
-        self.transcript.attempts.push(outcome.attempts);
-        let response = match outcome.result {
-            Ok(r) => r,
-            Err(error) => {
-                self.transcript.outcomes.push(StoredOutcome::Failed {
-                    error: error.to_string(),
-                    attempts: outcome.attempts,
-                });
-                self.infra = Some(infra_failure(&error, outcome.attempts, outcome.last_status));
-                return Step::Stop(StopReason::InfraFailure);
+        let exchange = exchange::send(
+            route,
+            &self.request,
+            &self.tools_ref,
+            &mut self.transcript,
+            &mut self.blobs,
+            &mut self.attempts,
+        )
+        .await;
+        match exchange {
+            Exchange::Answered(sent) => {
+                let turn = self.turn(&sent.response, sent.request_ref, sent.wall_ms);
+                Step::Read(Box::new((sent.response, turn)))
             }
-        };
-        self.transcript
-            .outcomes
-            .push(StoredOutcome::Response(response.clone()));
-        if response.usage.is_none() {
-            let turn = self.turn(&response, request_ref, wall_ms);
-            self.trace.turns.push(turn);
-            self.infra = Some(InfraFailure {
-                cause: InfraCause::BadUsage,
-                http_status: response.http_status,
-                attempts: outcome.attempts,
-                message: response
-                    .usage_error
-                    .clone()
-                    .unwrap_or_else(|| "the response has no usage".to_string()),
-            });
-            return Step::Stop(StopReason::InfraFailure);
+            Exchange::Failed { sent, infra } => {
+                if let Some(sent) = sent {
+                    let turn = self.turn(&sent.response, sent.request_ref, sent.wall_ms);
+                    self.trace.turns.push(turn);
+                }
+                self.infra = Some(infra);
+                Step::Stop(StopReason::InfraFailure)
+            }
         }
-        if let Some(message) = cut_short(&response, self.spec.completion_cap) {
-            let turn = self.turn(&response, request_ref, wall_ms);
-            self.trace.turns.push(turn);
-            self.infra = Some(InfraFailure {
-                cause: InfraCause::ContextExceeded,
-                http_status: response.http_status,
-                attempts: outcome.attempts,
-                message,
-            });
-            return Step::Stop(StopReason::InfraFailure);
-        }
-        let turn = self.turn(&response, request_ref, wall_ms);
-        Step::Read(Box::new((response, turn)))
     }
 
     fn turn(&self, response: &ChatResponse, request_ref: String, wall_ms: u64) -> Turn {
@@ -346,15 +300,9 @@ impl Run<'_> {
                 .saturating_add(usage.input_tokens)
                 .saturating_add(usage.output_tokens);
         }
-        let stop = match response.finish {
-            Finish::Length => Some(StopReason::Truncated),
-            _ if self.tokens > self.spec.episode_budget => Some(StopReason::BudgetExceeded),
-            Finish::ContentFilter => Some(StopReason::ContractBreak),
-            _ if response.violation.is_some() => Some(StopReason::ProtocolViolation),
-            _ if response.tool_calls.len() > 1 => Some(StopReason::ContractBreak),
-            _ => None,
-        };
-        if let Some(stop) = stop {
+        if let Some(stop) =
+            exchange::contract_stop(&response, self.tokens, self.spec.episode_budget)
+        {
             self.trace.turns.push(turn);
             return Step::Stop(stop);
         }
@@ -448,22 +396,4 @@ impl Run<'_> {
         }
         Step::Ask
     }
-}
-
-/// Why a response that stopped for length is not a truncation at the cap: it spent
-/// fewer completion tokens than the cap allows, so a limit of the server ended it —
-/// llama.cpp serves a prompt that fits its context with less room than the cap and stops
-/// where the context ends. The model was not given the cap the contract promises, so
-/// the episode is the infrastructure's failure (`context_exceeded`), not the model's
-/// truncation. `None` for every other response.
-fn cut_short(response: &ChatResponse, completion_cap: u32) -> Option<String> {
-    let usage = response.usage.as_ref()?;
-    (response.finish == Finish::Length && usage.output_tokens < u64::from(completion_cap)).then(
-        || {
-            format!(
-                "the completion stopped for length after {} of the {completion_cap} tokens the cap allows, with a prompt of {}: the server's context (or its own token limit) ended it",
-                usage.output_tokens, usage.input_tokens
-            )
-        },
-    )
 }

@@ -1,7 +1,9 @@
 //! The harness: runs one episode — a configuration meeting a variant — under the frozen
 //! contract, and writes its trace and transcript.
 //!
-//! Owns: the episode loop ([`episode`], a state machine), the arms and the hooks their
+//! Owns: the episode loop ([`episode`], a state machine) and ToolSandbox's scenario
+//! loop ([`scenario`]), which share the request machinery and the contract's endings
+//! (`exchange`); the arms and the hooks their
 //! components plug into it ([`arm`]), the system prompts ([`prompts`]), the
 //! content-addressed transcripts ([`transcript`]), and the translation between a
 //! variant and the providers' chat types (providers never see a variant).
@@ -52,7 +54,9 @@
 
 pub mod arm;
 pub mod episode;
+mod exchange;
 pub mod prompts;
+pub mod scenario;
 pub mod transcript;
 
 use std::sync::Arc;

@@ -1,0 +1,224 @@
+//! ToolSandbox scenarios through the real binary: `tbb run-scenario` plays one against a
+//! loopback OpenAI-compatible server that answers as a correct agent would, the saved
+//! world grades 1.0, and `--grade` grades the saved world again without a tool or a
+//! request.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+
+use super::common;
+
+/// A chat completion with one tool call.
+fn tool_call(name: &str, arguments: &str) -> Value {
+    json!({
+        "id": "x",
+        "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+            "role": "assistant", "content": null,
+            "tool_calls": [{"id": "call_1", "type": "function",
+                "function": {"name": name, "arguments": arguments}}]}}],
+        "usage": {"prompt_tokens": 300, "completion_tokens": 20, "total_tokens": 320}
+    })
+}
+
+/// A chat completion with text.
+fn reply(text: &str) -> Value {
+    json!({
+        "id": "x",
+        "choices": [{"index": 0, "finish_reason": "stop",
+            "message": {"role": "assistant", "content": text}}],
+        "usage": {"prompt_tokens": 350, "completion_tokens": 10, "total_tokens": 360}
+    })
+}
+
+/// Serves `script` in order (the last again when it runs out), recording each request
+/// body; returns the origin, the bodies and the request count.
+fn scripted(script: Vec<Value>) -> (String, Arc<std::sync::Mutex<Vec<Value>>>) {
+    let served = Arc::new(AtomicUsize::new(0));
+    let bodies = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = bodies.clone();
+    let app = axum::Router::new().fallback(move |body: axum::body::Bytes| {
+        let i = served.fetch_add(1, Ordering::SeqCst);
+        if let Ok(v) = serde_json::from_slice::<Value>(&body) {
+            seen.lock().unwrap().push(v);
+        }
+        let answer = script[i.min(script.len() - 1)].clone();
+        async move { axum::Json(answer) }
+    });
+    (common::serve_on_loopback(app), bodies)
+}
+
+#[test]
+fn a_scenario_played_correctly_grades_one_and_its_saved_world_grades_the_same() {
+    let (origin, bodies) = scripted(vec![
+        tool_call("set_cellular_service_status", r#"{"on": false}"#),
+        reply("Cellular service is turned off"),
+    ]);
+    let dir = common::scratch();
+    let catalogue = dir.path().join("configurations.toml");
+    std::fs::write(&catalogue, common::loopback_catalogue(&origin, 1)).unwrap();
+    let world = dir.path().join("world.json");
+    let out = common::tbb_in(dir.path())
+        .arg("--configs")
+        .arg(&catalogue)
+        .args([
+            "run-scenario",
+            "--scenario",
+            "cellular_off",
+            "--config",
+            "loopback",
+            "--json",
+            "--world-out",
+        ])
+        .arg(&world)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let played: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(played["similarity"], 1.0, "{played}");
+    assert_eq!(played["success"], true);
+    assert_eq!(played["stop_reason"], "answer");
+    assert_eq!(
+        (played["calls"].as_u64(), played["requests"].as_u64()),
+        (Some(1), Some(2))
+    );
+
+    // What the agent was shown: upstream's system prompt and user message, and the
+    // allow list without the user's tool.
+    let first = bodies.lock().unwrap()[0].clone();
+    assert_eq!(first["messages"][0]["role"], "system");
+    assert!(first["messages"][0]["content"]
+        .as_str()
+        .unwrap()
+        .starts_with("Don't make assumptions about what values to plug into functions."));
+    assert_eq!(first["messages"][1]["role"], "user");
+    let tools: Vec<&str> = first["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(tools, ["set_cellular_service_status"]);
+    assert_eq!(first["parallel_tool_calls"], false);
+    // The second request carries the environment's answer to the call.
+    let second = bodies.lock().unwrap()[1].clone();
+    let tool_message = second["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .cloned()
+        .unwrap();
+    assert_eq!(tool_message["content"], "None");
+
+    let requests_before = bodies.lock().unwrap().len();
+    let regraded = common::tbb_in(dir.path())
+        .args([
+            "run-scenario",
+            "--scenario",
+            "cellular_off",
+            "--json",
+            "--grade",
+        ])
+        .arg(&world)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&regraded.stdout);
+    assert!(
+        regraded.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&regraded.stderr)
+    );
+    let again: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(again["similarity"], played["similarity"]);
+    assert_eq!(again["turns"], played["turns"]);
+    assert_eq!(
+        bodies.lock().unwrap().len(),
+        requests_before,
+        "grading sent a request"
+    );
+}
+
+#[test]
+fn a_wrong_call_grades_below_one_and_a_tool_not_offered_changes_nothing() {
+    // Turns cellular service on (the milestone wants it off), then calls a tool the
+    // scenario does not offer, then answers.
+    let (origin, _) = scripted(vec![
+        tool_call("set_cellular_service_status", r#"{"on": true}"#),
+        tool_call("set_wifi_status", r#"{"on": false}"#),
+        reply("Done"),
+    ]);
+    let dir = common::scratch();
+    let catalogue = dir.path().join("configurations.toml");
+    std::fs::write(&catalogue, common::loopback_catalogue(&origin, 1)).unwrap();
+    let world = dir.path().join("world.json");
+    let out = common::tbb_in(dir.path())
+        .arg("--configs")
+        .arg(&catalogue)
+        .args([
+            "run-scenario",
+            "--scenario",
+            "cellular_off",
+            "--config",
+            "loopback",
+            "--json",
+            "--world-out",
+        ])
+        .arg(&world)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let played: Value = serde_json::from_str(&stdout).unwrap();
+    assert!(played["similarity"].as_f64().unwrap() < 1.0, "{played}");
+    assert_eq!(played["success"], false);
+    assert_eq!(played["calls"], 2);
+    // The refused call wrote nothing: wifi is still on in the saved world.
+    let saved: Value = serde_json::from_str(&std::fs::read_to_string(&world).unwrap()).unwrap();
+    let settings = saved["tables"]["SETTING"].as_array().unwrap();
+    assert!(settings.iter().all(|r| r["wifi"] != false), "{settings:?}");
+}
+
+#[test]
+fn scenarios_that_need_the_internet_and_unknown_names_are_refused() {
+    let dir = common::scratch();
+    let out = common::tbb_in(dir.path())
+        .args([
+            "run-scenario",
+            "--scenario",
+            "cellular_of",
+            "--config",
+            "sim-aurora-flash",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(stderr.contains("did you mean `cellular_off`?"), "{stderr}");
+    let out = common::tbb_in(dir.path())
+        .args([
+            "run-scenario",
+            "--scenario",
+            "find_current_city_insufficient_information",
+            "--config",
+            "sim-aurora-flash",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("needs the internet") || stderr.contains("internet"),
+        "{stderr}"
+    );
+}
