@@ -7,6 +7,7 @@
 
 use tbb_tables::analyses::repeats::RepeatsRow;
 
+use super::super::paper::{cap_studies, sentinel, Quote};
 use super::{configuration_label, rows, Tables};
 use crate::document::{text, Align, Section, Table};
 use crate::format;
@@ -82,7 +83,61 @@ pub(crate) fn section(tables: &Tables, s: &mut Section) -> Result<(), ReportErro
         }
         s.table(table);
     }
+    s.table(paper_table());
     Ok(())
+}
+
+/// The paper's repeat figures: its sentinel pairs' pass@1, all-runs, any-run and
+/// disagreement, and the disagreement of the sweep's and the crossover's repeats.
+fn paper_table() -> Table {
+    let mut table = Table::new(
+        "The paper's repeat figures, for comparison with the tables above (its sentinel \
+         pairs ran three times; its sweep and crossover twice per arm).",
+        &[
+            ("Paper", Align::Left),
+            ("pass@1", Align::Right),
+            ("All runs succeed", Align::Right),
+            ("Any run succeeds", Align::Right),
+            ("Disagreement", Align::Right),
+        ],
+    );
+    for (label, quotes) in paper_rows() {
+        let mut cells = vec![label.to_string()];
+        cells.extend(
+            quotes
+                .iter()
+                .map(|q| q.map_or_else(|| format::MISSING.to_string(), |q| q.text())),
+        );
+        table.push(cells);
+    }
+    table
+}
+
+/// Each paper row: its label and its pass@1, all-runs, any-run and disagreement quotes.
+fn paper_rows() -> [(&'static str, [Option<Quote>; 4]); 4] {
+    [
+        (
+            "paper: sentinel pairs, 3 runs",
+            [
+                Some(sentinel::PASS_AT_1),
+                Some(sentinel::ALL_RUNS),
+                Some(sentinel::ANY_RUN),
+                Some(sentinel::DISAGREEMENT),
+            ],
+        ),
+        (
+            "paper: sweep, at the frozen cap",
+            [None, None, None, Some(cap_studies::SWEEP_DISAGREEMENT_LOW)],
+        ),
+        (
+            "paper: crossover, at 1,024 tokens",
+            [None, None, None, Some(cap_studies::CROSSOVER_DISAGREEMENT_LOW)],
+        ),
+        (
+            "paper: crossover, at 4,096 tokens",
+            [None, None, None, Some(cap_studies::CROSSOVER_DISAGREEMENT_HIGH)],
+        ),
+    ]
 }
 
 #[cfg(test)]
@@ -110,6 +165,16 @@ mod tests {
             }
         }
         let r = rendered(&Repeats, "s", &episodes, "{}");
-        insta::assert_snapshot!(section(&r, "## Repeats"));
+        let shown = section(&r, "## Repeats");
+        for (label, quotes) in super::paper_rows() {
+            let line = shown
+                .lines()
+                .find(|l| l.starts_with(&format!("| {label}")))
+                .unwrap_or_else(|| panic!("no row {label}: {shown}"));
+            for q in quotes.into_iter().flatten() {
+                assert!(line.contains(&q.text()), "{line}: {}", q.name);
+            }
+        }
+        insta::assert_snapshot!(shown);
     }
 }
