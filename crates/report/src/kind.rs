@@ -46,7 +46,8 @@ impl Typed for Report {
     // the cap studies' paper row of repeat disagreement, the paper's prompt repairs on
     // 20 configurations and the baseline's controller calls marked as by construction;
     // 13: the paper's values beside ours in every section that has them (one quotes
-    // module), its points marked on the figures.
+    // module; the repeats section's paper table), its points marked on the figures, and
+    // the V × W anatomy section.
     // Bump with the engine's `show::VERSION`, since the pages are published with the
     // report.
     const VERSION: &'static str = "report/13";
