@@ -102,7 +102,7 @@ fn paper_table() -> Table {
         ],
     );
     for (label, quotes) in paper_rows() {
-        let mut cells = vec![label.to_string()];
+        let mut cells = vec![label];
         cells.extend(
             quotes
                 .iter()
@@ -114,10 +114,11 @@ fn paper_table() -> Table {
 }
 
 /// Each paper row: its label and its pass@1, all-runs, any-run and disagreement quotes.
-fn paper_rows() -> [(&'static str, [Option<Quote>; 4]); 4] {
+fn paper_rows() -> [(String, [Option<Quote>; 4]); 4] {
+    let crossover_at = |cap: Quote| format!("paper: crossover, at {} tokens", cap.text());
     [
         (
-            "paper: sentinel pairs, 3 runs",
+            format!("paper: sentinel pairs, {} runs", sentinel::RUNS_EACH.text()),
             [
                 Some(sentinel::PASS_AT_1),
                 Some(sentinel::ALL_RUNS),
@@ -126,15 +127,15 @@ fn paper_rows() -> [(&'static str, [Option<Quote>; 4]); 4] {
             ],
         ),
         (
-            "paper: sweep, at the frozen cap",
+            "paper: sweep, at the frozen cap".to_string(),
             [None, None, None, Some(cap_studies::SWEEP_DISAGREEMENT_LOW)],
         ),
         (
-            "paper: crossover, at 1,024 tokens",
+            crossover_at(cap_studies::CROSSOVER_LOW_CAP),
             [None, None, None, Some(cap_studies::CROSSOVER_DISAGREEMENT_LOW)],
         ),
         (
-            "paper: crossover, at 4,096 tokens",
+            crossover_at(cap_studies::CROSSOVER_HIGH_CAP),
             [None, None, None, Some(cap_studies::CROSSOVER_DISAGREEMENT_HIGH)],
         ),
     ]
