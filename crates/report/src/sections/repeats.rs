@@ -132,11 +132,21 @@ fn paper_rows() -> [(String, [Option<Quote>; 4]); 4] {
         ),
         (
             crossover_at(cap_studies::CROSSOVER_LOW_CAP),
-            [None, None, None, Some(cap_studies::CROSSOVER_DISAGREEMENT_LOW)],
+            [
+                None,
+                None,
+                None,
+                Some(cap_studies::CROSSOVER_DISAGREEMENT_LOW),
+            ],
         ),
         (
             crossover_at(cap_studies::CROSSOVER_HIGH_CAP),
-            [None, None, None, Some(cap_studies::CROSSOVER_DISAGREEMENT_HIGH)],
+            [
+                None,
+                None,
+                None,
+                Some(cap_studies::CROSSOVER_DISAGREEMENT_HIGH),
+            ],
         ),
     ]
 }
