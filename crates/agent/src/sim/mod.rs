@@ -99,6 +99,7 @@ pub mod draws;
 pub mod instructions;
 pub mod mechanisms;
 pub mod menu;
+pub mod natural;
 pub mod observe;
 pub mod params;
 pub mod parse;
@@ -170,7 +171,15 @@ impl SimAgent {
             Some(Ok(req)) => Some(State::build(req, &conversation, &menu, p, asked, salts)),
             _ => None,
         };
-        let located = state.as_ref().is_some_and(|s| s.located);
+        // A request that is not tbb's structured one is a task in plain words
+        // ([`natural`]); it draws nothing from the request's stream, so tbb's own requests
+        // meet every draw they met before.
+        let task = match &parsed {
+            Some(Err(_)) => Some(natural::Task::read(request)),
+            _ => None,
+        };
+        let located = state.as_ref().is_some_and(|s| s.located)
+            || task.as_ref().is_some_and(natural::Task::located);
         let calls_written = conversation.calls_written;
         let reasoning = mechanisms::reasoning_tokens(
             p,
@@ -184,15 +193,17 @@ impl SimAgent {
         );
         let stall_roll: f64 = rng.random();
         let narrate_roll: f64 = rng.random();
+        let mut natural_note = String::new();
         let action = if stall_roll < mechanisms::stall_probability(p, prompt_tokens) {
             None
         } else {
-            Some(match (&parsed, &state) {
-                (Some(Ok(_)), Some(state)) => state.plan(&menu, p, &mut rng),
-                (Some(Err(e)), _) => Action::Answer {
-                    text: format!("I cannot act on this request: {e}"),
-                    why: "unreadable request",
-                },
+            Some(match (&parsed, &state, &task) {
+                (Some(Ok(_)), Some(state), _) => state.plan(&menu, p, &mut rng),
+                (Some(Err(_)), _, Some(task)) => {
+                    let (action, note) = natural::act(request, task, p, salts);
+                    natural_note = note;
+                    action
+                }
                 _ => Action::Answer {
                     text: "There is no task in this conversation.".into(),
                     why: "no user message",
@@ -203,6 +214,7 @@ impl SimAgent {
             (Some(Action::Call { tool, why, .. }), Some(state)) if narrate_roll < p.narration => {
                 Some(state.note(tool, why))
             }
+            (Some(Action::Call { .. }), None) if narrate_roll < p.narration => Some(natural_note),
             _ => None,
         };
         let draft = Draft {

@@ -149,6 +149,16 @@ pub struct Params {
     /// agent to check before each call removes (with `n` checks, `1 − (1 − this)^n` of
     /// them). Default 0.
     pub care_per_check: f64,
+
+    // ---- natural-language tasks ([`super::natural`]) -----------------------------------
+    /// Chance that, when a tool's result is an exception naming a setting (`Cellular
+    /// service is not enabled`, `… cannot be turned on in low battery mode`), the agent
+    /// calls the visible tool that changes that setting and then retries the failed
+    /// call; otherwise it reports the error to the user. Drawn once per setting named,
+    /// so the disposition holds for the whole episode. Neutral (careful) value 1: it
+    /// always recovers, and the settings a menu can change then decide the outcome.
+    /// Default 1.
+    pub recover_dependency: f64,
 }
 
 impl Default for Params {
@@ -191,6 +201,7 @@ impl Default for Params {
             format_slip: 0.0,
             narration: 0.0,
             care_per_check: 0.0,
+            recover_dependency: 1.0,
         }
     }
 }
@@ -254,6 +265,7 @@ impl Params {
             ("overeager_write", self.overeager_write),
             ("format_slip", self.format_slip),
             ("care_per_check", self.care_per_check),
+            ("recover_dependency", self.recover_dependency),
         ];
         for (name, p) in probabilities {
             if !(0.0..=1.0).contains(&p) {
@@ -339,7 +351,10 @@ impl Params {
             self.overeager_write,
             self.format_slip,
         ];
-        zero.iter().all(|&x| x == 0.0) && self.handoff_reliability == 1.0 && self.hop_decay == 1.0
+        zero.iter().all(|&x| x == 0.0)
+            && self.handoff_reliability == 1.0
+            && self.hop_decay == 1.0
+            && self.recover_dependency == 1.0
     }
 }
 
@@ -424,6 +439,6 @@ mod tests {
             "{problems:?}"
         );
         assert!(Params::table_problems(&toml::Table::new()).is_empty());
-        assert_eq!(Params::names().len(), 37);
+        assert_eq!(Params::names().len(), 38);
     }
 }
