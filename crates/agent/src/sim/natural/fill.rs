@@ -44,8 +44,10 @@ impl Param {
         words::stems(&self.name)
     }
 
-    fn has(&self, stem: &str) -> bool {
-        self.stems().iter().any(|s| s == stem)
+    /// Whether a word of its name is `word` (both stemmed).
+    pub fn has(&self, word: &str) -> bool {
+        let w = words::stem(word);
+        self.stems().contains(&w)
     }
 
     /// Whether it takes a POSIX timestamp.
@@ -61,6 +63,8 @@ pub fn params(t: &ToolSchema) -> Vec<Param> {
         .as_array()
         .map(|r| r.iter().filter_map(Json::as_str).collect())
         .unwrap_or_default();
+    // Required ones in the order the schema requires them (JSON objects keep no order
+    // here), then the optional ones.
     let mut out: Vec<Param> = t.parameters["properties"]
         .as_object()
         .map(|props| {
@@ -75,14 +79,19 @@ pub fn params(t: &ToolSchema) -> Vec<Param> {
                 .collect()
         })
         .unwrap_or_default();
-    out.sort_by_key(|p| !p.required);
+    out.sort_by_key(|p| {
+        required
+            .iter()
+            .position(|r| *r == p.name)
+            .unwrap_or(required.len())
+    });
     out
 }
 
 const CONTENT: &[&str] = &[
     "content", "messag", "text", "payload", "body", "note", "titl",
 ];
-const TIME_UNITS: &[&str] = &["week", "day", "hour", "minut", "second"];
+const TIME_UNITS: &[&str] = &["week", "day", "hour", "minute", "second"];
 
 /// A value for `p` from the user's words: an answer first, then the request.
 pub fn from_user(p: &Param, task: &Task) -> Option<Json> {
@@ -106,11 +115,10 @@ fn from_text(p: &Param, text: &str, answer: bool) -> Option<Json> {
             .map_or(t, |s| &t[s.len()..]);
         t.trim_end_matches(['.', '!']).to_string()
     };
-    let stems = p.stems();
-    let has = |s: &str| stems.iter().any(|x| x == s);
+    let has = |s: &str| p.has(s);
     match p.ty.as_str() {
         "boolean" => {
-            if has("on") || has("enabl") || has("statu") || has("activ") {
+            if has("on") || has("enabled") || has("status") || has("active") {
                 extract::switch(text).map(Json::Bool)
             } else if has("self") {
                 let w = words::words(text);
@@ -137,11 +145,11 @@ fn from_text(p: &Param, text: &str, answer: bool) -> Option<Json> {
             let x = if let Some(u) = unit {
                 let w = When::read(text);
                 match w.shift {
-                    Some((su, n)) if words::stem(su) == *u => Some(n as f64),
+                    Some((su, n)) if words::stem(su) == words::stem(u) => Some(n as f64),
                     _ if *u == "day" => w.day_offset.filter(|d| *d > 0).map(|d| d as f64),
                     _ => None,
                 }
-            } else if has("year") || has("month") || has("hour") || has("minut") {
+            } else if has("year") || has("month") || has("hour") || has("minute") {
                 None
             } else {
                 extract::numbers(text).first().copied()

@@ -62,9 +62,9 @@ pub fn act(request: &ChatRequest, task: &Task, params: &Params, salts: Salts) ->
                 note,
             )
         }
-        Step::Ask(i, p) => (
+        Step::Ask(_, p) => (
             Action::Answer {
-                text: reply::question(&request.tools[i], &p),
+                text: reply::question(&p),
                 why: "ask for a missing value",
             },
             String::new(),

@@ -52,6 +52,9 @@ pub struct Planner<'a> {
     salts: Salts,
 }
 
+/// Why a producer was given up: nothing to feed it.
+const NO_WAY: &str = "no way to look it up";
+
 const READ_VERBS: &[&str] = &[
     "search", "get", "find", "lookup", "list", "read", "request", "query",
 ];
@@ -80,7 +83,7 @@ impl<'a> Planner<'a> {
                 }
             }
         }
-        let text = super::extract::without_quote(&self.task.text());
+        let text = super::extract::without_quote(&self.task.request());
         let mut rng = self.salts.draws(&[b"natural goal"]);
         let Some((goal, _)) = choose::choose(self.tools, &text, self.params, &mut rng) else {
             return Step::Say(reply::cannot_help(), "no tool fits the task");
@@ -123,16 +126,13 @@ impl<'a> Planner<'a> {
     fn pending(&self) -> Vec<(String, Map<String, Json>)> {
         let mut stack: Vec<(String, Map<String, Json>)> = Vec::new();
         for e in &self.task.events {
+            let top_is_this = stack.last().is_some_and(|(t, a)| e.is(t, a));
             match &e.reading {
-                Reading::Error { message, .. } if dependency(message).is_some() => {
-                    if stack.last().is_none_or(|(t, a)| !e.is(t, a)) {
-                        stack.push((e.tool.clone(), e.args.clone()));
-                    }
+                Reading::Error { message, .. } if dependency(message).is_some() && !top_is_this => {
+                    stack.push((e.tool.clone(), e.args.clone()));
                 }
-                _ if e.succeeded() => {
-                    if stack.last().is_some_and(|(t, a)| e.is(t, a)) {
-                        stack.pop();
-                    }
+                _ if e.succeeded() && top_is_this => {
+                    stack.pop();
                 }
                 _ => {}
             }
@@ -227,6 +227,7 @@ impl<'a> Planner<'a> {
                                 Step::Call(j, a, _) => {
                                     return Step::Call(j, a, "look up a value the task needs")
                                 }
+                                Step::Say(_, NO_WAY) => {}
                                 step => return step,
                             }
                         }
@@ -237,12 +238,12 @@ impl<'a> Planner<'a> {
             }
         }
         if depth > 0 && args.is_empty() && !ps.is_empty() {
-            // A search with nothing to search by: ask for what it would search by.
-            let p = ps
-                .iter()
-                .find(|p| p.stems().iter().any(|s| s == "name"))
-                .unwrap_or(&ps[0]);
-            return Step::Ask(i, p.clone());
+            // A search with nothing to search by: ask for the name it would search by
+            // (who or what the user means); without one, it is no way to the value.
+            return match ps.iter().find(|p| p.has("name")) {
+                Some(p) => Step::Ask(i, p.clone()),
+                None => Step::Say(String::new(), NO_WAY),
+            };
         }
         Step::Call(
             i,
@@ -382,7 +383,7 @@ impl<'a> Planner<'a> {
     /// The timestamp of the time the task names.
     fn event_stamp(&self, i: usize, stamp: &Param) -> Result<f64, Step> {
         let w = &self.when;
-        let has = |ps: &[Param], s: &str| ps.iter().any(|p| p.stems().iter().any(|x| x == s));
+        let has = |ps: &[Param], s: &str| ps.iter().any(|p| p.has(s));
         let settle = |tool: usize, args: Map<String, Json>, why| match self
             .stamp_result(tool, &args)
         {
@@ -399,7 +400,7 @@ impl<'a> Planner<'a> {
                 .ok_or_else(|| Step::Say(reply::cannot_help(), "no holiday tool"))?;
             let key = fill::params(&self.tools[tool])
                 .into_iter()
-                .find(|p| p.stems().iter().any(|s| s == "holiday"))
+                .find(|p| p.has("holiday"))
                 .map(|p| p.name)
                 .unwrap_or_default();
             let mut args = Map::new();

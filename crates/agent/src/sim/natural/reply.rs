@@ -11,6 +11,11 @@ use super::pyrepr::Reading;
 use super::words;
 use crate::ToolSchema;
 
+/// Verbs that start the names of tools that change something.
+const WRITE_VERBS: &[&str] = &[
+    "add", "send", "set", "modify", "remove", "delete", "update", "create",
+];
+
 /// A result as plain words: numbers and strings as they are, `key: value` pairs, rows
 /// separated by `;`.
 pub fn render(v: &Json) -> String {
@@ -50,7 +55,18 @@ pub fn outcome(tool: &ToolSchema, args: &serde_json::Map<String, Json>, r: &Read
         let subject = capitalise(&subject.join(" "));
         return format!("{subject} is turned {}.", if on { "on" } else { "off" });
     }
+    let verb = words::words(&tool.name)
+        .into_iter()
+        .next()
+        .unwrap_or_default();
+    let writes = WRITE_VERBS.contains(&verb.as_str());
     match r {
+        Reading::Value(_) if writes => {
+            format!(
+                "Done: {}.",
+                first_sentence(&tool.description).to_lowercase()
+            )
+        }
         Reading::Value(Json::Null | Json::Bool(true)) => {
             format!(
                 "Done: {}.",
@@ -65,17 +81,12 @@ pub fn outcome(tool: &ToolSchema, args: &serde_json::Map<String, Json>, r: &Read
 
 /// A question for a parameter, marked so that the answer is read as its value
 /// ([`super::task::asks_for`]).
-pub fn question(tool: &ToolSchema, p: &Param) -> String {
-    let what = if p.description.is_empty() {
-        p.name.replace('_', " ")
-    } else {
-        first_sentence(&p.description).to_lowercase()
+pub fn question(p: &Param) -> String {
+    let what = match first_sentence(&p.description).split(',').next() {
+        Some(d) if !d.trim().is_empty() => d.trim().to_lowercase(),
+        _ => p.name.replace('_', " "),
     };
-    format!(
-        "To {}, I need one more detail: {what} (`{}`). Could you tell me?",
-        first_sentence(&tool.description).to_lowercase(),
-        p.name
-    )
+    format!("Could you tell me the {what} (`{}`)?", p.name)
 }
 
 /// An error the agent could not get past.

@@ -126,6 +126,18 @@ impl Task {
             .map(|(_, a)| a.as_str())
     }
 
+    /// The user's messages that answer none of the agent's questions (the request and
+    /// the facts it volunteers), one a line: what the task is about.
+    pub fn request(&self) -> String {
+        let answers: Vec<&str> = self.answers.iter().map(|(_, a)| a.as_str()).collect();
+        self.messages
+            .iter()
+            .filter(|m| !answers.contains(&m.as_str()))
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
     /// Whether some call has returned something other than an exception.
     pub fn located(&self) -> bool {
         self.events.iter().any(Event::succeeded)

@@ -158,7 +158,6 @@ pub const VERBS: &[(&str, &[&str])] = &[
     ("which", &["search", "get", "find"]),
     ("when", &["search", "get", "find"]),
     ("where", &["search", "get", "find"]),
-    ("how", &["search", "get", "calculate"]),
     ("find", &["search", "find", "get"]),
     ("look", &["search", "find", "get"]),
     ("search", &["search"]),
