@@ -31,6 +31,9 @@ pub const VERB_WEIGHT: f64 = 3.0;
 /// The topical score from which a tool is relevant: one word of its name, or two of
 /// its description.
 pub const RELEVANT: f64 = 2.0;
+/// What each word of a tool's name the task does not bring to mind costs (a tie-break,
+/// smaller than any match).
+pub const SPECIFICITY: f64 = 0.1;
 /// A relevant tool within this share of the best score is a look-alike of the best.
 pub const CLOSE: f64 = 0.8;
 
@@ -41,12 +44,16 @@ pub struct Score {
     pub topical: f64,
     /// The verb bonus.
     pub verb: f64,
+    /// Words of the tool's name the task does not bring to mind.
+    pub unmatched: usize,
 }
 
 impl Score {
     /// Both parts.
+    /// Both parts, less [`SPECIFICITY`] per unmatched word of the name: of two tools
+    /// the task matches alike, the one whose name says less else is meant.
     pub fn total(&self) -> f64 {
-        self.topical + self.verb
+        self.topical + self.verb - SPECIFICITY * self.unmatched as f64
     }
 }
 
@@ -88,7 +95,16 @@ fn score_with(t: &ToolSchema, concepts: &[(String, f64)], verbs: &[&str]) -> Sco
     } else {
         0.0
     };
-    Score { topical, verb }
+    let verb_stem = words::stem(&first);
+    let unmatched = name
+        .iter()
+        .filter(|w| **w != verb_stem && !concepts.iter().any(|(c, _)| c == *w))
+        .count();
+    Score {
+        topical,
+        verb,
+        unmatched,
+    }
 }
 
 /// Every tool's score for a text, in menu order.

@@ -118,6 +118,18 @@ pub fn quoted(text: &str) -> Option<String> {
     None
 }
 
+/// What follows a loose `that` (`Text my mom that I'm running late`): the words meant
+/// for someone else when nothing quotes them.
+pub fn after_that(text: &str) -> Option<String> {
+    let lower = text.to_lowercase();
+    let at = lower.find(" that ")?;
+    let rest = text[at + " that ".len()..]
+        .trim()
+        .trim_end_matches(['.', '!'])
+        .to_string();
+    (!rest.is_empty()).then_some(rest)
+}
+
 /// The request without its quotation (so that the words written for someone else do
 /// not count as the request's own).
 pub fn without_quote(text: &str) -> String {

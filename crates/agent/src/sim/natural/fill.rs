@@ -41,7 +41,11 @@ pub struct Param {
 impl Param {
     /// The stems of its name.
     pub fn stems(&self) -> Vec<String> {
-        words::stems(&self.name)
+        // Every word of a name counts (`from_unit`, `is_self`): no function words here.
+        words::words(&self.name)
+            .iter()
+            .map(|w| words::stem(w))
+            .collect()
     }
 
     /// Whether a word of its name is `word` (both stemmed).
@@ -93,14 +97,16 @@ const CONTENT: &[&str] = &[
 ];
 const TIME_UNITS: &[&str] = &["week", "day", "hour", "minute", "second"];
 
-/// A value for `p` from the user's words: an answer first, then the request.
+/// A value for `p` from the user's words: an answer to a question about it first, then
+/// the first message that has one.
 pub fn from_user(p: &Param, task: &Task) -> Option<Json> {
     if let Some(a) = task.answer(&p.name) {
         if let Some(v) = from_text(p, a, true) {
             return Some(v);
         }
     }
-    from_text(p, &task.text(), false)
+    // Each message on its own: a value does not run from one message into the next.
+    task.messages.iter().find_map(|m| from_text(p, m, false))
 }
 
 /// A value for `p` from one text; `answer` when the text answers a question about `p`
@@ -170,7 +176,9 @@ fn from_text(p: &Param, text: &str, answer: bool) -> Option<Json> {
             } else if has("relationship") {
                 extract::relationship(text)
             } else if CONTENT.iter().any(|c| has(c)) {
-                extract::quoted(text).or_else(|| extract::purpose(text))
+                extract::quoted(text)
+                    .or_else(|| extract::purpose(text))
+                    .or_else(|| extract::after_that(text))
             } else if has("unit") {
                 extract::units(text).map(|(from, to)| if has("from") { from } else { to })
             } else if has("name") {

@@ -67,12 +67,6 @@ pub fn outcome(tool: &ToolSchema, args: &serde_json::Map<String, Json>, r: &Read
                 first_sentence(&tool.description).to_lowercase()
             )
         }
-        Reading::Value(Json::Null | Json::Bool(true)) => {
-            format!(
-                "Done: {}.",
-                first_sentence(&tool.description).to_lowercase()
-            )
-        }
         Reading::Value(v) => format!("Here is what I found: {}.", render(v)),
         Reading::Text(t) => format!("Here is what I found: {t}"),
         Reading::Error { message, .. } => cannot_complete(message),

@@ -579,3 +579,88 @@ fn tbb_requests_still_take_the_structured_path() {
     // only starts where `parse` fails. Here a plain request does fail to parse.
     assert!(crate::sim::parse::parse("Turn off cellular service").is_err());
 }
+
+/// The full menu: the examples' tools, the distractions, and two more of ToolSandbox's.
+fn everything() -> Vec<ToolSchema> {
+    let mut all: Vec<ToolSchema> = menu().into_iter().chain(distractions()).collect();
+    all.push(tool("add_contact", "Add a new contact person to contact database.", json!({
+        "name": text("Name of contact person"), "phone_number": text("Phone number of contact person"),
+        "relationship": text("Optional, relationship between user and this contact"),
+        "is_self": flag("Optional. Defaults to False.")}), &["name", "phone_number"]));
+    all.push(tool(
+        "get_current_location",
+        "Request current location latitude and longitude",
+        json!({}),
+        &[],
+    ));
+    all
+}
+
+/// The agent's first call on a one-message task.
+fn first_call(task: &str) -> Option<(String, Json)> {
+    let r = careful().respond(&request(
+        &[Message::User {
+            content: task.into(),
+        }],
+        &everything(),
+    ));
+    r.tool_calls.first().map(|c| {
+        (
+            c.name.clone(),
+            serde_json::from_str(&c.arguments).unwrap_or(Json::Null),
+        )
+    })
+}
+
+#[test]
+fn arguments_are_filled_by_name_and_type() {
+    let call = |name: &str, args: Json| Some((name.to_string(), args));
+    assert_eq!(
+        first_call("What's my phone number?"),
+        call("search_contacts", json!({"is_self": true}))
+    );
+    assert_eq!(
+        first_call("Convert 25 celsius to fahrenheit"),
+        call(
+            "unit_conversion",
+            json!({"amount": 25.0, "from_unit": "celsius", "to_unit": "fahrenheit"})
+        )
+    );
+    assert_eq!(
+        first_call("Add Fredrik Thordendal to my contacts, his number is +12453344098"),
+        call(
+            "add_contact",
+            json!({"name": "Fredrik Thordendal", "phone_number": "+12453344098"})
+        )
+    );
+    assert_eq!(
+        first_call("Text my mom that I'm running late"),
+        call("search_contacts", json!({"relationship": "mom"}))
+    );
+    assert_eq!(
+        first_call("Is my wifi on?"),
+        call("get_wifi_status", json!({}))
+    );
+    assert_eq!(
+        first_call("Where am I?"),
+        call("get_current_location", json!({}))
+    );
+    assert_eq!(
+        first_call("What's the weather like in Cupertino tomorrow?"),
+        call("search_weather_around_lat_lon", json!({"days": 1}))
+    );
+    assert_eq!(
+        first_call("Delete Bart from my contacts"),
+        call("search_contacts", json!({"name": "Bart"}))
+    );
+}
+
+#[test]
+fn a_count_since_a_date_subtracts_the_date_from_now() {
+    let (calls, _) = play(&careful(), &menu(), &["How many days since Halloween?"], ON);
+    let last = calls.last().map(|(_, a)| a.clone()).unwrap_or(Json::Null);
+    assert_eq!(
+        last,
+        json!({"timestamp_0": 1798156800.0, "timestamp_1": NOW})
+    );
+}

@@ -97,7 +97,7 @@ pub const LEXICON: &[(&str, &[&str], f64)] = &[
     ("juneteenth", &["holiday"], 1.0),
     ("eve", &["holiday"], 0.5),
     // Places and weather.
-    ("where", &["location"], 0.5),
+    ("where", &["location"], 1.0),
     ("address", &["location"], 0.5),
     ("far", &["distance"], 1.0),
     ("forecast", &["weather"], 1.0),
@@ -167,6 +167,11 @@ pub const VERBS: &[(&str, &[&str])] = &[
     ("calculate", &["calculate"]),
 ];
 
+/// Words that open a yes/no question.
+pub const POLAR: &[&str] = &[
+    "is", "are", "am", "was", "were", "do", "does", "did", "has", "have",
+];
+
 /// A word's stem: a few suffixes stripped so that inflections meet.
 pub fn stem(word: &str) -> String {
     let mut s = word;
@@ -225,7 +230,12 @@ pub fn concepts(text: &str) -> Vec<(String, f64)> {
 /// The tool verbs a text asks for.
 pub fn verbs(text: &str) -> Vec<&'static str> {
     let mut out = Vec::new();
-    for w in words(text) {
+    let words = words(text);
+    // A yes/no question (`Is my wifi on?`) asks to look something up.
+    if words.first().is_some_and(|w| POLAR.contains(&w.as_str())) {
+        out.extend(["get", "search"]);
+    }
+    for w in words {
         if let Some((_, vs)) = VERBS.iter().find(|(k, _)| *k == w) {
             for v in *vs {
                 if !out.contains(v) {
