@@ -9,7 +9,9 @@
 //! Each parameter is a configuration's sensitivity to something the request shows:
 //! visible schemas, look-alike connectors, prompt tokens, hops followed, requested facts
 //! per record, positions between a value and its name, the observation's tokens, and
-//! what the system prompt asks ([`super::instructions`]). No parameter is keyed on a
+//! what the system prompt asks ([`super::instructions`]); in natural-language tasks
+//! ([`super::natural`]), tools whose words match the task's about as well as the best
+//! one, and exceptions that name a setting. No parameter is keyed on a
 //! pressure level or on a prompt file: the encodings and the prompts differ in effect
 //! only through what they do to that text. Every value in the catalogue is
 //! calibration: chosen so that the panel's effects fall near the paper's, not measured
@@ -67,10 +69,13 @@ pub struct Params {
     /// coordinates), of searching that connector instead of the route. Default 0.
     pub near_miss_confusion: f64,
     /// Chance, per visible look-alike connector (same collection, sharing only that
-    /// coordinate with the route), of searching it instead of the route. Default 0.
+    /// coordinate with the route), of searching it instead of the route. In a
+    /// natural-language task, per other relevant tool scoring within a fifth of the best
+    /// ([`super::natural::choose`]), of choosing it instead. Default 0.
     pub lookalike_confusion: f64,
     /// Chance, per 100 visible schemas, of searching some unrelated visible connector
-    /// (attention diluted by a long menu). Default 0.
+    /// (attention diluted by a long menu); in a natural-language task, of choosing some
+    /// tool other than the best and its look-alikes. Default 0.
     pub menu_dilution: f64,
 
     // ---- handoffs and versions --------------------------------------------------------
