@@ -664,3 +664,27 @@ fn a_count_since_a_date_subtracts_the_date_from_now() {
         json!({"timestamp_0": 1798156800.0, "timestamp_1": NOW})
     );
 }
+
+#[test]
+fn the_cap_truncates_a_natural_request_as_it_does_tbbs() {
+    let p = Params {
+        reasoning_base: 2_000.0,
+        reasoning_sigma: 0.0,
+        ..Params::default()
+    };
+    let agent = SimAgent::with_params("sim-test-natural", p);
+    let mut req = request(
+        &[Message::User {
+            content: "Turn off cellular service".into(),
+        }],
+        &menu(),
+    );
+    req.max_completion_tokens = 1_024;
+    let r = agent.respond(&req);
+    assert_eq!(
+        (r.finish, r.tool_calls.len(), r.text),
+        (crate::Finish::Length, 0, None)
+    );
+    req.max_completion_tokens = 4_096;
+    assert_eq!(agent.respond(&req).tool_calls.len(), 1);
+}
