@@ -18,6 +18,12 @@
 //! how many tokens surround it), and the prompts only through what they ask, read by
 //! meaning ([`instructions`]).
 //!
+//! A request whose first user message is not tbb's structured request (`parse` fails)
+//! is a task in plain words, read by [`natural`] from the same public text: every user
+//! message, the schemas' names, descriptions and parameters, and results written as
+//! Python values or exception lines. It draws nothing from the request's stream, so
+//! tbb's own requests meet exactly the draws they met before.
+//!
 //! # Mechanisms (parameters in [`params::Params`])
 //!
 //! - **Reasoning spend.** Each request spends
@@ -70,6 +76,21 @@
 //!   call ([`instructions`]) multiplies the reasoning spend by `1 + reasoning_per_check ×
 //!   n` and removes `1 − (1 − care_per_check)^n` of hand-off and stale errors.
 //!
+//! - **Natural-language tasks** ([`natural`]). The tool is chosen by lexical overlap
+//!   between the user's words (and what they bring to mind, a small fixed vocabulary)
+//!   and each schema's name, description and parameter names; a tool scoring within a
+//!   fifth of the best is a look-alike pulling with `lookalike_confusion`, and a long
+//!   menu dilutes attention towards any other tool with `menu_dilution` per 100
+//!   schemas (drawn once per task). Arguments are filled by name and type from the
+//!   user's words and earlier results; a missing value comes from a reading tool whose
+//!   schema mentions it (a contact search for a phone number; the time tools for a
+//!   timestamp), else the agent asks the user. An exception naming a setting sends it,
+//!   with `recover_dependency` (drawn once per setting), to the tool that changes the
+//!   setting and back to the failed call; otherwise it reports the error. It ends with
+//!   a reply carrying the result, or says no tool can help when none is relevant. The
+//!   reasoning spend, stalls, narration, contract breaks and the cap act as above (it
+//!   counts as located once a call has returned something other than an exception).
+//!
 //! Workflow sensitivity of either sign comes out of these: `hop_decay` and looping
 //! hand-offs cost more on longer chains; `crowding` and `hop_care` make a chain that
 //! spreads the facts over several records easier than one crowded record.
@@ -91,14 +112,16 @@
 //! ([`menu::info`]), each message once ([`tokens::count`], memoised by XXH3-128).
 
 /// Version of the simulated agents' behaviour, part of the key of every episode they
-/// run: bump it whenever a change to this module changes any response.
-pub const CODE_VERSION: &str = "sim/4";
+/// run: bump it whenever a change to this module changes any response. (`sim/5`: the
+/// natural-language path; responses to tbb's own requests are those of `sim/4`.)
+pub const CODE_VERSION: &str = "sim/5";
 
 pub mod agent;
 pub mod draws;
 pub mod instructions;
 pub mod mechanisms;
 pub mod menu;
+pub mod natural;
 pub mod observe;
 pub mod params;
 pub mod parse;
@@ -170,7 +193,15 @@ impl SimAgent {
             Some(Ok(req)) => Some(State::build(req, &conversation, &menu, p, asked, salts)),
             _ => None,
         };
-        let located = state.as_ref().is_some_and(|s| s.located);
+        // A request that is not tbb's structured one is a task in plain words
+        // ([`natural`]); it draws nothing from the request's stream, so tbb's own requests
+        // meet every draw they met before.
+        let task = match &parsed {
+            Some(Err(_)) => Some(natural::Task::read(request)),
+            _ => None,
+        };
+        let located = state.as_ref().is_some_and(|s| s.located)
+            || task.as_ref().is_some_and(natural::Task::located);
         let calls_written = conversation.calls_written;
         let reasoning = mechanisms::reasoning_tokens(
             p,
@@ -184,15 +215,17 @@ impl SimAgent {
         );
         let stall_roll: f64 = rng.random();
         let narrate_roll: f64 = rng.random();
+        let mut natural_note = String::new();
         let action = if stall_roll < mechanisms::stall_probability(p, prompt_tokens) {
             None
         } else {
-            Some(match (&parsed, &state) {
-                (Some(Ok(_)), Some(state)) => state.plan(&menu, p, &mut rng),
-                (Some(Err(e)), _) => Action::Answer {
-                    text: format!("I cannot act on this request: {e}"),
-                    why: "unreadable request",
-                },
+            Some(match (&parsed, &state, &task) {
+                (Some(Ok(_)), Some(state), _) => state.plan(&menu, p, &mut rng),
+                (Some(Err(_)), _, Some(task)) => {
+                    let (action, note) = natural::act(request, task, p, salts);
+                    natural_note = note;
+                    action
+                }
                 _ => Action::Answer {
                     text: "There is no task in this conversation.".into(),
                     why: "no user message",
@@ -203,6 +236,7 @@ impl SimAgent {
             (Some(Action::Call { tool, why, .. }), Some(state)) if narrate_roll < p.narration => {
                 Some(state.note(tool, why))
             }
+            (Some(Action::Call { .. }), None) if narrate_roll < p.narration => Some(natural_note),
             _ => None,
         };
         let draft = Draft {

@@ -9,7 +9,9 @@
 //! Each parameter is a configuration's sensitivity to something the request shows:
 //! visible schemas, look-alike connectors, prompt tokens, hops followed, requested facts
 //! per record, positions between a value and its name, the observation's tokens, and
-//! what the system prompt asks ([`super::instructions`]). No parameter is keyed on a
+//! what the system prompt asks ([`super::instructions`]); in natural-language tasks
+//! ([`super::natural`]), tools whose words match the task's about as well as the best
+//! one, and exceptions that name a setting. No parameter is keyed on a
 //! pressure level or on a prompt file: the encodings and the prompts differ in effect
 //! only through what they do to that text. Every value in the catalogue is
 //! calibration: chosen so that the panel's effects fall near the paper's, not measured
@@ -67,10 +69,13 @@ pub struct Params {
     /// coordinates), of searching that connector instead of the route. Default 0.
     pub near_miss_confusion: f64,
     /// Chance, per visible look-alike connector (same collection, sharing only that
-    /// coordinate with the route), of searching it instead of the route. Default 0.
+    /// coordinate with the route), of searching it instead of the route. In a
+    /// natural-language task, per other relevant tool scoring within a fifth of the best
+    /// ([`super::natural::choose`]), of choosing it instead. Default 0.
     pub lookalike_confusion: f64,
     /// Chance, per 100 visible schemas, of searching some unrelated visible connector
-    /// (attention diluted by a long menu). Default 0.
+    /// (attention diluted by a long menu); in a natural-language task, of choosing some
+    /// tool other than the best and its look-alikes. Default 0.
     pub menu_dilution: f64,
 
     // ---- handoffs and versions --------------------------------------------------------
@@ -149,6 +154,16 @@ pub struct Params {
     /// agent to check before each call removes (with `n` checks, `1 − (1 − this)^n` of
     /// them). Default 0.
     pub care_per_check: f64,
+
+    // ---- natural-language tasks ([`super::natural`]) -----------------------------------
+    /// Chance that, when a tool's result is an exception naming a setting (`Cellular
+    /// service is not enabled`, `… cannot be turned on in low battery mode`), the agent
+    /// calls the visible tool that changes that setting and then retries the failed
+    /// call; otherwise it reports the error to the user. Drawn once per setting named,
+    /// so the disposition holds for the whole episode. Neutral (careful) value 1: it
+    /// always recovers, and the settings a menu can change then decide the outcome.
+    /// Default 1.
+    pub recover_dependency: f64,
 }
 
 impl Default for Params {
@@ -191,6 +206,7 @@ impl Default for Params {
             format_slip: 0.0,
             narration: 0.0,
             care_per_check: 0.0,
+            recover_dependency: 1.0,
         }
     }
 }
@@ -254,6 +270,7 @@ impl Params {
             ("overeager_write", self.overeager_write),
             ("format_slip", self.format_slip),
             ("care_per_check", self.care_per_check),
+            ("recover_dependency", self.recover_dependency),
         ];
         for (name, p) in probabilities {
             if !(0.0..=1.0).contains(&p) {
@@ -339,7 +356,10 @@ impl Params {
             self.overeager_write,
             self.format_slip,
         ];
-        zero.iter().all(|&x| x == 0.0) && self.handoff_reliability == 1.0 && self.hop_decay == 1.0
+        zero.iter().all(|&x| x == 0.0)
+            && self.handoff_reliability == 1.0
+            && self.hop_decay == 1.0
+            && self.recover_dependency == 1.0
     }
 }
 
@@ -424,6 +444,6 @@ mod tests {
             "{problems:?}"
         );
         assert!(Params::table_problems(&toml::Table::new()).is_empty());
-        assert_eq!(Params::names().len(), 37);
+        assert_eq!(Params::names().len(), 38);
     }
 }
