@@ -103,6 +103,10 @@ pub enum Input {
     Table(&'static str),
     /// Every table of the analyses listed before it (the report).
     EveryAnalysis,
+    /// This study's played ToolSandbox scenarios (the rows of
+    /// `toolsandbox_episodes.parquet`, [`tbb_tables::ScenarioEpisodeRow`]), handed over
+    /// in [`Context::tables`] under that table's name.
+    ScenarioEpisodes,
 }
 
 /// One parameter problem, at its path inside the analysis's table (`draws`,

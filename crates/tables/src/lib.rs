@@ -17,11 +17,13 @@ pub mod name;
 pub mod paths;
 pub mod requests;
 pub mod rows;
+pub mod scenarios;
 pub mod stored_requests;
 pub mod typed;
 
 pub use name::Name;
 pub use rows::{EpisodeRow, Placement, RequestRow, VariantRow};
+pub use scenarios::ScenarioEpisodeRow;
 pub use typed::{columns_of, read_rows, TableRow};
 
 use std::fs::File;

@@ -51,6 +51,37 @@ pub enum Category {
     TenDistractionTools,
 }
 
+impl Category {
+    /// The category's name in tables and reports: upstream's, in snake case.
+    pub fn name(self) -> &'static str {
+        match self {
+            Category::SingleToolCall => "single_tool_call",
+            Category::MultipleToolCall => "multiple_tool_call",
+            Category::SingleUserTurn => "single_user_turn",
+            Category::MultipleUserTurn => "multiple_user_turn",
+            Category::StateDependency => "state_dependency",
+            Category::Canonicalization => "canonicalization",
+            Category::Coreference => "coreference",
+            Category::Disambiguation => "disambiguation",
+            Category::InsufficientInformation => "insufficient_information",
+            Category::NoDistractionTools => "no_distraction_tools",
+            Category::ThreeDistractionTools => "three_distraction_tools",
+            Category::TenDistractionTools => "ten_distraction_tools",
+        }
+    }
+
+    /// Whether it says how many distraction tools the menu has (a column of its own in
+    /// tables, not a category there).
+    pub fn is_distraction_count(self) -> bool {
+        matches!(
+            self,
+            Category::NoDistractionTools
+                | Category::ThreeDistractionTools
+                | Category::TenDistractionTools
+        )
+    }
+}
+
 /// The export's record of one scenario.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

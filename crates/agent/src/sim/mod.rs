@@ -111,10 +111,17 @@
 //! output = what it writes plus the reasoning it spent. Each schema is read and counted once per process
 //! ([`menu::info`]), each message once ([`tokens::count`], memoised by XXH3-128).
 
-/// Version of the simulated agents' behaviour, part of the key of every episode they
-/// run: bump it whenever a change to this module changes any response. (`sim/5`: the
-/// natural-language path; responses to tbb's own requests are those of `sim/4`.)
-pub const CODE_VERSION: &str = "sim/5";
+/// Version of the simulated agents' answers to tbb's own structured requests, part of
+/// the key of every episode they run: bump it whenever a change to this module changes
+/// any such response (including the mechanisms the natural-language path shares).
+pub const CODE_VERSION: &str = "sim/4";
+
+/// Version of the answers to plain-words requests ([`natural`]), part of the key of
+/// every ToolSandbox episode beside [`CODE_VERSION`]: bump it whenever a change changes
+/// any such response. Kept apart so that the natural-language path can change without
+/// invalidating a single cached episode of tbb's own families, whose responses it never
+/// touches (their draws and texts are those of `sim/4`, checked byte for byte).
+pub const NATURAL_CODE_VERSION: &str = "sim-natural/1";
 
 pub mod agent;
 pub mod draws;

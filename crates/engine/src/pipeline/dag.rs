@@ -742,6 +742,8 @@ impl Dag {
                             }
                         }
                     },
+                    // Wired with the ToolSandbox study's nodes (issue 32, in progress).
+                    Input::ScenarioEpisodes => {}
                     Input::EveryAnalysis => {
                         for (other, node, _) in &analyses {
                             input = input.input(other, self_key(self, *node));

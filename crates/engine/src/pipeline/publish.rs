@@ -132,6 +132,8 @@ impl Outcomes {
                         }
                     }
                 },
+                // Wired with the ToolSandbox study's nodes (issue 32, in progress).
+                Input::ScenarioEpisodes => {}
                 Input::EveryAnalysis => {
                     for &u in &reads {
                         tables.extend(self.get(study, cache, u)?.tables.iter().cloned());

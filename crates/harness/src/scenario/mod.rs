@@ -35,7 +35,9 @@ use tbb_core::grade::trace::{InfraFailure, Limits, StopReason};
 use tbb_provider::chat::Sampling;
 use tbb_provider::config::RequestField;
 use tbb_provider::retry::RouteLimits;
-use tbb_provider::{ChatRequest, Configuration, Message, Provider, ToolCall, ToolSchema};
+use tbb_provider::{
+    ChatRequest, Configuration, Message, Provider, ProviderKind, ToolCall, ToolSchema,
+};
 use tbb_toolsandbox::clock::Clock;
 use tbb_toolsandbox::context::{Context, Namespace};
 use tbb_toolsandbox::data::VendoredFile;
@@ -143,6 +145,7 @@ pub fn grade(scenario: &Scenario, world: &Context) -> Result<Evaluation, Scenari
 pub fn scenario_key(spec: &ScenarioSpec<'_>) -> String {
     #[derive(Serialize)]
     struct KeyInput<'a> {
+        code: String,
         completion_cap: u32,
         config: Configuration,
         data: &'static str,
@@ -154,6 +157,7 @@ pub fn scenario_key(spec: &ScenarioSpec<'_>) -> String {
         study: Option<&'a str>,
     }
     let input = KeyInput {
+        code: code_version(spec.config),
         completion_cap: spec.completion_cap,
         config: Configuration {
             speed: None,
@@ -171,6 +175,19 @@ pub fn scenario_key(spec: &ScenarioSpec<'_>) -> String {
         .map(|v| v.to_string())
         .unwrap_or_default();
     blake3::hash(canonical.as_bytes()).to_hex().to_string()
+}
+
+/// The code that decides a scenario episode: this loop's, and for a simulated
+/// configuration the panel's answers to plain words (its behaviour is code, not data).
+fn code_version(config: &Configuration) -> String {
+    match config.provider {
+        ProviderKind::Sim => format!(
+            "{SCENARIO_VERSION}+{}+{}",
+            tbb_agent::sim::CODE_VERSION,
+            tbb_agent::sim::NATURAL_CODE_VERSION
+        ),
+        _ => SCENARIO_VERSION.to_string(),
+    }
 }
 
 /// The agent's first messages: upstream's system prompt for the agent and the user's

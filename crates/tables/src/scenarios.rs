@@ -1,0 +1,188 @@
+//! The rows of `toolsandbox_episodes.parquet`: one per ToolSandbox scenario a
+//! configuration played ([`ScenarioEpisodeRow`]), and the one builder of such a row.
+//!
+//! Owns: the table's columns (name, order, type, nullability) and how a row is read off
+//! a played scenario and its grade. A row is built from what the episode's saved state
+//! holds (its world, its transcript and how it stopped), so grading a stored episode
+//! again gives the same row without running a tool.
+//!
+//! Never: grades (the ToolSandbox evaluator does, in `tbb_toolsandbox::evaluation`),
+//! plays a scenario, or decides where the table is written.
+
+use serde::{Deserialize, Serialize};
+
+use super::{Name, TableRow};
+use crate::levels::{InfraCause, StopReason};
+use tbb_harness::scenario::{ScenarioEpisode, ScenarioSpec};
+use tbb_harness::transcript::StoredOutcome;
+use tbb_toolsandbox::evaluation::Evaluation;
+use tbb_toolsandbox::scenario::Category;
+
+/// One row of `toolsandbox_episodes.parquet`: one scenario played by one configuration
+/// at one cap and repeat, graded by ToolSandbox's evaluator from its saved world.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScenarioEpisodeRow {
+    /// Study (manifest) name.
+    pub study: String,
+    /// Configuration name.
+    pub configuration: Name,
+    /// Its organization.
+    pub organization: Name,
+    /// Its model.
+    pub model: Name,
+    /// Its provider route.
+    pub route: String,
+    /// The scenario, as ToolSandbox names it (with its distraction suffix).
+    pub scenario: Name,
+    /// The scenario without distraction tools that this one extends: the unit its
+    /// paired contrasts and cluster bootstraps are taken over.
+    pub base_scenario: Name,
+    /// Distraction tools appended to the menu (0, 3 or 10).
+    pub distraction_tools: u32,
+    /// Tool schemas offered to the agent.
+    pub menu_size: u32,
+    /// Upstream's categories of the scenario, snake case, comma-separated, without the
+    /// distraction count (a column of its own).
+    pub categories: String,
+    /// Whether the scenario cannot be completed with the tools and information given
+    /// (declining is right; reported apart).
+    pub insufficient_information: bool,
+    /// Whether the scenario needs the user to speak more than once.
+    pub multiple_user_turn: bool,
+    /// Completion cap.
+    pub completion_cap: u32,
+    /// Repeat index.
+    pub repeat: u32,
+    /// ToolSandbox's grade: the milestone similarity, 0 when a minefield was hit.
+    pub similarity: f64,
+    /// The similarity is exactly 1.
+    pub success: bool,
+    /// The mean similarity of the milestones alone.
+    pub milestone_similarity: f64,
+    /// A minefield was hit.
+    pub minefield_hit: bool,
+    /// Milestones of the scenario.
+    pub milestones: u32,
+    /// Milestones matched to some message.
+    pub milestones_matched: u32,
+    /// Per milestone, in index order, the sandbox message it was matched to and its
+    /// similarity, as JSON (`[[3, 1.0], null, …]`).
+    pub milestone_mapping_json: String,
+    /// ToolSandbox's turn count.
+    pub turns: u32,
+    /// Tool calls the agent made.
+    pub calls: u32,
+    /// Model requests.
+    pub requests: u32,
+    /// Facts the scripted user released after its first message.
+    pub user_turns: u32,
+    /// Prompt tokens over the episode.
+    pub prompt_tokens: u64,
+    /// Completion tokens over the episode.
+    pub completion_tokens: u64,
+    /// Prompt + completion.
+    pub total_tokens: u64,
+    /// Tokens × the configuration's frozen prices.
+    pub cost_usd: f64,
+    /// Why the harness stopped.
+    pub stop_reason: StopReason,
+    /// Provider failure after retries, or a response without valid usage.
+    pub infra_failure: bool,
+    /// Its cause; null when none.
+    pub infra_error: Option<InfraCause>,
+    /// The episode's content key ([`tbb_harness::scenario::scenario_key`]); `requests`
+    /// has the same column.
+    pub episode_key: String,
+    /// The key of the node that played it, which addresses its stored transcript and
+    /// world (`tbb show` takes it).
+    pub transcript_ref: String,
+    /// The key of the node that graded it.
+    pub node_key: String,
+}
+
+impl TableRow for ScenarioEpisodeRow {
+    const TABLE: &'static str = "toolsandbox_episodes";
+}
+
+impl ScenarioEpisodeRow {
+    /// The layout of the row a scenario grade node stores: bump it when a field is
+    /// added, removed, renamed or retyped (it enters every such node's key).
+    pub const ROW_VERSION: u32 = 1;
+
+    /// The row of a played scenario graded as `graded`.
+    pub fn of_episode(
+        episode: &ScenarioEpisode,
+        graded: &Evaluation,
+        spec: &ScenarioSpec<'_>,
+        study: &str,
+        transcript_ref: &str,
+        node_key: &str,
+    ) -> ScenarioEpisodeRow {
+        let scenario = spec.scenario;
+        let config = spec.config;
+        let usage = || {
+            episode
+                .transcript
+                .outcomes
+                .iter()
+                .filter_map(|o| match o {
+                    StoredOutcome::Response(r) => r.usage,
+                    StoredOutcome::Failed { .. } => None,
+                })
+        };
+        let prompt_tokens = usage().map(|u| u.input_tokens).fold(0, u64::saturating_add);
+        let completion_tokens = usage()
+            .map(|u| u.output_tokens)
+            .fold(0, u64::saturating_add);
+        let mapping: Vec<Option<(i64, f64)>> = graded
+            .milestone_mapping
+            .iter()
+            .map(|m| m.as_ref().map(|m| (m.message_index, m.similarity)))
+            .collect();
+        let categories: Vec<&str> = scenario
+            .categories
+            .iter()
+            .filter(|c| !c.is_distraction_count())
+            .map(|c| c.name())
+            .collect();
+        ScenarioEpisodeRow {
+            study: study.into(),
+            configuration: Name::new(&config.name),
+            organization: Name::new(&config.organization),
+            model: Name::new(&config.model),
+            route: config.route(),
+            scenario: Name::new(&scenario.name),
+            base_scenario: Name::new(scenario.base_name()),
+            distraction_tools: u32::from(scenario.distraction_tools),
+            menu_size: tbb_harness::scenario::offered_tools(scenario, spec.registry).len() as u32,
+            categories: categories.join(","),
+            insufficient_information: scenario
+                .categories
+                .contains(&Category::InsufficientInformation),
+            multiple_user_turn: scenario.categories.contains(&Category::MultipleUserTurn),
+            completion_cap: spec.completion_cap,
+            repeat: spec.repeat,
+            similarity: graded.similarity,
+            success: graded.is_success(),
+            milestone_similarity: graded.milestone_similarity,
+            minefield_hit: graded.minefield_hit,
+            milestones: mapping.len() as u32,
+            milestones_matched: mapping.iter().filter(|m| m.is_some()).count() as u32,
+            milestone_mapping_json: serde_json::to_string(&mapping).unwrap_or_default(),
+            turns: graded.turn_count as u32,
+            calls: episode.calls,
+            requests: episode.transcript.requests.len() as u32,
+            user_turns: episode.user_turns,
+            prompt_tokens,
+            completion_tokens,
+            total_tokens: prompt_tokens.saturating_add(completion_tokens),
+            cost_usd: config.prices.cost_usd(prompt_tokens, completion_tokens),
+            stop_reason: episode.stop,
+            infra_failure: episode.infra.is_some(),
+            infra_error: episode.infra.as_ref().map(|i| i.cause),
+            episode_key: episode.key.clone(),
+            transcript_ref: transcript_ref.into(),
+            node_key: node_key.into(),
+        }
+    }
+}
