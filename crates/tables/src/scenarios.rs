@@ -121,14 +121,10 @@ impl ScenarioEpisodeRow {
         let scenario = spec.scenario;
         let config = spec.config;
         let usage = || {
-            episode
-                .transcript
-                .outcomes
-                .iter()
-                .filter_map(|o| match o {
-                    StoredOutcome::Response(r) => r.usage,
-                    StoredOutcome::Failed { .. } => None,
-                })
+            episode.transcript.outcomes.iter().filter_map(|o| match o {
+                StoredOutcome::Response(r) => r.usage,
+                StoredOutcome::Failed { .. } => None,
+            })
         };
         let prompt_tokens = usage().map(|u| u.input_tokens).fold(0, u64::saturating_add);
         let completion_tokens = usage()

@@ -26,6 +26,7 @@ pub mod error;
 pub mod layers;
 pub mod raw;
 mod resolve;
+pub mod toolsandbox;
 
 use std::path::{Path, PathBuf};
 
@@ -87,6 +88,10 @@ pub struct Manifest {
     pub budgets: Budgets,
     /// Analyses, in the order given.
     pub analyses: Vec<Analysis>,
+    /// The ToolSandbox scenarios it plays (`[toolsandbox]`); out of the hash when
+    /// absent, so a manifest without it keeps the hash it always had.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub toolsandbox: Option<toolsandbox::ToolSandboxPart>,
     /// The configurations `--model` added for this run, each with the flag that made
     /// it (`openai-gpt-4.1-mini`, `openai/gpt-4.1-mini`); they replace the manifest's
     /// own selection in every block ([`Models`]). Empty (and out of the hash) without
@@ -537,6 +542,7 @@ impl Manifest {
             blocks: r.blocks,
             budgets: r.budgets,
             analyses: r.analyses,
+            toolsandbox: r.toolsandbox,
             models: models
                 .configurations
                 .iter()

@@ -32,6 +32,7 @@ pub fn known_keys(table: &str) -> &'static [&'static str] {
         ["arms"] => field_names::<RawArm>(),
         ["blocks"] => field_names::<RawBlock>(),
         ["analyses", "inputs", _] => field_names::<RawInput>(),
+        ["toolsandbox"] => field_names::<super::toolsandbox::RawToolSandbox>(),
         _ => &[],
     }
 }
@@ -76,6 +77,9 @@ pub struct RawManifest {
     /// `[[analyses]]`.
     #[serde(default)]
     pub analyses: Vec<RawAnalysis>,
+    /// `[toolsandbox]`: ToolSandbox scenarios the study plays too.
+    #[serde(default)]
+    pub toolsandbox: Option<super::toolsandbox::RawToolSandbox>,
 }
 
 /// One `[[arms]]` entry: a name and its components (each defaults to the baseline's).
@@ -166,6 +170,17 @@ pub struct RawFamilies {
     /// Splits (`core`, `holdout`, `frontier`).
     #[serde(default)]
     pub splits: Option<Vec<String>>,
+}
+
+impl RawFamilies {
+    /// Whether no filter is given (the table is absent or empty).
+    pub fn is_unset(&self) -> bool {
+        self.select.is_none()
+            && self.intents.is_none()
+            && self.domains.is_none()
+            && self.names.is_none()
+            && self.splits.is_none()
+    }
 }
 
 /// `[cells]`: a preset or a list.

@@ -79,6 +79,7 @@ pub(super) struct Resolved {
     pub blocks: Vec<Block>,
     pub budgets: Budgets,
     pub analyses: Vec<Analysis>,
+    pub toolsandbox: Option<super::toolsandbox::ToolSandboxPart>,
 }
 
 /// The name of the one block of a manifest without `[[blocks]]`.
@@ -123,6 +124,22 @@ pub(super) fn resolve(
         })
         .unwrap_or_default();
     let analyses = resolve_analyses(raw, sink);
+    let toolsandbox = raw.toolsandbox.as_ref().and_then(|t| {
+        match tbb_toolsandbox::scenario::Scenarios::builtin() {
+            Ok(scenarios) => super::toolsandbox::resolve(sink, t, &scenarios),
+            Err(e) => {
+                sink.at(
+                    "toolsandbox",
+                    format!("the vendored ToolSandbox scenarios do not read: {e}"),
+                    Some(
+                        "vendor/toolsandbox/ is built into tbb; rebuild it from a clean checkout"
+                            .into(),
+                    ),
+                );
+                None
+            }
+        }
+    });
     // Names are checked against a design only when it resolved whole: a block that
     // failed would make every name it holds look unknown.
     if sink.problems.len() == before {
@@ -141,6 +158,7 @@ pub(super) fn resolve(
         blocks,
         budgets,
         analyses,
+        toolsandbox,
     };
     (sink.problems.len() == before).then_some(resolved)
 }
@@ -347,8 +365,14 @@ fn resolve_blocks(
         blocks.is_none_or(|list| list.iter().any(|b| !f(b)))
     };
     // Top-level parts, resolved once and only when some block takes them.
-    let families = inherits(&|b| b.families.is_some())
-        .then(|| resolve_families(sink, "families", &raw.families, set));
+    // A study of ToolSandbox alone writes no `[families]`: it then runs none of ours.
+    let families = inherits(&|b| b.families.is_some()).then(|| {
+        if raw.toolsandbox.is_some() && raw.families.is_unset() {
+            Vec::new()
+        } else {
+            resolve_families(sink, "families", &raw.families, set)
+        }
+    });
     let cells = inherits(&|b| b.cells.is_some()).then(|| resolve_cells(sink, "cells", &raw.cells));
     let configurations = match catalogue {
         Some(_) if models.is_some() => models.map(<[String]>::to_vec),

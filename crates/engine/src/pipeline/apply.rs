@@ -344,7 +344,32 @@ pub(super) fn compile_node(study: &Study, node: &Node) -> Result<Variant, NodeFa
 struct Finished {
     execute: NodeIndex,
     grade: NodeIndex,
-    result: Result<Ran, NodeFailure>,
+    result: Result<Played, NodeFailure>,
+}
+
+/// An ended episode of either benchmark.
+enum Played {
+    /// One of tbb's own families.
+    Episode(Box<Ran>),
+    /// A ToolSandbox scenario.
+    Scenario(Box<super::scenarios::Played>),
+}
+
+impl Played {
+    /// Its infrastructure failure, as the route's breaker and the summary count it:
+    /// the cause and the provider's message.
+    fn infra(&self) -> Option<(InfraCause, String)> {
+        let (cause, failure) = match self {
+            Played::Episode(ran) => (ran.row.infra_error, ran.payload.transcript.infra.as_ref()),
+            Played::Scenario(p) => (p.row.infra_error, p.payload.infra.as_ref()),
+        };
+        let cause = cause?;
+        let text = match failure {
+            Some(failure) => format!("{}: {}", cause.name(), failure.message),
+            None => cause.name().to_string(),
+        };
+        Some((cause, text))
+    }
 }
 
 /// What a live episode leaves: its execute node's payload and blobs, its row, its
@@ -368,6 +393,8 @@ struct Graded {
     rows: HashMap<NodeIndex, Box<EpisodeRow>>,
     /// The first request of each live episode, for the served-prompts check.
     firsts: Vec<served_prompts::Reported>,
+    /// ToolSandbox rows graded in this apply, by scenario grade node.
+    scenario_rows: HashMap<NodeIndex, tbb_tables::ScenarioEpisodeRow>,
 }
 
 /// An apply in progress: what it takes, what failed, what it did so far.
@@ -440,7 +467,7 @@ pub async fn run(
             committed: apply.summary.run,
         });
     }
-    apply.regrade(cache, &variants, &mut graded.rows)?;
+    apply.regrade(cache, &variants, &mut graded)?;
     apply.summary.short_prompts = served_prompts::check(study, &variants, &graded.firsts);
     if !publishes {
         // A shard's episodes are committed: the rows and tables are the merge's.
@@ -467,11 +494,13 @@ pub async fn run(
         _ => None,
     };
     let (rows, incomplete) = apply.rows(cache, graded.rows)?;
+    let (scenario_rows, incomplete) =
+        apply.scenario_rows(cache, graded.scenario_rows, incomplete)?;
     let requests = RequestRows::new();
     apply.finals(
         cache,
         &variants,
-        &rows,
+        (&rows, scenario_rows),
         requests,
         incomplete.as_ref(),
         lease.as_mut(),
@@ -629,6 +658,16 @@ impl Applying<'_> {
             providers.to_vec()
         };
         let prompts = Arc::new(study.prompts.clone());
+        // A study that plays ToolSandbox reads its data once, before any scenario runs.
+        let toolsandbox = match &study.manifest.toolsandbox {
+            Some(_) => Some(
+                study
+                    .toolsandbox()
+                    .map_err(|failure| PipelineError::ToolSandboxData { failure })?,
+            ),
+            None => None,
+        };
+        let manifest = Arc::new(study.manifest.clone());
         let configs: Vec<Arc<Configuration>> =
             configs_of_manifest.iter().cloned().map(Arc::new).collect();
         let routes = RouteLimits::default();
@@ -654,6 +693,49 @@ impl Applying<'_> {
                     break;
                 };
                 let node = &dag.graph[e];
+                if let Work::Scenario { config, .. } = node.work {
+                    let (Some(grade), Some(data)) = (dag.scenario_grade_of(e), toolsandbox.clone())
+                    else {
+                        self.failed.insert(
+                            e,
+                            NodeFailure::internal("a scenario node without its grade"),
+                        );
+                        schedule.finished(e);
+                        continue;
+                    };
+                    let provider = providers[config].clone();
+                    let routes = routes.clone();
+                    let nudge = prompts.nudge.clone();
+                    let manifest = Arc::clone(&manifest);
+                    let work = node.work.clone();
+                    let run_key = node.key.clone();
+                    let grade_key = dag.graph[grade].key.clone();
+                    let handle = tasks.spawn(async move {
+                        let result = match data.spec(&manifest, &work) {
+                            None => Err(NodeFailure::internal(
+                                "a scenario node names what the manifest lacks",
+                            )),
+                            Some(spec) => {
+                                let episode = tbb_harness::scenario::run_scenario(
+                                    provider.as_ref(),
+                                    &spec,
+                                    &nudge,
+                                    Some(&routes),
+                                )
+                                .await;
+                                super::scenarios::played(episode, &spec, &run_key, &grade_key)
+                                    .map(|p| Played::Scenario(Box::new(p)))
+                            }
+                        };
+                        Finished {
+                            execute: e,
+                            grade,
+                            result,
+                        }
+                    });
+                    task_nodes.insert(handle.id(), e);
+                    continue;
+                }
                 let grade = dag.grade_of(e);
                 let Work::Execute { compile, .. } = node.work else {
                     schedule.finished(e);
@@ -700,7 +782,8 @@ impl Applying<'_> {
                     let spec = spec.spec(&variant, &config, &study_name);
                     let episode =
                         run_episode(provider.as_ref(), &spec, &prompts, Some(&routes)).await;
-                    let result = finish(episode, &spec, &study_name, &execute_key, &grade_key);
+                    let result = finish(episode, &spec, &study_name, &execute_key, &grade_key)
+                        .map(|ran| Played::Episode(Box::new(ran)));
                     Finished {
                         execute: e,
                         grade,
@@ -749,21 +832,12 @@ impl Applying<'_> {
                     continue;
                 }
             };
-            let infra = done.result.as_ref().ok().and_then(|ran| {
-                ran.row.infra_failure.then(|| {
-                    let cause = ran.row.infra_error.map_or("unknown", InfraCause::name);
-                    match &ran.payload.transcript.infra {
-                        Some(failure) => format!("{cause}: {}", failure.message),
-                        None => cause.to_string(),
-                    }
-                })
-            });
+            let infra = done.result.as_ref().ok().and_then(Played::infra);
             // A request the served model cannot hold says nothing of the route's health.
-            let route_failed = infra.is_some()
-                && done
-                    .result
-                    .as_ref()
-                    .is_ok_and(|ran| ran.row.infra_error != Some(InfraCause::ContextExceeded));
+            let route_failed = infra
+                .as_ref()
+                .is_some_and(|(cause, _)| *cause != InfraCause::ContextExceeded);
+            let infra = infra.map(|(_, text)| text);
             if let Some((route, failures)) = schedule.ended(done.execute, route_failed) {
                 let route = route_names.get(route).cloned().unwrap_or_default();
                 let cause = infra.clone().unwrap_or_default();
@@ -785,13 +859,34 @@ impl Applying<'_> {
                 claims.ended(done.execute);
             }
             match done.result {
-                Ok(Ran {
-                    payload,
-                    blobs,
-                    row,
-                    record,
-                    first_prompt_tokens,
-                }) => {
+                Ok(Played::Scenario(played)) => {
+                    let super::scenarios::Played {
+                        payload,
+                        blobs,
+                        row,
+                    } = *played;
+                    if row.infra_failure {
+                        self.summary.infra_failures += 1;
+                        let cause = row.infra_error.map_or("", InfraCause::name).to_string();
+                        *self.summary.infra_causes.entry(cause).or_default() += 1;
+                    }
+                    self.committer.scenario(
+                        cache,
+                        blobs.blobs,
+                        (execute, &payload),
+                        (&dag.graph[done.grade], &row),
+                    );
+                    graded.scenario_rows.insert(done.grade, row);
+                    self.summary.run += 2;
+                }
+                Ok(Played::Episode(ran)) => {
+                    let Ran {
+                        payload,
+                        blobs,
+                        row,
+                        record,
+                        first_prompt_tokens,
+                    } = *ran;
                     self.verdicts.run.add(&row);
                     if row.infra_failure {
                         self.summary.infra_failures += 1;
@@ -937,7 +1032,7 @@ impl Applying<'_> {
         let dag = &self.study.dag;
         dag.nodes()
             .filter(|(i, n)| match n.work {
-                Work::Grade { execute, .. } => {
+                Work::Grade { execute, .. } | Work::ScenarioGrade { run: execute } => {
                     self.runs.contains(i) && !self.runs.contains(&execute)
                 }
                 _ => false,
@@ -946,15 +1041,81 @@ impl Applying<'_> {
             .collect()
     }
 
+    /// Stage 2, continued: grades the saved worlds of cached ToolSandbox scenarios again
+    /// (their grader changed; no tool runs).
+    fn regrade_scenarios(
+        &mut self,
+        cache: &mut Cache,
+        regrades: &[NodeIndex],
+        counts: &mut Counts,
+        rows: &mut HashMap<NodeIndex, tbb_tables::ScenarioEpisodeRow>,
+    ) -> Result<(), PipelineError> {
+        let (study, dag) = (self.study, &self.study.dag);
+        if regrades.is_empty() {
+            return Ok(());
+        }
+        let data = study
+            .toolsandbox()
+            .map_err(|failure| PipelineError::ToolSandboxData { failure })?;
+        let keys: Vec<&str> = regrades
+            .iter()
+            .filter_map(|&g| match dag.graph[g].work {
+                Work::ScenarioGrade { run } => Some(dag.graph[run].key.as_ref()),
+                _ => None,
+            })
+            .collect();
+        let payloads = cache.payloads(&keys)?;
+        for &g in regrades {
+            let Work::ScenarioGrade { run } = dag.graph[g].work else {
+                continue;
+            };
+            let node = &dag.graph[run];
+            let result = match data.spec(&study.manifest, &node.work) {
+                None => Err(NodeFailure::internal(
+                    "a scenario node names what the manifest lacks",
+                )),
+                Some(spec) => super::scenarios::regrade(
+                    &spec,
+                    &node.id,
+                    &node.key,
+                    payloads.get(&*node.key).map(String::as_str),
+                    &dag.graph[g].key,
+                ),
+            };
+            counts.node(
+                self.reporter,
+                Stage::Episodes,
+                &dag.graph[g],
+                result.is_ok(),
+            );
+            match result {
+                Ok(row) => {
+                    self.committer.node(&dag.graph[g], &row);
+                    rows.insert(g, row);
+                    self.summary.run += 1;
+                }
+                Err(why) => {
+                    self.failed.insert(g, why);
+                }
+            }
+        }
+        self.committer.flush(cache)?;
+        Ok(())
+    }
+
     /// Stage 2, continued: regrades cached transcripts; ends the episodes stage.
     fn regrade(
         &mut self,
         cache: &mut Cache,
         variants: &HashMap<NodeIndex, Arc<Variant>>,
-        rows: &mut HashMap<NodeIndex, Box<EpisodeRow>>,
+        graded: &mut Graded,
     ) -> Result<(), PipelineError> {
         let (study, dag) = (self.study, &self.study.dag);
-        let regrades = self.regrades();
+        let (scenario_regrades, regrades): (Vec<NodeIndex>, Vec<NodeIndex>) = self
+            .regrades()
+            .into_iter()
+            .partition(|&g| dag.graph[g].kind == NodeKind::ScenarioGrade);
+        let rows = &mut graded.rows;
         let mut counts = std::mem::take(&mut self.episode_counts);
         if !regrades.is_empty() {
             let keys: Vec<&str> = regrades
@@ -1003,6 +1164,12 @@ impl Applying<'_> {
             }
             self.committer.flush(cache)?;
         }
+        self.regrade_scenarios(
+            cache,
+            &scenario_regrades,
+            &mut counts,
+            &mut graded.scenario_rows,
+        )?;
         counts.finish(self.reporter, Stage::Episodes, Some(&self.verdicts));
         Ok(())
     }
@@ -1063,18 +1230,48 @@ impl Applying<'_> {
         Ok((all_rows, incomplete))
     }
 
+    /// Every scenario grade node's row, in DAG order; with the failure that stops the
+    /// tables when some has none (after `incomplete`, the episodes', if any).
+    fn scenario_rows(
+        &self,
+        cache: &Cache,
+        graded: HashMap<NodeIndex, tbb_tables::ScenarioEpisodeRow>,
+        incomplete: Option<NodeFailure>,
+    ) -> Result<(Vec<tbb_tables::ScenarioEpisodeRow>, Option<NodeFailure>), PipelineError> {
+        let dag = &self.study.dag;
+        let (rows, missing) = super::scenarios::rows(dag, cache, graded)?;
+        let incomplete = incomplete.or_else(|| {
+            let &first = missing.first()?;
+            let cause = match self.failed.get(&first) {
+                Some(why) => why.clone(),
+                None => match dag.graph[first].work {
+                    Work::ScenarioGrade { run } if self.failed.contains_key(&run) => {
+                        upstream_failure(dag, &self.failed, run)
+                    }
+                    _ => NodeFailure::internal("its stored row is missing or does not read"),
+                },
+            };
+            Some(NodeFailure::EpisodesIncomplete {
+                count: missing.len(),
+                first: dag.graph[first].id.to_string(),
+                cause: Box::new(cause),
+            })
+        });
+        Ok((rows, incomplete))
+    }
+
     /// Stage 3: analyses and tables, in DAG order, each committed as it ends.
     fn finals(
         &mut self,
         cache: &mut Cache,
         variants: &HashMap<NodeIndex, Arc<Variant>>,
-        all_rows: &[EpisodeRow],
+        (all_rows, scenario_rows): (&[EpisodeRow], Vec<tbb_tables::ScenarioEpisodeRow>),
         mut requests: RequestRows,
         incomplete: Option<&NodeFailure>,
         mut lease: Option<&mut Lease>,
     ) -> Result<(), PipelineError> {
         let (study, dag) = (self.study, &self.study.dag);
-        let mut outcomes = Outcomes::default();
+        let mut outcomes = Outcomes::with_scenarios(scenario_rows);
         let finals: Vec<NodeIndex> = dag
             .nodes()
             .filter(|(i, n)| {

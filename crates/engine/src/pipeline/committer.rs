@@ -87,6 +87,25 @@ impl Committer {
         self.node(grade.0, grade.1);
     }
 
+    /// Adds a played ToolSandbox scenario: its blobs, its scenario node's payload (the
+    /// saved world and transcript) and its grade node's row. It has no request record:
+    /// the requests table holds tbb's own episodes.
+    pub fn scenario<P: Serialize, R: Serialize>(
+        &mut self,
+        cache: &Cache,
+        blobs: impl IntoIterator<Item = (String, String)>,
+        run: (&Node, &P),
+        grade: (&Node, &R),
+    ) {
+        for (r, text) in blobs {
+            if !cache.has_blob(&r) && self.pending_blobs.insert(r.clone()) {
+                self.pending.blobs.push((r, text));
+            }
+        }
+        self.node(run.0, run.1);
+        self.node(grade.0, grade.1);
+    }
+
     /// Commits when the batch is full or old enough.
     pub fn tick(&mut self, cache: &mut Cache) -> Result<(), CacheError> {
         if self.pending.nodes.len() >= Self::NODES_PER_BATCH

@@ -35,6 +35,7 @@ use tbb_core::family::FamilySet;
 use tbb_harness::{ArmForm, EpisodeSpec, Prompts};
 use tbb_provider::config::ProviderKind;
 use tbb_provider::Configuration;
+use tbb_tables::TableRow;
 
 /// What running a node means.
 #[derive(Debug, Clone)]
@@ -79,6 +80,22 @@ pub enum Work {
         execute: NodeIndex,
         /// Its compile node.
         compile: NodeIndex,
+    },
+    /// Play one ToolSandbox scenario.
+    Scenario {
+        /// Index into the manifest's `toolsandbox.scenarios`.
+        scenario: usize,
+        /// Index into [`Manifest::configurations`].
+        config: usize,
+        /// Completion cap.
+        cap: u32,
+        /// Repeat index.
+        repeat: u32,
+    },
+    /// Grade one played scenario from its saved world.
+    ScenarioGrade {
+        /// Its scenario node.
+        run: NodeIndex,
     },
     /// Run `manifest.analyses[index]`.
     Analysis {
@@ -161,6 +178,8 @@ pub enum Publish {
     /// `requests.parquet`, from every grade node (and the transcript of its execute
     /// node).
     Requests,
+    /// `toolsandbox_episodes.parquet`, from every scenario grade node.
+    ScenarioEpisodes,
     /// The tables of an analysis node.
     Analysis(NodeIndex),
 }
@@ -212,6 +231,8 @@ pub mod versions {
     /// reruns no analysis. (It was the table's version until `requests/3`, so the
     /// analyses' keys did not change when the two parted.)
     pub const REQUEST_ROWS: &str = "requests/2";
+    /// `toolsandbox_episodes.parquet`'s columns.
+    pub const SCENARIO_EPISODES: &str = "toolsandbox_episodes/1";
     /// What an analysis node records (its tables as Parquet files in the cache),
     /// appended to the kind's own code version.
     pub const ANALYSIS: &str = "analysis/2";
@@ -356,6 +377,8 @@ struct Tables {
     requests: NodeIndex,
     /// The key of the request rows as the analyses read them ([`versions::REQUEST_ROWS`]).
     request_rows_key: String,
+    /// The key of the ToolSandbox rows (when the study plays scenarios).
+    scenario_episodes_key: String,
 }
 
 /// A table's key input with the study's provenance (its manifest and lockfile).
@@ -376,6 +399,13 @@ impl Dag {
             .find(|&g| self.graph[g].kind == NodeKind::Grade)
     }
 
+    /// The scenario grade node of scenario node `run` (the one node it feeds).
+    pub fn scenario_grade_of(&self, run: NodeIndex) -> Option<NodeIndex> {
+        self.graph
+            .neighbors(run)
+            .find(|&g| self.graph[g].kind == NodeKind::ScenarioGrade)
+    }
+
     /// Builds the DAG of `manifest`: resolves it to units of work, then adds the nodes
     /// of each kind in turn (compile, execute and grade, tables, analyses).
     pub fn build(manifest: &Manifest, inputs: &Inputs<'_>) -> Dag {
@@ -392,14 +422,23 @@ impl Dag {
             .map(|b| b.compiles.len() * b.conditions.iter().map(|c| c.units.len()).sum::<usize>())
             .sum();
         let compiles_at_most: usize = resolved.blocks.iter().map(|b| b.compiles.len()).sum();
-        // Three tables, and per analysis a node and its table.
-        let finals = 3 + 2 * manifest.analyses.len();
+        // Four tables, and per analysis a node and its table.
+        let finals = 4 + 2 * manifest.analyses.len();
+        let scenarios = manifest.scenario_episode_count() as usize;
         dag.graph
-            .reserve_exact_nodes(compiles_at_most + 2 * episodes + finals);
+            .reserve_exact_nodes(compiles_at_most + 2 * episodes + 2 * scenarios + finals);
         let (compiles, block_compiles) = dag.add_compiles(inputs.families, &resolved);
         let grades = dag.add_episodes(manifest, inputs, &resolved, &block_compiles);
-        let tables = dag.add_tables(manifest, inputs, &compiles, &grades);
-        dag.add_analyses(manifest, inputs, &tables, &compiles, &grades);
+        let scenario_grades = dag.add_scenarios(manifest, inputs);
+        let tables = dag.add_tables(manifest, inputs, &compiles, &grades, &scenario_grades);
+        dag.add_analyses(
+            manifest,
+            inputs,
+            &tables,
+            &compiles,
+            &grades,
+            &scenario_grades,
+        );
         // Each analysis reading the episodes has an edge from every grade node: the
         // edge list grew by doubling to up to twice what it holds (17 MB at 72,576
         // episodes), and is kept as long as the DAG.
@@ -594,6 +633,7 @@ impl Dag {
         inputs: &Inputs<'_>,
         compiles: &[NodeIndex],
         grades: &[NodeIndex],
+        scenario_grades: &[NodeIndex],
     ) -> Tables {
         let variants_key = self.keys_hash(compiles);
         let input = provenance(
@@ -665,11 +705,13 @@ impl Dag {
         .param("study", manifest.study.clone())
         .input("episodes", episodes_key.clone())
         .key();
+        let scenario_episodes_key = self.add_scenario_table(manifest, inputs, scenario_grades);
         Tables {
             variants_key,
             episodes_key,
             requests,
             request_rows_key,
+            scenario_episodes_key,
         }
     }
 
@@ -684,6 +726,7 @@ impl Dag {
         tables: &Tables,
         compiles: &[NodeIndex],
         grades: &[NodeIndex],
+        scenario_grades: &[NodeIndex],
     ) {
         let mut analyses: Vec<(String, NodeIndex, AnalysisKind)> = Vec::new();
         // An analysis the design cannot feed gets no node: it would fail only after
@@ -742,8 +785,13 @@ impl Dag {
                             }
                         }
                     },
-                    // Wired with the ToolSandbox study's nodes (issue 32, in progress).
-                    Input::ScenarioEpisodes => {}
+                    Input::ScenarioEpisodes => {
+                        input = input.input(
+                            tbb_tables::ScenarioEpisodeRow::TABLE,
+                            tables.scenario_episodes_key.clone(),
+                        );
+                        reads.extend(scenario_grades);
+                    }
                     Input::EveryAnalysis => {
                         for (other, node, _) in &analyses {
                             input = input.input(other, self_key(self, *node));
@@ -776,6 +824,116 @@ impl Dag {
             );
             analyses.push((name, node, a.kind));
         }
+    }
+
+    /// Scenario and scenario-grade nodes: every ToolSandbox scenario of the manifest under
+    /// every condition ([`Manifest::scenario_conditions`]), scenario by scenario; returns
+    /// the grade nodes in order.
+    fn add_scenarios(&mut self, manifest: &Manifest, inputs: &Inputs<'_>) -> Vec<NodeIndex> {
+        let Some(part) = &manifest.toolsandbox else {
+            return Vec::new();
+        };
+        let conditions = manifest.scenario_conditions();
+        let data = (
+            "toolsandbox scenarios".to_string(),
+            tbb_toolsandbox::data::VendoredFile::Scenarios
+                .pin()
+                .to_string(),
+        );
+        let nudge = (
+            format!(
+                "prompt {}",
+                short_name(&inputs.prompts_dir.join("nudge.txt"))
+            ),
+            hash_hex(inputs.prompts.nudge.as_bytes()),
+        );
+        let config_objects: Vec<String> = manifest
+            .configurations
+            .iter()
+            .map(|c| self.put_object(config_object(c)))
+            .collect();
+        let grade_template = Arc::new(KeyTemplate::new(KeyInput::new(
+            NodeKind::ScenarioGrade,
+            tbb_toolsandbox::evaluation::CODE_VERSION,
+        )));
+        let mut grades = Vec::new();
+        for (index, name) in part.scenarios.iter().enumerate() {
+            for c in &conditions {
+                let config = &manifest.configurations[c.config];
+                let fields = Fields::of(vec![
+                    ("cfg", config.name.as_str().into()),
+                    ("scenario", name.as_str().into()),
+                    ("cap", c.cap.to_string().into()),
+                    ("rep", c.repeat.to_string().into()),
+                ]);
+                let input = KeyInput::new(
+                    NodeKind::Scenario,
+                    &tbb_harness::scenario::code_version(config),
+                )
+                .param("scenario", name.as_str())
+                .param("completion_cap", c.cap)
+                .param("episode_budget", manifest.budgets.episode_budget)
+                .param("repeat", c.repeat)
+                .param("study", manifest.study.as_str())
+                .file(data.0.clone(), data.1.clone())
+                .file(nudge.0.clone(), nudge.1.clone())
+                .object(
+                    format!("configuration {}", config.name),
+                    config_objects[c.config].clone(),
+                );
+                let work = Work::Scenario {
+                    scenario: index,
+                    config: c.config,
+                    cap: c.cap,
+                    repeat: c.repeat,
+                };
+                let run = self.add(NodeKind::Scenario, fields.clone(), input, work, &[]);
+                let input = NodeInput::of(
+                    &grade_template,
+                    vec![("scenario", self.graph[run].key.clone())],
+                );
+                grades.push(self.add(
+                    NodeKind::ScenarioGrade,
+                    fields,
+                    input,
+                    Work::ScenarioGrade { run },
+                    &[run],
+                ));
+            }
+        }
+        grades
+    }
+
+    /// `toolsandbox_episodes.parquet`'s node, when the study plays scenarios; returns
+    /// the rows' key (what the analyses reading them depend on).
+    fn add_scenario_table(
+        &mut self,
+        manifest: &Manifest,
+        inputs: &Inputs<'_>,
+        scenario_grades: &[NodeIndex],
+    ) -> String {
+        let key = self.keys_hash(scenario_grades);
+        if manifest.toolsandbox.is_none() {
+            return key;
+        }
+        let input = provenance(
+            manifest,
+            inputs,
+            KeyInput::new(NodeKind::Table, versions::SCENARIO_EPISODES),
+        )
+        .param("study", manifest.study.clone())
+        .input("toolsandbox_episodes", key.clone());
+        self.add(
+            NodeKind::Table,
+            Fields::of(vec![(
+                "table",
+                tbb_tables::ScenarioEpisodeRow::TABLE.into(),
+            )]),
+            input,
+            Work::Table(Publish::ScenarioEpisodes),
+            scenario_grades,
+        );
+        key
     }
 
     /// The compile node of one family at one cell.
@@ -859,6 +1017,8 @@ impl Dag {
                 NodeKind::Compile => "lightblue",
                 NodeKind::Execute => "khaki",
                 NodeKind::Grade => "palegreen",
+                NodeKind::Scenario => "wheat",
+                NodeKind::ScenarioGrade => "lightgreen",
                 NodeKind::Analysis => "plum",
                 NodeKind::Table => "lightgrey",
             };

@@ -8,6 +8,8 @@
 //! | compile | `compile::CODE_VERSION` | cell levels | the family's content hash | — | — |
 //! | execute | `harness::CODE_VERSION` | lane, repair, cap, budget, repeat; the attempt once `--retry-infra` reran it | system prompt, nudge | the configuration (all but concurrency and enablement) | compile |
 //! | grade | `grade::CODE_VERSION` | episode budget | — | — | execute, compile |
+//! | scenario | `toolsandbox-episode/1` (+ the panel's versions for a simulated configuration) | scenario, cap, budget, repeat, study | the vendored scenarios' pin, nudge | the configuration | — |
+//! | scenario_grade | `evaluation::CODE_VERSION` | — | — | — | scenario |
 //! | analysis | per kind, `+analysis/2` | its parameters | another study's table (blake3) | — | what its kind declares: episodes, variants, other analyses |
 //! | table | `dag::versions::TABLE` (`EPISODES`, `REQUESTS`, `VARIANTS` for those) | the study name (episodes, requests) | manifest, lockfile (provenance) | — | what it publishes |
 //!
@@ -35,6 +37,10 @@ pub enum NodeKind {
     Execute,
     /// transcript -> verdict and episode row.
     Grade,
+    /// (ToolSandbox scenario, configuration, cap, repeat) -> transcript and saved world.
+    Scenario,
+    /// saved world -> ToolSandbox's grade and the scenario's row.
+    ScenarioGrade,
     /// episodes -> analysis tables.
     Analysis,
     /// Publishes a table under `outputs/<study>/`.
@@ -43,10 +49,12 @@ pub enum NodeKind {
 
 impl NodeKind {
     /// Every kind, in stage order.
-    pub const ALL: [NodeKind; 5] = [
+    pub const ALL: [NodeKind; 7] = [
         NodeKind::Compile,
         NodeKind::Execute,
         NodeKind::Grade,
+        NodeKind::Scenario,
+        NodeKind::ScenarioGrade,
         NodeKind::Analysis,
         NodeKind::Table,
     ];
@@ -57,6 +65,8 @@ impl NodeKind {
             NodeKind::Compile => "compile",
             NodeKind::Execute => "execute",
             NodeKind::Grade => "grade",
+            NodeKind::Scenario => "scenario",
+            NodeKind::ScenarioGrade => "scenario_grade",
             NodeKind::Analysis => "analysis",
             NodeKind::Table => "table",
         }

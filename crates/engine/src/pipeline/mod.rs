@@ -44,6 +44,7 @@ pub mod reproduce;
 pub mod request_spill;
 pub mod retry;
 pub mod rows;
+pub mod scenarios;
 pub mod scheduler;
 pub mod served_prompts;
 pub mod shard;
@@ -269,6 +270,16 @@ pub enum PipelineError {
         /// Why.
         failure: failure::NodeFailure,
     },
+    /// The vendored ToolSandbox data a study with `[toolsandbox]` plays do not read.
+    #[error("cannot read the vendored ToolSandbox data: {failure}")]
+    #[diagnostic(
+        code(tbb::toolsandbox::data),
+        help("vendor/toolsandbox/ is built into tbb and pinned by hash: rebuild tbb from a clean checkout")
+    )]
+    ToolSandboxData {
+        /// Why.
+        failure: failure::NodeFailure,
+    },
     /// Ctrl-C: in-flight nodes were drained and committed.
     #[error("interrupted: {committed} nodes committed before stopping")]
     #[diagnostic(
@@ -395,6 +406,8 @@ pub struct Study {
     /// compile stage so that no variant is compiled twice in one command (compiling
     /// was a third of a small live study's CPU, done twice).
     pub compiled: std::sync::Mutex<std::collections::HashMap<petgraph::graph::NodeIndex, Variant>>,
+    /// The vendored ToolSandbox data, read when first asked for ([`Study::toolsandbox`]).
+    toolsandbox_data: std::sync::OnceLock<std::sync::Arc<scenarios::ToolSandboxData>>,
     /// `<outputs>/<study>/`, made once by [`tbb_diag::names::path_under`].
     outputs_dir: PathBuf,
     /// `<lockfiles>/<manifest file stem>.lock`, made once the same way.
@@ -489,6 +502,7 @@ impl Study {
                     upstream: built.upstream,
                     preflight: built.preflight,
                     compiled: Default::default(),
+                    toolsandbox_data: Default::default(),
                     outputs_dir,
                     lockfile_file,
                 },
@@ -517,6 +531,18 @@ impl Study {
             compiled: Default::default(),
             ..self
         }
+    }
+
+    /// The vendored ToolSandbox scenarios and tools, read once per command (only a
+    /// study with `[toolsandbox]` asks).
+    pub fn toolsandbox(
+        &self,
+    ) -> Result<std::sync::Arc<scenarios::ToolSandboxData>, failure::NodeFailure> {
+        if let Some(data) = self.toolsandbox_data.get() {
+            return Ok(data.clone());
+        }
+        let data = scenarios::ToolSandboxData::builtin()?;
+        Ok(self.toolsandbox_data.get_or_init(|| data).clone())
     }
 
     /// Refuses when a table its analyses read from another study is missing or stale,

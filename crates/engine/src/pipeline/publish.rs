@@ -32,7 +32,7 @@ use super::{Study, TablePayload};
 use tbb_analysis::{Context, Input};
 use tbb_core::compile::Variant;
 use tbb_tables::rows::{EpisodeRow, RequestRow, VariantRow};
-use tbb_tables::{write_table, write_text_parts, Provenance, TableRow};
+use tbb_tables::{write_table, write_text_parts, Provenance, ScenarioEpisodeRow, TableRow};
 
 /// What an analysis node produced.
 #[derive(Debug, Clone, Default)]
@@ -74,15 +74,31 @@ struct AnalysisPayloadOf<'a> {
     episodes: &'a [String],
 }
 
-/// Analysis outcomes of this apply (the cache holds the others).
+/// Analysis outcomes of this apply (the cache holds the others), and the ToolSandbox
+/// rows the analyses and `toolsandbox_episodes.parquet` read.
 #[derive(Default)]
 pub struct Outcomes {
     // Shared with the table node that publishes it: the report's text files run to
     // tens of megabytes at four repeats, and a copy per reader was the apply's peak.
     fresh: HashMap<NodeIndex, Arc<Outcome>>,
+    /// Every scenario grade node's row, in DAG order (empty without `[toolsandbox]`).
+    scenario_rows: Vec<ScenarioEpisodeRow>,
 }
 
 impl Outcomes {
+    /// Outcomes to come, over these ToolSandbox rows.
+    pub fn with_scenarios(scenario_rows: Vec<ScenarioEpisodeRow>) -> Outcomes {
+        Outcomes {
+            fresh: HashMap::new(),
+            scenario_rows,
+        }
+    }
+
+    /// The ToolSandbox rows.
+    pub fn scenario_rows(&self) -> &[ScenarioEpisodeRow] {
+        &self.scenario_rows
+    }
+
     /// Runs analysis node `node` of `study` on the inputs its kind declares — `rows`
     /// (the episodes), the variants, the request rows (asked of `requests` only when
     /// declared: reading them means reading every transcript), the tables of the
@@ -132,8 +148,12 @@ impl Outcomes {
                         }
                     }
                 },
-                // Wired with the ToolSandbox study's nodes (issue 32, in progress).
-                Input::ScenarioEpisodes => {}
+                Input::ScenarioEpisodes => {
+                    tables.insert(
+                        ScenarioEpisodeRow::TABLE.into(),
+                        ScenarioEpisodeRow::to_batch(&self.scenario_rows)?,
+                    );
+                }
                 Input::EveryAnalysis => {
                     for &u in &reads {
                         tables.extend(self.get(study, cache, u)?.tables.iter().cloned());
@@ -302,6 +322,14 @@ pub fn publish(
             writer.finish()?;
             return Ok(vec![file]);
         }
+        Publish::ScenarioEpisodes => Arc::new(Outcome {
+            tables: vec![(
+                ScenarioEpisodeRow::TABLE.into(),
+                ScenarioEpisodeRow::to_batch(outcomes.scenario_rows())?,
+            )],
+            files: Vec::new(),
+            episodes: Vec::new(),
+        }),
         Publish::Analysis(node) => outcomes.get(study, cache, node)?,
     };
     let index_of = match what {

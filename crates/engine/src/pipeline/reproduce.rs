@@ -49,7 +49,7 @@ use super::request_spill::RequestRows;
 use super::Study;
 use tbb_core::compile::{compile, Variant};
 use tbb_tables::rows::{EpisodeRow, RequestRow, VariantRow};
-use tbb_tables::{write_table, Name, Provenance, TableRow};
+use tbb_tables::{write_table, Name, Provenance, ScenarioEpisodeRow, TableRow};
 
 /// The scratch directory under `outputs/<study>/`.
 pub const SCRATCH: &str = "reproduce";
@@ -297,7 +297,17 @@ pub fn reproduce(study: &Study, cache: &Cache) -> Result<Reproduction, Reproduce
         }
     }
 
-    let mut outcomes = Outcomes::default();
+    let (scenario_rows, missing) = super::scenarios::rows(dag, cache, HashMap::new())?;
+    if let Some(&first) = missing.first() {
+        return Err(ReproduceError::Incomplete {
+            study: study.manifest.study.clone(),
+            manifest: study.manifest.path.display().to_string(),
+            missing: missing.len(),
+            total: missing.len() + scenario_rows.len(),
+            first: dag.graph[first].id.to_string(),
+        });
+    }
+    let mut outcomes = Outcomes::with_scenarios(scenario_rows);
     // Read again from the stored transcripts (never from the records apply stores
     // beside them, so that the published table is checked against the transcripts
     // themselves); shared by the analyses that read them and the requests table.
@@ -367,6 +377,15 @@ pub fn reproduce(study: &Study, cache: &Cache) -> Result<Reproduction, Reproduce
                         episodes: Vec::new(),
                     })
                 }),
+            Publish::ScenarioEpisodes => ScenarioEpisodeRow::to_batch(outcomes.scenario_rows())
+                .map(|b| {
+                    Arc::new(Outcome {
+                        tables: vec![(ScenarioEpisodeRow::TABLE.into(), b)],
+                        files: Vec::new(),
+                        episodes: Vec::new(),
+                    })
+                })
+                .map_err(|e| e.to_string()),
             Publish::Analysis(a) => match failed_analyses.get(&a) {
                 Some(e) => Err(format!("{} does not run again: {e}", dag.graph[a].id)),
                 None => outcomes

@@ -3,7 +3,8 @@
 //!
 //! Every committed node stores one row (its payload, JSON): a compile node a
 //! [`CompilePayload`], an execute node an [`ExecutePayload`], a grade node an
-//! [`EpisodeRow`], an analysis node an [`AnalysisPayload`] (whose tables sit beside it as
+//! [`EpisodeRow`], a scenario node a [`super::scenarios::ScenarioPayload`], a scenario
+//! grade node a [`tbb_tables::ScenarioEpisodeRow`], an analysis node an [`AnalysisPayload`] (whose tables sit beside it as
 //! Parquet), a table node a [`TablePayload`]. Each type carries a `ROW_VERSION`
 //! constant beside its definition, and [`row_version`] puts it into the key of every node
 //! of its kind ([`super::key::KeyInput::new`]): bumping it reruns every node of that kind
@@ -29,6 +30,8 @@ pub fn row_version(kind: NodeKind) -> u32 {
         NodeKind::Compile => CompilePayload::ROW_VERSION,
         NodeKind::Execute => ExecutePayload::ROW_VERSION,
         NodeKind::Grade => EpisodeRow::ROW_VERSION,
+        NodeKind::Scenario => super::scenarios::ScenarioPayload::ROW_VERSION,
+        NodeKind::ScenarioGrade => tbb_tables::ScenarioEpisodeRow::ROW_VERSION,
         NodeKind::Analysis => AnalysisPayload::ROW_VERSION,
         NodeKind::Table => TablePayload::ROW_VERSION,
     }
@@ -70,6 +73,32 @@ pub fn episode_rows(
     Ok(rows)
 }
 
+/// The stored ToolSandbox rows of `grades` (scenario grade nodes of `dag`), as
+/// [`episode_rows`] reads the episodes'.
+pub fn scenario_rows(
+    cache: &super::cache::Cache,
+    dag: &super::Dag,
+    grades: impl Iterator<Item = petgraph::graph::NodeIndex>,
+) -> Result<
+    std::collections::HashMap<
+        petgraph::graph::NodeIndex,
+        Result<tbb_tables::ScenarioEpisodeRow, String>,
+    >,
+    super::cache::CacheError,
+> {
+    let by_key: std::collections::HashMap<&str, petgraph::graph::NodeIndex> =
+        grades.map(|g| (dag.graph[g].key.as_ref(), g)).collect();
+    let keys: Vec<&str> = by_key.keys().copied().collect();
+    let mut rows = std::collections::HashMap::with_capacity(keys.len());
+    cache.for_each_payload(&keys, &mut |key, payload| {
+        if let Some(&g) = by_key.get(key) {
+            rows.insert(g, read(payload));
+        }
+        Ok(())
+    })?;
+    Ok(rows)
+}
+
 /// Why the stored row `payload` of a node of `kind` cannot be read as that kind's row
 /// type, if it cannot.
 pub fn unreadable(kind: NodeKind, payload: &str) -> Option<String> {
@@ -77,6 +106,8 @@ pub fn unreadable(kind: NodeKind, payload: &str) -> Option<String> {
         NodeKind::Compile => read::<CompilePayload>(payload).err(),
         NodeKind::Execute => read::<ExecutePayload>(payload).err(),
         NodeKind::Grade => read::<EpisodeRow>(payload).err(),
+        NodeKind::Scenario => read::<super::scenarios::ScenarioPayload>(payload).err(),
+        NodeKind::ScenarioGrade => read::<tbb_tables::ScenarioEpisodeRow>(payload).err(),
         NodeKind::Analysis => read::<AnalysisPayload>(payload).err(),
         NodeKind::Table => read::<TablePayload>(payload).err(),
     }

@@ -68,8 +68,9 @@ pub fn selected(dag: &Dag, plan: &Plan, filter: &dyn Filter) -> HashSet<NodeInde
     let admitted: HashSet<NodeIndex> = planned
         .filter(|&i| match dag.graph[i].work {
             Work::Compile { .. } => true,
-            Work::Execute { .. } => filter.executes(dag, i),
+            Work::Execute { .. } | Work::Scenario { .. } => filter.executes(dag, i),
             Work::Grade { execute, .. } => filter.executes(dag, execute),
+            Work::ScenarioGrade { run } => filter.executes(dag, run),
             Work::Analysis { .. } | Work::Table(_) => publishes,
         })
         .collect();
@@ -141,8 +142,9 @@ pub fn breakers(configs: &[Configuration], given: Option<u32>) -> Vec<u32> {
         .collect()
 }
 
-/// The episodes of `dag` among `runs`, in DAG order, each with its route and the
-/// execute node it waits for.
+/// The episodes of `dag` among `runs` (execute nodes, and scenario nodes of a study
+/// that plays ToolSandbox), in DAG order, each with its route and the execute node it
+/// waits for.
 pub fn units(dag: &Dag, runs: &HashSet<NodeIndex>, route_of_config: &[usize]) -> Vec<Unit> {
     dag.nodes()
         .filter(|(i, _)| runs.contains(i))
@@ -151,6 +153,11 @@ pub fn units(dag: &Dag, runs: &HashSet<NodeIndex>, route_of_config: &[usize]) ->
                 node: i,
                 route: route_of_config.get(config).copied().unwrap_or(0),
                 after: after.filter(|a| runs.contains(a)),
+            }),
+            Work::Scenario { config, .. } => Some(Unit {
+                node: i,
+                route: route_of_config.get(config).copied().unwrap_or(0),
+                after: None,
             }),
             _ => None,
         })

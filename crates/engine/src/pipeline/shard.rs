@@ -421,7 +421,7 @@ impl Shard {
         let mut conditions: Vec<(String, usize)> = Vec::new();
         let mut of_node: Vec<(NodeIndex, usize)> = Vec::new();
         for (i, node) in dag.nodes() {
-            let Work::Execute { config, .. } = node.work else {
+            let (Work::Execute { config, .. } | Work::Scenario { config, .. }) = node.work else {
                 continue;
             };
             let identity = condition(&node.fields);

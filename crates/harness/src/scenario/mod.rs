@@ -179,7 +179,7 @@ pub fn scenario_key(spec: &ScenarioSpec<'_>) -> String {
 
 /// The code that decides a scenario episode: this loop's, and for a simulated
 /// configuration the panel's answers to plain words (its behaviour is code, not data).
-fn code_version(config: &Configuration) -> String {
+pub fn code_version(config: &Configuration) -> String {
     match config.provider {
         ProviderKind::Sim => format!(
             "{SCENARIO_VERSION}+{}+{}",

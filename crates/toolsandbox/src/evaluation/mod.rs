@@ -97,6 +97,10 @@ fn mapping(
     (out, assigned.iter().map(|a| a.milestone).collect())
 }
 
+/// Version of the evaluator, part of the key of every node that grades a saved world:
+/// bump it whenever a change here changes any grade.
+pub const CODE_VERSION: &str = "toolsandbox-evaluation/1";
+
 /// Grades the episode whose saved world is `ctx` (upstream's `Evaluation.evaluate`).
 pub fn evaluate(
     milestones: &MilestoneMatcher,

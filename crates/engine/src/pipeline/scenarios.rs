@@ -1,0 +1,242 @@
+//! ToolSandbox scenarios in a study: what a scenario node stores, how a played scenario
+//! becomes its stored state and its row, and how a stored one is graded again.
+//!
+//! A scenario node plays one scenario with one configuration
+//! ([`tbb_harness::scenario::run_scenario`]) and stores a [`ScenarioPayload`]: the saved
+//! world (every table, every snapshot), the transcript and how the episode stopped. Its
+//! grade node reads only that: ToolSandbox's evaluator over the saved world, so a stored
+//! episode is graded again, by `apply` after a grader change or by `certify`, without
+//! running a tool or asking a provider.
+//!
+//! Owns: the payload's layout and the one mapping from a scenario node to the
+//! [`ScenarioSpec`] it plays ([`ToolSandboxData::spec`]).
+//!
+//! Never: schedules, commits or publishes (apply, the committer and publish do).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use petgraph::graph::NodeIndex;
+
+use serde::{Deserialize, Serialize};
+use tbb_core::grade::trace::{InfraFailure, StopReason};
+use tbb_harness::scenario::{grade, ScenarioEpisode, ScenarioSpec};
+use tbb_harness::transcript::{BlobStore, Transcript};
+use tbb_provider::config::RequestField;
+use tbb_tables::ScenarioEpisodeRow;
+use tbb_toolsandbox::context::Context;
+use tbb_toolsandbox::scenario::Scenarios;
+use tbb_toolsandbox::tools::Registry;
+
+use super::cache::{Cache, CacheError};
+use super::dag::{Dag, Work};
+use super::failure::NodeFailure;
+use super::key::NodeKind;
+use crate::manifest::Manifest;
+
+/// What a scenario node records (the blobs its transcript refers to are stored once,
+/// apart).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ScenarioPayload {
+    /// The episode key (seed source).
+    pub episode_key: String,
+    /// The saved state: the world after the episode, every snapshot kept.
+    pub world: Context,
+    /// Every request and response.
+    pub transcript: Transcript,
+    /// Why it stopped.
+    pub stop: StopReason,
+    /// What failed, when the infrastructure ended it.
+    pub infra: Option<InfraFailure>,
+    /// Request fields the profile omitted.
+    pub omitted: Vec<RequestField>,
+    /// Provider attempts, retries included.
+    pub attempts: u32,
+    /// Wall time in milliseconds (never part of a result).
+    pub wall_ms: u64,
+    /// Tool calls the agent made.
+    pub calls: u32,
+    /// Facts the scripted user released after its first message.
+    pub user_turns: u32,
+}
+
+impl ScenarioPayload {
+    /// The layout of this row in the cache: bump it when a field is added, removed,
+    /// renamed or retyped, so that every scenario node reruns.
+    pub const ROW_VERSION: u32 = 1;
+
+    /// The payload of a played scenario, and the blobs its transcript refers to.
+    pub fn of(episode: ScenarioEpisode) -> (ScenarioPayload, BlobStore) {
+        (
+            ScenarioPayload {
+                episode_key: episode.key,
+                world: episode.world,
+                transcript: episode.transcript,
+                stop: episode.stop,
+                infra: episode.infra,
+                omitted: episode.omitted,
+                attempts: episode.attempts,
+                wall_ms: episode.wall_ms,
+                calls: episode.calls,
+                user_turns: episode.user_turns,
+            },
+            episode.blobs,
+        )
+    }
+
+    /// The episode as the harness gave it, without its blobs.
+    fn into_episode(self, scenario: &str) -> ScenarioEpisode {
+        ScenarioEpisode {
+            key: self.episode_key,
+            scenario: scenario.to_string(),
+            world: self.world,
+            transcript: self.transcript,
+            blobs: BlobStore::default(),
+            stop: self.stop,
+            infra: self.infra,
+            omitted: self.omitted,
+            attempts: self.attempts,
+            wall_ms: self.wall_ms,
+            calls: self.calls,
+            user_turns: self.user_turns,
+        }
+    }
+}
+
+/// The vendored ToolSandbox data a study with `[toolsandbox]` plays: its scenarios and
+/// its tools' schemas, read once per command.
+#[derive(Debug)]
+pub struct ToolSandboxData {
+    /// Every scenario of the export.
+    pub scenarios: Scenarios,
+    /// The tools' schemas.
+    pub registry: Registry,
+}
+
+impl ToolSandboxData {
+    /// Reads the vendored data (built into tbb).
+    pub fn builtin() -> Result<Arc<ToolSandboxData>, NodeFailure> {
+        let scenarios = Scenarios::builtin().map_err(|e| NodeFailure::internal(e.to_string()))?;
+        let registry = Registry::builtin().map_err(|e| NodeFailure::internal(e.to_string()))?;
+        Ok(Arc::new(ToolSandboxData {
+            scenarios,
+            registry,
+        }))
+    }
+
+    /// What the scenario node `work` plays in the study of `manifest`: the one mapping
+    /// from a scenario node to its episode, shared by apply and certification. `None`
+    /// when it is not a scenario node or names what the manifest lacks.
+    pub fn spec<'a>(&'a self, manifest: &'a Manifest, work: &Work) -> Option<ScenarioSpec<'a>> {
+        let Work::Scenario {
+            scenario,
+            config,
+            cap,
+            repeat,
+        } = *work
+        else {
+            return None;
+        };
+        let name = manifest.toolsandbox.as_ref()?.scenarios.get(scenario)?;
+        Some(ScenarioSpec {
+            scenario: self.scenarios.get(name)?,
+            registry: &self.registry,
+            config: manifest.configurations.get(config)?,
+            completion_cap: cap,
+            episode_budget: manifest.budgets.episode_budget,
+            repeat,
+            study: Some(&manifest.study),
+        })
+    }
+}
+
+/// A played scenario as a study keeps it: its stored state, its blobs and its row.
+pub struct Played {
+    /// What the scenario node stores.
+    pub payload: ScenarioPayload,
+    /// The blobs its transcript refers to.
+    pub blobs: BlobStore,
+    /// What the grade node stores.
+    pub row: ScenarioEpisodeRow,
+}
+
+/// Grades a played scenario from its saved world and makes its row.
+pub fn played(
+    episode: ScenarioEpisode,
+    spec: &ScenarioSpec<'_>,
+    run_key: &str,
+    grade_key: &str,
+) -> Result<Played, NodeFailure> {
+    let study = spec.study.unwrap_or_default();
+    let graded =
+        grade(spec.scenario, &episode.world).map_err(|e| NodeFailure::internal(e.to_string()))?;
+    let row = ScenarioEpisodeRow::of_episode(&episode, &graded, spec, study, run_key, grade_key);
+    let (payload, blobs) = ScenarioPayload::of(episode);
+    Ok(Played {
+        payload,
+        blobs,
+        row,
+    })
+}
+
+/// Grades a stored scenario again from its saved world alone (no tool runs, no
+/// provider is asked): the row its grade node stores.
+pub fn regrade(
+    spec: &ScenarioSpec<'_>,
+    run_id: &str,
+    run_key: &str,
+    payload: Option<&str>,
+    grade_key: &str,
+) -> Result<ScenarioEpisodeRow, NodeFailure> {
+    let payload: ScenarioPayload = payload
+        .ok_or_else(|| NodeFailure::internal(format!("{run_id} is not in the cache")))
+        .and_then(|p| {
+            super::rows::read(p).map_err(|detail| NodeFailure::StoredRowUnreadable {
+                node: run_id.to_string(),
+                detail,
+            })
+        })?;
+    let episode = payload.into_episode(&spec.scenario.name);
+    let graded =
+        grade(spec.scenario, &episode.world).map_err(|e| NodeFailure::internal(e.to_string()))?;
+    Ok(ScenarioEpisodeRow::of_episode(
+        &episode,
+        &graded,
+        spec,
+        spec.study.unwrap_or_default(),
+        run_key,
+        grade_key,
+    ))
+}
+
+/// Every scenario grade node's row in DAG order: those `graded` in this command, the
+/// others as the cache stores them. Returns the rows and the grade nodes that have
+/// none (never graded, or a stored row that does not read).
+pub fn rows(
+    dag: &Dag,
+    cache: &Cache,
+    mut graded: HashMap<NodeIndex, ScenarioEpisodeRow>,
+) -> Result<(Vec<ScenarioEpisodeRow>, Vec<NodeIndex>), CacheError> {
+    let grades: Vec<NodeIndex> = dag
+        .nodes()
+        .filter(|(_, n)| n.kind == NodeKind::ScenarioGrade)
+        .map(|(i, _)| i)
+        .collect();
+    let mut stored = super::rows::scenario_rows(
+        cache,
+        dag,
+        grades.iter().copied().filter(|g| !graded.contains_key(g)),
+    )?;
+    let mut rows = Vec::with_capacity(grades.len());
+    let mut missing = Vec::new();
+    for g in grades {
+        match graded
+            .remove(&g)
+            .or_else(|| stored.remove(&g).and_then(Result::ok))
+        {
+            Some(row) => rows.push(row),
+            None => missing.push(g),
+        }
+    }
+    Ok((rows, missing))
+}
