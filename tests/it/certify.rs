@@ -3,15 +3,13 @@
 //! episode; one value rewritten in a published table makes reproduce fail on exactly
 //! that table; a study that was never applied, or only partly, is refused.
 
-use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
-use arrow_array::{Array, ArrayRef, BooleanArray, RecordBatch, StringArray};
+use arrow_array::{Array, ArrayRef, BooleanArray, RecordBatch};
 use assert_cmd::Command;
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-use parquet::arrow::ArrowWriter;
 use serde_json::Value;
+
+use crate::common::cache_files::{self, read, strings, write};
 
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -70,92 +68,13 @@ fn flat(b: &[u8]) -> String {
         .join(" ")
 }
 
-fn read(path: &Path) -> RecordBatch {
-    let file = File::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let reader = ParquetRecordBatchReaderBuilder::try_new(file)
-        .and_then(|b| b.with_batch_size(1 << 20).build())
-        .unwrap_or_else(|e| panic!("{e}"));
-    let batches: Vec<RecordBatch> = reader
-        .map(|b| b.unwrap_or_else(|e| panic!("{e}")))
-        .collect();
-    let schema = batches
-        .first()
-        .map(|b| b.schema())
-        .unwrap_or_else(|| panic!("{} is empty", path.display()));
-    arrow_select::concat::concat_batches(&schema, &batches).unwrap_or_else(|e| panic!("{e}"))
-}
-
-fn write(path: &Path, batch: &RecordBatch) {
-    let file = File::create(path).unwrap_or_else(|e| panic!("{e}"));
-    let mut w = ArrowWriter::try_new(file, batch.schema(), None).unwrap_or_else(|e| panic!("{e}"));
-    w.write(batch).unwrap_or_else(|e| panic!("{e}"));
-    w.close().unwrap_or_else(|e| panic!("{e}"));
-}
-
-fn strings<'a>(batch: &'a RecordBatch, column: &str) -> &'a StringArray {
-    batch
-        .column_by_name(column)
-        .and_then(|c| c.as_any().downcast_ref::<StringArray>())
-        .unwrap_or_else(|| panic!("no text column {column}"))
-}
-
 /// Rewrites the stored transcript of the first execute node, in cache file order, for
-/// which `edit` changes something, and writes that cache file back: the bytes the
-/// replay serves are the changed ones. Returns the node's identity.
+/// which `edit` changes something: the bytes the replay serves are the changed ones.
+/// Returns the node's identity.
 fn rewrite_one_transcript(outputs: &Path, edit: impl Fn(&mut Value) -> bool) -> String {
-    let cache = outputs.join("smoke/cache");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&cache)
-        .unwrap_or_else(|e| panic!("{e}"))
-        .map(|e| e.unwrap_or_else(|e| panic!("{e}")).path())
-        .filter(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with("nodes-") && n.ends_with(".parquet"))
-        })
-        .collect();
-    files.sort();
-    for path in files {
-        let batch = read(&path);
-        let kinds = strings(&batch, "kind");
-        let payloads = strings(&batch, "payload");
-        for row in 0..batch.num_rows() {
-            if kinds.value(row) != "execute" {
-                continue;
-            }
-            let mut payload: Value =
-                serde_json::from_str(payloads.value(row)).unwrap_or_else(|e| panic!("{e}"));
-            if !edit(&mut payload["transcript"]) {
-                continue;
-            }
-            let new: Vec<String> = (0..batch.num_rows())
-                .map(|r| {
-                    if r == row {
-                        payload.to_string()
-                    } else {
-                        payloads.value(r).to_string()
-                    }
-                })
-                .collect();
-            let columns: Vec<ArrayRef> = batch
-                .schema()
-                .fields()
-                .iter()
-                .enumerate()
-                .map(|(i, f)| {
-                    if f.name() == "payload" {
-                        Arc::new(StringArray::from(new.clone())) as ArrayRef
-                    } else {
-                        batch.column(i).clone()
-                    }
-                })
-                .collect();
-            let changed =
-                RecordBatch::try_new(batch.schema(), columns).unwrap_or_else(|e| panic!("{e}"));
-            write(&path, &changed);
-            return strings(&batch, "id").value(row).to_string();
-        }
-    }
-    panic!("no stored transcript could be edited")
+    cache_files::rewrite_one_payload(&outputs.join("smoke/cache"), "execute", |payload| {
+        edit(&mut payload["transcript"])
+    })
 }
 
 /// The failed rows of `certificates.parquet`: (episode, first difference).

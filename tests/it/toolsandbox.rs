@@ -222,3 +222,138 @@ fn scenarios_that_need_the_internet_and_unknown_names_are_refused() {
         "{stderr}"
     );
 }
+
+/// A study of three offline scenarios (one where declining is right) at 0, 3 and 10
+/// distraction tools, played by two simulated configurations.
+const STUDY: &str = r#"
+[study]
+name = "ts"
+catalogue = "CATALOGUE"
+
+[toolsandbox]
+scenarios = ["cellular_off", "send_message_with_contact_content_cellular_off_multiple_user_turn", "find_days_till_holiday_insufficient_information"]
+distraction_tools = [0, 3, 10]
+
+[configurations]
+names = ["sim-aurora-flash", "sim-dunlin-max"]
+
+[budgets]
+completion_caps = [1024]
+"#;
+
+/// `tbb --outputs <dir>/outputs --lockfiles <dir>/lockfiles ARGS` in `dir`.
+fn tbb_study(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
+    common::tbb_in(dir)
+        .arg("--outputs")
+        .arg(dir.join("outputs"))
+        .arg("--lockfiles")
+        .arg(dir.join("lockfiles"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn study_manifest(dir: &std::path::Path) -> std::path::PathBuf {
+    let catalogue = common::repo().join("manifests/configurations.toml");
+    let manifest = dir.join("ts.toml");
+    let text = STUDY.replace("CATALOGUE", &catalogue.display().to_string());
+    std::fs::write(&manifest, text).unwrap();
+    manifest
+}
+
+#[test]
+fn a_toolsandbox_study_applies_plans_empty_after_and_certifies_from_the_saved_worlds() {
+    let dir = common::scratch();
+    let manifest = study_manifest(dir.path());
+    let manifest = manifest.to_str().unwrap();
+    let out = tbb_study(dir.path(), &["apply", manifest]);
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // One row per scenario, menu and configuration, each graded.
+    let table = common::cache_files::read(
+        &dir.path()
+            .join("outputs/ts/toolsandbox_episodes.parquet"),
+    );
+    assert_eq!(table.num_rows(), 3 * 3 * 2);
+    let bases = common::cache_files::strings(&table, "base_scenario");
+    let distinct: std::collections::BTreeSet<&str> =
+        (0..table.num_rows()).map(|r| bases.value(r)).collect();
+    assert_eq!(distinct.len(), 3);
+
+    let plan = tbb_study(dir.path(), &["plan", manifest]);
+    let stdout = String::from_utf8_lossy(&plan.stdout);
+    assert!(stdout.contains("No changes"), "{stdout}");
+
+    let certify = tbb_study(dir.path(), &["certify", manifest]);
+    let stdout = String::from_utf8_lossy(&certify.stdout);
+    assert!(
+        certify.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&certify.stderr)
+    );
+    assert!(
+        stdout.contains("18 episodes checked, 18 passed, 0 failed"),
+        "{stdout}"
+    );
+
+    // A stored grade that its saved world does not give is caught, on that episode.
+    let forged = common::cache_files::rewrite_one_payload(
+        &dir.path().join("outputs/ts/cache"),
+        "scenario_grade",
+        |row| {
+            row["similarity"] = json!(0.123);
+            true
+        },
+    );
+    let certify = tbb_study(dir.path(), &["certify", manifest]);
+    let stdout = String::from_utf8_lossy(&certify.stdout);
+    let stderr = String::from_utf8_lossy(&certify.stderr);
+    assert!(!certify.status.success(), "{stdout}");
+    assert!(
+        stdout.contains("18 episodes checked, 17 passed, 1 failed"),
+        "{stdout}{stderr}"
+    );
+    let certificates =
+        common::cache_files::read(&dir.path().join("outputs/ts/certificates.parquet"));
+    let first = common::cache_files::strings(&certificates, "first_difference");
+    let episodes = common::cache_files::strings(&certificates, "episode");
+    let failed: Vec<(String, String)> = (0..certificates.num_rows())
+        .filter(|&r| !first.is_null(r))
+        .map(|r| (episodes.value(r).to_string(), first.value(r).to_string()))
+        .collect();
+    assert_eq!(failed.len(), 1, "{failed:?}");
+    assert_eq!(
+        failed[0].0,
+        forged.replace("scenario_grade[", "scenario["),
+        "{failed:?}"
+    );
+    assert!(
+        failed[0].1.starts_with("similarity: graded again"),
+        "{failed:?}"
+    );
+}
+
+#[test]
+fn a_toolsandbox_manifest_refuses_unknown_and_online_scenarios_at_their_spans() {
+    let dir = common::scratch();
+    let manifest = study_manifest(dir.path());
+    let text = std::fs::read_to_string(&manifest).unwrap().replace(
+        r#"scenarios = ["cellular_off", "#,
+        r#"scenarios = ["celular_off", "find_temperature", "#,
+    );
+    std::fs::write(&manifest, text).unwrap();
+    let out = tbb_study(dir.path(), &["plan", manifest.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(stderr.contains("unknown base scenario `celular_off`"), "{stderr}");
+    assert!(stderr.contains("did you mean `cellular_off`?"), "{stderr}");
+    assert!(
+        stderr.contains("needs the internet") || stderr.contains("RapidAPI"),
+        "{stderr}"
+    );
+}

@@ -6,6 +6,7 @@
 //! `benches/live.rs` compiles this module too and uses part of it.
 #![allow(dead_code)]
 
+pub mod cache_files;
 pub mod seaweed;
 
 use std::path::{Path, PathBuf};

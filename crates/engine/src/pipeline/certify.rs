@@ -13,6 +13,10 @@
 //! one that measures the machine rather than the episode (a simulated configuration's
 //! is modelled from its tokens, so it is compared too).
 //!
+//! A study's ToolSandbox episodes are certified as ToolSandbox's rows are re-graded:
+//! each saved world is graded again by the evaluator, without running a tool, and the
+//! row compared with the stored one ([`scenarios`]).
+//!
 //! Owns: the check that a study has been applied and its cache is complete, the
 //! conversion of a stored transcript into replay turns ([`replay_turns`]), the
 //! certificates and `certificates.parquet`. The episode an execute node runs is the
@@ -46,6 +50,8 @@ use tbb_provider::replay::{Answer, ExpectedRequest, Replay, Turn};
 use tbb_provider::{Configuration, Message, ProviderError, ToolSchema};
 use tbb_tables::rows::EpisodeRow;
 use tbb_tables::{write_table, Name, Provenance, StoreError, TableBuilder};
+
+mod scenarios;
 
 /// The file certification writes under `outputs/<study>/`.
 pub const CERTIFICATES: &str = "certificates.parquet";
@@ -122,6 +128,16 @@ pub enum CertifyError {
         name: String,
         /// Did you mean, or the list.
         help: String,
+    },
+    /// The vendored ToolSandbox data do not read.
+    #[error("cannot read the vendored ToolSandbox data: {detail}")]
+    #[diagnostic(
+        code(tbb::certify::toolsandbox_data),
+        help("vendor/toolsandbox/ is built into tbb and pinned by hash: rebuild tbb from a clean checkout")
+    )]
+    ToolSandboxData {
+        /// Why.
+        detail: String,
     },
     /// The cache cannot be read.
     #[error(transparent)]
@@ -354,6 +370,13 @@ pub fn certify(
             _ => None,
         })
         .collect();
+    let scenario_jobs = scenarios::jobs(study, &selected);
+    let missing_scenarios = scenario_jobs
+        .iter()
+        .filter(|j| {
+            cache.get(&dag.graph[j.run].key).is_none() || cache.get(&dag.graph[j.grade].key).is_none()
+        })
+        .count();
     let missing: Vec<&Job> = jobs
         .iter()
         .filter(|j| {
@@ -361,20 +384,26 @@ pub fn certify(
                 || cache.get(&dag.graph[j.grade].key).is_none()
         })
         .collect();
-    if !jobs.is_empty() && missing.len() == jobs.len() {
+    let total = jobs.len() + scenario_jobs.len();
+    if total > 0 && missing.len() + missing_scenarios == total {
         return Err(CertifyError::NotApplied {
             study: study.manifest.study.clone(),
             manifest: manifest_path,
-            total: jobs.len(),
+            total,
         });
     }
-    if let Some(first) = missing.first() {
+    let first_missing = missing
+        .first()
+        .map(|j| j.execute)
+        .or_else(|| scenario_jobs.iter().map(|j| j.run).find(|&r| cache.get(&dag.graph[r].key).is_none()))
+        .or_else(|| scenario_jobs.iter().map(|j| j.grade).find(|&g| cache.get(&dag.graph[g].key).is_none()));
+    if let Some(first) = first_missing {
         return Err(CertifyError::Incomplete {
             study: study.manifest.study.clone(),
             manifest: manifest_path,
-            missing: missing.len(),
-            total: jobs.len(),
-            first: dag.graph[first.execute].id.to_string(),
+            missing: missing.len() + missing_scenarios,
+            total,
+            first: dag.graph[first].id.to_string(),
         });
     }
 
@@ -414,7 +443,7 @@ pub fn certify(
     let reporter = options.reporter.as_ref();
     reporter.event(&Event::StageStarted {
         stage: Stage::Certify,
-        nodes: jobs.len() as u64,
+        nodes: total as u64,
     });
     let next = AtomicUsize::new(0);
     let workers = std::thread::available_parallelism()
@@ -472,6 +501,15 @@ pub fn certify(
         }
         done.sort_by_key(|(k, _)| *k);
     }
+    // ToolSandbox episodes: graded again from their saved worlds (no tool runs).
+    let scenario_certificates = scenarios::certify(study, cache, &scenario_jobs, reporter)?;
+    let offset = done.len();
+    done.extend(
+        scenario_certificates
+            .into_iter()
+            .enumerate()
+            .map(|(k, c)| (offset + k, c)),
+    );
     let passed = done.iter().filter(|(_, c)| c.passed).count() as u64;
     reporter.event(&Event::StageFinished {
         stage: Stage::Certify,
@@ -649,9 +687,9 @@ fn certify_one(
 /// The fields of two rows that differ, in alphabetical order, with both values as JSON;
 /// `wall_ms` is compared only when it is modelled (a simulated configuration's, from its
 /// tokens); a measured one is left out (it measures the machine, not the episode).
-pub fn compare(
-    replayed: &EpisodeRow,
-    stored: &EpisodeRow,
+pub fn compare<Row: serde::Serialize>(
+    replayed: &Row,
+    stored: &Row,
     wall_is_modelled: bool,
 ) -> Vec<(String, String, String)> {
     let (Ok(Value::Object(a)), Ok(Value::Object(b))) =
