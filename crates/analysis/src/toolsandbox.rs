@@ -55,7 +55,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 
 use crate::common::stats::{self, ClusterTotals, DEFAULT_DRAWS, DEFAULT_SEED};
-use crate::{input_rows, AnalysisError, Context, Input, Output, ParamProblem, Produced, Typed};
+use crate::{
+    input_rows, AnalysisError, Context, Design, Input, Output, ParamProblem, Produced, Typed,
+};
 use tbb_tables::analyses::toolsandbox::{
     ToolsandboxCategoriesRow, ToolsandboxContrastsRow, ToolsandboxLevelsRow, MEASURES,
     SUBSET_INSUFFICIENT, SUBSET_SUFFICIENT,
@@ -98,6 +100,15 @@ impl Typed for Toolsandbox {
 
     fn check(params: &Params) -> Vec<ParamProblem> {
         stats::check_draws(params.draws).into_iter().collect()
+    }
+
+    fn units(_params: &Params, _design: &Design) -> Vec<String> {
+        vec![
+            "the played scenarios' pairs (configuration × base scenario × cap × repeat) at \
+             3 and 10 distraction tools against 0, per configuration and pooled, \
+             base scenarios resampled; insufficient-information scenarios apart"
+                .into(),
+        ]
     }
 
     fn run(params: &Params, input: &Context<'_>) -> Result<Produced, AnalysisError> {
