@@ -296,19 +296,9 @@ fn contrasts(
                         return Err(AnalysisError::Inconsistent {
                             analysis: KIND,
                             detail: format!(
-                                "base scenario `{}` is marked insufficient_information with \
-                                 0 distraction tools {} but {} with {k}",
-                                key.0,
-                                if z.insufficient_information {
-                                    "true"
-                                } else {
-                                    "false"
-                                },
-                                if l.insufficient_information {
-                                    "true"
-                                } else {
-                                    "false"
-                                },
+                                "base scenario `{}` has insufficient_information = {} with \
+                                 0 distraction tools but {} with {k}",
+                                key.0, z.insufficient_information, l.insufficient_information,
                             ),
                         });
                     }
