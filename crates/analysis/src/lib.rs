@@ -19,7 +19,10 @@
 //!   availability and R contrast ([`discovery`]), the depth frontier with its limits
 //!   ([`frontier`]) and the policy pilot ([`pilot`]);
 //! * a kind any study may run is its file at the top too: pass^k and run-to-run
-//!   disagreement over a study's repeats ([`repeats`]).
+//!   disagreement over a study's repeats ([`repeats`]);
+//! * the played ToolSandbox scenarios' kind is its file at the top: the paired
+//!   distraction-tool contrasts with their category and level breakdowns
+//!   ([`toolsandbox`]), the only kind that reads [`Input::ScenarioEpisodes`].
 //!
 //! The libraries several studies share — the capacity design, the needs a kind checks
 //! and the statistics — are in [`common`]; no other top-level module is a library.
@@ -45,6 +48,7 @@ pub mod frontier;
 pub mod pilot;
 pub mod repair;
 pub mod repeats;
+pub mod toolsandbox;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -85,6 +89,7 @@ pub static KINDS: &[&dyn Kind] = &[
     &repair::holdout::Holdout,
     &capacity::decoders::Decoders,
     &pilot::Pilot,
+    &toolsandbox::Toolsandbox,
 ];
 
 /// A table an analysis reads.

@@ -136,6 +136,54 @@ pub(crate) fn whole(x: f64) -> String {
     }
 }
 
+/// A difference with an explicit sign and `decimals` decimals: `+0.125`, `-0.500`,
+/// `0.000` (a difference of ToolSandbox similarities).
+pub(crate) fn signed_fixed(x: f64, decimals: usize) -> String {
+    let s = fixed(x, decimals);
+    if x.is_finite() && !s.starts_with('-') && s != fixed(0.0, decimals) {
+        format!("+{s}")
+    } else {
+        s
+    }
+}
+
+/// A difference with its interval, `decimals` decimals: `-0.125 [-0.375, 0.500]`.
+pub(crate) fn fixed_with_interval(estimate: f64, low: f64, high: f64, decimals: usize) -> String {
+    if !low.is_finite() || !high.is_finite() {
+        return signed_fixed(estimate, decimals);
+    }
+    format!(
+        "{} [{}, {}]",
+        signed_fixed(estimate, decimals),
+        fixed(low, decimals),
+        fixed(high, decimals)
+    )
+}
+
+/// A difference of whole quantities (tokens per episode) with an explicit sign:
+/// `+4,699`, `-12`, `0`.
+pub(crate) fn signed_whole(x: f64) -> String {
+    let s = whole(x);
+    if x.is_finite() && !s.starts_with('-') && s != "0" {
+        format!("+{s}")
+    } else {
+        s
+    }
+}
+
+/// A difference of whole quantities with its interval: `+130 [60, 1,200]`.
+pub(crate) fn whole_with_interval(estimate: f64, low: f64, high: f64) -> String {
+    if !low.is_finite() || !high.is_finite() {
+        return signed_whole(estimate);
+    }
+    format!(
+        "{} [{}, {}]",
+        signed_whole(estimate),
+        whole(low),
+        whole(high)
+    )
+}
+
 /// A correlation coefficient: `-0.95`.
 pub(crate) fn correlation(r: f64) -> String {
     fixed(r, 2)
@@ -187,6 +235,19 @@ mod tests {
         assert_eq!(usd(0.020454), "$0.0205");
         assert_eq!(correlation(-0.9512), "-0.95");
         assert_eq!(ratio(6, 84), "6/84");
+        assert_eq!(signed_fixed(0.125, 3), "+0.125");
+        assert_eq!(signed_fixed(-0.0001, 3), "0.000");
+        assert_eq!(
+            fixed_with_interval(-0.125, -0.375, 0.5, 3),
+            "-0.125 [-0.375, 0.500]"
+        );
+        assert_eq!(signed_whole(4_698.6), "+4,699");
+        assert_eq!(signed_whole(-0.4), "0");
+        assert_eq!(
+            whole_with_interval(130.0, 60.0, 1_200.0),
+            "+130 [60, 1,200]"
+        );
+        assert_eq!(whole_with_interval(-12.0, f64::NAN, 1.0), "-12");
     }
 
     #[test]

@@ -17,7 +17,9 @@
 //! Invariants: a value is the paper's, digit for digit, in the paper's units (pp,
 //! percent, counts, USD); only the sign and spacing follow the report's formatting
 //! (`+0.8`, `[-14.6, -9.9]`, `$768.38`). A value the paper prints only as words is
-//! not here. The citations name the paper's figure, table or appendix where the value
+//! not here; the one exception is a finding the paper states only qualitatively and a
+//! section sets beside its table ([`toolsandbox`]), kept as a paraphrase in our words
+//! (never the paper's sentence) and shown labelled as the paper's. The citations name the paper's figure, table or appendix where the value
 //! is printed, or, for a value printed only in running text, the results paragraph.
 //!
 //! Never: holds a value of this study, or computes one from the paper's (no share is
@@ -583,6 +585,21 @@ pub(crate) mod pilot {
         SELECTOR_COST: Usd(4.49), "Appendix J";
         PROBE_AND_SWITCH_COST: Usd(4.62), "Appendix J";
         SWITCH_ALONE_COST: Usd(1.94), "Appendix J";
+    }
+}
+
+/// ToolSandbox with distraction tools (Appendix K). The paper prints no ToolSandbox
+/// number: its finding is a sentence, kept here paraphrased (not its wording) because a
+/// section sets it beside the panel's contrasts; the section's agreement line is
+/// computed from the tables, never from this text.
+pub(crate) mod toolsandbox {
+    use super::{Quote, Value::*};
+    quotes! {
+        /// A larger menu's cost in tokens is clearer than its cost in success.
+        MENU_COSTS_TOKENS_MORE_THAN_SUCCESS: Text(
+            "in ToolSandbox, offering the agent more tools raises the tokens an episode \
+             uses more clearly than it lowers the episode's success"
+        ), "Appendix K and the abstract";
     }
 }
 

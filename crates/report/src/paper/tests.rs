@@ -409,6 +409,11 @@ fn every_quote_is_rendered_where_it_belongs() {
         only(&holdout.markdown, "Structural holdout"),
         super::holdout::ALL,
     );
+    let toolsandbox = super::super::sections::toolsandbox::tests::rendered();
+    assert_quoted(
+        only(&toolsandbox.markdown, "ToolSandbox: distraction tools"),
+        super::toolsandbox::ALL,
+    );
 }
 
 /// The figures with a matching quantity mark the paper's points, one diamond each.
@@ -574,6 +579,7 @@ fn every_quote() -> Vec<Quote> {
         super::frontier::ALL,
         super::holdout::ALL,
         super::pilot::ALL,
+        super::toolsandbox::ALL,
     ]
     .concat()
 }

@@ -32,6 +32,7 @@ pub(crate) mod repairs;
 pub(crate) mod repeats;
 pub(crate) mod strata;
 pub(crate) mod switches;
+pub(crate) mod toolsandbox;
 pub(crate) mod truncation;
 
 use std::collections::BTreeMap;
@@ -65,7 +66,7 @@ pub(crate) struct SectionSpec {
 }
 
 /// Every section, in report order.
-pub(crate) const SECTIONS: [SectionSpec; 19] = [
+pub(crate) const SECTIONS: [SectionSpec; 20] = [
     SectionSpec {
         id: "contrasts",
         title: "Contrasts",
@@ -225,6 +226,18 @@ pub(crate) const SECTIONS: [SectionSpec; 19] = [
         analysis: "pilot",
         tables: &["pilot", "trace_selector"],
         build: pilot::section,
+        noted_when_absent: false,
+    },
+    SectionSpec {
+        id: "toolsandbox",
+        title: "ToolSandbox: distraction tools",
+        analysis: "toolsandbox",
+        tables: &[
+            "toolsandbox_contrasts",
+            "toolsandbox_levels",
+            "toolsandbox_categories",
+        ],
+        build: toolsandbox::section,
         noted_when_absent: false,
     },
 ];

@@ -27,6 +27,7 @@ pub mod repeats;
 pub mod sentinel;
 pub mod strata;
 pub mod switches;
+pub mod toolsandbox;
 pub mod truncation;
 pub mod truncation_strata;
 pub mod two_caps;
@@ -157,6 +158,18 @@ pub const TABLES: &[(&str, Layout)] = &[
     (
         pilot::TraceSelectorRow::TABLE,
         pilot::TraceSelectorRow::fields,
+    ),
+    (
+        toolsandbox::ToolsandboxContrastsRow::TABLE,
+        toolsandbox::ToolsandboxContrastsRow::fields,
+    ),
+    (
+        toolsandbox::ToolsandboxCategoriesRow::TABLE,
+        toolsandbox::ToolsandboxCategoriesRow::fields,
+    ),
+    (
+        toolsandbox::ToolsandboxLevelsRow::TABLE,
+        toolsandbox::ToolsandboxLevelsRow::fields,
     ),
 ];
 
