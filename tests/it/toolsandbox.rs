@@ -275,10 +275,8 @@ fn a_toolsandbox_study_applies_plans_empty_after_and_certifies_from_the_saved_wo
     );
 
     // One row per scenario, menu and configuration, each graded.
-    let table = common::cache_files::read(
-        &dir.path()
-            .join("outputs/ts/toolsandbox_episodes.parquet"),
-    );
+    let table =
+        common::cache_files::read(&dir.path().join("outputs/ts/toolsandbox_episodes.parquet"));
     assert_eq!(table.num_rows(), 3 * 3 * 2);
     let bases = common::cache_files::strings(&table, "base_scenario");
     let distinct: std::collections::BTreeSet<&str> =
@@ -350,7 +348,10 @@ fn a_toolsandbox_manifest_refuses_unknown_and_online_scenarios_at_their_spans() 
     let out = tbb_study(dir.path(), &["plan", manifest.to_str().unwrap()]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
-    assert!(stderr.contains("unknown base scenario `celular_off`"), "{stderr}");
+    assert!(
+        stderr.contains("unknown base scenario `celular_off`"),
+        "{stderr}"
+    );
     assert!(stderr.contains("did you mean `cellular_off`?"), "{stderr}");
     assert!(
         stderr.contains("needs the internet") || stderr.contains("RapidAPI"),

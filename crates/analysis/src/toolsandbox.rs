@@ -102,6 +102,12 @@ impl Typed for Toolsandbox {
         stats::check_draws(params.draws).into_iter().collect()
     }
 
+    fn needs(design: &Design) -> Option<String> {
+        (!design.plays_toolsandbox).then(|| {
+            "the study plays no ToolSandbox scenario: add a `[toolsandbox]` table".to_string()
+        })
+    }
+
     fn units(_params: &Params, _design: &Design) -> Vec<String> {
         vec![
             "the played scenarios' pairs (configuration × base scenario × cap × repeat) at \

@@ -50,6 +50,8 @@ pub struct Design {
     pub blocks: Vec<BlockShape>,
     /// Every completion cap some block runs at, ascending.
     pub completion_caps: Vec<u32>,
+    /// Whether the study plays ToolSandbox scenarios (`[toolsandbox]`).
+    pub plays_toolsandbox: bool,
 }
 
 impl Design {

@@ -25,12 +25,15 @@ impl Manifest {
             .iter()
             .map(|c| c.name.clone())
             .collect();
-        design_of_parts(
-            &manifest.blocks,
-            &manifest.arms,
-            &manifest.cells,
-            &configurations,
-        )
+        Design {
+            plays_toolsandbox: manifest.toolsandbox.is_some(),
+            ..design_of_parts(
+                &manifest.blocks,
+                &manifest.arms,
+                &manifest.cells,
+                &configurations,
+            )
+        }
     }
 
     /// The analyses of a manifest that cannot run on its design, in manifest order, with
@@ -66,7 +69,8 @@ impl Manifest {
 }
 
 /// The design of a manifest's resolved parts, before the manifest is assembled
-/// (its analyses' names are checked against it while it loads).
+/// (its analyses' names are checked against it while it loads); whether it plays
+/// ToolSandbox is the caller's to set.
 pub fn design_of_parts(
     blocks: &[Block],
     arms: &[Arm],
@@ -129,5 +133,6 @@ pub fn design_of_parts(
             })
             .collect(),
         completion_caps: caps.into_iter().collect(),
+        plays_toolsandbox: false,
     }
 }

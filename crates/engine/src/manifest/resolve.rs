@@ -124,11 +124,12 @@ pub(super) fn resolve(
         })
         .unwrap_or_default();
     let analyses = resolve_analyses(raw, sink);
-    let toolsandbox = raw.toolsandbox.as_ref().and_then(|t| {
-        match tbb_toolsandbox::scenario::Scenarios::builtin() {
-            Ok(scenarios) => super::toolsandbox::resolve(sink, t, &scenarios),
-            Err(e) => {
-                sink.at(
+    let toolsandbox =
+        raw.toolsandbox.as_ref().and_then(
+            |t| match tbb_toolsandbox::scenario::Scenarios::builtin() {
+                Ok(scenarios) => super::toolsandbox::resolve(sink, t, &scenarios),
+                Err(e) => {
+                    sink.at(
                     "toolsandbox",
                     format!("the vendored ToolSandbox scenarios do not read: {e}"),
                     Some(
@@ -136,15 +137,18 @@ pub(super) fn resolve(
                             .into(),
                     ),
                 );
-                None
-            }
-        }
-    });
+                    None
+                }
+            },
+        );
     // Names are checked against a design only when it resolved whole: a block that
     // failed would make every name it holds look unknown.
     if sink.problems.len() == before {
         let names: Vec<String> = configurations.iter().map(|c| c.name.clone()).collect();
-        let design = super::design_of_parts(&blocks, &arms, &cells, &names);
+        let design = tbb_analysis::Design {
+            plays_toolsandbox: toolsandbox.is_some(),
+            ..super::design_of_parts(&blocks, &arms, &cells, &names)
+        };
         let catalogue: Vec<String> = catalogue
             .map(|c| c.configurations.iter().map(|c| c.name.clone()).collect())
             .unwrap_or_default();

@@ -374,7 +374,8 @@ pub fn certify(
     let missing_scenarios = scenario_jobs
         .iter()
         .filter(|j| {
-            cache.get(&dag.graph[j.run].key).is_none() || cache.get(&dag.graph[j.grade].key).is_none()
+            cache.get(&dag.graph[j.run].key).is_none()
+                || cache.get(&dag.graph[j.grade].key).is_none()
         })
         .count();
     let missing: Vec<&Job> = jobs
@@ -395,8 +396,18 @@ pub fn certify(
     let first_missing = missing
         .first()
         .map(|j| j.execute)
-        .or_else(|| scenario_jobs.iter().map(|j| j.run).find(|&r| cache.get(&dag.graph[r].key).is_none()))
-        .or_else(|| scenario_jobs.iter().map(|j| j.grade).find(|&g| cache.get(&dag.graph[g].key).is_none()));
+        .or_else(|| {
+            scenario_jobs
+                .iter()
+                .map(|j| j.run)
+                .find(|&r| cache.get(&dag.graph[r].key).is_none())
+        })
+        .or_else(|| {
+            scenario_jobs
+                .iter()
+                .map(|j| j.grade)
+                .find(|&g| cache.get(&dag.graph[g].key).is_none())
+        });
     if let Some(first) = first_missing {
         return Err(CertifyError::Incomplete {
             study: study.manifest.study.clone(),

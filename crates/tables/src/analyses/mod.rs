@@ -35,19 +35,21 @@ pub mod two_caps;
 use arrow_schema::FieldRef;
 
 use crate::rows::{EpisodeRow, RequestRow, VariantRow};
-use crate::{StoreError, TableRow};
+use crate::{ScenarioEpisodeRow, StoreError, TableRow};
 
 /// A table's columns, derived from its row struct.
 pub type Layout = fn() -> Result<Vec<FieldRef>, StoreError>;
 
 /// Every published table with a row struct, by name, in the order `docs/tables.md`
-/// lists them: the three tables of the pipeline's own rows ([`crate::rows`]), then the
+/// lists them: the tables of the pipeline's own rows ([`crate::rows`],
+/// [`crate::scenarios`]), then the
 /// analyses' tables (here). Adding a row struct means adding it here; the
 /// documentation test then asks for `docs/tables.md` to be regenerated.
 pub const TABLES: &[(&str, Layout)] = &[
     (VariantRow::TABLE, VariantRow::fields),
     (EpisodeRow::TABLE, EpisodeRow::fields),
     (RequestRow::TABLE, RequestRow::fields),
+    (ScenarioEpisodeRow::TABLE, ScenarioEpisodeRow::fields),
     (
         contrasts::ContrastsRow::TABLE,
         contrasts::ContrastsRow::fields,

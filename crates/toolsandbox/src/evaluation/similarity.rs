@@ -9,6 +9,7 @@
 //! chooses an assignment.
 
 use std::collections::HashMap;
+use std::rc::Rc;
 
 use crate::context::{Context, Namespace, Row};
 
@@ -38,7 +39,11 @@ pub(crate) struct Calculator<'a> {
     matcher: &'a MilestoneMatcher,
     first_user: i64,
     values: HashMap<Key, f64>,
-    snapshots: HashMap<(Namespace, i64), Vec<Row>>,
+    /// The stored snapshot index message `at` reads, by (namespace, at): finding it scans
+    /// the namespace's table, and the assignment search asks for the same ones often.
+    indices: HashMap<(Namespace, i64), i64>,
+    /// Snapshot rows by (namespace, stored index), shared rather than copied per ask.
+    snapshots: HashMap<(Namespace, i64), Rc<Vec<Row>>>,
 }
 
 impl<'a> Calculator<'a> {
@@ -48,19 +53,29 @@ impl<'a> Calculator<'a> {
             matcher,
             first_user: ctx.first_user_sandbox_message_index(),
             values: HashMap::new(),
+            indices: HashMap::new(),
             snapshots: HashMap::new(),
         }
     }
 
-    /// The stored index of the snapshot of `ns` that message `at` reads, and its rows.
-    fn snapshot(&mut self, ns: Namespace, at: i64) -> Result<(i64, Vec<Row>), EvaluationError> {
-        let stored = self.ctx.most_recent_snapshot_index(ns, at)?;
-        if let Some(rows) = self.snapshots.get(&(ns, stored)) {
-            return Ok((stored, rows.clone()));
+    /// The stored index of the snapshot of `ns` that message `at` reads.
+    fn stored_index(&mut self, ns: Namespace, at: i64) -> Result<i64, EvaluationError> {
+        if let Some(&stored) = self.indices.get(&(ns, at)) {
+            return Ok(stored);
         }
-        let rows = self.ctx.get_database(ns, Some(stored), false)?;
+        let stored = self.ctx.most_recent_snapshot_index(ns, at)?;
+        self.indices.insert((ns, at), stored);
+        Ok(stored)
+    }
+
+    /// The rows of the snapshot of `ns` stored at `stored`.
+    fn rows(&mut self, ns: Namespace, stored: i64) -> Result<Rc<Vec<Row>>, EvaluationError> {
+        if let Some(rows) = self.snapshots.get(&(ns, stored)) {
+            return Ok(rows.clone());
+        }
+        let rows = Rc::new(self.ctx.get_database(ns, Some(stored), false)?);
         self.snapshots.insert((ns, stored), rows.clone());
-        Ok((stored, rows))
+        Ok(rows)
     }
 
     fn reference_index(
@@ -117,19 +132,24 @@ impl<'a> Calculator<'a> {
         let mut counted = 0u32;
         for (k, c) in constraints.iter().enumerate() {
             let reference = self.reference_index(milestone, c.reference, assigned)?;
-            let (cur_stored, cur_rows) = self.snapshot(c.namespace, current)?;
-            let reference = match reference {
-                Some(r) => Some(self.snapshot(c.namespace, r)?),
+            let cur_stored = self.stored_index(c.namespace, current)?;
+            let ref_stored = match reference {
+                Some(r) => Some(self.stored_index(c.namespace, r)?),
                 None => None,
             };
-            let key = (milestone, k, cur_stored, reference.as_ref().map(|r| r.0));
+            let key = (milestone, k, cur_stored, ref_stored);
             let value = match self.values.get(&key) {
                 Some(v) => *v,
                 None => {
+                    let cur_rows = self.rows(c.namespace, cur_stored)?;
+                    let ref_rows = match ref_stored {
+                        Some(r) => Some(self.rows(c.namespace, r)?),
+                        None => None,
+                    };
                     let v = Self::constraint_value(
                         c,
                         &cur_rows,
-                        reference.as_ref().map(|r| r.1.as_slice()),
+                        ref_rows.as_ref().map(|r| r.as_slice()),
                     )?;
                     self.values.insert(key, v);
                     v

@@ -183,6 +183,7 @@ fn a_confirmatory_configuration_the_study_lacks_is_named() {
         arms: vec![],
         blocks: vec![],
         completion_caps: vec![1024],
+        plays_toolsandbox: false,
     };
     let why = Holdout::needs_with(&params, &design).unwrap_or_default();
     assert!(why.contains("`sim-nowhere`"), "{why}");

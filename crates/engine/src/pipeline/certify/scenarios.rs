@@ -49,12 +49,19 @@ pub(super) fn certify(
         return Ok(Vec::new());
     }
     let dag = &study.dag;
-    let data = study.toolsandbox().map_err(|e| CertifyError::ToolSandboxData {
-        detail: e.to_string(),
-    })?;
+    let data = study
+        .toolsandbox()
+        .map_err(|e| CertifyError::ToolSandboxData {
+            detail: e.to_string(),
+        })?;
     let keys: Vec<&str> = jobs
         .iter()
-        .flat_map(|j| [dag.graph[j.run].key.as_ref(), dag.graph[j.grade].key.as_ref()])
+        .flat_map(|j| {
+            [
+                dag.graph[j.run].key.as_ref(),
+                dag.graph[j.grade].key.as_ref(),
+            ]
+        })
         .collect();
     let payloads = cache.payloads(&keys)?;
     let mut out = Vec::with_capacity(jobs.len());
@@ -100,8 +107,7 @@ pub(super) fn certify(
                     Err(e) => Some(format!("its saved world does not grade: {e}")),
                     Ok(regraded) => {
                         let differences = compare(&regraded, &stored, true);
-                        certificate.mismatched =
-                            differences.iter().map(|d| d.0.clone()).collect();
+                        certificate.mismatched = differences.iter().map(|d| d.0.clone()).collect();
                         differences.first().map(|(field, new, old)| {
                             format!("{field}: graded again {new}, stored {old}")
                         })
