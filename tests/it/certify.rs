@@ -4,6 +4,7 @@
 //! that table; a study that was never applied, or only partly, is refused.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use arrow_array::{Array, ArrayRef, BooleanArray, RecordBatch};
 use assert_cmd::Command;

@@ -321,7 +321,7 @@ fn a_toolsandbox_study_applies_plans_empty_after_and_certifies_from_the_saved_wo
     let first = common::cache_files::strings(&certificates, "first_difference");
     let episodes = common::cache_files::strings(&certificates, "episode");
     let failed: Vec<(String, String)> = (0..certificates.num_rows())
-        .filter(|&r| !first.is_null(r))
+        .filter(|&r| !arrow_array::Array::is_null(first, r))
         .map(|r| (episodes.value(r).to_string(), first.value(r).to_string()))
         .collect();
     assert_eq!(failed.len(), 1, "{failed:?}");

@@ -241,7 +241,17 @@ mod tests {
             arms: vec!["baseline".into()],
             blocks: vec![],
             completion_caps: vec![1024],
+            plays_toolsandbox: false,
         }
+    }
+
+    #[test]
+    fn the_toolsandbox_analysis_needs_a_study_that_plays_toolsandbox() {
+        let mut d = design(&[], &[Menu::Routed]);
+        let why = needs("toolsandbox", &d).unwrap_or_default();
+        assert!(why.contains("`[toolsandbox]`"), "{why}");
+        d.plays_toolsandbox = true;
+        assert_eq!(needs("toolsandbox", &d), None);
     }
 
     fn needs(kind: &str, d: &Design) -> Option<String> {

@@ -73,7 +73,7 @@ pub(super) fn resolve(
                 let path = format!("toolsandbox.distraction_tools.{i}");
                 match DISTRACTION_LEVELS.iter().find(|&&l| i64::from(l) == n) {
                     Some(&l) if levels.contains(&l) => {
-                        sink.at(&path, format!("{n} is given twice"), None)
+                        sink.at(&path, format!("{n} is given twice"), None);
                     }
                     Some(&l) => levels.push(l),
                     None => sink.at(
@@ -118,7 +118,7 @@ pub(super) fn resolve(
                         Some("leave it out; docs/toolsandbox.md lists the offline scenarios' rule".into()),
                     ),
                     Some(&b) if chosen.contains(&b) => {
-                        sink.at(&path, format!("`{name}` is given twice"), None)
+                        sink.at(&path, format!("`{name}` is given twice"), None);
                     }
                     Some(&b) => chosen.push(b),
                     None => sink.unknown(

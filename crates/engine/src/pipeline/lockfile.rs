@@ -87,10 +87,25 @@ struct Lock<'a> {
     families: BTreeMap<&'a str, String>,
     prompts: BTreeMap<String, String>,
     configurations: BTreeMap<&'a str, LockedConfiguration<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    toolsandbox: Option<LockedToolSandbox>,
     #[serde(skip_serializing_if = "<[Pin]>::is_empty")]
     upstream: &'a [Pin],
     #[serde(skip_serializing_if = "<[Retry]>::is_empty")]
     retry: &'a [Retry],
+}
+
+/// What a study with `[toolsandbox]` plays: the vendored data by hash, and how much of it.
+#[derive(Serialize)]
+struct LockedToolSandbox {
+    /// blake3 of `vendor/toolsandbox/scenarios.json.gz`.
+    scenarios_blake3: &'static str,
+    /// blake3 of `vendor/toolsandbox/tools.json`.
+    tools_blake3: &'static str,
+    /// Scenarios played (each base scenario at each distraction count).
+    scenarios: usize,
+    /// The distraction counts.
+    distraction_tools: Vec<u8>,
 }
 
 #[derive(Serialize)]
@@ -163,6 +178,12 @@ pub fn render(
                 )
             })
             .collect(),
+        toolsandbox: manifest.toolsandbox.as_ref().map(|t| LockedToolSandbox {
+            scenarios_blake3: tbb_toolsandbox::data::VendoredFile::Scenarios.pin(),
+            tools_blake3: tbb_toolsandbox::data::VendoredFile::Tools.pin(),
+            scenarios: t.scenarios.len(),
+            distraction_tools: t.distraction_tools.clone(),
+        }),
         upstream,
         retry: retries,
     };
