@@ -122,6 +122,25 @@ pub fn exec(cli: &Cli, args: &ShowArgs) -> Result<()> {
     if args.all {
         return write_all(&study, &cache, args);
     }
+    // A key prefix may name a played ToolSandbox scenario: shown as text.
+    let prefix_alone = args.selector().fields.is_empty();
+    if let Some(found) = args
+        .episode
+        .as_deref()
+        .filter(|_| prefix_alone)
+        .and_then(|p| show::scenario::locate(&study, p))
+    {
+        if args.html.is_some() {
+            return Err(miette::miette!(
+                help = "leave out --html: `tbb show` prints it as text",
+                "a ToolSandbox episode has no HTML page"
+            ));
+        }
+        let text = show::scenario::render(&study, &cache, found?)?;
+        use std::io::Write as _;
+        let _ = std::io::stdout().lock().write_all(text.as_bytes());
+        return Ok(());
+    }
     let execute = show::locate(&study, &args.selector())?;
     let view = show::load(&study, &cache, execute)?;
     match &args.html {

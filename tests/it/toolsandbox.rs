@@ -283,6 +283,32 @@ fn a_toolsandbox_study_applies_plans_empty_after_and_certifies_from_the_saved_wo
         (0..table.num_rows()).map(|r| bases.value(r)).collect();
     assert_eq!(distinct.len(), 3);
 
+    // `tbb show` reads a played scenario back: its conversation and its grade, graded
+    // again from the saved world.
+    let refs = common::cache_files::strings(&table, "transcript_ref");
+    let similarities = table
+        .column_by_name("similarity")
+        .and_then(|c| c.as_any().downcast_ref::<arrow_array::Float64Array>())
+        .unwrap();
+    let shown = tbb_study(dir.path(), &["show", manifest, &refs.value(0)[..12]]);
+    let stdout = String::from_utf8_lossy(&shown.stdout);
+    assert!(
+        shown.status.success(),
+        "{}",
+        String::from_utf8_lossy(&shown.stderr)
+    );
+    assert!(
+        stdout.contains("ToolSandbox scenario cellular_off"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(&format!(
+            "grade (from the saved world): similarity {}",
+            similarities.value(0)
+        )),
+        "{stdout}"
+    );
+
     let plan = tbb_study(dir.path(), &["plan", manifest]);
     let stdout = String::from_utf8_lossy(&plan.stdout);
     assert!(stdout.contains("No changes"), "{stdout}");

@@ -6,7 +6,8 @@
 //! with its reasoning tokens, text, tool calls, finish reason and usage, every
 //! observation with who issued the call, and the verdict with the limit that fired and
 //! the headroom left against each limit), and its two renderings, plain text
-//! ([`text`]) and one self-contained HTML page ([`html`]).
+//! ([`text`]) and one self-contained HTML page ([`html`]). A played ToolSandbox scenario
+//! is shown as text by [`scenario`].
 //!
 //! An episode's key is its execute node's key: the `transcript_ref` column of
 //! `episodes.parquet`, the name of its page (`episodes/<first 12 digits>.html`). A
@@ -25,6 +26,7 @@
 pub mod html;
 mod locate;
 pub mod matched;
+pub mod scenario;
 pub mod text;
 mod view;
 
