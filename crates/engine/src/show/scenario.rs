@@ -78,8 +78,7 @@ pub fn render(study: &Study, cache: &Cache, run: NodeIndex) -> Result<String, Sh
             manifest,
         });
     };
-    let payload: ScenarioPayload =
-        crate::pipeline::rows::read(text).map_err(|e| unreadable(e.to_string()))?;
+    let payload: ScenarioPayload = crate::pipeline::rows::read(text).map_err(unreadable)?;
     let graded = tbb_harness::scenario::grade(spec.scenario, &payload.world)
         .map_err(|e| unreadable(e.to_string()))?;
 
