@@ -262,7 +262,7 @@ mod tests {
     }
 
     #[test]
-    fn the_capacity_design_runs_every_analysis() {
+    fn a_design_with_every_factor_runs_every_analysis() {
         let mut d = design(&Cell::capacity(), &[Menu::Routed, Menu::Fixed]);
         // Two caps, as the completion-cap studies compare.
         d.completion_caps = vec![1024, 4096];
@@ -273,6 +273,8 @@ mod tests {
         // And the structural holdout's: frontier depths, and the controller.
         d.cells.extend([Cell::frontier(2), Cell::frontier(30)]);
         d.actors.push(Actor::Controller);
+        // And ToolSandbox's scenarios.
+        d.plays_toolsandbox = true;
         for kind in AnalysisKind::all() {
             assert_eq!(
                 kind.kind().needs(&serde_json::Map::new(), &d),

@@ -694,6 +694,11 @@ impl Applying<'_> {
                 };
                 let node = &dag.graph[e];
                 if let Work::Scenario { config, .. } = node.work {
+                    if !configs[config].wall_time_is_modelled()
+                        && !claimed(claims.as_mut(), e, node, &mut schedule, self.reporter)?
+                    {
+                        continue;
+                    }
                     let (Some(grade), Some(data)) = (dag.scenario_grade_of(e), toolsandbox.clone())
                     else {
                         self.failed.insert(
@@ -751,26 +756,10 @@ impl Applying<'_> {
                     continue;
                 };
                 let config = configs[spec.config].clone();
-                if let Some(claims) = claims.as_mut().filter(|_| !config.wall_time_is_modelled()) {
-                    match claims.take(e, &node.key).map_err(CacheError::from)? {
-                        Taken::Ours => {}
-                        Taken::AfterAnother => {
-                            // Its last holder may have committed it since this apply
-                            // planned: the next poll looks before it is paid for.
-                            schedule.defer(e);
-                            continue;
-                        }
-                        Taken::Held(holder) => {
-                            schedule.defer(e);
-                            if claims.first_news_of(&holder.holder) {
-                                self.reporter.event(&Event::ClaimHeld {
-                                    node: &node.id,
-                                    holder: &holder.holder,
-                                });
-                            }
-                            continue;
-                        }
-                    }
+                if !config.wall_time_is_modelled()
+                    && !claimed(claims.as_mut(), e, node, &mut schedule, self.reporter)?
+                {
+                    continue;
                 }
                 let provider = providers[spec.config].clone();
                 let prompts = prompts.clone();
@@ -1440,6 +1429,39 @@ pub fn place_in_design(row: &mut EpisodeRow, manifest: &crate::manifest::Manifes
 fn share(held: &mut Arc<str>, shared: &Arc<str>) {
     if *held == *shared {
         *held = shared.clone();
+    }
+}
+
+/// Whether live episode `e` may start now: `true` when there are no claims (a local
+/// cache) or this apply took its claim; `false` when it was deferred, another holding it
+/// or having just held it (its last holder may have committed it since this apply
+/// planned: the next poll looks before it is paid for).
+fn claimed(
+    claims: Option<&mut EpisodeClaims>,
+    e: NodeIndex,
+    node: &Node,
+    schedule: &mut Scheduler,
+    reporter: &dyn Reporter,
+) -> Result<bool, PipelineError> {
+    let Some(claims) = claims else {
+        return Ok(true);
+    };
+    match claims.take(e, &node.key).map_err(CacheError::from)? {
+        Taken::Ours => Ok(true),
+        Taken::AfterAnother => {
+            schedule.defer(e);
+            Ok(false)
+        }
+        Taken::Held(holder) => {
+            schedule.defer(e);
+            if claims.first_news_of(&holder.holder) {
+                reporter.event(&Event::ClaimHeld {
+                    node: &node.id,
+                    holder: &holder.holder,
+                });
+            }
+            Ok(false)
+        }
     }
 }
 

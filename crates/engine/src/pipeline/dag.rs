@@ -392,11 +392,15 @@ fn provenance(manifest: &Manifest, inputs: &Inputs<'_>, input: KeyInput) -> KeyI
 }
 
 impl Dag {
-    /// The grade node of execute node `execute` (the one node it feeds).
+    /// The grade node of execute node `execute`, or of scenario node `execute` (the one
+    /// node it feeds).
     pub fn grade_of(&self, execute: NodeIndex) -> Option<NodeIndex> {
-        self.graph
-            .neighbors(execute)
-            .find(|&g| self.graph[g].kind == NodeKind::Grade)
+        self.graph.neighbors(execute).find(|&g| {
+            matches!(
+                self.graph[g].kind,
+                NodeKind::Grade | NodeKind::ScenarioGrade
+            )
+        })
     }
 
     /// The scenario grade node of scenario node `run` (the one node it feeds).
