@@ -358,15 +358,26 @@ enum Played {
 impl Played {
     /// Its infrastructure failure, as the route's breaker and the summary count it:
     /// the cause and the provider's message.
-    fn infra(&self) -> Option<(InfraCause, String)> {
-        let (cause, failure) = match self {
-            Played::Episode(ran) => (ran.row.infra_error, ran.payload.transcript.infra.as_ref()),
-            Played::Scenario(p) => (p.row.infra_error, p.payload.infra.as_ref()),
+    fn infra(&self) -> Option<(Option<InfraCause>, String)> {
+        let (failed, cause, failure) = match self {
+            Played::Episode(ran) => (
+                ran.row.infra_failure,
+                ran.row.infra_error,
+                ran.payload.transcript.infra.as_ref(),
+            ),
+            Played::Scenario(p) => (
+                p.row.infra_failure,
+                p.row.infra_error,
+                p.payload.infra.as_ref(),
+            ),
         };
-        let cause = cause?;
+        if !failed {
+            return None;
+        }
+        let name = cause.map_or("unknown", InfraCause::name);
         let text = match failure {
-            Some(failure) => format!("{}: {}", cause.name(), failure.message),
-            None => cause.name().to_string(),
+            Some(failure) => format!("{name}: {}", failure.message),
+            None => name.to_string(),
         };
         Some((cause, text))
     }
@@ -825,7 +836,7 @@ impl Applying<'_> {
             // A request the served model cannot hold says nothing of the route's health.
             let route_failed = infra
                 .as_ref()
-                .is_some_and(|(cause, _)| *cause != InfraCause::ContextExceeded);
+                .is_some_and(|(cause, _)| *cause != Some(InfraCause::ContextExceeded));
             let infra = infra.map(|(_, text)| text);
             if let Some((route, failures)) = schedule.ended(done.execute, route_failed) {
                 let route = route_names.get(route).cloned().unwrap_or_default();
