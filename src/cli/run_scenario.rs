@@ -1,5 +1,5 @@
-//! `tbb run-scenario --scenario NAME --config NAME [--cap N] [--repeat N] [--study S]
-//! [--world-out FILE] [--json] [--allow-disabled]` and `tbb run-scenario --scenario NAME
+//! `tbb run-scenario --scenario NAME --config NAME [--user NAME] [--cap N] [--repeat N]
+//! [--study S] [--world-out FILE] [--json] [--allow-disabled]` and `tbb run-scenario --scenario NAME
 //! --grade FILE`.
 //!
 //! Owns: playing one ToolSandbox scenario outside any study and printing its grade, and
@@ -39,6 +39,10 @@ pub struct RunScenarioArgs {
     /// The study the episode belongs to: part of its key and seed.
     #[arg(long)]
     study: Option<String>,
+    /// A live configuration that plays the user, prompted as upstream prompts its user
+    /// simulator (default: the scripted user, offline).
+    #[arg(long, conflicts_with = "grade")]
+    user: Option<String>,
     /// Also write the saved world (every table, every snapshot) to this file.
     #[arg(long)]
     world_out: Option<PathBuf>,
@@ -117,26 +121,27 @@ pub fn exec(cli: &Cli, args: &RunScenarioArgs) -> Result<()> {
     crate::provider::install_crypto();
     let cat = catalogue(cli)?;
     let name = args.config.as_deref().unwrap_or_default();
-    let Some(config) = cat.get(name) else {
-        let names = cat.configurations.iter().map(|c| c.name.as_str());
-        let best = crate::family::closest(name, names);
-        return Err(miette!(
-            help = best.map_or(String::from("run `tbb configs`"), |b| format!(
-                "did you mean `{b}`?"
-            )),
-            "there is no configuration `{name}` in the catalogue {}",
-            cat.path.display()
-        ));
-    };
-    if !config.enabled && !args.allow_disabled {
-        return Err(CliError::Disabled {
-            name: config.name.clone(),
+    let config = configuration(&cat, name, args.allow_disabled)?;
+    let user = match args.user.as_deref() {
+        None => None,
+        Some(name) => {
+            let user = configuration(&cat, name, args.allow_disabled)?;
+            if user.provider == crate::provider::ProviderKind::Sim {
+                return Err(miette!(
+                    help = "leave out --user for the scripted user, or name a live configuration",
+                    "`{name}` is a simulated configuration: the panel plays agents, not users"
+                ));
+            }
+            Some(user)
         }
-        .into());
-    }
+    };
     let registry = Registry::builtin().map_err(|e| miette!("{e}"))?;
     let prompts = Prompts::load(&cli.prompts)?;
     let provider = build(config).map_err(|e| miette!("{e}"))?;
+    let user_provider = match user {
+        Some(u) => Some(build(u).map_err(|e| miette!("{e}"))?),
+        None => None,
+    };
     let spec = ScenarioSpec {
         scenario,
         registry: &registry,
@@ -145,9 +150,16 @@ pub fn exec(cli: &Cli, args: &RunScenarioArgs) -> Result<()> {
         episode_budget: crate::grade::EPISODE_BUDGET,
         repeat: args.repeat,
         study: args.study.as_deref(),
+        user,
     };
     let rt = runtime()?;
-    let episode = rt.block_on(run_scenario(provider.as_ref(), &spec, &prompts.nudge, None));
+    let episode = rt.block_on(run_scenario(
+        provider.as_ref(),
+        &spec,
+        &prompts.nudge,
+        None,
+        user_provider.as_deref(),
+    ));
     if let Some(path) = &args.world_out {
         let text = serde_json::to_string(&episode.world).unwrap_or_default();
         std::fs::write(path, text + "\n").map_err(|source| CliError::Write {
@@ -178,4 +190,31 @@ pub fn exec(cli: &Cli, args: &RunScenarioArgs) -> Result<()> {
         episode.user_turns,
     );
     Ok(())
+}
+
+/// The catalogue's configuration `name`, refused when it is unknown (with "did you
+/// mean") or disabled (unless `allow_disabled`).
+fn configuration<'a>(
+    cat: &'a crate::provider::Catalogue,
+    name: &str,
+    allow_disabled: bool,
+) -> Result<&'a crate::provider::Configuration> {
+    let Some(config) = cat.get(name) else {
+        let names = cat.configurations.iter().map(|c| c.name.as_str());
+        let best = crate::family::closest(name, names);
+        return Err(miette!(
+            help = best.map_or(String::from("run `tbb configs`"), |b| format!(
+                "did you mean `{b}`?"
+            )),
+            "there is no configuration `{name}` in the catalogue {}",
+            cat.path.display()
+        ));
+    };
+    if !config.enabled && !allow_disabled {
+        return Err(CliError::Disabled {
+            name: config.name.clone(),
+        }
+        .into());
+    }
+    Ok(config)
 }

@@ -383,4 +383,135 @@ fn a_toolsandbox_manifest_refuses_unknown_and_online_scenarios_at_their_spans() 
         stderr.contains("needs the internet") || stderr.contains("RapidAPI"),
         "{stderr}"
     );
+
+    // A simulated configuration does not play the user.
+    let text = std::fs::read_to_string(common::repo().join("manifests/toolsandbox.toml"))
+        .unwrap()
+        .replace(
+            "catalogue = \"configurations.toml\"",
+            &format!(
+                "catalogue = \"{}\"",
+                common::repo()
+                    .join("manifests/configurations.toml")
+                    .display()
+            ),
+        )
+        .replace(
+            "distraction_tools = [0, 3, 10]",
+            "distraction_tools = [0, 3, 10]\nuser = \"sim-dunlin-max\"",
+        );
+    std::fs::write(&manifest, text).unwrap();
+    let out = tbb_study(dir.path(), &["plan", manifest.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(stderr.contains("the panel plays agents"), "{stderr}");
+}
+
+#[test]
+fn a_live_user_is_asked_through_its_own_route_and_its_answer_reaches_the_agent() {
+    let (agent, agent_bodies) = scripted(vec![
+        reply("Whom should I write to, and what should it say?"),
+        reply("Done."),
+    ]);
+    let end = json!({
+        "id": "x",
+        "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+            "role": "assistant", "content": null,
+            "tool_calls": [{"id": "call_end", "type": "function",
+                "function": {"name": "end_conversation", "arguments": "{}"}}]}}],
+        "usage": {"prompt_tokens": 200, "completion_tokens": 5, "total_tokens": 205}
+    });
+    let said = json!({
+        "id": "x",
+        "choices": [{"index": 0, "finish_reason": "stop",
+            "message": {"role": "assistant", "content": "To Fredrik Thordendal: How's the new album coming along."}}],
+        "usage": {"prompt_tokens": 180, "completion_tokens": 12, "total_tokens": 192}
+    });
+    let (user, user_bodies) = scripted(vec![said, end]);
+    let dir = common::scratch();
+    let catalogue = dir.path().join("configurations.toml");
+    let user_entry = common::loopback_catalogue(&user, 1).replace("\"loopback\"", "\"user\"");
+    std::fs::write(
+        &catalogue,
+        common::loopback_catalogue(&agent, 1) + "\n" + &user_entry,
+    )
+    .unwrap();
+    let out = common::tbb_in(dir.path())
+        .arg("--configs")
+        .arg(&catalogue)
+        .args([
+            "run-scenario",
+            "--scenario",
+            "send_message_with_contact_content_cellular_off_multiple_user_turn",
+            "--config",
+            "loopback",
+            "--user",
+            "user",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let played: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(played["stop_reason"], "answer", "{played}");
+    assert_eq!(played["user_turns"], 1, "{played}");
+
+    // The user was asked twice, after each of the agent's messages, as upstream's user
+    // simulator is: its prompts as system messages, the agent as the other party, and
+    // `end_conversation` offered.
+    let asked = user_bodies.lock().unwrap().clone();
+    assert_eq!(asked.len(), 2);
+    let messages = asked[0]["messages"].as_array().unwrap();
+    assert_eq!(messages[0]["role"], "system");
+    let last = messages.last().unwrap();
+    assert_eq!(last["role"], "user");
+    assert_eq!(
+        last["content"],
+        "Whom should I write to, and what should it say?"
+    );
+    let tools: Vec<&str> = asked[0]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(tools, ["end_conversation"]);
+    // The agent heard the user's answer.
+    let second = agent_bodies.lock().unwrap()[1].clone();
+    let heard = second["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(heard["role"], "user");
+    assert_eq!(
+        heard["content"],
+        "To Fredrik Thordendal: How's the new album coming along."
+    );
+}
+
+#[test]
+fn a_simulated_configuration_cannot_play_the_user() {
+    let dir = common::scratch();
+    let out = common::tbb_in(dir.path())
+        .args([
+            "run-scenario",
+            "--scenario",
+            "cellular_off",
+            "--config",
+            "sim-aurora-flash",
+            "--user",
+            "sim-dunlin-max",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(stderr.contains("the panel plays agents"), "{stderr}");
 }

@@ -127,7 +127,7 @@ pub(super) fn resolve(
     let toolsandbox =
         raw.toolsandbox.as_ref().and_then(
             |t| match tbb_toolsandbox::scenario::Scenarios::builtin() {
-                Ok(scenarios) => super::toolsandbox::resolve(sink, t, &scenarios),
+                Ok(scenarios) => super::toolsandbox::resolve(sink, t, &scenarios, catalogue),
                 Err(e) => {
                     sink.at(
                     "toolsandbox",

@@ -7,7 +7,9 @@
 //! distraction_tools = [0, 3, 10] # menus with 0, 3 and 10 distraction tools appended
 //! ```
 //!
-//! `scenarios` may instead list base scenarios by name (`["cellular_off", …]`). The
+//! `scenarios` may instead list base scenarios by name (`["cellular_off", …]`). `user`
+//! names who plays the user: `"scripted"` (the default, offline), or a live configuration
+//! of the catalogue prompted as upstream prompts its user simulator. The
 //! configurations, caps and repeats are the study's (each block's): every scenario is
 //! played by every configuration at each of its caps, in each repeat. A manifest with
 //! `[toolsandbox]` and no `[families]` table runs no family of tbb's own.
@@ -19,6 +21,8 @@
 //! Never: plays or grades a scenario.
 
 use serde::{Deserialize, Serialize};
+use tbb_provider::config::{Catalogue, ProviderKind};
+use tbb_provider::Configuration;
 use tbb_toolsandbox::scenario::Scenarios;
 
 use super::resolve::Sink;
@@ -32,13 +36,17 @@ pub struct RawToolSandbox {
     /// Distraction tools appended to the menu: any of 0, 3 and 10.
     #[serde(default)]
     pub distraction_tools: Option<Vec<i64>>,
+    /// Who plays the user: `"scripted"` (the default), or a live configuration of the
+    /// catalogue prompted as upstream prompts its user simulator.
+    #[serde(default)]
+    pub user: Option<String>,
 }
 
 /// The distraction counts the export holds, each scenario at each.
 pub const DISTRACTION_LEVELS: [u8; 3] = [0, 3, 10];
 
 /// What a study plays of ToolSandbox.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ToolSandboxPart {
     /// The scenarios, by their full names: per base scenario in the export's order, its
     /// variant at each distraction count in the order given.
@@ -48,6 +56,10 @@ pub struct ToolSandboxPart {
     /// Base scenarios the selection left out because their task needs the internet
     /// (for the report's note; `"offline"` leaves out every such one).
     pub needs_internet: Vec<String>,
+    /// The live configuration that plays the user; `None`: the scripted user (and out
+    /// of the hash, so a manifest without `user` keeps its hash).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub user: Option<Configuration>,
 }
 
 /// Resolves `[toolsandbox]` against the vendored scenarios.
@@ -55,8 +67,10 @@ pub(super) fn resolve(
     sink: &mut Sink<'_>,
     raw: &RawToolSandbox,
     scenarios: &Scenarios,
+    catalogue: Option<&Catalogue>,
 ) -> Option<ToolSandboxPart> {
     let before = sink.problems.len();
+    let user = resolve_user(sink, raw.user.as_deref(), catalogue);
     let levels: Vec<u8> = match &raw.distraction_tools {
         None => DISTRACTION_LEVELS.to_vec(),
         Some(list) if list.is_empty() => {
@@ -172,7 +186,52 @@ pub(super) fn resolve(
             Some(toml::Value::Array(_)) => Vec::new(),
             _ => needs_internet,
         },
+        user,
     })
+}
+
+/// The configuration `user` names, when it names one: it must be a live configuration
+/// of the catalogue, enabled (the simulated panel plays agents, not users).
+fn resolve_user(
+    sink: &mut Sink<'_>,
+    user: Option<&str>,
+    catalogue: Option<&Catalogue>,
+) -> Option<Configuration> {
+    let name = user.filter(|u| *u != "scripted")?;
+    let catalogue = catalogue?;
+    let path = "toolsandbox.user";
+    let Some(config) = catalogue.get(name) else {
+        let names = catalogue.configurations.iter().map(|c| c.name.as_str());
+        sink.unknown(
+            path,
+            "configuration",
+            name,
+            names,
+            "write \"scripted\", or name a live configuration of the catalogue",
+        );
+        return None;
+    };
+    if config.provider == ProviderKind::Sim {
+        sink.at(
+            path,
+            format!("`{name}` is a simulated configuration: the panel plays agents, not users"),
+            Some("write \"scripted\" for the offline user, or name a live configuration".into()),
+        );
+        return None;
+    }
+    if !config.enabled {
+        sink.at(
+            path,
+            format!("configuration `{name}` is disabled in the catalogue"),
+            Some(format!(
+                "enable it in {} (`enabled = true`, with its key in ${})",
+                catalogue.path.display(),
+                config.api_key_env.as_deref().unwrap_or("its api_key_env")
+            )),
+        );
+        return None;
+    }
+    Some(config.clone())
 }
 
 /// One way the study plays every scenario: a configuration at a cap in a repeat.

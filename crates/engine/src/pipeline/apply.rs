@@ -222,14 +222,21 @@ impl Summary {
     }
 }
 
-/// Builds the provider of every configuration the manifest runs (before anything is
-/// locked or written: a missing key stops here).
+/// Builds the provider of every configuration the manifest runs, then of the live
+/// configuration that plays ToolSandbox's user, if any (before anything is locked or
+/// written: a missing key stops here).
 pub fn providers(study: &Study) -> Result<Vec<Arc<dyn Provider>>, PipelineError> {
     tbb_provider::install_crypto();
+    let user = study
+        .manifest
+        .toolsandbox
+        .as_ref()
+        .and_then(|t| t.user.as_ref());
     study
         .manifest
         .configurations
         .iter()
+        .chain(user)
         .map(|c| {
             tbb_provider::build(c).map_err(|source| PipelineError::Provider {
                 config: c.name.clone(),
@@ -679,6 +686,13 @@ impl Applying<'_> {
             None => None,
         };
         let manifest = Arc::new(study.manifest.clone());
+        // The live user's provider follows the configurations' ([`providers`]).
+        let user_provider: Option<Arc<dyn Provider>> = study
+            .manifest
+            .toolsandbox
+            .as_ref()
+            .and_then(|t| t.user.as_ref())
+            .and_then(|_| providers.get(configs_of_manifest.len()).cloned());
         let configs: Vec<Arc<Configuration>> =
             configs_of_manifest.iter().cloned().map(Arc::new).collect();
         let routes = RouteLimits::default();
@@ -720,6 +734,7 @@ impl Applying<'_> {
                         continue;
                     };
                     let provider = providers[config].clone();
+                    let user_provider = user_provider.clone();
                     let routes = routes.clone();
                     let nudge = prompts.nudge.clone();
                     let manifest = Arc::clone(&manifest);
@@ -737,6 +752,7 @@ impl Applying<'_> {
                                     &spec,
                                     &nudge,
                                     Some(&routes),
+                                    user_provider.as_deref(),
                                 )
                                 .await;
                                 super::scenarios::played(episode, &spec, &run_key, &grade_key)

@@ -856,6 +856,10 @@ impl Dag {
             .iter()
             .map(|c| self.put_object(config_object(c)))
             .collect();
+        let user_object = part
+            .user
+            .as_ref()
+            .map(|u| (u.name.clone(), self.put_object(config_object(u))));
         let grade_template = Arc::new(KeyTemplate::new(KeyInput::new(
             NodeKind::ScenarioGrade,
             tbb_toolsandbox::evaluation::CODE_VERSION,
@@ -885,6 +889,11 @@ impl Dag {
                     format!("configuration {}", config.name),
                     config_objects[c.config].clone(),
                 );
+                // A live user enters the key; the scripted user is the loop's own code.
+                let input = match &user_object {
+                    Some((name, hash)) => input.object(format!("user {name}"), hash.clone()),
+                    None => input,
+                };
                 let work = Work::Scenario {
                     scenario: index,
                     config: c.config,

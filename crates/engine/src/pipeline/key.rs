@@ -8,7 +8,7 @@
 //! | compile | `compile::CODE_VERSION` | cell levels | the family's content hash | — | — |
 //! | execute | `harness::CODE_VERSION` | lane, repair, cap, budget, repeat; the attempt once `--retry-infra` reran it | system prompt, nudge | the configuration (all but concurrency and enablement) | compile |
 //! | grade | `grade::CODE_VERSION` | episode budget | — | — | execute, compile |
-//! | scenario | `toolsandbox-episode/1` (+ the panel's versions for a simulated configuration) | scenario, cap, budget, repeat, study | the vendored scenarios' pin, nudge | the configuration | — |
+//! | scenario | `toolsandbox-episode/1` (+ the panel's versions for a simulated configuration) | scenario, cap, budget, repeat, study | the vendored scenarios' pin, nudge | the configuration; a live user's | — |
 //! | scenario_grade | `evaluation::CODE_VERSION` | — | — | — | scenario |
 //! | analysis | per kind, `+analysis/2` | its parameters | another study's table (blake3) | — | what its kind declares: episodes, variants, other analyses |
 //! | table | `dag::versions::TABLE` (`EPISODES`, `REQUESTS`, `VARIANTS` for those) | the study name (episodes, requests) | manifest, lockfile (provenance) | — | what it publishes |

@@ -56,8 +56,12 @@ pub struct ScenarioPayload {
     pub wall_ms: u64,
     /// Tool calls the agent made.
     pub calls: u32,
-    /// Facts the scripted user released after its first message.
+    /// Messages the user said after its first.
     pub user_turns: u32,
+    /// A live user's requests and responses (absent with the scripted user, so the
+    /// payloads stored before live users existed read as they are).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user_transcript: Option<Transcript>,
 }
 
 impl ScenarioPayload {
@@ -79,6 +83,7 @@ impl ScenarioPayload {
                 wall_ms: episode.wall_ms,
                 calls: episode.calls,
                 user_turns: episode.user_turns,
+                user_transcript: episode.user_transcript,
             },
             episode.blobs,
         )
@@ -99,6 +104,7 @@ impl ScenarioPayload {
             wall_ms: self.wall_ms,
             calls: self.calls,
             user_turns: self.user_turns,
+            user_transcript: self.user_transcript,
         }
     }
 }
@@ -146,6 +152,7 @@ impl ToolSandboxData {
             episode_budget: manifest.budgets.episode_budget,
             repeat,
             study: Some(&manifest.study),
+            user: manifest.toolsandbox.as_ref()?.user.as_ref(),
         })
     }
 }

@@ -151,6 +151,9 @@ pub fn render(study: &Study, cache: &Cache, run: NodeIndex) -> Result<String, Sh
         payload.calls,
         payload.user_turns
     );
+    if let Some(user) = &payload.user_transcript {
+        let _ = writeln!(out, "a live user was asked {} times", user.requests.len());
+    }
     let _ = writeln!(
         out,
         "grade (from the saved world): similarity {} ({}){}, {} turns",

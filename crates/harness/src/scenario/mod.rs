@@ -25,6 +25,7 @@
 //!
 //! Never: reads the scenario's milestones while playing, or repairs a call.
 
+pub mod live_user;
 pub mod user;
 
 use std::time::Instant;
@@ -73,6 +74,9 @@ pub struct ScenarioSpec<'a> {
     pub repeat: u32,
     /// The study it belongs to (part of its key), `None` outside a study.
     pub study: Option<&'a str>,
+    /// The configuration that plays the user ([`live_user`]); `None`: the scripted
+    /// user ([`user`]).
+    pub user: Option<&'a Configuration>,
 }
 
 /// A played scenario.
@@ -100,8 +104,11 @@ pub struct ScenarioEpisode {
     pub wall_ms: u64,
     /// Tool calls the agent made (each answered, executed or refused).
     pub calls: u32,
-    /// Facts the scripted user released after the first message.
+    /// Messages the user said after its first (facts of the scripted user, answers of
+    /// a live one).
     pub user_turns: u32,
+    /// A live user's requests and responses; `None` with the scripted user.
+    pub user_transcript: Option<Transcript>,
 }
 
 /// A scenario that cannot be played or graded as exported.
@@ -155,6 +162,8 @@ pub fn scenario_key(spec: &ScenarioSpec<'_>) -> String {
         scenario: &'a str,
         #[serde(skip_serializing_if = "Option::is_none")]
         study: Option<&'a str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        user: Option<Configuration>,
     }
     let input = KeyInput {
         code: code_version(spec.config),
@@ -169,6 +178,10 @@ pub fn scenario_key(spec: &ScenarioSpec<'_>) -> String {
         repeat: spec.repeat,
         scenario: &spec.scenario.name,
         study: spec.study,
+        user: spec.user.map(|u| Configuration {
+            speed: None,
+            ..u.identity()
+        }),
     };
     // A `Value` writes an object's members in key order at every depth.
     let canonical = serde_json::to_value(&input)
@@ -229,16 +242,27 @@ fn opening(world: &Context) -> Vec<Message> {
 pub fn offered_tools(scenario: &Scenario, registry: &Registry) -> Vec<ToolSchema> {
     registry
         .schemas_for(&scenario.tool_allow_list)
-        .filter_map(|s| {
-            let f = &s["function"];
-            let name = f["name"].as_str()?;
-            (name != USER_TOOL).then(|| ToolSchema {
-                name: name.to_string(),
-                description: f["description"].as_str().unwrap_or_default().to_string(),
-                parameters: std::sync::Arc::new(f["parameters"].clone()),
-            })
-        })
+        .filter_map(schema_of)
+        .filter(|s| s.name != USER_TOOL)
         .collect()
+}
+
+/// The user's tools (`end_conversation`), offered to a live user after the agent speaks.
+fn user_tools(registry: &Registry) -> Vec<ToolSchema> {
+    registry
+        .schemas_for(&[USER_TOOL.to_string()])
+        .filter_map(schema_of)
+        .collect()
+}
+
+/// A tool's schema as `tools.json` writes it (OpenAI's function format).
+fn schema_of(s: &Value) -> Option<ToolSchema> {
+    let f = &s["function"];
+    Some(ToolSchema {
+        name: f["name"].as_str()?.to_string(),
+        description: f["description"].as_str().unwrap_or_default().to_string(),
+        parameters: std::sync::Arc::new(f["parameters"].clone()),
+    })
 }
 
 /// Plays one scenario. Never panics and never fails: a failure of the world (a row it
@@ -248,6 +272,7 @@ pub async fn run_scenario(
     spec: &ScenarioSpec<'_>,
     nudge: &str,
     routes: Option<&RouteLimits>,
+    user_provider: Option<&dyn Provider>,
 ) -> ScenarioEpisode {
     let started = Instant::now();
     let key = scenario_key(spec);
@@ -265,6 +290,17 @@ pub async fn run_scenario(
         .categories
         .contains(&Category::MultipleUserTurn);
     let mut user = ScriptedUser::new(&world, multi_turn);
+    let mut live_user = match (spec.user, user_provider) {
+        (Some(config), Some(p)) => Some(live_user::LiveUser::new(
+            p,
+            config,
+            routes,
+            spec.completion_cap,
+            user_tools(spec.registry),
+            &key,
+        )),
+        _ => None,
+    };
     let tools = offered_tools(spec.scenario, spec.registry);
     let mut request = ChatRequest {
         model: config.model.clone(),
@@ -294,6 +330,15 @@ pub async fn run_scenario(
     let mut calls = 0u32;
     let mut user_turns = 0u32;
     let stop = loop {
+        if spec.user.is_some() && live_user.is_none() {
+            infra = Some(InfraFailure {
+                cause: tbb_core::grade::trace::InfraCause::Config,
+                http_status: None,
+                attempts: 0,
+                message: "the user's configuration has no provider".into(),
+            });
+            break StopReason::InfraFailure;
+        }
         if world.max_sandbox_message_index() >= limit {
             break StopReason::TurnLimit;
         }
@@ -347,7 +392,17 @@ pub async fn run_scenario(
                     content: Some(reply),
                     tool_calls: Vec::new(),
                 });
-                match user.after_reply() {
+                let next = match live_user.as_mut() {
+                    Some(live) => match live.after_reply(&world, &mut blobs).await {
+                        Ok(next) => next,
+                        Err(failure) => {
+                            infra = Some(failure);
+                            break StopReason::InfraFailure;
+                        }
+                    },
+                    None => user.after_reply(),
+                };
+                match next {
                     UserMove::Say(fact) => {
                         if record::user_to_agent(&mut world, &fact).is_err() {
                             break StopReason::ContractBreak;
@@ -401,6 +456,7 @@ pub async fn run_scenario(
         wall_ms,
         calls,
         user_turns,
+        user_transcript: live_user.map(|u| u.transcript),
     }
 }
 
