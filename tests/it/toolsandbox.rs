@@ -515,3 +515,57 @@ fn a_simulated_configuration_cannot_play_the_user() {
     assert!(!out.status.success());
     assert!(stderr.contains("the panel plays agents"), "{stderr}");
 }
+
+#[test]
+fn a_study_with_a_live_user_asks_it_through_its_route_and_certifies_from_the_saved_worlds() {
+    let end = json!({
+        "id": "x",
+        "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+            "role": "assistant", "content": null,
+            "tool_calls": [{"id": "call_end", "type": "function",
+                "function": {"name": "end_conversation", "arguments": "{}"}}]}}],
+        "usage": {"prompt_tokens": 200, "completion_tokens": 5, "total_tokens": 205}
+    });
+    let (user, user_bodies) = scripted(vec![end]);
+    let dir = common::scratch();
+    // The shipped catalogue (the simulated agents) and a live user beside them.
+    let catalogue = dir.path().join("with-user.toml");
+    let shipped =
+        std::fs::read_to_string(common::repo().join("manifests/configurations.toml")).unwrap();
+    let user_entry = common::loopback_catalogue(&user, 1).replace("\"loopback\"", "\"user\"");
+    std::fs::write(&catalogue, shipped + "\n" + &user_entry).unwrap();
+    let manifest = dir.path().join("ts.toml");
+    let text = STUDY
+        .replace("CATALOGUE", &catalogue.display().to_string())
+        .replace(
+            "distraction_tools = [0, 3, 10]",
+            "distraction_tools = [0]\nuser = \"user\"",
+        )
+        .replace(
+            "names = [\"sim-aurora-flash\", \"sim-dunlin-max\"]",
+            "names = [\"sim-aurora-flash\"]",
+        );
+    std::fs::write(&manifest, text).unwrap();
+    let manifest = manifest.to_str().unwrap();
+    let out = tbb_study(dir.path(), &["apply", manifest]);
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Each of the three scenarios asked the user once: it ended the conversation.
+    assert_eq!(user_bodies.lock().unwrap().len(), 3);
+    let table =
+        common::cache_files::read(&dir.path().join("outputs/ts/toolsandbox_episodes.parquet"));
+    assert_eq!(table.num_rows(), 3);
+    let certify = tbb_study(dir.path(), &["certify", manifest]);
+    let stdout = String::from_utf8_lossy(&certify.stdout);
+    assert!(
+        stdout.contains("3 episodes checked, 3 passed, 0 failed"),
+        "{stdout}{}",
+        String::from_utf8_lossy(&certify.stderr)
+    );
+    // Certifying asked no one.
+    assert_eq!(user_bodies.lock().unwrap().len(), 3);
+}
