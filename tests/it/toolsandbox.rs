@@ -282,6 +282,18 @@ fn a_toolsandbox_study_applies_plans_empty_after_and_certifies_from_the_saved_wo
     let distinct: std::collections::BTreeSet<&str> =
         (0..table.num_rows()).map(|r| bases.value(r)).collect();
     assert_eq!(distinct.len(), 3);
+    // Their requests, one row each, as many as the episodes' rows count.
+    let requests =
+        common::cache_files::read(&dir.path().join("outputs/ts/toolsandbox_requests.parquet"));
+    let counted: u64 = table
+        .column_by_name("requests")
+        .and_then(|c| c.as_any().downcast_ref::<arrow_array::UInt32Array>())
+        .unwrap()
+        .values()
+        .iter()
+        .map(|&n| u64::from(n))
+        .sum();
+    assert_eq!(requests.num_rows() as u64, counted);
 
     // `tbb show` reads a played scenario back: its conversation and its grade, graded
     // again from the saved world.
@@ -324,6 +336,17 @@ fn a_toolsandbox_study_applies_plans_empty_after_and_certifies_from_the_saved_wo
         stdout.contains("18 episodes checked, 18 passed, 0 failed"),
         "{stdout}"
     );
+
+    // Every published table is rebuilt from the stored rows and transcripts, byte for
+    // byte (variants, episodes, requests, toolsandbox_episodes, toolsandbox_requests).
+    let reproduce = tbb_study(dir.path(), &["reproduce", manifest]);
+    let stdout = String::from_utf8_lossy(&reproduce.stdout);
+    assert!(
+        reproduce.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&reproduce.stderr)
+    );
+    assert!(stdout.contains(", 0 failed"), "{stdout}");
 
     // A stored grade that its saved world does not give is caught, on that episode.
     let forged = common::cache_files::rewrite_one_payload(
@@ -568,4 +591,12 @@ fn a_study_with_a_live_user_asks_it_through_its_route_and_certifies_from_the_sav
     );
     // Certifying asked no one.
     assert_eq!(user_bodies.lock().unwrap().len(), 3);
+    // The user's requests are rows of the requests table beside the agent's.
+    let requests =
+        common::cache_files::read(&dir.path().join("outputs/ts/toolsandbox_requests.parquet"));
+    let roles = common::cache_files::strings(&requests, "role");
+    let users = (0..requests.num_rows())
+        .filter(|&r| roles.value(r) == "user")
+        .count();
+    assert_eq!(users, 3);
 }

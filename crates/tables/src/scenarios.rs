@@ -182,3 +182,190 @@ impl ScenarioEpisodeRow {
         }
     }
 }
+
+/// Who sent a request of a ToolSandbox episode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ScenarioRole {
+    /// The configuration under test.
+    Agent,
+    /// A live configuration playing the user.
+    User,
+}
+
+/// One row of `toolsandbox_requests.parquet`: one provider request of a played
+/// ToolSandbox scenario, the agent's or a live user's, read off its stored transcript.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScenarioRequestRow {
+    /// Study (manifest) name.
+    pub study: String,
+    /// Configuration name (the agent's).
+    pub configuration: Name,
+    /// The scenario, with its distraction suffix.
+    pub scenario: Name,
+    /// The scenario without distraction tools.
+    pub base_scenario: Name,
+    /// Distraction tools appended to the menu.
+    pub distraction_tools: u32,
+    /// Completion cap.
+    pub completion_cap: u32,
+    /// Repeat index.
+    pub repeat: u32,
+    /// Who sent it.
+    pub role: ScenarioRole,
+    /// Its place among that role's requests in the episode, from 0.
+    pub request_index: u32,
+    /// Prompt tokens; null when no response came.
+    pub prompt_tokens: Option<u64>,
+    /// Completion tokens; null when no response came.
+    pub completion_tokens: Option<u64>,
+    /// Reasoning tokens, when reported or derived.
+    pub reasoning_tokens: Option<u64>,
+    /// The finish reason as the provider wrote it; null when no response came.
+    pub finish: Option<String>,
+    /// The tool the response called first; null when it called none.
+    pub tool_call: Option<String>,
+    /// Characters of the response's text.
+    pub text_chars: u64,
+    /// Provider attempts, retries included.
+    pub attempts: u32,
+    /// Wall time in milliseconds (modelled for a simulated configuration).
+    pub wall_ms: u64,
+    /// No response came after the retry policy.
+    pub failed: bool,
+    /// The episode's content key, as in `toolsandbox_episodes`.
+    pub episode_key: String,
+    /// The key of the node that played it, as in `toolsandbox_episodes`.
+    pub transcript_ref: String,
+}
+
+impl TableRow for ScenarioRequestRow {
+    const TABLE: &'static str = "toolsandbox_requests";
+}
+
+impl ScenarioRequestRow {
+    /// The rows of `transcript`, the requests `role` sent in the episode of `episode`.
+    pub fn of_transcript(
+        episode: &ScenarioEpisodeRow,
+        role: ScenarioRole,
+        transcript: &tbb_harness::transcript::Transcript,
+    ) -> Vec<ScenarioRequestRow> {
+        transcript
+            .outcomes
+            .iter()
+            .enumerate()
+            .map(|(i, outcome)| {
+                let response = match outcome {
+                    StoredOutcome::Response(r) => Some(r),
+                    StoredOutcome::Failed { .. } => None,
+                };
+                let usage = response.and_then(|r| r.usage);
+                ScenarioRequestRow {
+                    study: episode.study.clone(),
+                    configuration: episode.configuration.clone(),
+                    scenario: episode.scenario.clone(),
+                    base_scenario: episode.base_scenario.clone(),
+                    distraction_tools: episode.distraction_tools,
+                    completion_cap: episode.completion_cap,
+                    repeat: episode.repeat,
+                    role,
+                    request_index: i as u32,
+                    prompt_tokens: usage.map(|u| u.input_tokens),
+                    completion_tokens: usage.map(|u| u.output_tokens),
+                    reasoning_tokens: usage.and_then(|u| u.reasoning_tokens),
+                    finish: response.map(|r| r.finish_raw.clone()),
+                    tool_call: response
+                        .and_then(|r| r.tool_calls.first())
+                        .map(|c| c.name.clone()),
+                    text_chars: response
+                        .and_then(|r| r.text.as_deref())
+                        .map_or(0, |t| t.chars().count() as u64),
+                    attempts: transcript.attempts.get(i).copied().unwrap_or(0),
+                    wall_ms: transcript.wall_ms.get(i).copied().unwrap_or(0),
+                    failed: response.is_none(),
+                    episode_key: episode.episode_key.clone(),
+                    transcript_ref: episode.transcript_ref.clone(),
+                }
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tbb_harness::transcript::Transcript;
+
+    #[test]
+    fn a_request_row_per_outcome_with_its_usage_and_first_call() {
+        let mut transcript = Transcript::new("k");
+        let response: tbb_harness::transcript::StoredOutcome = serde_json::from_value(
+            serde_json::json!({"response": {
+                "text": "Done", "tool_calls": [{"id": "c", "name": "search_contacts", "arguments": "{}"}],
+                "finish": "tool_calls", "finish_raw": "tool_calls",
+                "usage": {"input_tokens": 120, "cached_tokens": 0, "output_tokens": 30,
+                          "reasoning_tokens": 10, "reasoning_source": "reported"},
+                "usage_error": null, "violation": null, "raw": null}}),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        transcript.outcomes.push(response);
+        transcript.outcomes.push(StoredOutcome::Failed {
+            error: "timeout".into(),
+            attempts: 3,
+        });
+        transcript.attempts = vec![1, 3];
+        transcript.wall_ms = vec![40, 900];
+        let episode = ScenarioEpisodeRow {
+            study: "s".into(),
+            configuration: Name::new("c"),
+            organization: Name::new("o"),
+            model: Name::new("m"),
+            route: "r".into(),
+            scenario: Name::new("x_3_distraction_tools"),
+            base_scenario: Name::new("x"),
+            distraction_tools: 3,
+            menu_size: 5,
+            categories: String::new(),
+            insufficient_information: false,
+            multiple_user_turn: false,
+            completion_cap: 1024,
+            repeat: 0,
+            similarity: 1.0,
+            success: true,
+            milestone_similarity: 1.0,
+            minefield_hit: false,
+            milestones: 1,
+            milestones_matched: 1,
+            milestone_mapping_json: "[]".into(),
+            turns: 2,
+            calls: 1,
+            requests: 2,
+            user_turns: 0,
+            prompt_tokens: 120,
+            completion_tokens: 30,
+            total_tokens: 150,
+            cost_usd: 0.0,
+            stop_reason: StopReason::InfraFailure,
+            infra_failure: true,
+            infra_error: Some(InfraCause::Timeout),
+            episode_key: "e".into(),
+            transcript_ref: "t".into(),
+            node_key: "n".into(),
+        };
+        let rows = ScenarioRequestRow::of_transcript(&episode, ScenarioRole::Agent, &transcript);
+        assert_eq!(rows.len(), 2);
+        assert_eq!(
+            (
+                rows[0].prompt_tokens,
+                rows[0].completion_tokens,
+                rows[0].reasoning_tokens
+            ),
+            (Some(120), Some(30), Some(10))
+        );
+        assert_eq!(rows[0].tool_call.as_deref(), Some("search_contacts"));
+        assert_eq!((rows[0].text_chars, rows[0].wall_ms), (4, 40));
+        assert!(rows[1].failed && rows[1].prompt_tokens.is_none());
+        assert_eq!((rows[1].request_index, rows[1].attempts), (1, 3));
+        assert_eq!(rows[1].transcript_ref, "t");
+    }
+}

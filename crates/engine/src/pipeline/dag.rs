@@ -180,6 +180,9 @@ pub enum Publish {
     Requests,
     /// `toolsandbox_episodes.parquet`, from every scenario grade node.
     ScenarioEpisodes,
+    /// `toolsandbox_requests.parquet`, from every scenario grade node and the transcripts
+    /// of its scenario node.
+    ScenarioRequests,
     /// The tables of an analysis node.
     Analysis(NodeIndex),
 }
@@ -233,6 +236,8 @@ pub mod versions {
     pub const REQUEST_ROWS: &str = "requests/2";
     /// `toolsandbox_episodes.parquet`'s columns.
     pub const SCENARIO_EPISODES: &str = "toolsandbox_episodes/1";
+    /// `toolsandbox_requests.parquet`'s columns.
+    pub const SCENARIO_REQUESTS: &str = "toolsandbox_requests/1";
     /// What an analysis node records (its tables as Parquet files in the cache),
     /// appended to the kind's own code version.
     pub const ANALYSIS: &str = "analysis/2";
@@ -426,8 +431,8 @@ impl Dag {
             .map(|b| b.compiles.len() * b.conditions.iter().map(|c| c.units.len()).sum::<usize>())
             .sum();
         let compiles_at_most: usize = resolved.blocks.iter().map(|b| b.compiles.len()).sum();
-        // Four tables, and per analysis a node and its table.
-        let finals = 4 + 2 * manifest.analyses.len();
+        // Five tables, and per analysis a node and its table.
+        let finals = 5 + 2 * manifest.analyses.len();
         let scenarios = manifest.scenario_episode_count() as usize;
         dag.graph
             .reserve_exact_nodes(compiles_at_most + 2 * episodes + 2 * scenarios + finals);
@@ -944,6 +949,23 @@ impl Dag {
             )]),
             input,
             Work::Table(Publish::ScenarioEpisodes),
+            scenario_grades,
+        );
+        let input = provenance(
+            manifest,
+            inputs,
+            KeyInput::new(NodeKind::Table, versions::SCENARIO_REQUESTS),
+        )
+        .param("study", manifest.study.clone())
+        .input("toolsandbox_episodes", key.clone());
+        self.add(
+            NodeKind::Table,
+            Fields::of(vec![(
+                "table",
+                tbb_tables::scenarios::ScenarioRequestRow::TABLE.into(),
+            )]),
+            input,
+            Work::Table(Publish::ScenarioRequests),
             scenario_grades,
         );
         key

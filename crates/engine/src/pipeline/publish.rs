@@ -330,6 +330,17 @@ pub fn publish(
             files: Vec::new(),
             episodes: Vec::new(),
         }),
+        Publish::ScenarioRequests => {
+            let requests = super::scenarios::request_rows(cache, outcomes.scenario_rows())?;
+            Arc::new(Outcome {
+                tables: vec![(
+                    tbb_tables::scenarios::ScenarioRequestRow::TABLE.into(),
+                    tbb_tables::scenarios::ScenarioRequestRow::to_batch(&requests)?,
+                )],
+                files: Vec::new(),
+                episodes: Vec::new(),
+            })
+        }
         Publish::Analysis(node) => outcomes.get(study, cache, node)?,
     };
     let index_of = match what {

@@ -386,6 +386,24 @@ pub fn reproduce(study: &Study, cache: &Cache) -> Result<Reproduction, Reproduce
                     })
                 })
                 .map_err(|e| e.to_string()),
+            Publish::ScenarioRequests => {
+                super::scenarios::request_rows(cache, outcomes.scenario_rows())
+                    .map_err(|e| e.to_string())
+                    .and_then(|requests| {
+                        tbb_tables::scenarios::ScenarioRequestRow::to_batch(&requests)
+                            .map_err(|e| e.to_string())
+                    })
+                    .map(|b| {
+                        Arc::new(Outcome {
+                            tables: vec![(
+                                tbb_tables::scenarios::ScenarioRequestRow::TABLE.into(),
+                                b,
+                            )],
+                            files: Vec::new(),
+                            episodes: Vec::new(),
+                        })
+                    })
+            }
             Publish::Analysis(a) => match failed_analyses.get(&a) {
                 Some(e) => Err(format!("{} does not run again: {e}", dag.graph[a].id)),
                 None => outcomes

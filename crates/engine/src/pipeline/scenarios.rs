@@ -247,3 +247,47 @@ pub fn rows(
     }
     Ok((rows, missing))
 }
+
+/// `toolsandbox_requests.parquet`: the requests of every played scenario of `rows` (in
+/// their order), the agent's and then a live user's, read off the transcripts its
+/// scenario node stored (every row's `transcript_ref` names that node).
+pub fn request_rows(
+    cache: &Cache,
+    rows: &[ScenarioEpisodeRow],
+) -> Result<Vec<tbb_tables::scenarios::ScenarioRequestRow>, NodeFailure> {
+    use tbb_tables::scenarios::{ScenarioRequestRow, ScenarioRole};
+    let keys: Vec<&str> = rows.iter().map(|r| r.transcript_ref.as_str()).collect();
+    let mut out = Vec::new();
+    // The transcripts only: a saved world is many times its transcript.
+    let mut by_key: HashMap<String, (Transcript, Option<Transcript>)> =
+        HashMap::with_capacity(keys.len());
+    cache
+        .for_each_payload(&keys, &mut |key, payload| {
+            if let Ok(p) = super::rows::read::<ScenarioPayload>(payload) {
+                by_key.insert(key.to_string(), (p.transcript, p.user_transcript));
+            }
+            Ok(())
+        })
+        .map_err(|e| NodeFailure::io(e.to_string()))?;
+    for row in rows {
+        let Some((agent, user)) = by_key.get(&row.transcript_ref) else {
+            return Err(NodeFailure::internal(format!(
+                "the stored transcript of {} does not read",
+                row.transcript_ref
+            )));
+        };
+        out.extend(ScenarioRequestRow::of_transcript(
+            row,
+            ScenarioRole::Agent,
+            agent,
+        ));
+        if let Some(user) = user {
+            out.extend(ScenarioRequestRow::of_transcript(
+                row,
+                ScenarioRole::User,
+                user,
+            ));
+        }
+    }
+    Ok(out)
+}

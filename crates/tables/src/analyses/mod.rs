@@ -51,6 +51,10 @@ pub const TABLES: &[(&str, Layout)] = &[
     (RequestRow::TABLE, RequestRow::fields),
     (ScenarioEpisodeRow::TABLE, ScenarioEpisodeRow::fields),
     (
+        crate::scenarios::ScenarioRequestRow::TABLE,
+        crate::scenarios::ScenarioRequestRow::fields,
+    ),
+    (
         contrasts::ContrastsRow::TABLE,
         contrasts::ContrastsRow::fields,
     ),
