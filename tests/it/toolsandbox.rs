@@ -570,6 +570,14 @@ fn a_study_with_a_live_user_asks_it_through_its_route_and_certifies_from_the_sav
         );
     std::fs::write(&manifest, text).unwrap();
     let manifest = manifest.to_str().unwrap();
+    // The plan counts the user's requests, which cost money, beside the panel's.
+    let plan = tbb_study(dir.path(), &["plan", manifest]);
+    let stdout = String::from_utf8_lossy(&plan.stdout);
+    let last = stdout.lines().last().unwrap_or_default();
+    assert!(
+        last.contains("≈3 requests to live routes") || last.contains("≈3 provider requests"),
+        "{stdout}"
+    );
     let out = tbb_study(dir.path(), &["apply", manifest]);
     assert!(
         out.status.success(),

@@ -258,8 +258,16 @@ pub fn estimate(study: &Study, cache: &Cache, plan: &Plan) -> Estimate {
         .filter(|p| p.action.runs() && p.kind == NodeKind::Execute)
         .filter_map(|p| p.node.map(|i| &dag.graph[i]))
         .collect();
+    let scenarios: Vec<&Node> = plan
+        .nodes
+        .iter()
+        .filter(|p| p.action.runs() && p.kind == NodeKind::Scenario)
+        .filter_map(|p| p.node.map(|i| &dag.graph[i]))
+        .collect();
     if runs.is_empty() {
-        return Estimate::default();
+        let mut e = Estimate::default();
+        super::scenarios::estimate(study, &scenarios, &mut e);
+        return e;
     }
     let compiles: Vec<NodeIndex> = {
         let mut set: Vec<NodeIndex> = runs
@@ -335,6 +343,7 @@ pub fn estimate(study: &Study, cache: &Cache, plan: &Plan) -> Estimate {
             e.unpriced_requests += requests;
         }
     }
+    super::scenarios::estimate(study, &scenarios, &mut e);
     e
 }
 

@@ -291,3 +291,89 @@ pub fn request_rows(
     }
     Ok(out)
 }
+
+/// Adds to `e` the expected provider traffic of the scenario nodes `runs`: per episode,
+/// a request per milestone and one to answer (the milestones are what the task needs
+/// done), each prompt the system prompt, the conversation so far and the offered
+/// schemas (4 bytes a token), growing by one exchange per request, and the paper's
+/// median response; a live user answers once per episode, its prompt the conversation
+/// it sees. An estimate for budgeting, as the families' ([`super::apply::estimate`]).
+pub fn estimate(study: &super::Study, runs: &[&super::dag::Node], e: &mut super::plan::Estimate) {
+    const EXCHANGE_TOKENS: u64 = 150;
+    const RESPONSE_TOKENS: u64 = 152;
+    if runs.is_empty() {
+        return;
+    }
+    let Ok(data) = study.toolsandbox() else {
+        return;
+    };
+    let user = study
+        .manifest
+        .toolsandbox
+        .as_ref()
+        .and_then(|t| t.user.as_ref());
+    for node in runs {
+        let Some(spec) = data.spec(&study.manifest, &node.work) else {
+            continue;
+        };
+        let milestones = spec
+            .scenario
+            .milestone_matcher
+            .get("milestones")
+            .and_then(serde_json::Value::as_array)
+            .map_or(1, |m| m.len() as u64);
+        let requests = milestones + 1;
+        let schemas: u64 = tbb_harness::scenario::offered_tools(spec.scenario, spec.registry)
+            .iter()
+            .map(|t| (t.name.len() + t.description.len() + t.parameters.to_string().len()) as u64)
+            .sum();
+        let opening: u64 =
+            tbb_harness::scenario::live_user::user_view(&spec.scenario.starting_context)
+                .iter()
+                .map(|m| serde_json::to_string(m).map_or(0, |t| t.len() as u64))
+                .sum();
+        let base = (schemas + opening) / 4;
+        let prompt: u64 = (0..requests).map(|i| base + i * EXCHANGE_TOKENS).sum();
+        let completion = requests * RESPONSE_TOKENS;
+        add(
+            e,
+            spec.config,
+            requests,
+            prompt,
+            completion,
+            &study.manifest.unlisted,
+        );
+        if let Some(user) = user {
+            add(
+                e,
+                user,
+                1,
+                opening / 4 + EXCHANGE_TOKENS,
+                RESPONSE_TOKENS,
+                &study.manifest.unlisted,
+            );
+        }
+    }
+}
+
+fn add(
+    e: &mut super::plan::Estimate,
+    config: &tbb_provider::Configuration,
+    requests: u64,
+    prompt: u64,
+    completion: u64,
+    unlisted: &[String],
+) {
+    e.requests += requests;
+    e.prompt_tokens += prompt;
+    e.completion_tokens += completion;
+    let cost = config.prices.cost_usd(prompt, completion);
+    e.cost_usd += cost;
+    if config.wall_time_is_modelled() {
+        e.simulated_requests += requests;
+        e.simulated_cost_usd += cost;
+    }
+    if unlisted.contains(&config.name) {
+        e.unpriced_requests += requests;
+    }
+}
