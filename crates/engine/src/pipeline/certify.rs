@@ -15,7 +15,7 @@
 //!
 //! A study's ToolSandbox episodes are certified as ToolSandbox's rows are re-graded:
 //! each saved world is graded again by the evaluator, without running a tool, and the
-//! row compared with the stored one ([`scenarios`]).
+//! row compared with the stored one (`certify/scenarios.rs`).
 //!
 //! Owns: the check that a study has been applied and its cache is complete, the
 //! conversion of a stored transcript into replay turns ([`replay_turns`]), the

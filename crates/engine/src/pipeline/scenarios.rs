@@ -8,10 +8,12 @@
 //! episode is graded again, by `apply` after a grader change or by `certify`, without
 //! running a tool or asking a provider.
 //!
-//! Owns: the payload's layout and the one mapping from a scenario node to the
-//! [`ScenarioSpec`] it plays ([`ToolSandboxData::spec`]).
+//! Owns: the payload's layout, the one mapping from a scenario node to the
+//! [`ScenarioSpec`] it plays ([`ToolSandboxData::spec`]), the rows of a study's scenario
+//! grade nodes in DAG order ([`rows`]), the request rows read off their transcripts
+//! ([`request_rows`]) and the plan's estimate of their traffic ([`estimate`]).
 //!
-//! Never: schedules, commits or publishes (apply, the committer and publish do).
+//! Never: schedules, commits or writes a file (apply, the committer and publish do).
 
 use std::collections::HashMap;
 use std::sync::Arc;
