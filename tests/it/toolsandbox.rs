@@ -49,6 +49,26 @@ fn scripted(script: Vec<Value>) -> (String, Arc<std::sync::Mutex<Vec<Value>>>) {
     (common::serve_on_loopback(app), bodies)
 }
 
+/// `tbb --configs CATALOGUE run-scenario ARGS --json` in `dir`: what it printed, after
+/// checking that it succeeded.
+fn play(dir: &std::path::Path, catalogue: &std::path::Path, args: &[&str]) -> Value {
+    let out = common::tbb_in(dir)
+        .arg("--configs")
+        .arg(catalogue)
+        .arg("run-scenario")
+        .args(args)
+        .arg("--json")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_str(&stdout).unwrap()
+}
+
 #[test]
 fn a_scenario_played_correctly_grades_one_and_its_saved_world_grades_the_same() {
     let (origin, bodies) = scripted(vec![
@@ -59,28 +79,18 @@ fn a_scenario_played_correctly_grades_one_and_its_saved_world_grades_the_same() 
     let catalogue = dir.path().join("configurations.toml");
     std::fs::write(&catalogue, common::loopback_catalogue(&origin, 1)).unwrap();
     let world = dir.path().join("world.json");
-    let out = common::tbb_in(dir.path())
-        .arg("--configs")
-        .arg(&catalogue)
-        .args([
-            "run-scenario",
+    let played = play(
+        dir.path(),
+        &catalogue,
+        &[
             "--scenario",
             "cellular_off",
             "--config",
             "loopback",
-            "--json",
             "--world-out",
-        ])
-        .arg(&world)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
+            world.to_str().unwrap(),
+        ],
     );
-    let played: Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(played["similarity"], 1.0, "{played}");
     assert_eq!(played["success"], true);
     assert_eq!(played["stop_reason"], "answer");
@@ -158,28 +168,18 @@ fn a_wrong_call_grades_below_one_and_a_tool_not_offered_changes_nothing() {
     let catalogue = dir.path().join("configurations.toml");
     std::fs::write(&catalogue, common::loopback_catalogue(&origin, 1)).unwrap();
     let world = dir.path().join("world.json");
-    let out = common::tbb_in(dir.path())
-        .arg("--configs")
-        .arg(&catalogue)
-        .args([
-            "run-scenario",
+    let played = play(
+        dir.path(),
+        &catalogue,
+        &[
             "--scenario",
             "cellular_off",
             "--config",
             "loopback",
-            "--json",
             "--world-out",
-        ])
-        .arg(&world)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
+            world.to_str().unwrap(),
+        ],
     );
-    let played: Value = serde_json::from_str(&stdout).unwrap();
     assert!(played["similarity"].as_f64().unwrap() < 1.0, "{played}");
     assert_eq!(played["success"], false);
     assert_eq!(played["calls"], 2);
@@ -436,21 +436,10 @@ fn a_live_user_is_asked_through_its_own_route_and_its_answer_reaches_the_agent()
         reply("Whom should I write to, and what should it say?"),
         reply("Done."),
     ]);
-    let end = json!({
-        "id": "x",
-        "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
-            "role": "assistant", "content": null,
-            "tool_calls": [{"id": "call_end", "type": "function",
-                "function": {"name": "end_conversation", "arguments": "{}"}}]}}],
-        "usage": {"prompt_tokens": 200, "completion_tokens": 5, "total_tokens": 205}
-    });
-    let said = json!({
-        "id": "x",
-        "choices": [{"index": 0, "finish_reason": "stop",
-            "message": {"role": "assistant", "content": "To Fredrik Thordendal: How's the new album coming along."}}],
-        "usage": {"prompt_tokens": 180, "completion_tokens": 12, "total_tokens": 192}
-    });
-    let (user, user_bodies) = scripted(vec![said, end]);
+    let (user, user_bodies) = scripted(vec![
+        reply("To Fredrik Thordendal: How's the new album coming along."),
+        tool_call("end_conversation", "{}"),
+    ]);
     let dir = common::scratch();
     let catalogue = dir.path().join("configurations.toml");
     let user_entry = common::loopback_catalogue(&user, 1).replace("\"loopback\"", "\"user\"");
@@ -459,28 +448,18 @@ fn a_live_user_is_asked_through_its_own_route_and_its_answer_reaches_the_agent()
         common::loopback_catalogue(&agent, 1) + "\n" + &user_entry,
     )
     .unwrap();
-    let out = common::tbb_in(dir.path())
-        .arg("--configs")
-        .arg(&catalogue)
-        .args([
-            "run-scenario",
+    let played = play(
+        dir.path(),
+        &catalogue,
+        &[
             "--scenario",
             "send_message_with_contact_content_cellular_off_multiple_user_turn",
             "--config",
             "loopback",
             "--user",
             "user",
-            "--json",
-        ])
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
+        ],
     );
-    let played: Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(played["stop_reason"], "answer", "{played}");
     assert_eq!(played["user_turns"], 1, "{played}");
 
@@ -541,15 +520,7 @@ fn a_simulated_configuration_cannot_play_the_user() {
 
 #[test]
 fn a_study_with_a_live_user_asks_it_through_its_route_and_certifies_from_the_saved_worlds() {
-    let end = json!({
-        "id": "x",
-        "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
-            "role": "assistant", "content": null,
-            "tool_calls": [{"id": "call_end", "type": "function",
-                "function": {"name": "end_conversation", "arguments": "{}"}}]}}],
-        "usage": {"prompt_tokens": 200, "completion_tokens": 5, "total_tokens": 205}
-    });
-    let (user, user_bodies) = scripted(vec![end]);
+    let (user, user_bodies) = scripted(vec![tool_call("end_conversation", "{}")]);
     let dir = common::scratch();
     // The shipped catalogue (the simulated agents) and a live user beside them.
     let catalogue = dir.path().join("with-user.toml");

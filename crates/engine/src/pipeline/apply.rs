@@ -1107,25 +1107,35 @@ impl Applying<'_> {
                     &dag.graph[g].key,
                 ),
             };
-            counts.node(
-                self.reporter,
-                Stage::Episodes,
-                &dag.graph[g],
-                result.is_ok(),
-            );
-            match result {
-                Ok(row) => {
-                    self.committer.node(&dag.graph[g], &row);
-                    rows.insert(g, row);
-                    self.summary.run += 1;
-                }
-                Err(why) => {
-                    self.failed.insert(g, why);
-                }
+            if let Some(row) = self.regraded(counts, g, result) {
+                rows.insert(g, row);
             }
         }
         self.committer.flush(cache)?;
         Ok(())
+    }
+
+    /// Counts, commits and keeps the outcome of regrading grade node `g` (of either
+    /// benchmark): its row when it graded, else its failure, recorded.
+    fn regraded<Row: Serialize>(
+        &mut self,
+        counts: &mut Counts,
+        g: NodeIndex,
+        result: Result<Row, NodeFailure>,
+    ) -> Option<Row> {
+        let node = &self.study.dag.graph[g];
+        counts.node(self.reporter, Stage::Episodes, node, result.is_ok());
+        match result {
+            Ok(row) => {
+                self.committer.node(node, &row);
+                self.summary.run += 1;
+                Some(row)
+            }
+            Err(why) => {
+                self.failed.insert(g, why);
+                None
+            }
+        }
     }
 
     /// Stage 2, continued: regrades cached transcripts; ends the episodes stage.
@@ -1169,22 +1179,9 @@ impl Applying<'_> {
                         &dag.graph[g].key,
                     ),
                 };
-                counts.node(
-                    self.reporter,
-                    Stage::Episodes,
-                    &dag.graph[g],
-                    result.is_ok(),
-                );
-                match result {
-                    Ok(row) => {
-                        self.verdicts.regraded.add(&row);
-                        self.committer.node(&dag.graph[g], &row);
-                        rows.insert(g, Box::new(row));
-                        self.summary.run += 1;
-                    }
-                    Err(why) => {
-                        self.failed.insert(g, why);
-                    }
+                if let Some(row) = self.regraded(&mut counts, g, result) {
+                    self.verdicts.regraded.add(&row);
+                    rows.insert(g, Box::new(row));
                 }
             }
             self.committer.flush(cache)?;
@@ -1214,7 +1211,7 @@ impl Applying<'_> {
             .map(|(i, _)| i)
             .collect();
         // The stored rows of the episodes not graded here.
-        let mut stored = super::rows::episode_rows(
+        let mut stored = super::rows::stored_rows::<EpisodeRow>(
             cache,
             dag,
             grades.iter().copied().filter(|g| !graded.contains_key(g)),

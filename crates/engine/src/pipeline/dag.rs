@@ -922,8 +922,9 @@ impl Dag {
         grades
     }
 
-    /// `toolsandbox_episodes.parquet`'s node, when the study plays scenarios; returns
-    /// the rows' key (what the analyses reading them depend on).
+    /// The nodes of `toolsandbox_episodes.parquet` and `toolsandbox_requests.parquet`,
+    /// when the study plays scenarios; returns the rows' key (what the analyses reading
+    /// them depend on).
     fn add_scenario_table(
         &mut self,
         manifest: &Manifest,
@@ -934,40 +935,32 @@ impl Dag {
         if manifest.toolsandbox.is_none() {
             return key;
         }
-        let input = provenance(
-            manifest,
-            inputs,
-            KeyInput::new(NodeKind::Table, versions::SCENARIO_EPISODES),
-        )
-        .param("study", manifest.study.clone())
-        .input("toolsandbox_episodes", key.clone());
-        self.add(
-            NodeKind::Table,
-            Fields::of(vec![(
-                "table",
-                tbb_tables::ScenarioEpisodeRow::TABLE.into(),
-            )]),
-            input,
-            Work::Table(Publish::ScenarioEpisodes),
-            scenario_grades,
-        );
-        let input = provenance(
-            manifest,
-            inputs,
-            KeyInput::new(NodeKind::Table, versions::SCENARIO_REQUESTS),
-        )
-        .param("study", manifest.study.clone())
-        .input("toolsandbox_episodes", key.clone());
-        self.add(
-            NodeKind::Table,
-            Fields::of(vec![(
-                "table",
-                tbb_tables::scenarios::ScenarioRequestRow::TABLE.into(),
-            )]),
-            input,
-            Work::Table(Publish::ScenarioRequests),
-            scenario_grades,
-        );
+        // Both tables are made from the same rows (the requests read off the
+        // transcripts those rows name).
+        let tables = [
+            (
+                versions::SCENARIO_EPISODES,
+                tbb_tables::ScenarioEpisodeRow::TABLE,
+                Publish::ScenarioEpisodes,
+            ),
+            (
+                versions::SCENARIO_REQUESTS,
+                tbb_tables::scenarios::ScenarioRequestRow::TABLE,
+                Publish::ScenarioRequests,
+            ),
+        ];
+        for (version, table, publish) in tables {
+            let input = provenance(manifest, inputs, KeyInput::new(NodeKind::Table, version))
+                .param("study", manifest.study.clone())
+                .input("toolsandbox_episodes", key.clone());
+            self.add(
+                NodeKind::Table,
+                Fields::of(vec![("table", table.into())]),
+                input,
+                Work::Table(publish),
+                scenario_grades,
+            );
+        }
         key
     }
 

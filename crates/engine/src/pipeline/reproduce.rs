@@ -231,7 +231,7 @@ pub fn stored_rows(study: &Study, cache: &Cache) -> Result<Vec<EpisodeRow>, Repr
         .filter(|(_, n)| n.kind == NodeKind::Grade)
         .map(|(i, _)| i)
         .collect();
-    let mut parsed = super::rows::episode_rows(cache, dag, grades.iter().copied())?;
+    let mut parsed = super::rows::stored_rows::<EpisodeRow>(cache, dag, grades.iter().copied())?;
     let mut rows = Vec::with_capacity(grades.len());
     let mut missing = Vec::new();
     for &g in &grades {

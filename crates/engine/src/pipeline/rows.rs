@@ -49,41 +49,16 @@ pub fn read<T: serde::de::DeserializeOwned>(payload: &str) -> Result<T, String> 
     })
 }
 
-/// The stored episode rows of `grades` (grade nodes of `dag`), each parsed as it is
+/// The stored rows of `grades` (grade nodes of `dag`: an [`EpisodeRow`] each, or a
+/// [`tbb_tables::ScenarioEpisodeRow`] for scenario grade nodes), each parsed as it is
 /// read ([`read`]), so that the payloads are never all held as text (at four repeats of
 /// the capacity study they were 91 MB). A grade node the cache lacks has no entry.
-pub fn episode_rows(
+pub fn stored_rows<Row: serde::de::DeserializeOwned>(
     cache: &super::cache::Cache,
     dag: &super::Dag,
     grades: impl Iterator<Item = petgraph::graph::NodeIndex>,
 ) -> Result<
-    std::collections::HashMap<petgraph::graph::NodeIndex, Result<EpisodeRow, String>>,
-    super::cache::CacheError,
-> {
-    let by_key: std::collections::HashMap<&str, petgraph::graph::NodeIndex> =
-        grades.map(|g| (dag.graph[g].key.as_ref(), g)).collect();
-    let keys: Vec<&str> = by_key.keys().copied().collect();
-    let mut rows = std::collections::HashMap::with_capacity(keys.len());
-    cache.for_each_payload(&keys, &mut |key, payload| {
-        if let Some(&g) = by_key.get(key) {
-            rows.insert(g, read(payload));
-        }
-        Ok(())
-    })?;
-    Ok(rows)
-}
-
-/// The stored ToolSandbox rows of `grades` (scenario grade nodes of `dag`), as
-/// [`episode_rows`] reads the episodes'.
-pub fn scenario_rows(
-    cache: &super::cache::Cache,
-    dag: &super::Dag,
-    grades: impl Iterator<Item = petgraph::graph::NodeIndex>,
-) -> Result<
-    std::collections::HashMap<
-        petgraph::graph::NodeIndex,
-        Result<tbb_tables::ScenarioEpisodeRow, String>,
-    >,
+    std::collections::HashMap<petgraph::graph::NodeIndex, Result<Row, String>>,
     super::cache::CacheError,
 > {
     let by_key: std::collections::HashMap<&str, petgraph::graph::NodeIndex> =

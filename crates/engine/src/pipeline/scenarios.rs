@@ -231,7 +231,7 @@ pub fn rows(
         .filter(|(_, n)| n.kind == NodeKind::ScenarioGrade)
         .map(|(i, _)| i)
         .collect();
-    let mut stored = super::rows::scenario_rows(
+    let mut stored = super::rows::stored_rows::<ScenarioEpisodeRow>(
         cache,
         dag,
         grades.iter().copied().filter(|g| !graded.contains_key(g)),
