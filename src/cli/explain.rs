@@ -55,14 +55,16 @@ pub fn exec(cli: &Cli, args: &ExplainArgs) -> Result<()> {
     let pretty =
         |v: &crate::pipeline::KeyInput| serde_json::to_string_pretty(v).unwrap_or_default();
     match cache.latest(&node.id) {
-        Some(e) if e.key == node.key => {
+        Some(e) if e.key == crate::pipeline::cache_index::Digest::of(&node.key) => {
             say!(
                 "  status  cached: its key input is unchanged\n\nkey input:\n{}",
                 pretty(&node.input.full())
             );
         }
         Some(e) => {
-            say!("  cached  {}", e.key);
+            let texts = cache.texts(&[e]).map_err(PipelineError::from)?;
+            let cached_key = texts.first().map(|t| t.key.as_str()).unwrap_or_default();
+            say!("  cached  {cached_key}");
             let objects = |h: &str| cache.object(h).or_else(|| dag.objects.get(h).cloned());
             match cache.key_input(e).map_err(PipelineError::from)? {
                 Some(old) => {

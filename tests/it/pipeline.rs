@@ -758,11 +758,16 @@ fn an_apply_killed_mid_run_loses_nothing_and_resumes_to_identical_tables() {
     assert!(!status.success(), "apply finished before the kill");
     let cache =
         tbb::pipeline::Cache::open(&s.outputs().join("cache")).unwrap_or_else(|e| panic!("{e}"));
-    let committed: Vec<String> = cache
+    let executes: Vec<_> = cache
         .latest_entries()
         .into_iter()
         .filter(|e| e.kind == tbb::pipeline::NodeKind::Execute)
-        .map(|e| e.id.to_string())
+        .collect();
+    let committed: Vec<String> = cache
+        .texts(&executes)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .into_iter()
+        .map(|t| t.id)
         .collect();
     assert!(!committed.is_empty());
     let plan = s.plan();
@@ -896,12 +901,15 @@ fn tbb_report_writes_exactly_what_apply_published_under_the_same_lock() {
     // carried through the cache: +200 MiB at four repeats of the capacity study).
     let cache = tbb::pipeline::cache::Cache::open(&s.outputs().join("cache"))
         .unwrap_or_else(|e| panic!("{e}"));
-    let analyses: Vec<&str> = cache
+    let analysis_entries: Vec<_> = cache
         .latest_entries()
         .into_iter()
         .filter(|e| e.kind == tbb::pipeline::key::NodeKind::Analysis)
-        .map(|e| e.key.as_ref())
         .collect();
+    let analysis_texts = cache
+        .texts(&analysis_entries)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let analyses: Vec<&str> = analysis_texts.iter().map(|t| t.key.as_str()).collect();
     let stored = cache.payloads(&analyses).unwrap_or_else(|e| panic!("{e}"));
     assert!(!stored.is_empty());
     for payload in stored.values() {

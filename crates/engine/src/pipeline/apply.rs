@@ -1562,11 +1562,12 @@ fn remove_stale_reports(
         .filter(|&i| dag.graph[i].kind == NodeKind::Table)
         .collect();
     tables.sort();
-    let recorded: Vec<&str> = tables
+    let latest: Vec<&super::cache::Entry> = tables
         .iter()
         .filter_map(|&i| cache.latest(&dag.graph[i].id))
-        .map(|e| e.key.as_ref())
         .collect();
+    let texts = cache.texts(&latest)?;
+    let recorded: Vec<&str> = texts.iter().map(|t| t.key.as_str()).collect();
     let payloads = cache.payloads(&recorded)?;
     let mut removed = Vec::new();
     for payload in payloads.values() {

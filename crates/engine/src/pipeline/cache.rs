@@ -68,6 +68,16 @@ use thiserror::Error;
 
 use super::backend::{parse_name, Backend, Listed};
 pub use super::cache_index::Entry;
+
+/// An entry's identity and key as text, read back from its nodes file
+/// ([`Cache::texts`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EntryTexts {
+    /// Identity.
+    pub id: String,
+    /// Key.
+    pub key: String,
+}
 use super::cache_index::Index;
 use super::key::{KeyInput, NodeKind};
 use super::remote::{Remote, RemoteError};
@@ -341,13 +351,13 @@ impl Cache {
             for r in 0..batch.num_rows() {
                 let kind = NodeKind::parse(columns[0].value(r))
                     .ok_or_else(|| damaged(path, "unknown node kind"))?;
-                self.index.push(Entry {
+                self.index.push(Entry::new(
                     kind,
-                    id: columns[1].value(r).into(),
-                    key: columns[2].value(r).into(),
+                    columns[1].value(r),
+                    columns[2].value(r),
                     file,
                     row,
-                });
+                ));
                 row += 1;
             }
         }
@@ -393,6 +403,43 @@ impl Cache {
     /// The latest entry of every identity, in commit order.
     pub fn latest_entries(&self) -> Vec<&Entry> {
         self.index.latest_entries()
+    }
+
+    /// The identity and key texts of `entries`, in their order, read from their files
+    /// (the index holds only their digests).
+    pub fn texts(&self, entries: &[&Entry]) -> Result<Vec<EntryTexts>, CacheError> {
+        let mut wanted: HashMap<usize, Vec<(usize, usize)>> = HashMap::new();
+        for (at, e) in entries.iter().enumerate() {
+            wanted
+                .entry(e.file as usize)
+                .or_default()
+                .push((e.row as usize, at));
+        }
+        let mut out = vec![EntryTexts::default(); entries.len()];
+        for (file, mut rows) in wanted {
+            rows.sort_unstable();
+            let path = &self.files[file];
+            let mut next = 0;
+            let mut offset = 0;
+            let columns = ["id", "key"];
+            for_each_batch_of(path, self.backend.open(path)?, &columns, &mut |batch| {
+                let texts = string_columns(path, batch, &columns)?;
+                while next < rows.len() && rows[next].0 < offset + batch.num_rows() {
+                    let (row, at) = rows[next];
+                    out[at] = EntryTexts {
+                        id: texts[0].value(row - offset).to_string(),
+                        key: texts[1].value(row - offset).to_string(),
+                    };
+                    next += 1;
+                }
+                offset += batch.num_rows();
+                Ok(())
+            })?;
+            if next < rows.len() {
+                return Err(damaged(path, "node row missing"));
+            }
+        }
+        Ok(out)
     }
 
     /// A cached object's JSON.
@@ -563,13 +610,8 @@ impl Cache {
             // apply commits would stay in memory to its end.
             self.key_inputs.push(OnceLock::new());
             for (row, n) in (0u32..).zip(batch.nodes) {
-                self.index.push(Entry {
-                    kind: n.kind,
-                    id: n.id,
-                    key: n.key,
-                    file,
-                    row,
-                });
+                self.index
+                    .push(Entry::new(n.kind, &n.id, &n.key, file, row));
             }
         }
         Ok(())
@@ -684,7 +726,12 @@ impl Cache {
             return Ok(());
         }
         let old = self.backend.list()?;
-        let live: Vec<Entry> = self.latest_entries().into_iter().cloned().collect();
+        let live_entries = self.latest_entries();
+        let live: Vec<(NodeKind, EntryTexts)> = live_entries
+            .iter()
+            .map(|e| e.kind)
+            .zip(self.texts(&live_entries)?)
+            .collect();
         let mut fresh = Cache::empty_like(self);
         let mut blob_list: Vec<(String, String)> = self.blobs()?.into_iter().collect();
         blob_list.sort();
@@ -709,8 +756,8 @@ impl Cache {
             .collect();
         let mut executed: HashSet<&str> = live
             .iter()
-            .filter(|e| e.kind == NodeKind::Execute)
-            .map(|e| e.key.as_ref())
+            .filter(|(kind, _)| *kind == NodeKind::Execute)
+            .map(|(_, e)| e.key.as_str())
             .collect();
         if !request_files.is_empty() && !executed.is_empty() {
             let path = fresh.next_path(REQUESTS, &keys_digest(&executed));
@@ -726,8 +773,8 @@ impl Cache {
         for kind in NodeKind::ALL {
             let mut wanted: HashSet<&str> = live
                 .iter()
-                .filter(|e| e.kind == kind)
-                .map(|e| e.key.as_ref())
+                .filter(|(k, _)| *k == kind)
+                .map(|(_, e)| e.key.as_str())
                 .collect();
             if wanted.is_empty() {
                 continue;
@@ -1080,6 +1127,13 @@ fn batches_of<R: parquet::file::reader::ChunkReader + 'static>(
 mod tests {
     use super::*;
 
+    /// The key text of the latest entry of identity `id`, read back from its file.
+    fn latest_key(cache: &Cache, id: &str) -> Option<String> {
+        let entry = cache.latest(id)?;
+        let texts = cache.texts(&[entry]).unwrap_or_else(|e| panic!("{e}"));
+        texts.into_iter().next().map(|t| t.key)
+    }
+
     fn entry(id: &str, key: &str, payload: &str) -> NewEntry {
         NewEntry {
             kind: NodeKind::Execute,
@@ -1108,7 +1162,7 @@ mod tests {
             .unwrap_or_else(|e| panic!("{e}"));
         for compacted in [false, true] {
             let back = Cache::open(dir.path()).unwrap_or_else(|e| panic!("{e}"));
-            assert_eq!(back.latest("x").map(|e| e.key.as_ref()), Some("k3"));
+            assert_eq!(latest_key(&back, "x").as_deref(), Some("k3"));
             // Compaction keeps only the latest entry of each identity.
             assert_eq!(back.get("k1").is_some(), !compacted);
             assert!(back.has_blob("b") && back.has_object("h"));
@@ -1283,7 +1337,7 @@ mod tests {
             let (cache, _) = Cache::open_shared(dir.path(), shared(&store), SyncMode::Pull)
                 .unwrap_or_else(|e| panic!("{e}"));
             assert_eq!(cache.node_files(), 2);
-            winners.push(cache.latest("x").map(|e| e.key.to_string()));
+            winners.push(latest_key(&cache, "x"));
             let p = cache.payloads(&["k"]).unwrap_or_else(|e| panic!("{e}"));
             assert_eq!(p.get("k").map(String::as_str), Some("same"));
             let (in_store, here) = cache.where_cached(&["ka", "kb", "k", "nope"]);
@@ -1325,7 +1379,7 @@ mod tests {
         let (cache, synced) = Cache::open_shared(dir.path(), shared(&store), SyncMode::PullAndPush)
             .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(synced.pushed, 1);
-        assert_eq!(cache.latest("x").map(|e| e.key.as_ref()), Some("k1"));
+        assert_eq!(latest_key(&cache, "x").as_deref(), Some("k1"));
         let names = shared(&store).names();
         assert!(
             names

@@ -22,6 +22,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use serde::{Deserialize, Serialize};
 
 use super::cache::{Cache, CacheError, Entry};
+use super::cache_index::Digest;
 use super::dag::{Dag, Publish, Work};
 use super::identity::Fields;
 use super::key::{diff, NodeKind, Reason};
@@ -308,15 +309,16 @@ pub const PLAN_FORMAT: &str = "tbb-plan/1";
 /// fields, the estimate and the fingerprint are [`super::Study::plan`]'s to fill in.
 pub fn plan(dag: &Dag, cache: &Cache, outputs: &Path) -> Result<Plan, CacheError> {
     // FxHash: 36,000 identities hashed with SipHash were a tenth of a cached plan.
-    let in_dag: FxHashSet<&str> = dag.nodes().map(|(_, n)| n.id.as_ref()).collect();
+    let in_dag: FxHashSet<Digest> = dag.nodes().map(|(_, n)| Digest::of(&n.id)).collect();
     let orphans: Vec<&Entry> = cache
         .latest_entries()
         .into_iter()
-        .filter(|e| !in_dag.contains(e.id.as_ref()))
+        .filter(|e| !in_dag.contains(&e.id))
         .collect();
+    let orphan_texts = cache.texts(&orphans)?;
     // Orphans by identity with one field wildcarded, for pairing.
     let mut wildcard: FxHashMap<String, usize> = FxHashMap::default();
-    for (i, e) in orphans.iter().enumerate() {
+    for (i, e) in orphan_texts.iter().enumerate() {
         if let Some((kind, fields)) = parse_identity(&e.id) {
             for w in 0..fields.len() {
                 wildcard
@@ -378,16 +380,18 @@ pub fn plan(dag: &Dag, cache: &Cache, outputs: &Path) -> Result<Plan, CacheError
                             }
                             (Action::Update, reasons)
                         }
-                        None => (
-                            Action::Create,
-                            vec![Reason::New {
-                                what: new_what(
-                                    node.kind,
-                                    &node.fields,
-                                    known.get_or_insert_with(|| known_values(cache)),
-                                ),
-                            }],
-                        ),
+                        None => {
+                            let known = match &mut known {
+                                Some(known) => known,
+                                None => known.insert(known_values(cache)?),
+                            };
+                            (
+                                Action::Create,
+                                vec![Reason::New {
+                                    what: new_what(node.kind, &node.fields, known),
+                                }],
+                            )
+                        }
                     }
                 }
             },
@@ -416,12 +420,12 @@ pub fn plan(dag: &Dag, cache: &Cache, outputs: &Path) -> Result<Plan, CacheError
         });
     }
     rerun_unreadable_rows(dag, cache, &mut nodes)?;
-    for (i, e) in orphans.into_iter().enumerate() {
+    for (i, (e, texts)) in orphans.into_iter().zip(orphan_texts).enumerate() {
         if !paired[i] {
             nodes.push(Planned {
                 kind: e.kind,
-                id: e.id.clone(),
-                key: e.key.clone(),
+                id: texts.id.into(),
+                key: texts.key.into(),
                 action: Action::Orphan,
                 reasons: Arc::from([Reason::Orphaned]),
                 node: None,
@@ -603,13 +607,13 @@ fn wildcarded<K: AsRef<str>, V: AsRef<str>>(
 }
 
 /// Values of every identity field among the cached nodes, by kind and field.
-fn known_values(cache: &Cache) -> HashSet<(NodeKind, String, String)> {
-    cache
-        .latest_entries()
+fn known_values(cache: &Cache) -> Result<HashSet<(NodeKind, String, String)>, CacheError> {
+    Ok(cache
+        .texts(&cache.latest_entries())?
         .into_iter()
         .filter_map(|e| parse_identity(&e.id))
         .flat_map(|(kind, fields)| fields.into_iter().map(move |(k, v)| (kind, k, v)))
-        .collect()
+        .collect())
 }
 
 /// What is new about a node never seen: the first of its field values the cache has
