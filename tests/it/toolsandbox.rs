@@ -6,6 +6,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
+use arrow_array::Array;
 use serde_json::{json, Value};
 
 use super::common;
@@ -294,6 +295,22 @@ fn a_toolsandbox_study_applies_plans_empty_after_and_certifies_from_the_saved_wo
         .map(|&n| u64::from(n))
         .sum();
     assert_eq!(requests.num_rows() as u64, counted);
+    // A scripted user sends nothing and costs nothing.
+    let user_configuration = table.column_by_name("user_configuration").unwrap();
+    assert_eq!(user_configuration.null_count(), table.num_rows());
+    // A study of scenarios alone publishes no table of tbb's own families, and no
+    // index of their episodes.
+    for file in [
+        "variants.parquet",
+        "episodes.parquet",
+        "requests.parquet",
+        "episodes.html",
+    ] {
+        assert!(
+            !dir.path().join("outputs/ts").join(file).exists(),
+            "{file} was published"
+        );
+    }
 
     // `tbb show` reads a played scenario back: its conversation and its grade, graded
     // again from the saved world.
@@ -578,4 +595,46 @@ fn a_study_with_a_live_user_asks_it_through_its_route_and_certifies_from_the_sav
         .filter(|&r| roles.value(r) == "user")
         .count();
     assert_eq!(users, 3);
+    // And the episode rows count the user's traffic and what it cost, apart from the
+    // agent's: the tokens its request rows report, at its catalogue prices ($1 and $2
+    // a million).
+    let u64s = |batch: &arrow_array::RecordBatch, column: &str| -> Vec<u64> {
+        let c = batch.column_by_name(column).unwrap().as_any();
+        match c.downcast_ref::<arrow_array::UInt64Array>() {
+            Some(c) => (0..c.len())
+                .map(|r| if c.is_null(r) { 0 } else { c.value(r) })
+                .collect(),
+            None => {
+                let c = c.downcast_ref::<arrow_array::UInt32Array>().unwrap();
+                (0..c.len()).map(|r| u64::from(c.value(r))).collect()
+            }
+        }
+    };
+    let user_rows: Vec<usize> = (0..requests.num_rows())
+        .filter(|&r| roles.value(r) == "user")
+        .collect();
+    let sum = |column: &str| -> u64 {
+        let values = u64s(&requests, column);
+        user_rows.iter().map(|&r| values[r]).sum()
+    };
+    let (prompt, completion) = (sum("prompt_tokens"), sum("completion_tokens"));
+    assert!(prompt > 0 && completion > 0, "{prompt} {completion}");
+    let users = common::cache_files::strings(&table, "user_configuration");
+    assert!((0..table.num_rows()).all(|r| users.value(r) == "user"));
+    assert_eq!(u64s(&table, "user_requests"), vec![1, 1, 1]);
+    assert_eq!(
+        u64s(&table, "user_prompt_tokens").iter().sum::<u64>(),
+        prompt
+    );
+    assert_eq!(
+        u64s(&table, "user_completion_tokens").iter().sum::<u64>(),
+        completion
+    );
+    let costs = table
+        .column_by_name("user_cost_usd")
+        .and_then(|c| c.as_any().downcast_ref::<arrow_array::Float64Array>())
+        .unwrap();
+    let total: f64 = costs.values().iter().sum();
+    let expected = (prompt as f64 * 1.0 + completion as f64 * 2.0) / 1e6;
+    assert!((total - expected).abs() < 1e-12, "{total} {expected}");
 }

@@ -82,8 +82,19 @@ pub struct ScenarioEpisodeRow {
     pub completion_tokens: u64,
     /// Prompt + completion.
     pub total_tokens: u64,
-    /// Tokens × the configuration's frozen prices.
+    /// Tokens × the configuration's frozen prices: the agent's spend.
     pub cost_usd: f64,
+    /// The live configuration that played the user; null when the user was scripted.
+    pub user_configuration: Option<Name>,
+    /// Requests the live user sent (0 for a scripted user).
+    pub user_requests: u32,
+    /// The live user's prompt tokens over the episode.
+    pub user_prompt_tokens: u64,
+    /// The live user's completion tokens over the episode.
+    pub user_completion_tokens: u64,
+    /// The live user's tokens × its configuration's frozen prices: the episode cost
+    /// `cost_usd + user_cost_usd` in all.
+    pub user_cost_usd: f64,
     /// Why the harness stopped.
     pub stop_reason: StopReason,
     /// Provider failure after retries, or a response without valid usage.
@@ -106,8 +117,9 @@ impl TableRow for ScenarioEpisodeRow {
 
 impl ScenarioEpisodeRow {
     /// The layout of the row a scenario grade node stores: bump it when a field is
-    /// added, removed, renamed or retyped (it enters every such node's key).
-    pub const ROW_VERSION: u32 = 1;
+    /// added, removed, renamed or retyped (it enters every such node's key). (2: the
+    /// live user's configuration, requests, tokens and cost.)
+    pub const ROW_VERSION: u32 = 2;
 
     /// The row of a played scenario graded as `graded`.
     pub fn of_episode(
@@ -120,16 +132,10 @@ impl ScenarioEpisodeRow {
     ) -> ScenarioEpisodeRow {
         let scenario = spec.scenario;
         let config = spec.config;
-        let usage = || {
-            episode.transcript.outcomes.iter().filter_map(|o| match o {
-                StoredOutcome::Response(r) => r.usage,
-                StoredOutcome::Failed { .. } => None,
-            })
-        };
-        let prompt_tokens = usage().map(|u| u.input_tokens).fold(0, u64::saturating_add);
-        let completion_tokens = usage()
-            .map(|u| u.output_tokens)
-            .fold(0, u64::saturating_add);
+        let (prompt_tokens, completion_tokens) = tokens(&episode.transcript);
+        let (user_prompt_tokens, user_completion_tokens) =
+            episode.user_transcript.as_ref().map_or((0, 0), tokens);
+        let user = spec.user.filter(|_| episode.user_transcript.is_some());
         let mapping: Vec<Option<(i64, f64)>> = graded
             .milestone_mapping
             .iter()
@@ -173,6 +179,17 @@ impl ScenarioEpisodeRow {
             completion_tokens,
             total_tokens: prompt_tokens.saturating_add(completion_tokens),
             cost_usd: config.prices.cost_usd(prompt_tokens, completion_tokens),
+            user_configuration: user.map(|u| Name::new(&u.name)),
+            user_requests: episode
+                .user_transcript
+                .as_ref()
+                .map_or(0, |t| t.requests.len() as u32),
+            user_prompt_tokens,
+            user_completion_tokens,
+            user_cost_usd: user.map_or(0.0, |u| {
+                u.prices
+                    .cost_usd(user_prompt_tokens, user_completion_tokens)
+            }),
             stop_reason: episode.stop,
             infra_failure: episode.infra.is_some(),
             infra_error: episode.infra.as_ref().map(|i| i.cause),
@@ -181,6 +198,22 @@ impl ScenarioEpisodeRow {
             node_key: node_key.into(),
         }
     }
+}
+
+/// The prompt and completion tokens a transcript's responses report.
+fn tokens(transcript: &tbb_harness::transcript::Transcript) -> (u64, u64) {
+    let usage = || {
+        transcript.outcomes.iter().filter_map(|o| match o {
+            StoredOutcome::Response(r) => r.usage,
+            StoredOutcome::Failed { .. } => None,
+        })
+    };
+    (
+        usage().map(|u| u.input_tokens).fold(0, u64::saturating_add),
+        usage()
+            .map(|u| u.output_tokens)
+            .fold(0, u64::saturating_add),
+    )
 }
 
 /// Who sent a request of a ToolSandbox episode.
@@ -345,6 +378,11 @@ mod tests {
             completion_tokens: 30,
             total_tokens: 150,
             cost_usd: 0.0,
+            user_configuration: None,
+            user_requests: 0,
+            user_prompt_tokens: 0,
+            user_completion_tokens: 0,
+            user_cost_usd: 0.0,
             stop_reason: StopReason::InfraFailure,
             infra_failure: true,
             infra_error: Some(InfraCause::Timeout),

@@ -234,8 +234,9 @@ pub mod versions {
     /// reruns no analysis. (It was the table's version until `requests/3`, so the
     /// analyses' keys did not change when the two parted.)
     pub const REQUEST_ROWS: &str = "requests/2";
-    /// `toolsandbox_episodes.parquet`'s columns.
-    pub const SCENARIO_EPISODES: &str = "toolsandbox_episodes/1";
+    /// `toolsandbox_episodes.parquet`'s columns (2: the live user's configuration,
+    /// requests, tokens and cost).
+    pub const SCENARIO_EPISODES: &str = "toolsandbox_episodes/2";
     /// `toolsandbox_requests.parquet`'s columns.
     pub const SCENARIO_REQUESTS: &str = "toolsandbox_requests/1";
     /// What an analysis node records (its tables as Parquet files in the cache),
@@ -379,7 +380,8 @@ type KeyedUnit = (Arc<[Field]>, Arc<KeyTemplate>);
 struct Tables {
     variants_key: String,
     episodes_key: String,
-    requests: NodeIndex,
+    /// The requests table's node (none when the study plays no family).
+    requests: Option<NodeIndex>,
     /// The key of the request rows as the analyses read them ([`versions::REQUEST_ROWS`]).
     request_rows_key: String,
     /// The key of the ToolSandbox rows (when the study plays scenarios).
@@ -645,19 +647,6 @@ impl Dag {
         scenario_grades: &[NodeIndex],
     ) -> Tables {
         let variants_key = self.keys_hash(compiles);
-        let input = provenance(
-            manifest,
-            inputs,
-            KeyInput::new(NodeKind::Table, versions::VARIANTS),
-        )
-        .input("variants", variants_key.clone());
-        self.add(
-            NodeKind::Table,
-            Fields::of(vec![("table", "variants".into())]),
-            input,
-            Work::Table(Publish::Variants),
-            compiles,
-        );
         // The rows also carry where each episode sits in the design (block, arm name,
         // schedule), which no episode key holds: the identities of the grade nodes
         // (which name them) enter too, so a renamed arm republishes the table and
@@ -675,35 +664,52 @@ impl Dag {
             }
             hash_hex(&bytes)
         };
-        let input = provenance(
-            manifest,
-            inputs,
-            KeyInput::new(NodeKind::Table, versions::EPISODES),
-        )
-        .param("study", manifest.study.clone())
-        .input("episodes", episodes_key.clone());
-        self.add(
-            NodeKind::Table,
-            Fields::of(vec![("table", "episodes".into())]),
-            input,
-            Work::Table(Publish::Episodes),
-            grades,
-        );
-        // One row per request of the same episodes, with the same condition columns.
-        let input = provenance(
-            manifest,
-            inputs,
-            KeyInput::new(NodeKind::Table, versions::REQUESTS),
-        )
-        .param("study", manifest.study.clone())
-        .input("episodes", episodes_key.clone());
-        let requests = self.add(
-            NodeKind::Table,
-            Fields::of(vec![("table", "requests".into())]),
-            input,
-            Work::Table(Publish::Requests),
-            grades,
-        );
+        // A study that plays only ToolSandbox scenarios has no variant, episode or
+        // request of tbb's own families: it publishes none of their (empty) tables.
+        let requests = (!manifest.families.is_empty()).then(|| {
+            let input = provenance(
+                manifest,
+                inputs,
+                KeyInput::new(NodeKind::Table, versions::VARIANTS),
+            )
+            .input("variants", variants_key.clone());
+            self.add(
+                NodeKind::Table,
+                Fields::of(vec![("table", "variants".into())]),
+                input,
+                Work::Table(Publish::Variants),
+                compiles,
+            );
+            let input = provenance(
+                manifest,
+                inputs,
+                KeyInput::new(NodeKind::Table, versions::EPISODES),
+            )
+            .param("study", manifest.study.clone())
+            .input("episodes", episodes_key.clone());
+            self.add(
+                NodeKind::Table,
+                Fields::of(vec![("table", "episodes".into())]),
+                input,
+                Work::Table(Publish::Episodes),
+                grades,
+            );
+            // One row per request of the same episodes, with the same condition columns.
+            let input = provenance(
+                manifest,
+                inputs,
+                KeyInput::new(NodeKind::Table, versions::REQUESTS),
+            )
+            .param("study", manifest.study.clone())
+            .input("episodes", episodes_key.clone());
+            self.add(
+                NodeKind::Table,
+                Fields::of(vec![("table", "requests".into())]),
+                input,
+                Work::Table(Publish::Requests),
+                grades,
+            )
+        });
         // What an analysis reading the requests depends on: the rows, not the columns
         // they are published under.
         let request_rows_key = provenance(
@@ -771,7 +777,7 @@ impl Dag {
                     // analysis; the table's node still comes first.
                     Input::Requests => {
                         input = input.input("requests", tables.request_rows_key.clone());
-                        reads.push(tables.requests);
+                        reads.extend(tables.requests);
                     }
                     Input::Table(table) => match a.from_study(table) {
                         Some(study) => {

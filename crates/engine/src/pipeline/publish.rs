@@ -343,8 +343,11 @@ pub fn publish(
         }
         Publish::Analysis(node) => outcomes.get(study, cache, node)?,
     };
+    // A study of ToolSandbox scenarios alone has no episode of tbb's to list.
     let index_of = match what {
-        Publish::Analysis(a) if is_report(study, a) => Some(rows),
+        Publish::Analysis(a) if is_report(study, a) && !study.manifest.families.is_empty() => {
+            Some(rows)
+        }
         _ => None,
     };
     let mut written = Vec::new();
