@@ -7,6 +7,10 @@
 //! report's `episodes/` directory, which apply owns). `--all --html` writes there the
 //! page of every episode the selectors match (and `--verdict`, `--flag` keep): the
 //! rows a reader filtered in `episodes.html`, whose keys link to that folder.
+//!
+//! A key prefix of a played ToolSandbox scenario shows that episode instead (its
+//! conversation, a live user's and its grade from the saved world), as text or, with
+//! `--html`, as a page at the same places (`crate::show::scenario`).
 
 use std::path::PathBuf;
 
@@ -122,7 +126,7 @@ pub fn exec(cli: &Cli, args: &ShowArgs) -> Result<()> {
     if args.all {
         return write_all(&study, &cache, args);
     }
-    // A key prefix may name a played ToolSandbox scenario: shown as text.
+    // A key prefix may name a played ToolSandbox scenario.
     let prefix_alone = args.selector().fields.is_empty();
     if let Some(found) = args
         .episode
@@ -130,15 +134,30 @@ pub fn exec(cli: &Cli, args: &ShowArgs) -> Result<()> {
         .filter(|_| prefix_alone)
         .and_then(|p| show::scenario::locate(&study, p))
     {
-        if args.html.is_some() {
-            return Err(miette::miette!(
-                help = "leave out --html: `tbb show` prints it as text",
-                "a ToolSandbox episode has no HTML page"
-            ));
+        let view = show::scenario::load(&study, &cache, found?)?;
+        match &args.html {
+            None => {
+                use std::io::Write as _;
+                let _ = std::io::stdout()
+                    .lock()
+                    .write_all(show::scenario::text::render(&view).as_bytes());
+            }
+            Some(path) => {
+                let path = path.clone().unwrap_or_else(|| {
+                    study
+                        .outputs()
+                        .join(tbb_tables::paths::SHOWN_PAGES)
+                        .join(show::page_name(&view.key))
+                });
+                write_text(&path, &show::scenario::html::render(&view)).map_err(|source| {
+                    CliError::Write {
+                        path: path.clone(),
+                        source,
+                    }
+                })?;
+                say!("Wrote {}.", path.display());
+            }
         }
-        let text = show::scenario::render(&study, &cache, found?)?;
-        use std::io::Write as _;
-        let _ = std::io::stdout().lock().write_all(text.as_bytes());
         return Ok(());
     }
     let execute = show::locate(&study, &args.selector())?;

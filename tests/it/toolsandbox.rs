@@ -337,6 +337,58 @@ fn a_toolsandbox_study_applies_plans_empty_after_and_certifies_from_the_saved_wo
         )),
         "{stdout}"
     );
+    // And as a page: the same grade first, a section per request the row counts, a
+    // row per milestone.
+    let page = dir.path().join("page.html");
+    let shown = tbb_study(
+        dir.path(),
+        &[
+            "show",
+            manifest,
+            &refs.value(0)[..12],
+            "--html",
+            page.to_str().unwrap(),
+        ],
+    );
+    assert!(
+        shown.status.success(),
+        "{}",
+        String::from_utf8_lossy(&shown.stderr)
+    );
+    let html = std::fs::read_to_string(&page).unwrap();
+    let requests_of_row = table
+        .column_by_name("requests")
+        .and_then(|c| c.as_any().downcast_ref::<arrow_array::UInt32Array>())
+        .unwrap()
+        .value(0);
+    let milestones = table
+        .column_by_name("milestones")
+        .and_then(|c| c.as_any().downcast_ref::<arrow_array::UInt32Array>())
+        .unwrap()
+        .value(0);
+    assert!(
+        html.contains(&format!(
+            "<main class=\"scenario\" data-key=\"{}\" data-requests=\"{requests_of_row}\" data-user-requests=\"0\">",
+            refs.value(0)
+        )),
+        "{html}"
+    );
+    assert_eq!(
+        html.matches("<section class=\"exchange\"").count(),
+        requests_of_row as usize
+    );
+    assert_eq!(
+        html.matches("<tr class=\"milestone ").count(),
+        milestones as usize
+    );
+    assert!(
+        html.contains(&format!("Similarity {} (", similarities.value(0))),
+        "{html}"
+    );
+    assert!(
+        !html.contains("<script") && !html.contains("http"),
+        "{html}"
+    );
 
     let plan = tbb_study(dir.path(), &["plan", manifest]);
     let stdout = String::from_utf8_lossy(&plan.stdout);
@@ -637,4 +689,23 @@ fn a_study_with_a_live_user_asks_it_through_its_route_and_certifies_from_the_sav
     let total: f64 = costs.values().iter().sum();
     let expected = (prompt as f64 * 1.0 + completion as f64 * 2.0) / 1e6;
     assert!((total - expected).abs() < 1e-12, "{total} {expected}");
+    // `tbb show` prints the user's exchange after the agent's, and the page has it.
+    let refs = common::cache_files::strings(&table, "transcript_ref");
+    let shown = tbb_study(dir.path(), &["show", manifest, &refs.value(0)[..12]]);
+    let stdout = String::from_utf8_lossy(&shown.stdout);
+    assert!(
+        stdout.contains("a live user was asked 1 times\n\nuser request 1\n"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("call end_conversation({})"), "{stdout}");
+    let page = dir.path().join("page.html");
+    let page_arg = page.to_str().unwrap();
+    let shown = tbb_study(
+        dir.path(),
+        &["show", manifest, &refs.value(0)[..12], "--html", page_arg],
+    );
+    assert!(shown.status.success());
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains("data-user-requests=\"1\""), "{html}");
+    assert!(html.contains("<h2 id=\"user-requests\">"), "{html}");
 }

@@ -26,7 +26,7 @@ use tbb_core::grade::TerminalFlag;
 use tbb_report::format::count;
 use tbb_report::html::escape;
 
-const STYLE: &str = "\
+pub(crate) const STYLE: &str = "\
 body{font-family:system-ui,-apple-system,\"Segoe UI\",Roboto,\"Helvetica Neue\",Arial,sans-serif;\
 margin:0;color:#1a1a1a;background:#fff;line-height:1.45}
 main{max-width:1100px;margin:0 auto;padding:1.5rem}
