@@ -216,6 +216,25 @@ impl CellArgs {
     }
 }
 
+/// Where an episode run outside a study's apply sits: its cap, its repeat and the
+/// study it belongs to, as `run-episode` and `run-scenario` take them.
+#[derive(Debug, Args)]
+pub struct EpisodeArgs {
+    /// Completion cap per request, in tokens (1 to 1000000).
+    #[arg(long, default_value_t = tbb_harness::COMPLETION_CAP,
+          value_parser = |s: &str| crate::limits::COMPLETION_CAP.parse::<u32>(s))]
+    pub cap: u32,
+    /// Repeat index, from 0.
+    #[arg(long, default_value_t = 0,
+          value_parser = |s: &str| crate::limits::REPEAT_INDEX.parse::<u32>(s))]
+    pub repeat: u32,
+    /// The study the episode belongs to (its manifest's `[study] name`): part of the
+    /// episode's key and seed, so this reruns that study's episode. Without it, the
+    /// episode belongs to no study.
+    #[arg(long)]
+    pub study: Option<String>,
+}
+
 /// Errors of the command line itself.
 #[derive(Debug, Error, Diagnostic)]
 pub enum CliError {

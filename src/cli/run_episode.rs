@@ -16,7 +16,6 @@ use super::{catalogue, family, load, print_json, runtime, CellArgs, Cli, CliErro
 use crate::compile::compile;
 use crate::grade::trace::InfraFailure;
 use crate::grade::Verdict;
-use crate::limits;
 use crate::provider::build;
 use crate::provider::chat::Sampling;
 use tbb_harness::{
@@ -47,18 +46,8 @@ pub struct RunEpisodeArgs {
     /// which follows the records' hand-offs and asks the model for the rest).
     #[arg(long, default_value = "model")]
     actor: Actor,
-    /// Completion cap per request, in tokens (1 to 1000000).
-    #[arg(long, default_value_t = tbb_harness::COMPLETION_CAP,
-          value_parser = |s: &str| limits::COMPLETION_CAP.parse::<u32>(s))]
-    cap: u32,
-    /// Repeat index, from 0.
-    #[arg(long, default_value_t = 0, value_parser = |s: &str| limits::REPEAT_INDEX.parse::<u32>(s))]
-    repeat: u32,
-    /// The study the episode belongs to (its manifest's `[study] name`): part of the
-    /// episode's key and seed, so this reruns that study's episode. Without it, the
-    /// episode belongs to no study.
-    #[arg(long)]
-    study: Option<String>,
+    #[command(flatten)]
+    episode: super::EpisodeArgs,
     /// Also write the trace (gradable with `tbb grade`) to this file.
     #[arg(long)]
     trace_out: Option<PathBuf>,
@@ -129,9 +118,9 @@ pub fn exec(cli: &Cli, args: &RunEpisodeArgs) -> Result<()> {
             delivery: args.delivery,
             actor: args.actor,
         },
-        completion_cap: args.cap,
-        repeat: args.repeat,
-        study: args.study.as_deref(),
+        completion_cap: args.episode.cap,
+        repeat: args.episode.repeat,
+        study: args.episode.study.as_deref(),
         ..EpisodeSpec::frozen(&variant, config)
     };
     let rt = runtime()?;

@@ -17,7 +17,6 @@ use tbb_toolsandbox::scenario::Scenarios;
 use tbb_toolsandbox::tools::Registry;
 
 use super::{catalogue, print_json, runtime, Cli, CliError};
-use crate::limits;
 use crate::provider::build;
 use tbb_harness::Prompts;
 
@@ -29,16 +28,8 @@ pub struct RunScenarioArgs {
     /// Configuration name (see `tbb configs`); not needed with `--grade`.
     #[arg(long, required_unless_present = "grade")]
     config: Option<String>,
-    /// Completion cap per request, in tokens (1 to 1000000).
-    #[arg(long, default_value_t = tbb_harness::COMPLETION_CAP,
-          value_parser = |s: &str| limits::COMPLETION_CAP.parse::<u32>(s))]
-    cap: u32,
-    /// Repeat index, from 0.
-    #[arg(long, default_value_t = 0, value_parser = |s: &str| limits::REPEAT_INDEX.parse::<u32>(s))]
-    repeat: u32,
-    /// The study the episode belongs to: part of its key and seed.
-    #[arg(long)]
-    study: Option<String>,
+    #[command(flatten)]
+    episode: super::EpisodeArgs,
     /// A live configuration that plays the user, prompted as upstream prompts its user
     /// simulator (default: the scripted user, offline).
     #[arg(long, conflicts_with = "grade")]
@@ -146,10 +137,10 @@ pub fn exec(cli: &Cli, args: &RunScenarioArgs) -> Result<()> {
         scenario,
         registry: &registry,
         config,
-        completion_cap: args.cap,
+        completion_cap: args.episode.cap,
         episode_budget: crate::grade::EPISODE_BUDGET,
-        repeat: args.repeat,
-        study: args.study.as_deref(),
+        repeat: args.episode.repeat,
+        study: args.episode.study.as_deref(),
         user,
     };
     let rt = runtime()?;
