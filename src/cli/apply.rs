@@ -231,8 +231,12 @@ pub fn exec(cli: &Cli, args: &ApplyArgs) -> Result<()> {
                 .nodes
                 .iter()
                 .zip(&plan.nodes)
-                .find(|(a, b)| a.id != b.id || a.key != b.key || a.action != b.action)
-                .map(|(a, _)| format!("e.g. {}", a.id))
+                .find(|(a, b)| {
+                    a.id.as_deref() != Some(&*Plan::id_of(b, &study.dag))
+                        || a.key != b.key
+                        || a.action != b.action
+                })
+                .map(|(a, _)| format!("e.g. {}", a.id.as_deref().unwrap_or_default()))
                 .unwrap_or_else(|| "the manifest, lockfile or cache changed".into());
             return Err(PipelineError::StalePlan {
                 path: args.target.clone(),
@@ -256,7 +260,7 @@ pub fn exec(cli: &Cli, args: &ApplyArgs) -> Result<()> {
         study.manifest.study,
         plan.catalogue
     ));
-    text(plan.render(args.show_cached).trim_end());
+    text(plan.render(&study.dag, args.show_cached).trim_end());
     let mut options = Options {
         reporter: Rendering::choose(args.json, std::io::stderr().is_terminal()).on_stderr(),
         max_infra_failures: args.max_infra_failures,

@@ -39,7 +39,8 @@ pub fn exec(cli: &Cli, args: &ExplainArgs) -> Result<()> {
         (hits.len() == 1).then(|| hits[0])
     });
     let Some(index) = found else {
-        let help = match closest(&args.node, dag.nodes().map(|(_, n)| n.id.as_ref())) {
+        let ids: Vec<String> = dag.nodes().map(|(_, n)| n.id()).collect();
+        let help = match closest(&args.node, ids.iter().map(String::as_str)) {
             Some(s) => format!("did you mean `{s}`?"),
             None => "`tbb plan MANIFEST --show-cached` lists every node".into(),
         };
@@ -50,11 +51,11 @@ pub fn exec(cli: &Cli, args: &ExplainArgs) -> Result<()> {
         .into());
     };
     let node = &dag.graph[index];
-    say!("{}", node.id);
+    say!("{}", node.id());
     say!("  key     {}", node.key);
     let pretty =
         |v: &crate::pipeline::KeyInput| serde_json::to_string_pretty(v).unwrap_or_default();
-    match cache.latest(&node.id) {
+    match cache.latest(&node.id()) {
         Some(e) if e.key == crate::pipeline::cache_index::Digest::of(&node.key) => {
             say!(
                 "  status  cached: its key input is unchanged\n\nkey input:\n{}",

@@ -43,13 +43,14 @@ pub fn exec(cli: &Cli, args: &PlanArgs) -> Result<()> {
     };
     let models = args.models.models()?;
     let (study, cache) = study_and_cache(cli, &args.manifest, &args.set, &models)?;
-    let plan = study.plan(&cache)?;
+    let mut plan = study.plan(&cache)?;
     let shard = shard.map(|spec| {
         crate::pipeline::shard::Shard::new(&study.dag, &study.manifest.configurations, spec)
     });
     // Serialising 36,000 planned nodes is a third of a cached plan's time: only
     // when asked for.
     let json = if args.json || args.out.is_some() {
+        plan.name_nodes(&study.dag);
         serde_json::to_string_pretty(&plan).unwrap_or_default()
     } else {
         String::new()
@@ -64,7 +65,7 @@ pub fn exec(cli: &Cli, args: &PlanArgs) -> Result<()> {
             plan.nodes.iter().filter(|n| n.node.is_some()).count(),
             plan.catalogue
         );
-        say!("{}", plan.render(args.show_cached).trim_end());
+        say!("{}", plan.render(&study.dag, args.show_cached).trim_end());
         if let Some(shard) = &shard {
             say!("\n{}", super::apply::shard_line(shard, &plan));
         }

@@ -1101,7 +1101,7 @@ impl Applying<'_> {
                 )),
                 Some(spec) => super::scenarios::regrade(
                     &spec,
-                    &node.id,
+                    &node.id(),
                     &node.key,
                     payloads.get(&*node.key).map(String::as_str),
                     &dag.graph[g].key,
@@ -1246,7 +1246,7 @@ impl Applying<'_> {
         }
         let incomplete = rowless.map(|(g, why)| NodeFailure::EpisodesIncomplete {
             count: rowless_count,
-            first: dag.graph[g].id.to_string(),
+            first: dag.graph[g].id(),
             cause: Box::new(why),
         });
         Ok((all_rows, incomplete))
@@ -1275,7 +1275,7 @@ impl Applying<'_> {
             };
             Some(NodeFailure::EpisodesIncomplete {
                 count: missing.len(),
-                first: dag.graph[first].id.to_string(),
+                first: dag.graph[first].id(),
                 cause: Box::new(cause),
             })
         });
@@ -1386,7 +1386,7 @@ impl Applying<'_> {
         self.summary.failures = failures
             .into_iter()
             .map(|(i, failure)| Failed {
-                node: dag.graph[i].id.to_string(),
+                node: dag.graph[i].id(),
                 cause: failure.cause(),
                 root_cause: failure.root().cause(),
                 message: failure.to_string(),
@@ -1413,7 +1413,7 @@ impl Counts {
         }
         reporter.event(&Event::NodeFinished {
             stage,
-            node: &node.id,
+            node: &node.id(),
             ok,
         });
     }
@@ -1489,7 +1489,7 @@ fn claimed(
             schedule.defer(e);
             if claims.first_news_of(&holder.holder) {
                 reporter.event(&Event::ClaimHeld {
-                    node: &node.id,
+                    node: &node.id(),
                     holder: &holder.holder,
                 });
             }
@@ -1510,9 +1510,9 @@ fn upstream_failure(
     failed: &HashMap<NodeIndex, NodeFailure>,
     upstream: NodeIndex,
 ) -> NodeFailure {
-    let node = dag.graph[upstream].id.as_ref();
+    let node = dag.graph[upstream].id();
     match failed.get(&upstream) {
-        Some(why) => NodeFailure::upstream(node, why),
+        Some(why) => NodeFailure::upstream(&node, why),
         None => NodeFailure::internal(format!("{node} has no result, yet did not fail")),
     }
 }
@@ -1536,12 +1536,12 @@ fn missing_row(
     }
     match stored {
         Some(row) => row.map_err(|detail| NodeFailure::StoredRowUnreadable {
-            node: node.id.to_string(),
+            node: node.id(),
             detail,
         }),
         None => Err(NodeFailure::internal(format!(
             "{} is neither in the cache nor graded in this apply",
-            node.id
+            node.id()
         ))),
     }
 }
@@ -1564,7 +1564,7 @@ fn remove_stale_reports(
     tables.sort();
     let latest: Vec<&super::cache::Entry> = tables
         .iter()
-        .filter_map(|&i| cache.latest(&dag.graph[i].id))
+        .filter_map(|&i| cache.latest(&dag.graph[i].id()))
         .collect();
     let texts = cache.texts(&latest)?;
     let recorded: Vec<&str> = texts.iter().map(|t| t.key.as_str()).collect();
@@ -1655,10 +1655,10 @@ fn regrade(
     let spec = ExecuteSpec::of(&study.manifest, &execute.work)
         .ok_or_else(|| NodeFailure::internal("not an execute node of this manifest"))?;
     let payload: ExecutePayload = payload
-        .ok_or_else(|| NodeFailure::internal(format!("{} is not in the cache", execute.id)))
+        .ok_or_else(|| NodeFailure::internal(format!("{} is not in the cache", execute.id())))
         .and_then(|p| {
             super::rows::read(p).map_err(|detail| NodeFailure::StoredRowUnreadable {
-                node: execute.id.to_string(),
+                node: execute.id(),
                 detail,
             })
         })?;

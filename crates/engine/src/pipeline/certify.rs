@@ -414,7 +414,7 @@ pub fn certify(
             manifest: manifest_path,
             missing: missing.len() + missing_scenarios,
             total,
-            first: dag.graph[first].id.to_string(),
+            first: dag.graph[first].id(),
         });
     }
 
@@ -561,7 +561,7 @@ fn blank(study: &Study, job: &Job, variant_id: Option<&str>) -> Certificate {
     let dag = &study.dag;
     let execute: &Node = &dag.graph[job.execute];
     let mut c = Certificate {
-        id: execute.id.to_string(),
+        id: execute.id(),
         node_key: dag.graph[job.grade].key.to_string(),
         episode_key: None,
         configuration: String::new(),

@@ -55,7 +55,7 @@ impl Committer {
     pub fn node_json(&mut self, node: &Node, payload: String) {
         self.pending.nodes.push(NewEntry {
             kind: node.kind,
-            id: node.id.clone(),
+            id: node.id().into(),
             key: node.key.clone(),
             input: node.input.full().canonical(),
             payload,
@@ -134,7 +134,7 @@ impl Committer {
 pub fn entry<T: Serialize>(node: &Node, payload: &T) -> NewEntry {
     NewEntry {
         kind: node.kind,
-        id: node.id.clone(),
+        id: node.id().into(),
         key: node.key.clone(),
         input: node.input.full().canonical(),
         // Payloads are plain data with string keys: serialising cannot fail.

@@ -671,7 +671,7 @@ impl Study {
         p.catalogue = self.manifest.catalogue.display().to_string();
         p.context = context::warnings(self, &std::collections::HashMap::new());
         p.unlisted = self.unlisted(&p);
-        p.fingerprint = plan::fingerprint(&p);
+        p.fingerprint = plan::fingerprint(&p, &self.dag);
         Ok(p)
     }
 }

@@ -12,6 +12,7 @@
 //! the transcripts apply will read), the footers of the published tables, and compiles only variants it has never compiled (for the
 //! request estimate).
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt::Write as _;
 use std::path::Path;
@@ -70,8 +71,11 @@ impl Action {
 pub struct Planned {
     /// Kind.
     pub kind: NodeKind,
-    /// Identity.
-    pub id: Arc<str>,
+    /// Identity, for an orphan or a node of a saved plan; `None` for a node of the DAG
+    /// the plan was made from, whose DAG node makes it when asked ([`Plan::id_of`]):
+    /// held for every node, the identities were 5.5 MB of a cached plan of the
+    /// capacity study.
+    pub id: Option<Arc<str>>,
     /// Key (the cached one for orphans).
     pub key: Arc<str>,
     /// What happens.
@@ -95,9 +99,14 @@ impl Serialize for Planned {
             reasons: &'a [Reason],
             why: Vec<String>,
         }
+        let Some(id) = self.id.as_deref() else {
+            return Err(serde::ser::Error::custom(
+                "a planned node without its identity: name the plan's nodes before writing it",
+            ));
+        };
         Written {
             kind: self.kind,
-            id: &self.id,
+            id,
             key: &self.key,
             action: self.action,
             reasons: &self.reasons,
@@ -309,7 +318,7 @@ pub const PLAN_FORMAT: &str = "tbb-plan/1";
 /// fields, the estimate and the fingerprint are [`super::Study::plan`]'s to fill in.
 pub fn plan(dag: &Dag, cache: &Cache, outputs: &Path) -> Result<Plan, CacheError> {
     // FxHash: 36,000 identities hashed with SipHash were a tenth of a cached plan.
-    let in_dag: FxHashSet<Digest> = dag.nodes().map(|(_, n)| Digest::of(&n.id)).collect();
+    let in_dag: FxHashSet<Digest> = dag.nodes().map(|(_, n)| Digest::of(&n.id())).collect();
     let orphans: Vec<&Entry> = cache
         .latest_entries()
         .into_iter()
@@ -348,7 +357,7 @@ pub fn plan(dag: &Dag, cache: &Cache, outputs: &Path) -> Result<Plan, CacheError
             }
             Some(_) => (Action::Cached, vec![]),
             None => match cache
-                .latest(&node.id)
+                .latest(&node.id())
                 .map(|e| cache.key_input(e))
                 .transpose()?
                 .flatten()
@@ -412,7 +421,7 @@ pub fn plan(dag: &Dag, cache: &Cache, outputs: &Path) -> Result<Plan, CacheError
         };
         nodes.push(Planned {
             kind: node.kind,
-            id: node.id.clone(),
+            id: None,
             key: node.key.clone(),
             action,
             reasons,
@@ -424,7 +433,7 @@ pub fn plan(dag: &Dag, cache: &Cache, outputs: &Path) -> Result<Plan, CacheError
         if !paired[i] {
             nodes.push(Planned {
                 kind: e.kind,
-                id: texts.id.into(),
+                id: Some(texts.id.into()),
                 key: texts.key.into(),
                 action: Action::Orphan,
                 reasons: Arc::from([Reason::Orphaned]),
@@ -538,8 +547,8 @@ fn rerun_if_unreadable(
     Ok(())
 }
 
-/// blake3 over every node's identity, key and action.
-pub fn fingerprint(plan: &Plan) -> String {
+/// blake3 over every node's identity, key and action, of a plan made from `dag`.
+pub fn fingerprint(plan: &Plan, dag: &Dag) -> String {
     // blake3 hashes a long input several chunks at a time (SIMD) and many short
     // updates one chunk at a time: the bytes go in through a buffer of 64 KiB, not one
     // update per node, nor one buffer of every node (27 MB at 145,000 nodes). Same
@@ -557,7 +566,7 @@ pub fn fingerprint(plan: &Plan) -> String {
     put(plan.manifest_hash.as_bytes());
     put(plan.lockfile_hash.as_bytes());
     for n in &plan.nodes {
-        put(n.id.as_bytes());
+        put(Plan::id_of(n, dag).as_bytes());
         put(n.key.as_bytes());
         put(&[n.action as u8, b'\n']);
     }
@@ -647,6 +656,25 @@ fn new_what(
 }
 
 impl Plan {
+    /// The identity of planned node `n` of a plan made from `dag`.
+    pub fn id_of<'a>(n: &'a Planned, dag: &Dag) -> Cow<'a, str> {
+        match (&n.id, n.node) {
+            (Some(id), _) => Cow::Borrowed(id),
+            (None, Some(node)) => Cow::Owned(dag.graph[node].id()),
+            (None, None) => Cow::Borrowed(""),
+        }
+    }
+
+    /// Gives every node its identity, as a plan is written or compared with a saved
+    /// one.
+    pub fn name_nodes(&mut self, dag: &Dag) {
+        for n in &mut self.nodes {
+            if n.id.is_none() {
+                n.id = n.node.map(|node| dag.graph[node].id().into());
+            }
+        }
+    }
+
     /// Nodes that run, by kind.
     pub fn to_run(&self) -> BTreeMap<NodeKind, usize> {
         let mut out = BTreeMap::new();
@@ -668,8 +696,8 @@ impl Plan {
 
     /// The plan as text: one group per (action, kind, reasons), in DAG order, with up
     /// to three identities each; cached nodes only with `show_cached`; then the summary.
-    pub fn render(&self, show_cached: bool) -> String {
-        let mut groups: Vec<(Action, NodeKind, String, Vec<&str>)> = Vec::new();
+    pub fn render(&self, dag: &Dag, show_cached: bool) -> String {
+        let mut groups: Vec<(Action, NodeKind, String, Vec<Cow<'_, str>>)> = Vec::new();
         let mut index: HashMap<(Action, NodeKind, String), usize> = HashMap::new();
         for n in &self.nodes {
             if n.action == Action::Cached && !show_cached {
@@ -687,7 +715,7 @@ impl Plan {
                     groups.push((n.action, n.kind, why, Vec::new()));
                     groups.len() - 1
                 });
-            groups[g].3.push(&n.id);
+            groups[g].3.push(Plan::id_of(n, dag));
         }
         let mut out = String::new();
         for (action, kind, why, ids) in &groups {
@@ -795,6 +823,13 @@ impl Plan {
 mod tests {
     use super::*;
 
+    fn empty_dag() -> Dag {
+        Dag {
+            graph: petgraph::graph::DiGraph::new(),
+            objects: std::collections::BTreeMap::new(),
+        }
+    }
+
     /// A plan of one execute node to run, with `estimate`.
     fn plan_with(estimate: Estimate) -> Plan {
         Plan {
@@ -807,7 +842,7 @@ mod tests {
             lockfile_hash: String::new(),
             nodes: vec![Planned {
                 kind: NodeKind::Execute,
-                id: "execute[cfg=a]".into(),
+                id: Some("execute[cfg=a]".into()),
                 key: "k".into(),
                 action: Action::Create,
                 reasons: Arc::from([]),
@@ -835,7 +870,7 @@ mod tests {
         let one = plan.nodes[0].clone();
         plan.nodes = (0..5_000u32)
             .map(|i| Planned {
-                id: format!("execute[cfg=a, rep={i}]").into(),
+                id: Some(format!("execute[cfg=a, rep={i}]").into()),
                 key: blake3::hash(&i.to_le_bytes()).to_hex().to_string().into(),
                 action: if i % 3 == 0 {
                     Action::Cached
@@ -849,13 +884,13 @@ mod tests {
         bytes.extend_from_slice(plan.manifest_hash.as_bytes());
         bytes.extend_from_slice(plan.lockfile_hash.as_bytes());
         for n in &plan.nodes {
-            bytes.extend_from_slice(n.id.as_bytes());
+            bytes.extend_from_slice(n.id.as_deref().unwrap_or_default().as_bytes());
             bytes.extend_from_slice(n.key.as_bytes());
             bytes.extend_from_slice(&[n.action as u8, b'\n']);
         }
         assert!(bytes.len() > 4 * 64 * 1024);
         assert_eq!(
-            fingerprint(&plan),
+            fingerprint(&plan, &empty_dag()),
             blake3::hash(&bytes).to_hex().to_string()
         );
     }
@@ -960,7 +995,7 @@ mod tests {
             flag: "openai/x".into(),
             route: "http://127.0.0.1:9/v1".into(),
         }];
-        let text = plan.render(false);
+        let text = plan.render(&empty_dag(), false);
         assert!(
             text.contains(
                 "  ! openai-x (--model openai/x, http://127.0.0.1:9/v1) has no listed prices: \

@@ -211,14 +211,14 @@ impl Outcomes {
             return Ok(o.clone());
         }
         let key = &study.dag.graph[node].key;
-        let id = &study.dag.graph[node].id;
+        let id = study.dag.graph[node].id();
         let payloads = cache.payloads(&[key])?;
         let payload: AnalysisPayload = payloads
             .get(key.as_ref())
             .ok_or_else(|| NodeFailure::internal(format!("the result of {id} is not in the cache")))
             .and_then(|p| {
                 super::rows::read(p).map_err(|detail| NodeFailure::StoredRowUnreadable {
-                    node: id.to_string(),
+                    node: id.clone(),
                     detail,
                 })
             })?;
@@ -246,7 +246,7 @@ fn variants_table(
     for (i, n) in study.dag.nodes() {
         if n.kind == NodeKind::Compile {
             list.push(variants.get(&i).ok_or_else(|| NodeFailure::Upstream {
-                node: n.id.to_string(),
+                node: n.id(),
                 cause: Box::new(NodeFailure::Compile {
                     detail: "it did not compile in this apply".into(),
                 }),
@@ -547,7 +547,7 @@ pub fn republish_report(
         return Err(super::PipelineError::ReportStale {
             manifest,
             pending: pending.len(),
-            first: dag.graph[first].id.to_string(),
+            first: dag.graph[first].id(),
         });
     }
     // The rows `episodes.html` lists, as apply handed them to the report.
@@ -573,7 +573,7 @@ pub fn republish_report(
             let n = &dag.graph[node];
             batch.nodes.push(super::cache::NewEntry {
                 kind: n.kind,
-                id: n.id.clone(),
+                id: n.id().into(),
                 key: n.key.clone(),
                 input: n.input.full().canonical(),
                 payload: serde_json::to_string(&TablePayload {

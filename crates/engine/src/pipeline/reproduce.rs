@@ -260,7 +260,7 @@ pub fn stored_rows(study: &Study, cache: &Cache) -> Result<Vec<EpisodeRow>, Repr
             manifest,
             missing: missing.len(),
             total: grades.len(),
-            first: dag.graph[first].id.to_string(),
+            first: dag.graph[first].id(),
         });
     }
     Ok(rows)
@@ -292,7 +292,7 @@ pub fn reproduce(study: &Study, cache: &Cache) -> Result<Reproduction, Reproduce
                 Ok(v) => {
                     variants.insert(i, Arc::new(v));
                 }
-                Err(e) => compile_failures.push(format!("{}: {e}", n.id)),
+                Err(e) => compile_failures.push(format!("{}: {e}", n.id())),
             }
         }
     }
@@ -304,7 +304,7 @@ pub fn reproduce(study: &Study, cache: &Cache) -> Result<Reproduction, Reproduce
             manifest: study.manifest.path.display().to_string(),
             missing: missing.len(),
             total: missing.len() + scenario_rows.len(),
-            first: dag.graph[first].id.to_string(),
+            first: dag.graph[first].id(),
         });
     }
     let mut outcomes = Outcomes::with_scenarios(scenario_rows);
@@ -405,7 +405,7 @@ pub fn reproduce(study: &Study, cache: &Cache) -> Result<Reproduction, Reproduce
                     })
             }
             Publish::Analysis(a) => match failed_analyses.get(&a) {
-                Some(e) => Err(format!("{} does not run again: {e}", dag.graph[a].id)),
+                Some(e) => Err(format!("{} does not run again: {e}", dag.graph[a].id())),
                 None => outcomes
                     .get(study, &scratch_cache, a)
                     .map_err(|e| e.to_string()),
@@ -440,7 +440,7 @@ pub fn reproduce(study: &Study, cache: &Cache) -> Result<Reproduction, Reproduce
                             }
                         }
                         Err(e) => files.push(FileCheck {
-                            file: n.id.to_string(),
+                            file: n.id(),
                             rows: None,
                             difference: Some(format!("its episode pages: {e}")),
                             bytes_identical: false,
@@ -449,7 +449,7 @@ pub fn reproduce(study: &Study, cache: &Cache) -> Result<Reproduction, Reproduce
                 }
             }
             Err(e) => files.push(FileCheck {
-                file: n.id.to_string(),
+                file: n.id(),
                 rows: None,
                 difference: Some(e),
                 bytes_identical: false,

@@ -141,7 +141,7 @@ impl Spill {
         {
             return Err(NodeFailure::internal(format!(
                 "the episode row of {} names another transcript",
-                dag.graph[execute].id
+                dag.graph[execute].id()
             )));
         }
         let outputs = study.outputs();
@@ -378,18 +378,21 @@ fn off_transcript(
     let payload: ExecutePayload = payloads
         .get(&*node.key)
         .ok_or_else(|| {
-            NodeFailure::internal(format!("the transcript of {} is not in the cache", node.id))
+            NodeFailure::internal(format!(
+                "the transcript of {} is not in the cache",
+                node.id()
+            ))
         })
         .and_then(|p| {
             super::rows::read(p).map_err(|detail| NodeFailure::StoredRowUnreadable {
-                node: node.id.to_string(),
+                node: node.id(),
                 detail,
             })
         })?;
     let variant = variants
         .get(&compile)
         .ok_or_else(|| NodeFailure::Upstream {
-            node: dag.graph[compile].id.to_string(),
+            node: dag.graph[compile].id(),
             cause: Box::new(NodeFailure::Compile {
                 detail: "it did not compile in this apply".into(),
             }),
@@ -397,11 +400,11 @@ fn off_transcript(
     let trace = payload.transcript.trace(blobs, variant).ok_or_else(|| {
         NodeFailure::internal(format!(
             "the transcript of {} does not rebuild a trace",
-            node.id
+            node.id()
         ))
     })?;
     requests::read(&payload.transcript, &trace, blobs)
-        .map_err(|e| NodeFailure::internal(format!("{}: {e}", node.id)))
+        .map_err(|e| NodeFailure::internal(format!("{}: {e}", node.id())))
 }
 
 fn spill_io(path: &std::path::Path, e: &std::io::Error) -> NodeFailure {

@@ -93,7 +93,7 @@ pub fn next(study: &Study, cache: &Cache) -> Result<(Vec<Retry>, usize), Pipelin
         let first_key = if attempt > 1 {
             previous
                 .iter()
-                .find(|r| r.node == *node.id && r.attempt == attempt)
+                .find(|r| r.node == node.id() && r.attempt == attempt)
                 .map(|r| r.first_key.clone())
         } else {
             Some(node.key.to_string())
@@ -104,13 +104,13 @@ pub fn next(study: &Study, cache: &Cache) -> Result<(Vec<Retry>, usize), Pipelin
         if failed.contains(grade_key) {
             rerun += 1;
             out.push(Retry {
-                node: node.id.to_string(),
+                node: node.id(),
                 first_key,
                 attempt: attempt + 1,
             });
         } else if attempt > 1 {
             out.push(Retry {
-                node: node.id.to_string(),
+                node: node.id(),
                 first_key,
                 attempt,
             });

@@ -140,7 +140,7 @@ fn candidates(study: &Study, nodes: &[NodeIndex]) -> String {
             format!(
                 "  {}  {}",
                 &node.key[..PAGE_PREFIX.min(node.key.len())],
-                node.id
+                node.id()
             )
         })
         .collect();

@@ -221,7 +221,7 @@ pub fn load(study: &Study, cache: &Cache, execute: NodeIndex) -> Result<EpisodeV
     let node = &study.dag.graph[execute];
     if cache.get(&node.key).is_none() {
         return Err(ShowError::NotRun {
-            id: node.id.to_string(),
+            id: node.id(),
             manifest: study.manifest.path.display().to_string(),
         });
     }
@@ -250,7 +250,7 @@ pub fn variant_of(study: &Study, execute: NodeIndex) -> Result<Variant, String> 
 
 fn unreadable(study: &Study, execute: NodeIndex, why: String) -> ShowError {
     ShowError::Unreadable {
-        id: study.dag.graph[execute].id.to_string(),
+        id: study.dag.graph[execute].id(),
         why,
         manifest: study.manifest.path.display().to_string(),
     }

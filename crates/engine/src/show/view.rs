@@ -217,7 +217,7 @@ pub fn view(
             .map_err(|e| fail(format!("its stored transcript is unreadable: {e}")))?,
         None => {
             return Err(ShowError::NotRun {
-                id: node.id.to_string(),
+                id: node.id(),
                 manifest: study.manifest.path.display().to_string(),
             })
         }
@@ -379,7 +379,7 @@ pub fn view(
     let limits = limits_view(variant, &trace, &verdict);
     Ok(EpisodeView {
         study: m.study.clone(),
-        id: node.id.to_string(),
+        id: node.id(),
         key: node.key.to_string(),
         grade_key: study
             .dag

@@ -70,7 +70,7 @@ pub(super) fn certify(
         let grade = &dag.graph[job.grade];
         let spec = data.spec(&study.manifest, &run.work);
         let mut certificate = Certificate {
-            id: run.id.to_string(),
+            id: run.id(),
             node_key: grade.key.to_string(),
             episode_key: spec.as_ref().map(tbb_harness::scenario::scenario_key),
             configuration: spec
@@ -99,7 +99,7 @@ pub(super) fn certify(
             (Some(spec), Some(Ok(stored))) => {
                 match crate::pipeline::scenarios::regrade(
                     &spec,
-                    &run.id,
+                    &run.id(),
                     &run.key,
                     payloads.get(&*run.key).map(String::as_str),
                     &grade.key,

@@ -371,12 +371,12 @@ fn the_shards_of_a_study_take_each_episode_once_with_its_condition_s_arms() {
             let holders: Vec<u32> = (0..count)
                 .filter(|&i| shards[i as usize].executes(dag, e))
                 .collect();
-            assert_eq!(holders.len(), 1, "{} in {holders:?}", dag.graph[e].id);
+            assert_eq!(holders.len(), 1, "{} in {holders:?}", dag.graph[e].id());
             // Every arm of a condition is in the shard of its first arm.
             let held = *shard_of_condition
                 .entry(condition(&dag.graph[e].fields))
                 .or_insert(holders[0]);
-            assert_eq!(held, holders[0], "{}", dag.graph[e].id);
+            assert_eq!(held, holders[0], "{}", dag.graph[e].id());
         }
         assert_eq!(
             shard_of_condition.len() * 2,

@@ -53,7 +53,7 @@ pub fn locate(study: &Study, prefix: &str) -> Option<Result<NodeIndex, ShowError
             candidates: many
                 .iter()
                 .take(5)
-                .map(|&i| format!("{}  {}", &dag.graph[i].key[..12], dag.graph[i].id))
+                .map(|&i| format!("{}  {}", &dag.graph[i].key[..12], dag.graph[i].id()))
                 .collect::<Vec<_>>()
                 .join("\n"),
         })),
@@ -136,7 +136,7 @@ pub fn load(study: &Study, cache: &Cache, run: NodeIndex) -> Result<ScenarioView
     let node = &study.dag.graph[run];
     let manifest = study.manifest.path.display().to_string();
     let unreadable = |why: String| ShowError::Unreadable {
-        id: node.id.to_string(),
+        id: node.id(),
         why,
         manifest: manifest.clone(),
     };
@@ -147,7 +147,7 @@ pub fn load(study: &Study, cache: &Cache, run: NodeIndex) -> Result<ScenarioView
     let payloads = cache.payloads(&[&node.key])?;
     let Some(text) = payloads.get(&*node.key) else {
         return Err(ShowError::NotRun {
-            id: node.id.to_string(),
+            id: node.id(),
             manifest,
         });
     };
@@ -163,7 +163,7 @@ pub fn load(study: &Study, cache: &Cache, run: NodeIndex) -> Result<ScenarioView
         .collect();
     Ok(ScenarioView {
         study: study.manifest.study.clone(),
-        id: node.id.to_string(),
+        id: node.id(),
         key: node.key.to_string(),
         about: format!(
             "ToolSandbox scenario {} ({} distraction tools; {}), played by {} at a cap of {} tokens, repeat {}",
