@@ -390,6 +390,11 @@ impl Cache {
         self.backend.root()
     }
 
+    /// Whether any node is committed.
+    pub fn has_nodes(&self) -> bool {
+        !self.index.is_empty()
+    }
+
     /// The committed node with this key.
     pub fn get(&self, key: &str) -> Option<&Entry> {
         self.index.get(key)

@@ -318,7 +318,14 @@ pub const PLAN_FORMAT: &str = "tbb-plan/1";
 /// fields, the estimate and the fingerprint are [`super::Study::plan`]'s to fill in.
 pub fn plan(dag: &Dag, cache: &Cache, outputs: &Path) -> Result<Plan, CacheError> {
     // FxHash: 36,000 identities hashed with SipHash were a tenth of a cached plan.
-    let in_dag: FxHashSet<Digest> = dag.nodes().map(|(_, n)| Digest::of(&n.id())).collect();
+    // A fresh study's plan makes no identity: with nothing cached, no node has an
+    // earlier entry and nothing is orphaned.
+    let cached_any = cache.has_nodes();
+    let in_dag: FxHashSet<Digest> = if cached_any {
+        dag.nodes().map(|(_, n)| Digest::of(&n.id())).collect()
+    } else {
+        FxHashSet::default()
+    };
     let orphans: Vec<&Entry> = cache
         .latest_entries()
         .into_iter()
@@ -356,8 +363,9 @@ pub fn plan(dag: &Dag, cache: &Cache, outputs: &Path) -> Result<Plan, CacheError
                 }
             }
             Some(_) => (Action::Cached, vec![]),
-            None => match cache
-                .latest(&node.id())
+            None => match cached_any
+                .then(|| cache.latest(&node.id()))
+                .flatten()
                 .map(|e| cache.key_input(e))
                 .transpose()?
                 .flatten()
