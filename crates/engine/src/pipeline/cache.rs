@@ -68,6 +68,10 @@ use thiserror::Error;
 
 use super::backend::{parse_name, Backend, Listed};
 pub use super::cache_index::Entry;
+use super::cache_index::Index;
+use super::key::{KeyInput, NodeKind};
+use super::remote::{Remote, RemoteError};
+use tbb_tables::StoreError;
 
 /// An entry's identity and key as text, read back from its nodes file
 /// ([`Cache::texts`]).
@@ -78,10 +82,10 @@ pub struct EntryTexts {
     /// Key.
     pub key: String,
 }
-use super::cache_index::Index;
-use super::key::{KeyInput, NodeKind};
-use super::remote::{Remote, RemoteError};
-use tbb_tables::StoreError;
+
+/// What [`Cache::for_each_row`] hands each wanted row to: its tag, the batch's columns
+/// and the row's place in them.
+type RowVisitor<'a, T> = dyn FnMut(T, &[&StringArray], usize) -> Result<(), CacheError> + 'a;
 
 /// The cache cannot be read or written.
 #[derive(Debug, Error, miette::Diagnostic)]
@@ -413,37 +417,15 @@ impl Cache {
     /// The identity and key texts of `entries`, in their order, read from their files
     /// (the index holds only their digests).
     pub fn texts(&self, entries: &[&Entry]) -> Result<Vec<EntryTexts>, CacheError> {
-        let mut wanted: HashMap<usize, Vec<(usize, usize)>> = HashMap::new();
-        for (at, e) in entries.iter().enumerate() {
-            wanted
-                .entry(e.file as usize)
-                .or_default()
-                .push((e.row as usize, at));
-        }
         let mut out = vec![EntryTexts::default(); entries.len()];
-        for (file, mut rows) in wanted {
-            rows.sort_unstable();
-            let path = &self.files[file];
-            let mut next = 0;
-            let mut offset = 0;
-            let columns = ["id", "key"];
-            for_each_batch_of(path, self.backend.open(path)?, &columns, &mut |batch| {
-                let texts = string_columns(path, batch, &columns)?;
-                while next < rows.len() && rows[next].0 < offset + batch.num_rows() {
-                    let (row, at) = rows[next];
-                    out[at] = EntryTexts {
-                        id: texts[0].value(row - offset).to_string(),
-                        key: texts[1].value(row - offset).to_string(),
-                    };
-                    next += 1;
-                }
-                offset += batch.num_rows();
-                Ok(())
-            })?;
-            if next < rows.len() {
-                return Err(damaged(path, "node row missing"));
-            }
-        }
+        let wanted = entries.iter().enumerate().map(|(at, &e)| (e, at));
+        self.for_each_row(wanted, &["id", "key"], &mut |at, columns, row| {
+            out[at] = EntryTexts {
+                id: columns[0].value(row).to_string(),
+                key: columns[1].value(row).to_string(),
+            };
+            Ok(())
+        })?;
         Ok(out)
     }
 
@@ -482,33 +464,46 @@ impl Cache {
         keys: &[&str],
         each: &mut dyn FnMut(&str, &str) -> Result<(), CacheError>,
     ) -> Result<(), CacheError> {
-        let mut wanted: HashMap<usize, Vec<(usize, &str)>> = HashMap::new();
-        for &k in keys {
-            if let Some(e) = self.index.get(k) {
-                wanted
-                    .entry(e.file as usize)
-                    .or_default()
-                    .push((e.row as usize, k));
-            }
+        let wanted = keys
+            .iter()
+            .filter_map(|&k| self.index.get(k).map(|e| (e, k)));
+        self.for_each_row(wanted, &["payload"], &mut |key, columns, row| {
+            each(key, columns[0].value(row))
+        })
+    }
+
+    /// Hands `each` the values of `columns` at the row of every entry of `wanted`
+    /// (with its tag), file by file and batch by batch, keeping only the wanted rows.
+    fn for_each_row<'e, T: Copy + Ord>(
+        &self,
+        wanted: impl Iterator<Item = (&'e Entry, T)>,
+        columns: &[&str],
+        each: &mut RowVisitor<'_, T>,
+    ) -> Result<(), CacheError> {
+        let mut by_file: HashMap<usize, Vec<(usize, T)>> = HashMap::new();
+        for (e, tag) in wanted {
+            by_file
+                .entry(e.file as usize)
+                .or_default()
+                .push((e.row as usize, tag));
         }
-        for (file, mut rows) in wanted {
-            // Streamed batch by batch, keeping only the wanted rows.
+        for (file, mut rows) in by_file {
             rows.sort_unstable();
             let path = &self.files[file];
             let mut next = 0;
             let mut offset = 0;
-            for_each_batch_of(path, self.backend.open(path)?, &["payload"], &mut |batch| {
-                let column = string_columns(path, batch, &["payload"])?[0];
+            for_each_batch_of(path, self.backend.open(path)?, columns, &mut |batch| {
+                let values = string_columns(path, batch, columns)?;
                 while next < rows.len() && rows[next].0 < offset + batch.num_rows() {
-                    let (row, key) = rows[next];
-                    each(key, column.value(row - offset))?;
+                    let (row, tag) = rows[next];
+                    each(tag, &values, row - offset)?;
                     next += 1;
                 }
                 offset += batch.num_rows();
                 Ok(())
             })?;
             if next < rows.len() {
-                return Err(damaged(path, "payload row missing"));
+                return Err(damaged(path, "node row missing"));
             }
         }
         Ok(())
