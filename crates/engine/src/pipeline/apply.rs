@@ -742,32 +742,19 @@ impl Applying<'_> {
                         schedule.finished(e);
                         continue;
                     };
-                    let provider = providers[config].clone();
-                    let user_provider = user_provider.clone();
-                    let routes = routes.clone();
-                    let nudge = prompts.nudge.clone();
-                    let manifest = Arc::clone(&manifest);
-                    let work = node.work.clone();
-                    let run_key = node.key.clone();
-                    let grade_key = dag.graph[grade].key.clone();
+                    let play = super::scenarios::Play {
+                        data,
+                        manifest: Arc::clone(&manifest),
+                        work: node.work.clone(),
+                        provider: providers[config].clone(),
+                        user: user_provider.clone(),
+                        routes: routes.clone(),
+                        nudge: prompts.nudge.clone(),
+                        run_key: node.key.clone(),
+                        grade_key: dag.graph[grade].key.clone(),
+                    };
                     let handle = tasks.spawn(async move {
-                        let result = match data.spec(&manifest, &work) {
-                            None => Err(NodeFailure::internal(
-                                "a scenario node names what the manifest lacks",
-                            )),
-                            Some(spec) => {
-                                let episode = tbb_harness::scenario::run_scenario(
-                                    provider.as_ref(),
-                                    &spec,
-                                    &nudge,
-                                    Some(&routes),
-                                    user_provider.as_deref(),
-                                )
-                                .await;
-                                super::scenarios::played(episode, &spec, &run_key, &grade_key)
-                                    .map(|p| Played::Scenario(Box::new(p)))
-                            }
-                        };
+                        let result = play.run().await.map(|p| Played::Scenario(Box::new(p)));
                         Finished {
                             execute: e,
                             grade,

@@ -9,7 +9,8 @@
 //! running a tool or asking a provider.
 //!
 //! Owns: the payload's layout, the one mapping from a scenario node to the
-//! [`ScenarioSpec`] it plays ([`ToolSandboxData::spec`]), the rows of a study's scenario
+//! [`ScenarioSpec`] it plays ([`ToolSandboxData::spec`]), playing one node's scenario
+//! in the task apply spawns for it ([`Play`]), the rows of a study's scenario
 //! grade nodes in DAG order ([`rows`]), the request rows read off their transcripts
 //! ([`request_rows`]) and the plan's estimate of their traffic ([`estimate`]).
 //!
@@ -167,6 +168,49 @@ pub struct Played {
     pub blobs: BlobStore,
     /// What the grade node stores.
     pub row: ScenarioEpisodeRow,
+}
+
+/// One scenario node to play, with everything its task needs, owned (it moves into
+/// the task apply spawns for it).
+pub struct Play {
+    /// The vendored data.
+    pub data: Arc<ToolSandboxData>,
+    /// The study's manifest.
+    pub manifest: Arc<Manifest>,
+    /// The node's work (a [`Work::Scenario`]).
+    pub work: Work,
+    /// The agent's provider.
+    pub provider: Arc<dyn tbb_provider::Provider>,
+    /// A live user's provider, if the study has one.
+    pub user: Option<Arc<dyn tbb_provider::Provider>>,
+    /// The routes' in-flight limits, shared by every episode.
+    pub routes: tbb_provider::retry::RouteLimits,
+    /// The nudge prompt.
+    pub nudge: String,
+    /// The scenario node's key.
+    pub run_key: Arc<str>,
+    /// Its grade node's key.
+    pub grade_key: Arc<str>,
+}
+
+impl Play {
+    /// Plays the scenario through the harness's scenario loop and grades its world.
+    pub async fn run(self) -> Result<Played, NodeFailure> {
+        let Some(spec) = self.data.spec(&self.manifest, &self.work) else {
+            return Err(NodeFailure::internal(
+                "a scenario node names what the manifest lacks",
+            ));
+        };
+        let episode = tbb_harness::scenario::run_scenario(
+            self.provider.as_ref(),
+            &spec,
+            &self.nudge,
+            Some(&self.routes),
+            self.user.as_deref(),
+        )
+        .await;
+        played(episode, &spec, &self.run_key, &self.grade_key)
+    }
 }
 
 /// Grades a played scenario from its saved world and makes its row.
