@@ -73,8 +73,8 @@ pub struct Planned {
     pub kind: NodeKind,
     /// Identity, for an orphan or a node of a saved plan; `None` for a node of the DAG
     /// the plan was made from, whose DAG node makes it when asked ([`Plan::id_of`]):
-    /// held for every node, the identities were 5.5 MB of a cached plan of the
-    /// capacity study.
+    /// held for every node, a plan would keep what the DAG no longer does
+    /// ([`super::dag::Node::id`]).
     pub id: Option<Arc<str>>,
     /// Key (the cached one for orphans).
     pub key: Arc<str>,
