@@ -903,6 +903,22 @@ mod tests {
         );
     }
 
+    /// A node whose identity the plan does not hold (a node of its DAG, not yet named)
+    /// is never written with a blank identity: writing the plan fails, saying why.
+    #[test]
+    fn a_plan_with_an_unnamed_node_is_not_written() {
+        let mut plan = plan_with(Estimate::default());
+        plan.nodes[0].id = None;
+        let written = serde_json::to_string(&plan);
+        assert!(
+            written
+                .as_ref()
+                .is_err_and(|e| e.to_string().contains("name the plan's nodes")),
+            "{written:?}"
+        );
+        assert_eq!(Plan::id_of(&plan.nodes[0], &empty_dag()), "");
+    }
+
     /// A saved plan says why each node runs (`why`, made as it is written), and reads
     /// back with the same reasons.
     #[test]
