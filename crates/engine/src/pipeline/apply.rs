@@ -308,8 +308,6 @@ pub fn estimate(study: &Study, cache: &Cache, plan: &Plan) -> Estimate {
             info.insert(c, p);
         }
     }
-    const EXCHANGE_TOKENS: u64 = 150;
-    const RESPONSE_TOKENS: u64 = 152;
     let mut e = Estimate::default();
     for n in runs {
         let Work::Execute {
@@ -328,20 +326,15 @@ pub fn estimate(study: &Study, cache: &Cache, plan: &Plan) -> Estimate {
         let prompt = study.manifest.arms[arm].form.prompt;
         let requests = u64::from(p.certified_min_calls) + 1;
         let base = (p.menu_bytes + p.request_bytes + study.prompts.system(prompt).len() as u64) / 4;
-        let prompt: u64 = (0..requests).map(|i| base + i * EXCHANGE_TOKENS).sum();
-        let completion = requests * RESPONSE_TOKENS;
-        e.requests += requests;
-        e.prompt_tokens += prompt;
-        e.completion_tokens += completion;
-        let cost = config.prices.cost_usd(prompt, completion);
-        e.cost_usd += cost;
-        if config.wall_time_is_modelled() {
-            e.simulated_requests += requests;
-            e.simulated_cost_usd += cost;
-        }
-        if study.manifest.unlisted.contains(&config.name) {
-            e.unpriced_requests += requests;
-        }
+        let prompt: u64 = (0..requests)
+            .map(|i| base + i * Estimate::EXCHANGE_TOKENS)
+            .sum();
+        let completion = requests * Estimate::RESPONSE_TOKENS;
+        e.add(
+            config,
+            (requests, prompt, completion),
+            &study.manifest.unlisted,
+        );
     }
     super::scenarios::estimate(study, &scenarios, &mut e);
     e

@@ -140,6 +140,36 @@ pub struct Estimate {
     pub unpriced_requests: u64,
 }
 
+impl Estimate {
+    /// Tokens one exchange (a response and what comes back) adds to the next prompt.
+    pub const EXCHANGE_TOKENS: u64 = 150;
+    /// Tokens of a response: the paper's median.
+    pub const RESPONSE_TOKENS: u64 = 152;
+
+    /// Counts `requests` to `config` of `prompt` and `completion` tokens in all, at its
+    /// listed prices (`unlisted`: the configurations a `--model` flag made, which have
+    /// none).
+    pub fn add(
+        &mut self,
+        config: &tbb_provider::Configuration,
+        (requests, prompt, completion): (u64, u64, u64),
+        unlisted: &[String],
+    ) {
+        self.requests += requests;
+        self.prompt_tokens += prompt;
+        self.completion_tokens += completion;
+        let cost = config.prices.cost_usd(prompt, completion);
+        self.cost_usd += cost;
+        if config.wall_time_is_modelled() {
+            self.simulated_requests += requests;
+            self.simulated_cost_usd += cost;
+        }
+        if unlisted.contains(&config.name) {
+            self.unpriced_requests += requests;
+        }
+    }
+}
+
 /// A plan.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Plan {

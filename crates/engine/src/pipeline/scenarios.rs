@@ -35,6 +35,7 @@ use super::cache::{Cache, CacheError};
 use super::dag::{Dag, Work};
 use super::failure::NodeFailure;
 use super::key::NodeKind;
+use super::plan::Estimate;
 use crate::manifest::Manifest;
 
 /// What a scenario node records (the blobs its transcript refers to are stored once,
@@ -344,9 +345,7 @@ pub fn request_rows(
 /// schemas (4 bytes a token), growing by one exchange per request, and the paper's
 /// median response; a live user answers once per episode, its prompt the conversation
 /// it sees. An estimate for budgeting, as the families' ([`super::apply::estimate`]).
-pub fn estimate(study: &super::Study, runs: &[&super::dag::Node], e: &mut super::plan::Estimate) {
-    const EXCHANGE_TOKENS: u64 = 150;
-    const RESPONSE_TOKENS: u64 = 152;
+pub fn estimate(study: &super::Study, runs: &[&super::dag::Node], e: &mut Estimate) {
     if runs.is_empty() {
         return;
     }
@@ -379,47 +378,25 @@ pub fn estimate(study: &super::Study, runs: &[&super::dag::Node], e: &mut super:
                 .map(|m| serde_json::to_string(m).map_or(0, |t| t.len() as u64))
                 .sum();
         let base = (schemas + opening) / 4;
-        let prompt: u64 = (0..requests).map(|i| base + i * EXCHANGE_TOKENS).sum();
-        let completion = requests * RESPONSE_TOKENS;
-        add(
-            e,
+        let prompt: u64 = (0..requests)
+            .map(|i| base + i * Estimate::EXCHANGE_TOKENS)
+            .sum();
+        let completion = requests * Estimate::RESPONSE_TOKENS;
+        e.add(
             spec.config,
-            requests,
-            prompt,
-            completion,
+            (requests, prompt, completion),
             &study.manifest.unlisted,
         );
         if let Some(user) = user {
-            add(
-                e,
+            e.add(
                 user,
-                1,
-                opening / 4 + EXCHANGE_TOKENS,
-                RESPONSE_TOKENS,
+                (
+                    1,
+                    opening / 4 + Estimate::EXCHANGE_TOKENS,
+                    Estimate::RESPONSE_TOKENS,
+                ),
                 &study.manifest.unlisted,
             );
         }
-    }
-}
-
-fn add(
-    e: &mut super::plan::Estimate,
-    config: &tbb_provider::Configuration,
-    requests: u64,
-    prompt: u64,
-    completion: u64,
-    unlisted: &[String],
-) {
-    e.requests += requests;
-    e.prompt_tokens += prompt;
-    e.completion_tokens += completion;
-    let cost = config.prices.cost_usd(prompt, completion);
-    e.cost_usd += cost;
-    if config.wall_time_is_modelled() {
-        e.simulated_requests += requests;
-        e.simulated_cost_usd += cost;
-    }
-    if unlisted.contains(&config.name) {
-        e.unpriced_requests += requests;
     }
 }
