@@ -120,16 +120,7 @@ fn exchanges(out: &mut String, id: &str, label: &str, exchanges: &[Exchange]) {
                 text,
                 calls,
             } => {
-                let usage = usage.map_or_else(
-                    || "no usage".to_string(),
-                    |(prompt, completion)| {
-                        format!(
-                            "{} prompt, {} completion tokens",
-                            count(prompt),
-                            count(completion)
-                        )
-                    },
-                );
+                let usage = super::usage_phrase(*usage, count);
                 let _ = writeln!(
                     out,
                     "<p class=\"response\">Response: finish <code>{}</code>; {}</p>",

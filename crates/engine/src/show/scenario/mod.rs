@@ -116,6 +116,22 @@ pub enum Reply {
     },
 }
 
+/// What a response's usage reads as (`1200 prompt, 34 completion tokens`, or `no
+/// usage`), each count written by `number`: the text prints it bare, the page with
+/// thousands separators.
+pub(crate) fn usage_phrase(usage: Option<(u64, u64)>, number: fn(u64) -> String) -> String {
+    usage.map_or_else(
+        || "no usage".to_string(),
+        |(prompt, completion)| {
+            format!(
+                "{} prompt, {} completion tokens",
+                number(prompt),
+                number(completion)
+            )
+        },
+    )
+}
+
 /// ToolSandbox's grade of the saved world.
 #[derive(Debug, Clone)]
 pub struct Grade {

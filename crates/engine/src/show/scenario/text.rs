@@ -63,12 +63,7 @@ fn exchanges(out: &mut String, label: &str, exchanges: &[Exchange]) {
                 text,
                 calls,
             } => {
-                let usage = usage.map_or_else(
-                    || "no usage".to_string(),
-                    |(prompt, completion)| {
-                        format!("{prompt} prompt, {completion} completion tokens")
-                    },
-                );
+                let usage = super::usage_phrase(*usage, |n| n.to_string());
                 let _ = writeln!(out, "  response ({finish}; {usage}):");
                 if let Some(text) = text {
                     indented(out, text);
