@@ -50,6 +50,17 @@ fn scripted(script: Vec<Value>) -> (String, Arc<std::sync::Mutex<Vec<Value>>>) {
     (common::serve_on_loopback(app), bodies)
 }
 
+/// The stdout of a command that must have succeeded (its output in the message if not).
+fn succeeded(out: &std::process::Output) -> String {
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
 /// `tbb --configs CATALOGUE run-scenario ARGS --json` in `dir`: what it printed, after
 /// checking that it succeeded.
 fn play(dir: &std::path::Path, catalogue: &std::path::Path, args: &[&str]) -> Value {
@@ -61,12 +72,7 @@ fn play(dir: &std::path::Path, catalogue: &std::path::Path, args: &[&str]) -> Va
         .arg("--json")
         .output()
         .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stdout = succeeded(&out);
     serde_json::from_str(&stdout).unwrap()
 }
 
@@ -140,12 +146,7 @@ fn a_scenario_played_correctly_grades_one_and_its_saved_world_grades_the_same() 
         .arg(&world)
         .output()
         .unwrap();
-    let stdout = String::from_utf8_lossy(&regraded.stdout);
-    assert!(
-        regraded.status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&regraded.stderr)
-    );
+    let stdout = succeeded(&regraded);
     let again: Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(again["similarity"], played["similarity"]);
     assert_eq!(again["turns"], played["turns"]);
@@ -268,12 +269,7 @@ fn a_toolsandbox_study_applies_plans_empty_after_and_certifies_from_the_saved_wo
     let manifest = study_manifest(dir.path());
     let manifest = manifest.to_str().unwrap();
     let out = tbb_study(dir.path(), &["apply", manifest]);
-    assert!(
-        out.status.success(),
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    succeeded(&out);
 
     // One row per scenario, menu and configuration, each graded.
     let table =
@@ -286,13 +282,8 @@ fn a_toolsandbox_study_applies_plans_empty_after_and_certifies_from_the_saved_wo
     // Their requests, one row each, as many as the episodes' rows count.
     let requests =
         common::cache_files::read(&dir.path().join("outputs/ts/toolsandbox_requests.parquet"));
-    let counted: u64 = table
-        .column_by_name("requests")
-        .and_then(|c| c.as_any().downcast_ref::<arrow_array::UInt32Array>())
-        .unwrap()
-        .values()
+    let counted: u64 = common::cache_files::numbers(&table, "requests")
         .iter()
-        .map(|&n| u64::from(n))
         .sum();
     assert_eq!(requests.num_rows() as u64, counted);
     // A scripted user sends nothing and costs nothing.
@@ -320,12 +311,7 @@ fn a_toolsandbox_study_applies_plans_empty_after_and_certifies_from_the_saved_wo
         .and_then(|c| c.as_any().downcast_ref::<arrow_array::Float64Array>())
         .unwrap();
     let shown = tbb_study(dir.path(), &["show", manifest, &refs.value(0)[..12]]);
-    let stdout = String::from_utf8_lossy(&shown.stdout);
-    assert!(
-        shown.status.success(),
-        "{}",
-        String::from_utf8_lossy(&shown.stderr)
-    );
+    let stdout = succeeded(&shown);
     assert!(
         stdout.contains("ToolSandbox scenario cellular_off"),
         "{stdout}"
@@ -350,22 +336,10 @@ fn a_toolsandbox_study_applies_plans_empty_after_and_certifies_from_the_saved_wo
             page.to_str().unwrap(),
         ],
     );
-    assert!(
-        shown.status.success(),
-        "{}",
-        String::from_utf8_lossy(&shown.stderr)
-    );
+    succeeded(&shown);
     let html = std::fs::read_to_string(&page).unwrap();
-    let requests_of_row = table
-        .column_by_name("requests")
-        .and_then(|c| c.as_any().downcast_ref::<arrow_array::UInt32Array>())
-        .unwrap()
-        .value(0);
-    let milestones = table
-        .column_by_name("milestones")
-        .and_then(|c| c.as_any().downcast_ref::<arrow_array::UInt32Array>())
-        .unwrap()
-        .value(0);
+    let requests_of_row = common::cache_files::numbers(&table, "requests")[0];
+    let milestones = common::cache_files::numbers(&table, "milestones")[0];
     assert!(
         html.contains(&format!(
             "<main class=\"scenario\" data-key=\"{}\" data-requests=\"{requests_of_row}\" data-user-requests=\"0\">",
@@ -395,26 +369,16 @@ fn a_toolsandbox_study_applies_plans_empty_after_and_certifies_from_the_saved_wo
     assert!(stdout.contains("No changes"), "{stdout}");
 
     let certify = tbb_study(dir.path(), &["certify", manifest]);
-    let stdout = String::from_utf8_lossy(&certify.stdout);
-    assert!(
-        certify.status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&certify.stderr)
-    );
+    let stdout = succeeded(&certify);
     assert!(
         stdout.contains("18 episodes checked, 18 passed, 0 failed"),
         "{stdout}"
     );
 
     // Every published table is rebuilt from the stored rows and transcripts, byte for
-    // byte (variants, episodes, requests, toolsandbox_episodes, toolsandbox_requests).
+    // byte (toolsandbox_episodes, toolsandbox_requests and the analyses').
     let reproduce = tbb_study(dir.path(), &["reproduce", manifest]);
-    let stdout = String::from_utf8_lossy(&reproduce.stdout);
-    assert!(
-        reproduce.status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&reproduce.stderr)
-    );
+    let stdout = succeeded(&reproduce);
     assert!(stdout.contains(", 0 failed"), "{stdout}");
 
     // A stored grade that its saved world does not give is caught, on that episode.
@@ -619,12 +583,7 @@ fn a_study_with_a_live_user_asks_it_through_its_route_and_certifies_from_the_sav
         "{stdout}"
     );
     let out = tbb_study(dir.path(), &["apply", manifest]);
-    assert!(
-        out.status.success(),
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    succeeded(&out);
     // Each of the three scenarios asked the user once: it ended the conversation.
     assert_eq!(user_bodies.lock().unwrap().len(), 3);
     let table =
@@ -650,36 +609,31 @@ fn a_study_with_a_live_user_asks_it_through_its_route_and_certifies_from_the_sav
     // And the episode rows count the user's traffic and what it cost, apart from the
     // agent's: the tokens its request rows report, at its catalogue prices ($1 and $2
     // a million).
-    let u64s = |batch: &arrow_array::RecordBatch, column: &str| -> Vec<u64> {
-        let c = batch.column_by_name(column).unwrap().as_any();
-        match c.downcast_ref::<arrow_array::UInt64Array>() {
-            Some(c) => (0..c.len())
-                .map(|r| if c.is_null(r) { 0 } else { c.value(r) })
-                .collect(),
-            None => {
-                let c = c.downcast_ref::<arrow_array::UInt32Array>().unwrap();
-                (0..c.len()).map(|r| u64::from(c.value(r))).collect()
-            }
-        }
-    };
     let user_rows: Vec<usize> = (0..requests.num_rows())
         .filter(|&r| roles.value(r) == "user")
         .collect();
     let sum = |column: &str| -> u64 {
-        let values = u64s(&requests, column);
+        let values = common::cache_files::numbers(&requests, column);
         user_rows.iter().map(|&r| values[r]).sum()
     };
     let (prompt, completion) = (sum("prompt_tokens"), sum("completion_tokens"));
     assert!(prompt > 0 && completion > 0, "{prompt} {completion}");
     let users = common::cache_files::strings(&table, "user_configuration");
     assert!((0..table.num_rows()).all(|r| users.value(r) == "user"));
-    assert_eq!(u64s(&table, "user_requests"), vec![1, 1, 1]);
     assert_eq!(
-        u64s(&table, "user_prompt_tokens").iter().sum::<u64>(),
+        common::cache_files::numbers(&table, "user_requests"),
+        vec![1, 1, 1]
+    );
+    assert_eq!(
+        common::cache_files::numbers(&table, "user_prompt_tokens")
+            .iter()
+            .sum::<u64>(),
         prompt
     );
     assert_eq!(
-        u64s(&table, "user_completion_tokens").iter().sum::<u64>(),
+        common::cache_files::numbers(&table, "user_completion_tokens")
+            .iter()
+            .sum::<u64>(),
         completion
     );
     let costs = table
@@ -704,7 +658,7 @@ fn a_study_with_a_live_user_asks_it_through_its_route_and_certifies_from_the_sav
         dir.path(),
         &["show", manifest, &refs.value(0)[..12], "--html", page_arg],
     );
-    assert!(shown.status.success());
+    succeeded(&shown);
     let html = std::fs::read_to_string(&page).unwrap();
     assert!(html.contains("data-user-requests=\"1\""), "{html}");
     assert!(html.contains("<h2 id=\"user-requests\">"), "{html}");

@@ -43,6 +43,31 @@ pub fn strings<'a>(batch: &'a RecordBatch, column: &str) -> &'a StringArray {
         .unwrap_or_else(|| panic!("no text column {column}"))
 }
 
+/// An unsigned integer column (`u32` or `u64`) as `u64`s, a null as 0.
+pub fn numbers(batch: &RecordBatch, column: &str) -> Vec<u64> {
+    let c = batch
+        .column_by_name(column)
+        .unwrap_or_else(|| panic!("no column {column}"))
+        .as_any();
+    if let Some(c) = c.downcast_ref::<arrow_array::UInt64Array>() {
+        return (0..c.len())
+            .map(|r| if c.is_null(r) { 0 } else { c.value(r) })
+            .collect();
+    }
+    let c = c
+        .downcast_ref::<arrow_array::UInt32Array>()
+        .unwrap_or_else(|| panic!("{column} is not an unsigned integer column"));
+    (0..c.len())
+        .map(|r| {
+            if c.is_null(r) {
+                0
+            } else {
+                u64::from(c.value(r))
+            }
+        })
+        .collect()
+}
+
 /// Rewrites the stored payload of the first node of `kind`, in cache file order, for
 /// which `edit` changes something, and writes that cache file back. Returns the node's
 /// identity.
