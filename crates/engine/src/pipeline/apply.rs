@@ -252,18 +252,15 @@ pub fn providers(study: &Study) -> Result<Vec<Arc<dyn Provider>>, PipelineError>
 /// paper's median). An estimate for budgeting, not a prediction.
 pub fn estimate(study: &Study, cache: &Cache, plan: &Plan) -> Estimate {
     let dag = &study.dag;
-    let runs: Vec<&Node> = plan
-        .nodes
-        .iter()
-        .filter(|p| p.action.runs() && p.kind == NodeKind::Execute)
-        .filter_map(|p| p.node.map(|i| &dag.graph[i]))
-        .collect();
-    let scenarios: Vec<&Node> = plan
-        .nodes
-        .iter()
-        .filter(|p| p.action.runs() && p.kind == NodeKind::Scenario)
-        .filter_map(|p| p.node.map(|i| &dag.graph[i]))
-        .collect();
+    let running = |kind: NodeKind| -> Vec<&Node> {
+        plan.nodes
+            .iter()
+            .filter(|p| p.action.runs() && p.kind == kind)
+            .filter_map(|p| p.node.map(|i| &dag.graph[i]))
+            .collect()
+    };
+    let runs = running(NodeKind::Execute);
+    let scenarios = running(NodeKind::Scenario);
     if runs.is_empty() {
         let mut e = Estimate::default();
         super::scenarios::estimate(study, &scenarios, &mut e);

@@ -688,35 +688,22 @@ impl Dag {
                 Work::Table(Publish::Variants),
                 compiles,
             );
-            let input = provenance(
-                manifest,
-                inputs,
-                KeyInput::new(NodeKind::Table, versions::EPISODES),
-            )
-            .param("study", manifest.study.clone())
-            .input("episodes", episodes_key.clone());
-            self.add(
-                NodeKind::Table,
-                Fields::of(vec![("table", "episodes".into())]),
-                input,
-                Work::Table(Publish::Episodes),
-                grades,
-            );
-            // One row per request of the same episodes, with the same condition columns.
-            let input = provenance(
-                manifest,
-                inputs,
-                KeyInput::new(NodeKind::Table, versions::REQUESTS),
-            )
-            .param("study", manifest.study.clone())
-            .input("episodes", episodes_key.clone());
-            self.add(
-                NodeKind::Table,
-                Fields::of(vec![("table", "requests".into())]),
-                input,
-                Work::Table(Publish::Requests),
-                grades,
-            )
+            // A row per episode, then a row per request of the same episodes with the
+            // same condition columns: both keyed by the episodes.
+            let mut of_episodes = |table: &str, version: &str, publish: Publish| {
+                let input = provenance(manifest, inputs, KeyInput::new(NodeKind::Table, version))
+                    .param("study", manifest.study.clone())
+                    .input("episodes", episodes_key.clone());
+                self.add(
+                    NodeKind::Table,
+                    Fields::of(vec![("table", table.into())]),
+                    input,
+                    Work::Table(publish),
+                    grades,
+                )
+            };
+            of_episodes("episodes", versions::EPISODES, Publish::Episodes);
+            of_episodes("requests", versions::REQUESTS, Publish::Requests)
         });
         // What an analysis reading the requests depends on: the rows, not the columns
         // they are published under.
