@@ -469,6 +469,19 @@ fn apply_says_what_the_episodes_came_to_apart_from_node_errors() {
         .find(|e| e["event"] == "stage_finished" && e["stage"] == "episodes")
         .unwrap_or_else(|| panic!("no end of the episodes stage: {events}"));
     assert_eq!(json(&end["verdicts"]["run"]), verdicts, "{end}");
+    // Each finished episode is named by its execute node's identity (the one reporter
+    // that shows node names is handed them).
+    let named: Vec<String> = events
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["event"] == "node_finished" && e["stage"] == "episodes")
+        .map(|e| e["node"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert_eq!(named.len() as u64, verdicts.0, "{events}");
+    assert!(
+        named.iter().all(|n| n.starts_with("execute[cfg=")),
+        "{named:?}"
+    );
 
     // Nothing to run: the episodes are said as cached.
     let out = s.apply();

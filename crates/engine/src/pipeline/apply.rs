@@ -1388,9 +1388,14 @@ impl Counts {
         } else {
             self.failed += 1;
         }
+        let id = if reporter.names_nodes() {
+            node.id()
+        } else {
+            String::new()
+        };
         reporter.event(&Event::NodeFinished {
             stage,
-            node: &node.id(),
+            node: &id,
             ok,
         });
     }

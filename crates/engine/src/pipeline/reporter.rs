@@ -31,6 +31,13 @@ pub trait Reporter: Send + Sync {
     fn counts_requests(&self) -> bool {
         true
     }
+
+    /// Whether it reads the node's identity in [`Event::NodeFinished`]: a DAG node makes
+    /// its identity when asked (a string per finished node), so a reporter that shows
+    /// none is handed an empty one.
+    fn names_nodes(&self) -> bool {
+        true
+    }
 }
 
 /// Renders nothing.
@@ -41,6 +48,10 @@ impl Reporter for Silent {
     fn event(&self, _: &Event<'_>) {}
 
     fn counts_requests(&self) -> bool {
+        false
+    }
+
+    fn names_nodes(&self) -> bool {
         false
     }
 }
@@ -234,6 +245,10 @@ impl Reporter for Bars {
             }
         }
     }
+
+    fn names_nodes(&self) -> bool {
+        false
+    }
 }
 
 /// `done` of `nodes` as a whole percentage, rounded to the nearest (1 of 7: 14), but
@@ -369,6 +384,10 @@ impl Reporter for Plain {
     }
 
     fn counts_requests(&self) -> bool {
+        false
+    }
+
+    fn names_nodes(&self) -> bool {
         false
     }
 }
