@@ -265,6 +265,23 @@ fn schema_of(s: &Value) -> Option<ToolSchema> {
     })
 }
 
+/// The seed of the agent's requests: the episode key's first 8 bytes as if no live user
+/// played, so the agent's draws never depend on where the user is served. The user
+/// reaches the agent through what it says; were its route (an address, a port) part of
+/// the seed, a simulated agent would play differently against the same replies served
+/// on another port. The episode key still names the user, so a new user is a new run.
+fn agent_seed(spec: &ScenarioSpec<'_>) -> u64 {
+    let key = scenario_key(&ScenarioSpec {
+        user: None,
+        ..*spec
+    });
+    u64::from_le_bytes(
+        blake3::hash(key.as_bytes()).as_bytes()[..8]
+            .try_into()
+            .unwrap_or([0; 8]),
+    )
+}
+
 /// Plays one scenario. Never panics and never fails: a failure of the world (a row it
 /// refuses) ends the episode as a contract break and is kept in the transcript.
 pub async fn run_scenario(
@@ -278,11 +295,7 @@ pub async fn run_scenario(
     let key = scenario_key(spec);
     let config = spec.config;
     let omit = &config.profile.omit;
-    let seed = u64::from_le_bytes(
-        blake3::hash(key.as_bytes()).as_bytes()[..8]
-            .try_into()
-            .unwrap_or([0; 8]),
-    );
+    let seed = agent_seed(spec);
     let mut world = spec.scenario.starting_context.clone();
     let limit = world.max_sandbox_message_index() + i64::from(spec.scenario.max_messages);
     let multi_turn = spec
@@ -548,4 +561,56 @@ fn usage_sum(episode: &ScenarioEpisode, f: impl Fn(&tbb_provider::Usage) -> u64)
             transcript::StoredOutcome::Failed { .. } => None,
         })
         .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tbb_toolsandbox::scenario::Scenarios;
+
+    fn openai_at(url: &str) -> Configuration {
+        tbb_provider::model::configuration("openai/user-model", Some(url), &|_| None)
+            .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn the_agents_seed_is_the_same_whichever_address_serves_the_user() {
+        let scenarios = Scenarios::builtin().unwrap_or_else(|e| panic!("{e}"));
+        let scenario = scenarios
+            .get("cellular_off")
+            .unwrap_or_else(|| panic!("the scenario is in the export"));
+        let registry = Registry::builtin().unwrap_or_else(|e| panic!("{e}"));
+        let agent = openai_at("http://127.0.0.1:8000/v1");
+        let (here, there) = (
+            openai_at("http://127.0.0.1:40001/v1"),
+            openai_at("http://127.0.0.1:40002/v1"),
+        );
+        let spec = |user| ScenarioSpec {
+            scenario,
+            registry: &registry,
+            config: &agent,
+            completion_cap: 1024,
+            episode_budget: 100_000,
+            repeat: 0,
+            study: Some("ts"),
+            user,
+        };
+        // The user is part of what the episode is, so each address is its own run...
+        assert_ne!(
+            scenario_key(&spec(Some(&here))),
+            scenario_key(&spec(Some(&there)))
+        );
+        // ...but the agent draws alike against either, and as without a live user.
+        assert_eq!(
+            agent_seed(&spec(Some(&here))),
+            agent_seed(&spec(Some(&there)))
+        );
+        assert_eq!(agent_seed(&spec(Some(&here))), agent_seed(&spec(None)));
+        // The repeat still moves it.
+        let again = ScenarioSpec {
+            repeat: 1,
+            ..spec(None)
+        };
+        assert_ne!(agent_seed(&again), agent_seed(&spec(None)));
+    }
 }
