@@ -2,7 +2,7 @@
 //! never built as one record batch beside the rows it is built from.
 //!
 //! Owns: the chunk size and why it leaves the bytes alone. The Parquet writer cuts a
-//! whole table into row groups of [`crate::ROW_GROUP_SIZE`] rows and encodes each on
+//! whole table into row groups of [`crate::PUBLISHED_ROW_GROUP_SIZE`] rows and encodes each on
 //! its own; how it pages a column depends on that row group's values alone (its
 //! mini-batches are larger when a column of the row group has no nulls or only
 //! nulls). Chunks of exactly one row group hand it the same slices the whole table
@@ -19,7 +19,7 @@ use arrow_array::RecordBatch;
 use super::{Layout, Provenance, StoreError, TableWriter};
 
 /// Rows built and written at once: one row group.
-pub const CHUNK_ROWS: usize = crate::ROW_GROUP_SIZE;
+pub const CHUNK_ROWS: usize = crate::PUBLISHED_ROW_GROUP_SIZE;
 
 /// Writes the table of `rows` to `path` atomically, as [`crate::write_table`] writes the batch
 /// `build(rows)`, building [`CHUNK_ROWS`] rows at a time.
@@ -126,7 +126,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{write_table, TableBuilder, ROW_GROUP_SIZE};
+    use crate::{write_table, TableBuilder, PUBLISHED_ROW_GROUP_SIZE};
 
     fn build(rows: &[u64]) -> Result<RecordBatch, StoreError> {
         TableBuilder::new()
@@ -156,7 +156,7 @@ mod tests {
             node_key: "k".into(),
         };
         // None, one partial row group, and full row groups and a partial one.
-        for n in [0, 5, 2 * ROW_GROUP_SIZE + 17] {
+        for n in [0, 5, 2 * PUBLISHED_ROW_GROUP_SIZE + 17] {
             let rows: Vec<u64> = (0..n as u64).collect();
             let whole = dir.path().join(format!("whole-{n}.parquet"));
             let chunked = dir.path().join(format!("chunked-{n}.parquet"));
@@ -170,6 +170,22 @@ mod tests {
                 writer.push(row).unwrap_or_else(|e| panic!("{e}"));
             }
             writer.finish().unwrap_or_else(|e| panic!("{e}"));
+            // A published table's row groups hold PUBLISHED_ROW_GROUP_SIZE rows each.
+            let file = std::fs::File::open(&whole).unwrap_or_else(|e| panic!("{e}"));
+            let groups =
+                parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
+                    .unwrap_or_else(|e| panic!("{e}"))
+                    .metadata()
+                    .row_groups()
+                    .iter()
+                    .map(|g| g.num_rows() as usize)
+                    .collect::<Vec<_>>();
+            let expected = match n {
+                0 => vec![],
+                5 => vec![5],
+                _ => vec![PUBLISHED_ROW_GROUP_SIZE, PUBLISHED_ROW_GROUP_SIZE, 17],
+            };
+            assert_eq!(groups, expected, "{n} rows");
             let whole = std::fs::read(&whole).ok();
             assert!(whole.is_some());
             assert!(

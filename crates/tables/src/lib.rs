@@ -45,9 +45,17 @@ use parquet::file::metadata::KeyValue;
 use parquet::file::properties::WriterProperties;
 use thiserror::Error;
 
-/// Rows per row group: large enough for zstd to find repetition across rows, small
-/// enough that a notebook can read one configuration's rows without the rest.
+/// Rows per row group of a cache table (which also closes a row group at
+/// [`CACHE_ROW_GROUP_BYTES`]).
 pub const ROW_GROUP_SIZE: usize = 64 * 1024;
+
+/// Rows per row group of a published table. A writer builds and encodes a whole row
+/// group in memory before it writes it: at 65,536 rows the episodes table's builders
+/// and encoders were about 75 MB of the capacity study's peak at 4 repeats
+/// (BENCHMARKS.md, "Published row groups of 16,384 rows"). A quarter of that costs the
+/// files a few percent more bytes (a dictionary and statistics per row group), and a
+/// notebook still reads one configuration's rows without the rest.
+pub const PUBLISHED_ROW_GROUP_SIZE: usize = 16 * 1024;
 
 /// Bytes after which a cache table's writer closes its row group (checked as each batch
 /// is written, so a single batch is never split): a writer buffers a whole row group
@@ -340,14 +348,14 @@ impl TableWriter {
             ),
             KeyValue::new("tbb.node_key".to_string(), provenance.node_key.clone()),
         ];
-        let (level, dictionary, group_bytes) = match layout {
-            Layout::Published => (3, true, None),
-            Layout::Distinct => (1, false, Some(CACHE_ROW_GROUP_BYTES)),
+        let (level, dictionary, group_rows, group_bytes) = match layout {
+            Layout::Published => (3, true, PUBLISHED_ROW_GROUP_SIZE, None),
+            Layout::Distinct => (1, false, ROW_GROUP_SIZE, Some(CACHE_ROW_GROUP_BYTES)),
         };
         let props = WriterProperties::builder()
             .set_compression(Compression::ZSTD(ZstdLevel::try_new(level).map_err(pq)?))
             .set_dictionary_enabled(dictionary)
-            .set_max_row_group_row_count(Some(ROW_GROUP_SIZE))
+            .set_max_row_group_row_count(Some(group_rows))
             .set_max_row_group_bytes(group_bytes)
             .set_key_value_metadata(Some(metadata.clone()))
             // No creation time or host in the file: the same rows give the same bytes.

@@ -225,17 +225,19 @@ pub struct Dag {
 
 /// Code versions: bump the one of a stage whenever its results would change.
 pub mod versions {
-    /// Table publication (columns, writer settings).
-    pub const TABLE: &str = "table/1";
+    /// Table publication (columns, writer settings). Every table's version moved once
+    /// when published row groups went from 65,536 rows to 16,384
+    /// (`tbb_tables::PUBLISHED_ROW_GROUP_SIZE`): a table of more rows has other bytes.
+    pub const TABLE: &str = "table/2";
     /// `episodes.parquet`'s columns (2: `calls_by_controller`; 3: `episode_key`;
-    /// 4: `quantization`, `reasoning_effort`).
-    pub const EPISODES: &str = "episodes/4";
+    /// 4: `quantization`, `reasoning_effort`; 5: row groups of 16,384 rows).
+    pub const EPISODES: &str = "episodes/5";
     /// `variants.parquet`'s columns (2: `required_tool_kinds`, the discovery study's
-    /// required-tool cluster).
-    pub const VARIANTS: &str = "variants/2";
+    /// required-tool cluster; 3: row groups of 16,384 rows).
+    pub const VARIANTS: &str = "variants/3";
     /// `requests.parquet`'s columns (3: the execute node's key is `transcript_ref`, as
-    /// in `episodes.parquet`, no longer `node_key`).
-    pub const REQUESTS: &str = "requests/3";
+    /// in `episodes.parquet`, no longer `node_key`; 4: row groups of 16,384 rows).
+    pub const REQUESTS: &str = "requests/4";
     /// The request rows the analyses read: how they are read off transcripts
     /// (`tbb_tables::requests`). Apart from [`REQUESTS`] since the published columns
     /// and the rows can change alone: renaming a column republishes the table and
@@ -243,10 +245,10 @@ pub mod versions {
     /// analyses' keys did not change when the two parted.)
     pub const REQUEST_ROWS: &str = "requests/2";
     /// `toolsandbox_episodes.parquet`'s columns (2: the live user's configuration,
-    /// requests, tokens and cost).
-    pub const SCENARIO_EPISODES: &str = "toolsandbox_episodes/2";
-    /// `toolsandbox_requests.parquet`'s columns.
-    pub const SCENARIO_REQUESTS: &str = "toolsandbox_requests/1";
+    /// requests, tokens and cost; 3: row groups of 16,384 rows).
+    pub const SCENARIO_EPISODES: &str = "toolsandbox_episodes/3";
+    /// `toolsandbox_requests.parquet`'s columns (2: row groups of 16,384 rows).
+    pub const SCENARIO_REQUESTS: &str = "toolsandbox_requests/2";
     /// What an analysis node records (its tables as Parquet files in the cache),
     /// appended to the kind's own code version.
     pub const ANALYSIS: &str = "analysis/2";
@@ -388,6 +390,12 @@ type KeyedUnit = (Arc<[Field]>, Arc<KeyTemplate>);
 struct Tables {
     variants_key: String,
     episodes_key: String,
+    /// The episodes table's node (none when the study plays no family). It stands for
+    /// the episodes as a whole: a node that reads every episode takes one edge from it,
+    /// not one from each grade node (an edge per grade node for each of the capacity
+    /// study's ten analyses was 725,760 edges, 11.6 MB, at 72,576 episodes). Edges order
+    /// the nodes; keys say what a node depends on, and they are unchanged.
+    episodes: Option<NodeIndex>,
     /// The requests table's node (none when the study plays no family).
     requests: Option<NodeIndex>,
     /// The key of the request rows as the analyses read them ([`versions::REQUEST_ROWS`]).
@@ -674,7 +682,7 @@ impl Dag {
         };
         // A study that plays only ToolSandbox scenarios has no variant, episode or
         // request of tbb's own families: it publishes none of their (empty) tables.
-        let requests = (!manifest.families.is_empty()).then(|| {
+        let published = (!manifest.families.is_empty()).then(|| {
             let input = provenance(
                 manifest,
                 inputs,
@@ -690,20 +698,28 @@ impl Dag {
             );
             // A row per episode, then a row per request of the same episodes with the
             // same condition columns: both keyed by the episodes.
-            let mut of_episodes = |table: &str, version: &str, publish: Publish| {
-                let input = provenance(manifest, inputs, KeyInput::new(NodeKind::Table, version))
-                    .param("study", manifest.study.clone())
-                    .input("episodes", episodes_key.clone());
-                self.add(
-                    NodeKind::Table,
-                    Fields::of(vec![("table", table.into())]),
-                    input,
-                    Work::Table(publish),
-                    grades,
-                )
-            };
-            of_episodes("episodes", versions::EPISODES, Publish::Episodes);
-            of_episodes("requests", versions::REQUESTS, Publish::Requests)
+            let mut of_episodes =
+                |table: &str, version: &str, publish: Publish, reads: &[NodeIndex]| {
+                    let input =
+                        provenance(manifest, inputs, KeyInput::new(NodeKind::Table, version))
+                            .param("study", manifest.study.clone())
+                            .input("episodes", episodes_key.clone());
+                    self.add(
+                        NodeKind::Table,
+                        Fields::of(vec![("table", table.into())]),
+                        input,
+                        Work::Table(publish),
+                        reads,
+                    )
+                };
+            let episodes = of_episodes("episodes", versions::EPISODES, Publish::Episodes, grades);
+            let requests = of_episodes(
+                "requests",
+                versions::REQUESTS,
+                Publish::Requests,
+                &[episodes],
+            );
+            (episodes, requests)
         });
         // What an analysis reading the requests depends on: the rows, not the columns
         // they are published under.
@@ -719,7 +735,8 @@ impl Dag {
         Tables {
             variants_key,
             episodes_key,
-            requests,
+            episodes: published.map(|(episodes, _)| episodes),
+            requests: published.map(|(_, requests)| requests),
             request_rows_key,
             scenario_episodes_key,
         }
@@ -761,7 +778,10 @@ impl Dag {
                 match *declared {
                     Input::Episodes => {
                         input = input.input("episodes", tables.episodes_key.clone());
-                        reads.extend(grades);
+                        match tables.episodes {
+                            Some(table) => reads.push(table),
+                            None => reads.extend(grades),
+                        }
                     }
                     Input::Variants => {
                         input = input.input("variants", tables.variants_key.clone());

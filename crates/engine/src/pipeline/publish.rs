@@ -536,7 +536,13 @@ pub fn republish_report(
             .neighbors_directed(i, petgraph::Direction::Incoming)
         {
             if seen.insert(u) {
-                upstream.push(u);
+                // The episodes table node stands for the episodes (every analysis of
+                // them has an edge from it, not from each grade node): the analyses read
+                // the rows from the cache, never its file, so it is walked through and
+                // not waited for.
+                if !matches!(dag.graph[u].work, Work::Table(Publish::Episodes)) {
+                    upstream.push(u);
+                }
                 stack.push(u);
             }
         }
