@@ -118,8 +118,23 @@ fn verdict(r: &EpisodeRow) -> &'static str {
 }
 
 /// The page of `rows`, those whose `transcript_ref` is in `paged` linked to
-/// `episodes/<key prefix>.html`.
+/// `episodes/<key prefix>.html`, as one string ([`write`] streams it).
 pub fn render(study: &str, rows: &[EpisodeRow], paged: &HashSet<&str>) -> String {
+    let mut out = Vec::with_capacity(512 + rows.len() * 300);
+    // Writing to a vector cannot fail, and every part written is a `str`.
+    let _ = write(&mut out, study, rows, paged);
+    String::from_utf8(out).unwrap_or_default()
+}
+
+/// Writes the page of `rows` (see [`render`]) to `out` a row at a time: a string of the
+/// whole page was the apply's peak when the report was published (43 MB for the
+/// capacity study at four repeats).
+pub fn write(
+    out: &mut impl std::io::Write,
+    study: &str,
+    rows: &[EpisodeRow],
+    paged: &HashSet<&str>,
+) -> std::io::Result<()> {
     // Each facet's values in order, numbered for the classes and ids.
     let values: Vec<BTreeMap<String, usize>> = FACETS
         .iter()
@@ -133,32 +148,31 @@ pub fn render(study: &str, rows: &[EpisodeRow], paged: &HashSet<&str>) -> String
         })
         .collect();
     let title = format!("Episodes of study {study}");
-    let mut out = String::with_capacity(512 + rows.len() * 300);
-    out.push_str("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
-    out.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n");
-    let _ = write!(out, "<title>{}</title>\n<style>\n{STYLE}", escape(&title));
+    out.write_all(b"<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n")?;
+    out.write_all(b"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n")?;
+    write!(out, "<title>{}</title>\n<style>\n{STYLE}", escape(&title))?;
     for (facet, values) in FACETS.iter().zip(&values) {
         let p = facet.prefix;
-        let _ = writeln!(
+        writeln!(
             out,
             "#{p}-all:checked ~ fieldset label[for={p}-all]{{background:#0072B2;color:#fff}}"
-        );
+        )?;
         for n in values.values() {
-            let _ = writeln!(
+            writeln!(
                 out,
                 "#{p}{n}:checked ~ table tbody tr:not(.{p}{n}){{display:none}}\n\
                  #{p}{n}:checked ~ fieldset label[for={p}{n}]{{background:#0072B2;color:#fff}}"
-            );
+            )?;
         }
     }
-    out.push_str("</style>\n</head>\n<body>\n");
-    let _ = writeln!(
+    out.write_all(b"</style>\n</head>\n<body>\n")?;
+    writeln!(
         out,
         "<main class=\"episode-index\" data-episodes=\"{}\">",
         rows.len()
-    );
-    let _ = writeln!(out, "<h1>{}</h1>", escape(&title));
-    let _ = writeln!(
+    )?;
+    writeln!(out, "<h1>{}</h1>", escape(&title))?;
+    writeln!(
         out,
         "<p><a href=\"report.html\">The report</a>. Every episode of the study, {} in all; \
          choose a value of any facet to show only its rows. A key in bold opens the \
@@ -169,45 +183,45 @@ pub fn render(study: &str, rows: &[EpisodeRow], paged: &HashSet<&str>) -> String
          <code>--w</code>, <code>--d</code>, <code>--arm</code>, <code>--verdict</code>, \
          <code>--flag</code>) writes the page of every row shown.</p>",
         count(rows.len() as u64)
-    );
+    )?;
     // The buttons first, siblings of the fieldsets and the table their rules reach.
     for (facet, values) in FACETS.iter().zip(&values) {
         let p = facet.prefix;
-        let _ = write!(
+        write!(
             out,
             "<input class=\"facet\" type=\"radio\" name=\"{p}\" id=\"{p}-all\" checked>"
-        );
+        )?;
         for n in values.values() {
-            let _ = write!(
+            write!(
                 out,
                 "<input class=\"facet\" type=\"radio\" name=\"{p}\" id=\"{p}{n}\">"
-            );
+            )?;
         }
-        out.push('\n');
+        out.write_all(b"\n")?;
     }
     for (facet, values) in FACETS.iter().zip(&values) {
         let p = facet.prefix;
-        let _ = write!(
+        write!(
             out,
             "<fieldset><legend>{}</legend><label for=\"{p}-all\">all</label>",
             facet.legend
-        );
+        )?;
         for (value, n) in values {
-            let _ = write!(out, "<label for=\"{p}{n}\">{}</label>", escape(value));
+            write!(out, "<label for=\"{p}{n}\">{}</label>", escape(value))?;
         }
-        out.push_str("</fieldset>\n");
+        out.write_all(b"</fieldset>\n")?;
     }
-    out.push_str(
-        "<table>\n<thead>\n<tr><th>Key</th><th>Configuration</th><th>Family</th><th>Cell</th>\
+    out.write_all(
+        b"<table>\n<thead>\n<tr><th>Key</th><th>Configuration</th><th>Family</th><th>Cell</th>\
          <th>Arm</th><th class=\"num\">Cap</th><th class=\"num\">Repeat</th><th>Verdict</th>\
          <th>First unmet</th><th>Terminal flag</th><th class=\"num\">Calls</th>\
          <th class=\"num\">Requests</th></tr>\n</thead>\n<tbody>\n",
-    );
+    )?;
     for r in rows {
-        out.push_str("<tr class=\"");
+        out.write_all(b"<tr class=\"")?;
         for (i, (facet, values)) in FACETS.iter().zip(&values).enumerate() {
             let n = values.get(&(facet.value)(r)).copied().unwrap_or(0);
-            let _ = write!(out, "{}{}{n}", if i > 0 { " " } else { "" }, facet.prefix);
+            write!(out, "{}{}{n}", if i > 0 { " " } else { "" }, facet.prefix)?;
         }
         let page = tbb_tables::paths::episode_page(&r.transcript_ref);
         let key = escape(page.trim_end_matches(".html"));
@@ -223,7 +237,7 @@ pub fn render(study: &str, rows: &[EpisodeRow], paged: &HashSet<&str>) -> String
             )
         };
         let v = verdict(r);
-        let _ = writeln!(
+        writeln!(
             out,
             "\"><td>{key_cell}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
              <td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"{v}\">{v}</td>\
@@ -238,14 +252,14 @@ pub fn render(study: &str, rows: &[EpisodeRow], paged: &HashSet<&str>) -> String
             escape(r.terminal_flag.map_or("", TerminalFlag::name)),
             r.calls,
             r.requests,
-        );
+        )?;
     }
-    let _ = writeln!(
+    writeln!(
         out,
         "</tbody>\n</table>\n<p class=\"shown\">{} episodes</p>\n</main>\n</body>\n</html>",
         count(rows.len() as u64)
-    );
-    out
+    )?;
+    Ok(())
 }
 
 #[cfg(test)]

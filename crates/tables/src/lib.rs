@@ -534,15 +534,30 @@ pub fn write_text(path: &Path, text: &str) -> std::io::Result<()> {
 /// [`write_text`] of `parts` one after another, without joining them first (a page of
 /// every episode runs to tens of megabytes).
 pub fn write_text_parts(path: &Path, parts: &[&str]) -> std::io::Result<()> {
+    write_text_with(path, |out| {
+        for part in parts {
+            out.write_all(part.as_bytes())?;
+        }
+        Ok(())
+    })
+}
+
+/// Writes a file at `path` atomically as [`write_text_parts`] does, from what `write`
+/// writes to it (through a buffer), so that a large text is never held whole.
+pub fn write_text_with(
+    path: &Path,
+    write: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>,
+) -> std::io::Result<()> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
     }
     let tmp = temporary_beside(path);
     let written = (|| {
-        let mut f = File::create(&tmp)?;
-        for part in parts {
-            f.write_all(part.as_bytes())?;
-        }
+        let mut out = std::io::BufWriter::new(File::create(&tmp)?);
+        write(&mut out)?;
+        let f = out
+            .into_inner()
+            .map_err(std::io::IntoInnerError::into_error)?;
         f.sync_all()?;
         std::fs::rename(&tmp, path)
     })();

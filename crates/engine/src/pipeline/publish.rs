@@ -32,7 +32,9 @@ use super::{Study, TablePayload};
 use tbb_analysis::{Context, Input};
 use tbb_core::compile::Variant;
 use tbb_tables::rows::{EpisodeRow, RequestRow, VariantRow};
-use tbb_tables::{write_table, write_text_parts, Provenance, ScenarioEpisodeRow, TableRow};
+use tbb_tables::{
+    write_table, write_text_parts, write_text_with, Provenance, ScenarioEpisodeRow, TableRow,
+};
 
 /// What an analysis node produced.
 #[derive(Debug, Clone, Default)]
@@ -421,7 +423,14 @@ fn write_outcome(
     }
     if let Some(rows) = index_of {
         let name = tbb_report::index::FILE.to_string();
-        text(&name, &episode_index(study, rows, outcome))?;
+        let path = outputs.join(&name);
+        let paged: HashSet<&str> = outcome.episodes.iter().map(String::as_str).collect();
+        // Streamed to the file: the page of every episode runs to tens of megabytes.
+        write_text_with(&path, |mut out| {
+            tbb_report::index::write(&mut out, &study.manifest.study, rows, &paged)?;
+            out.write_all(key_comment(&name, &provenance.node_key).as_bytes())
+        })
+        .map_err(|e| NodeFailure::io(format!("cannot write {}: {e}", path.display())))?;
         written.push(name);
     }
     // The pages of the episodes the report links to, read from their transcripts.
