@@ -51,7 +51,7 @@ pub const ROW_GROUP_SIZE: usize = 64 * 1024;
 
 /// Rows per row group of a published table. A writer builds and encodes a whole row
 /// group in memory before it writes it: at 65,536 rows the episodes table's builders
-/// and encoders were about 75 MB of the capacity study's peak at 4 repeats
+/// and encoders were about 70 MB (47 and 25) of the capacity study's peak at 4 repeats
 /// (BENCHMARKS.md, "Published row groups of 16,384 rows"). A quarter of that costs the
 /// files a few percent more bytes (a dictionary and statistics per row group), and a
 /// notebook still reads one configuration's rows without the rest.
