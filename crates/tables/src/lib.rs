@@ -751,6 +751,34 @@ mod tests {
     }
 
     #[test]
+    fn a_streamed_text_is_written_whole_or_not_at_all() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.path().join("index.html");
+        write_text_with(&path, |out| {
+            for row in 0..10_000 {
+                writeln!(out, "<tr><td>{row}</td></tr>")?;
+            }
+            Ok(())
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(text.lines().count(), 10_000);
+        assert!(text.ends_with("<tr><td>9999</td></tr>\n"));
+        // A writer that fails halfway leaves the earlier file as it was, and no
+        // temporary file.
+        let failed = write_text_with(&path, |out| {
+            out.write_all(b"half a page")?;
+            Err(std::io::Error::other("the rows ran out"))
+        });
+        assert!(failed.is_err());
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{e}")),
+            text
+        );
+        assert_eq!(leftovers(dir.path()), Vec::<String>::new());
+    }
+
+    #[test]
     fn a_failed_or_abandoned_table_write_leaves_no_tmp_file() {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         let batch = TableBuilder::new()
