@@ -29,6 +29,7 @@ use super::dag::{Dag, ExecuteSpec, Node, Publish, Work};
 use super::episode_claims::{ClaimSettings, EpisodeClaims, Taken};
 use super::events::{Event, Stage};
 use super::failure::{Cause, NodeFailure};
+use super::graded_rows::GradedRows;
 use super::key::NodeKind;
 use super::lease::Lease;
 use super::plan::{Estimate, Plan};
@@ -402,12 +403,9 @@ struct Ran {
 }
 
 /// What the episode stages leave for the rows and the analyses.
-#[derive(Default)]
 struct Graded {
-    /// Rows graded in this apply, by grade node.
-    // Boxed: moved one by one into the study's row list, each box freed as its row
-    // leaves, the rows are never held twice (at four repeats they are 37 MB).
-    rows: HashMap<NodeIndex, Box<EpisodeRow>>,
+    /// Rows graded in this apply, each in its grade node's slot.
+    rows: GradedRows,
     /// The first request of each live episode, for the served-prompts check.
     firsts: Vec<served_prompts::Reported>,
     /// ToolSandbox rows graded in this apply, by scenario grade node.
@@ -474,7 +472,11 @@ pub async fn run(
     drop(plan);
     cache.reserve(apply.runs.len());
     let variants = apply.compile(cache)?;
-    let mut graded = Graded::default();
+    let mut graded = Graded {
+        rows: GradedRows::new(dag),
+        firsts: Vec::new(),
+        scenario_rows: HashMap::new(),
+    };
     let interrupted = apply
         .episodes(cache, &estimate, providers, options, &variants, &mut graded)
         .await?;
@@ -903,7 +905,7 @@ impl Applying<'_> {
                         (execute, &payload),
                         (&dag.graph[done.grade], &row),
                     );
-                    graded.rows.insert(done.grade, Box::new(row));
+                    graded.rows.insert(done.grade, row);
                     if let (
                         Work::Execute {
                             config,
@@ -1158,7 +1160,7 @@ impl Applying<'_> {
                 };
                 if let Some(row) = self.regraded(&mut counts, g, result) {
                     self.verdicts.regraded.add(&row);
-                    rows.insert(g, Box::new(row));
+                    rows.insert(g, row);
                 }
             }
             self.committer.flush(cache)?;
@@ -1179,48 +1181,38 @@ impl Applying<'_> {
     fn rows(
         &mut self,
         cache: &Cache,
-        mut graded: HashMap<NodeIndex, Box<EpisodeRow>>,
+        mut graded: GradedRows,
     ) -> Result<(Vec<EpisodeRow>, Option<NodeFailure>), PipelineError> {
         let (study, dag) = (self.study, &self.study.dag);
-        let grades: Vec<NodeIndex> = dag
-            .nodes()
-            .filter(|(_, n)| n.kind == NodeKind::Grade)
-            .map(|(i, _)| i)
-            .collect();
         // The stored rows of the episodes not graded here.
-        let mut stored = super::rows::stored_rows::<EpisodeRow>(
-            cache,
-            dag,
-            grades.iter().copied().filter(|g| !graded.contains_key(g)),
-        )?;
-        let mut all_rows = Vec::with_capacity(grades.len());
+        let mut stored = super::rows::stored_rows::<EpisodeRow>(cache, dag, graded.ungraded())?;
         let mut rowless: Option<(NodeIndex, NodeFailure)> = None;
         let mut rowless_count = 0;
-        for &g in &grades {
-            let row = match graded.remove(&g) {
-                Some(row) => Ok(*row),
-                None => missing_row(dag, &self.failed, stored.remove(&g), g).inspect(|row| {
-                    self.verdicts.cached.add(row);
-                }),
-            };
-            match row {
-                Ok(mut row) => {
-                    row.study = Name::new(&study.manifest.study);
-                    if let Work::Grade { execute, .. } = dag.graph[g].work {
-                        place_in_design(&mut row, &study.manifest, &dag.graph[execute].work);
-                        // A stored row read its keys as its own copies: the DAG's
-                        // equal ones are shared instead.
-                        share(&mut row.transcript_ref, &dag.graph[execute].key);
-                        share(&mut row.node_key, &dag.graph[g].key);
+        for (g, slot) in graded.slots_mut() {
+            if slot.is_none() {
+                match missing_row(dag, &self.failed, stored.remove(&g), g) {
+                    Ok(row) => {
+                        self.verdicts.cached.add(&row);
+                        *slot = Some(row);
                     }
-                    all_rows.push(row);
+                    Err(why) => {
+                        rowless_count += 1;
+                        rowless.get_or_insert((g, why));
+                    }
                 }
-                Err(why) => {
-                    rowless_count += 1;
-                    rowless.get_or_insert((g, why));
+            }
+            if let Some(row) = slot {
+                row.study = Name::new(&study.manifest.study);
+                if let Work::Grade { execute, .. } = dag.graph[g].work {
+                    place_in_design(row, &study.manifest, &dag.graph[execute].work);
+                    // A stored row read its keys as its own copies: the DAG's equal
+                    // ones are shared instead.
+                    share(&mut row.transcript_ref, &dag.graph[execute].key);
+                    share(&mut row.node_key, &dag.graph[g].key);
                 }
             }
         }
+        let all_rows = graded.into_rows();
         let incomplete = rowless.map(|(g, why)| NodeFailure::EpisodesIncomplete {
             count: rowless_count,
             first: dag.graph[g].id(),

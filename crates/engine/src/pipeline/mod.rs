@@ -30,6 +30,7 @@ pub mod episode_claims;
 pub mod eta;
 pub mod events;
 pub mod failure;
+mod graded_rows;
 pub mod identity;
 pub mod key;
 pub mod lease;
