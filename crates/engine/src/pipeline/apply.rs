@@ -473,7 +473,11 @@ pub async fn run(
     cache.reserve(apply.runs.len());
     let variants = apply.compile(cache)?;
     let mut graded = Graded {
-        rows: GradedRows::new(dag),
+        rows: if publishes {
+            GradedRows::new(dag)
+        } else {
+            GradedRows::none()
+        },
         firsts: Vec::new(),
         scenario_rows: HashMap::new(),
     };

@@ -51,6 +51,17 @@ impl GradedRows {
         }
     }
 
+    /// No slot at all, for an apply that publishes nothing (a shard: its rows are the
+    /// merge's): every row handed to it is dropped, and a shard of a large study does
+    /// not hold a slot for each of the study's episodes.
+    pub(crate) fn none() -> GradedRows {
+        GradedRows {
+            grades: Vec::new(),
+            slot_of: Vec::new(),
+            slots: Vec::new(),
+        }
+    }
+
     fn slot(&self, grade: NodeIndex) -> Option<usize> {
         match self.slot_of.get(grade.index()) {
             Some(&slot) if slot != NO_SLOT => Some(slot as usize),
@@ -58,7 +69,7 @@ impl GradedRows {
         }
     }
 
-    /// Keeps the row of grade node `grade` (ignored for a node that is not one).
+    /// Keeps the row of grade node `grade` (dropped for a node that has no slot).
     pub(crate) fn insert(&mut self, grade: NodeIndex, row: EpisodeRow) {
         if let Some(slot) = self.slot(grade) {
             self.slots[slot] = Some(row);
