@@ -6,8 +6,9 @@
 //! this apply (read from the cache) fill the empty ones: no row is ever moved from one
 //! collection into another. Rows kept by grade node in a map of boxes, moved one by one
 //! into a list at publication, were two copies of every row in the process's memory at
-//! its peak (the freed boxes stay with the allocator for a while): 33 MB more at four
-//! repeats of the capacity study.
+//! its peak (the freed boxes stay with the allocator for a while): with the rows in
+//! their slots, the sampled peak RSS of the capacity study at four repeats fell from
+//! 307.7 to 271.3 MiB (BENCHMARKS.md; the rows are 32.5 MB there).
 //!
 //! Never: places a row in the design or decides whether a missing row fails the
 //! tables (`apply` does both).
