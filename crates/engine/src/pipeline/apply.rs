@@ -324,13 +324,9 @@ pub fn estimate(study: &Study, cache: &Cache, plan: &Plan) -> Estimate {
         let prompt = study.manifest.arms[arm].form.prompt;
         let requests = u64::from(p.certified_min_calls) + 1;
         let base = (p.menu_bytes + p.request_bytes + study.prompts.system(prompt).len() as u64) / 4;
-        let prompt: u64 = (0..requests)
-            .map(|i| base + i * Estimate::EXCHANGE_TOKENS)
-            .sum();
-        let completion = requests * Estimate::RESPONSE_TOKENS;
         e.add(
             config,
-            (requests, prompt, completion),
+            Estimate::conversation(base, requests),
             &study.manifest.unlisted,
         );
     }

@@ -146,6 +146,16 @@ impl Estimate {
     /// Tokens of a response: the paper's median.
     pub const RESPONSE_TOKENS: u64 = 152;
 
+    /// The requests, prompt and completion tokens of a conversation of `requests`
+    /// requests whose first prompt is `base` tokens, each later one an exchange longer,
+    /// each answered by a response of the median size: what [`Estimate::add`] counts.
+    pub fn conversation(base: u64, requests: u64) -> (u64, u64, u64) {
+        let prompt = (0..requests)
+            .map(|i| base + i * Self::EXCHANGE_TOKENS)
+            .sum();
+        (requests, prompt, requests * Self::RESPONSE_TOKENS)
+    }
+
     /// Counts `requests` to `config` of `prompt` and `completion` tokens in all, at its
     /// listed prices (`unlisted`: the configurations a `--model` flag made, which have
     /// none).
@@ -931,6 +941,14 @@ mod tests {
             fingerprint(&plan, &empty_dag()),
             blake3::hash(&bytes).to_hex().to_string()
         );
+    }
+
+    /// Three requests from a 100-token prompt: 100, 250 and 400 prompt tokens, and three
+    /// median responses of 152.
+    #[test]
+    fn a_conversation_grows_by_an_exchange_a_request() {
+        assert_eq!(Estimate::conversation(100, 3), (3, 750, 456));
+        assert_eq!(Estimate::conversation(100, 0), (0, 0, 0));
     }
 
     /// A node whose identity the plan does not hold (a node of its DAG, not yet named)

@@ -378,13 +378,9 @@ pub fn estimate(study: &super::Study, runs: &[&super::dag::Node], e: &mut Estima
                 .map(|m| serde_json::to_string(m).map_or(0, |t| t.len() as u64))
                 .sum();
         let base = (schemas + opening) / 4;
-        let prompt: u64 = (0..requests)
-            .map(|i| base + i * Estimate::EXCHANGE_TOKENS)
-            .sum();
-        let completion = requests * Estimate::RESPONSE_TOKENS;
         e.add(
             spec.config,
-            (requests, prompt, completion),
+            Estimate::conversation(base, requests),
             &study.manifest.unlisted,
         );
         if let Some(user) = user {
