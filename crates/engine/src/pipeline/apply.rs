@@ -1074,18 +1074,17 @@ impl Applying<'_> {
                 continue;
             };
             let node = &dag.graph[run];
-            let result = match data.spec(&study.manifest, &node.work) {
-                None => Err(NodeFailure::internal(
-                    "a scenario node names what the manifest lacks",
-                )),
-                Some(spec) => super::scenarios::regrade(
-                    &spec,
-                    &node.id(),
-                    &node.key,
-                    payloads.get(&*node.key).map(String::as_str),
-                    &dag.graph[g].key,
-                ),
-            };
+            let result = data
+                .node_spec(&study.manifest, &node.work)
+                .and_then(|spec| {
+                    super::scenarios::regrade(
+                        &spec,
+                        &node.id(),
+                        &node.key,
+                        payloads.get(&*node.key).map(String::as_str),
+                        &dag.graph[g].key,
+                    )
+                });
             if let Some(row) = self.regraded(counts, g, result) {
                 rows.insert(g, row);
             }

@@ -134,6 +134,17 @@ impl ToolSandboxData {
         }))
     }
 
+    /// [`ToolSandboxData::spec`] for a node apply plays or grades again, whose lack is
+    /// the node's failure.
+    pub fn node_spec<'a>(
+        &'a self,
+        manifest: &'a Manifest,
+        work: &Work,
+    ) -> Result<ScenarioSpec<'a>, NodeFailure> {
+        self.spec(manifest, work)
+            .ok_or_else(|| NodeFailure::internal("a scenario node names what the manifest lacks"))
+    }
+
     /// What the scenario node `work` plays in the study of `manifest`: the one mapping
     /// from a scenario node to its episode, shared by apply and certification. `None`
     /// when it is not a scenario node or names what the manifest lacks.
@@ -197,11 +208,7 @@ pub struct Play {
 impl Play {
     /// Plays the scenario through the harness's scenario loop and grades its world.
     pub async fn run(self) -> Result<Played, NodeFailure> {
-        let Some(spec) = self.data.spec(&self.manifest, &self.work) else {
-            return Err(NodeFailure::internal(
-                "a scenario node names what the manifest lacks",
-            ));
-        };
+        let spec = self.data.node_spec(&self.manifest, &self.work)?;
         let episode = tbb_harness::scenario::run_scenario(
             self.provider.as_ref(),
             &spec,
