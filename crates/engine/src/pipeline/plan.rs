@@ -358,8 +358,8 @@ pub const PLAN_FORMAT: &str = "tbb-plan/1";
 /// fields, the estimate and the fingerprint are [`super::Study::plan`]'s to fill in.
 pub fn plan(dag: &Dag, cache: &Cache, outputs: &Path) -> Result<Plan, CacheError> {
     // FxHash: the digests are uniform already (SipHash over 36,000 identities was a
-    // tenth of a cached plan). A fresh study's plan makes no identity: with nothing cached, no node has an
-    // earlier entry and nothing is orphaned.
+    // tenth of a cached plan). A fresh study's plan makes no identity: with nothing
+    // cached, no node has an earlier entry and nothing is orphaned.
     let cached_any = cache.has_nodes();
     let in_dag: FxHashSet<Digest> = if cached_any {
         dag.nodes().map(|(_, n)| Digest::of(&n.id())).collect()
