@@ -699,25 +699,19 @@ impl Dag {
             );
             // A row per episode, then a row per request of the same episodes with the
             // same condition columns: both keyed by the episodes.
-            let mut of_episodes =
-                |table: &str, version: &str, publish: Publish, reads: &[NodeIndex]| {
-                    let input =
-                        provenance(manifest, inputs, KeyInput::new(NodeKind::Table, version))
-                            .param("study", manifest.study.clone())
-                            .input("episodes", episodes_key.clone());
-                    self.add(
-                        NodeKind::Table,
-                        Fields::of(vec![("table", table.into())]),
-                        input,
-                        Work::Table(publish),
-                        reads,
-                    )
-                };
-            let episodes = of_episodes("episodes", versions::EPISODES, Publish::Episodes, grades);
-            let requests = of_episodes(
-                "requests",
-                versions::REQUESTS,
-                Publish::Requests,
+            let rows = ("episodes", episodes_key.as_str());
+            let episodes = self.add_rows_table(
+                manifest,
+                inputs,
+                (versions::EPISODES, "episodes", Publish::Episodes),
+                rows,
+                grades,
+            );
+            let requests = self.add_rows_table(
+                manifest,
+                inputs,
+                (versions::REQUESTS, "requests", Publish::Requests),
+                rows,
                 &[episodes],
             );
             (episodes, requests)
@@ -971,19 +965,39 @@ impl Dag {
                 Publish::ScenarioRequests,
             ),
         ];
-        for (version, table, publish) in tables {
-            let input = provenance(manifest, inputs, KeyInput::new(NodeKind::Table, version))
-                .param("study", manifest.study.clone())
-                .input("toolsandbox_episodes", key.clone());
-            self.add(
-                NodeKind::Table,
-                Fields::of(vec![("table", table.into())]),
-                input,
-                Work::Table(publish),
+        for table in tables {
+            self.add_rows_table(
+                manifest,
+                inputs,
+                table,
+                ("toolsandbox_episodes", &key),
                 scenario_grades,
             );
         }
         key
+    }
+
+    /// A table of the study's rows: `(version, name, publish)` keyed by the study, its
+    /// provenance and `rows` (the role and key of the rows it is made from), after
+    /// `reads`.
+    fn add_rows_table(
+        &mut self,
+        manifest: &Manifest,
+        inputs: &Inputs<'_>,
+        (version, table, publish): (&str, &str, Publish),
+        (role, rows_key): (&str, &str),
+        reads: &[NodeIndex],
+    ) -> NodeIndex {
+        let input = provenance(manifest, inputs, KeyInput::new(NodeKind::Table, version))
+            .param("study", manifest.study.clone())
+            .input(role, rows_key.to_string());
+        self.add(
+            NodeKind::Table,
+            Fields::of(vec![("table", table.into())]),
+            input,
+            Work::Table(publish),
+            reads,
+        )
     }
 
     /// The compile node of one family at one cell.
