@@ -51,6 +51,7 @@ pub fn exec(cli: &Cli, args: &ExplainArgs) -> Result<()> {
         .into());
     };
     let node = &dag.graph[index];
+    let input = dag.key_input(index).full();
     say!("{}", node.id());
     say!("  key     {}", node.key);
     let pretty =
@@ -59,7 +60,7 @@ pub fn exec(cli: &Cli, args: &ExplainArgs) -> Result<()> {
         Some(e) if e.key == crate::pipeline::cache_index::Digest::of(&node.key) => {
             say!(
                 "  status  cached: its key input is unchanged\n\nkey input:\n{}",
-                pretty(&node.input.full())
+                pretty(&input)
             );
         }
         Some(e) => {
@@ -70,13 +71,13 @@ pub fn exec(cli: &Cli, args: &ExplainArgs) -> Result<()> {
             match cache.key_input(e).map_err(PipelineError::from)? {
                 Some(old) => {
                     say!("  status  reruns:");
-                    for r in diff(&old, &node.input.full(), &objects) {
+                    for r in diff(&old, &input, &objects) {
                         say!("    ~ {r}");
                     }
                     say!(
                         "\ncached key input:\n{}\n\ncurrent key input:\n{}",
                         pretty(&old),
-                        pretty(&node.input.full())
+                        pretty(&input)
                     );
                 }
                 None => say!("  status  reruns: its cached key input is unreadable"),
@@ -84,7 +85,7 @@ pub fn exec(cli: &Cli, args: &ExplainArgs) -> Result<()> {
         }
         None => say!(
             "  status  new: never run under this identity\n\nkey input:\n{}",
-            pretty(&node.input.full())
+            pretty(&input)
         ),
     }
     Ok(())

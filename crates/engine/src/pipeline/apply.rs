@@ -607,7 +607,7 @@ impl Applying<'_> {
             match result {
                 Ok((v, payload)) => {
                     if self.runs.contains(&c) {
-                        self.committer.node(node, &payload);
+                        self.committer.node(dag, c, &payload);
                         self.summary.run += 1;
                     }
                     variants.insert(c, Arc::new(v));
@@ -877,8 +877,9 @@ impl Applying<'_> {
                     self.committer.scenario(
                         cache,
                         blobs.blobs,
-                        (execute, &payload),
-                        (&dag.graph[done.grade], &row),
+                        dag,
+                        (done.execute, &payload),
+                        (done.grade, &row),
                     );
                     graded.scenario_rows.insert(done.grade, row);
                     self.summary.run += 2;
@@ -902,8 +903,9 @@ impl Applying<'_> {
                         cache,
                         blobs.blobs,
                         record,
-                        (execute, &payload),
-                        (&dag.graph[done.grade], &row),
+                        dag,
+                        (done.execute, &payload),
+                        (done.grade, &row),
                     );
                     graded.rows.insert(done.grade, row);
                     if let (
@@ -1105,7 +1107,7 @@ impl Applying<'_> {
         counts.node(self.reporter, Stage::Episodes, node, result.is_ok());
         match result {
             Ok(row) => {
-                self.committer.node(node, &row);
+                self.committer.node(&self.study.dag, g, &row);
                 self.summary.run += 1;
                 Some(row)
             }
@@ -1302,7 +1304,7 @@ impl Applying<'_> {
                         .run(study, cache, i, all_rows, variants, &mut || {
                             requests.get(study, cache, variants, all_rows)
                         })
-                        .map(|payload| self.committer.node_json(node, payload)),
+                        .map(|payload| self.committer.node_json(dag, i, payload)),
                     Work::Table(_) => publish(
                         study,
                         i,
@@ -1314,7 +1316,7 @@ impl Applying<'_> {
                     )
                     .map(|files| {
                         self.summary.files += files.len();
-                        self.committer.node(node, &TablePayload { files });
+                        self.committer.node(dag, i, &TablePayload { files });
                     }),
                     _ => Ok(()),
                 }

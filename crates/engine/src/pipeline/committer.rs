@@ -17,7 +17,9 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use super::cache::{Batch, Cache, CacheError, NewEntry};
-use super::dag::Node;
+use petgraph::graph::NodeIndex;
+
+use super::dag::Dag;
 
 /// Pending nodes, blobs and objects, and when they were last committed.
 #[derive(Debug)]
@@ -46,20 +48,14 @@ impl Committer {
         }
     }
 
-    /// Adds a node with its payload.
-    pub fn node<T: Serialize>(&mut self, node: &Node, payload: &T) {
-        self.pending.nodes.push(entry(node, payload));
+    /// Adds node `node` of `dag` with its payload.
+    pub fn node<T: Serialize>(&mut self, dag: &Dag, node: NodeIndex, payload: &T) {
+        self.pending.nodes.push(entry(dag, node, payload));
     }
 
-    /// Adds a node whose payload is already JSON.
-    pub fn node_json(&mut self, node: &Node, payload: String) {
-        self.pending.nodes.push(NewEntry {
-            kind: node.kind,
-            id: node.id().into(),
-            key: node.key.clone(),
-            input: node.input.full().canonical(),
-            payload,
-        });
+    /// Adds node `node` of `dag`, whose payload is already JSON.
+    pub fn node_json(&mut self, dag: &Dag, node: NodeIndex, payload: String) {
+        self.pending.nodes.push(json_entry(dag, node, payload));
     }
 
     /// Adds a finished episode: its blobs the cache lacks, the record of its requests
@@ -70,8 +66,9 @@ impl Committer {
         cache: &Cache,
         blobs: impl IntoIterator<Item = (String, String)>,
         requests: String,
-        execute: (&Node, &P),
-        grade: (&Node, &R),
+        dag: &Dag,
+        execute: (NodeIndex, &P),
+        grade: (NodeIndex, &R),
     ) {
         for (r, text) in blobs {
             if !cache.has_blob(&r) && self.pending_blobs.insert(r.clone()) {
@@ -79,12 +76,12 @@ impl Committer {
             }
         }
         self.pending.requests.push((
-            execute.0.key.to_string(),
+            dag.graph[execute.0].key.to_string(),
             tbb_tables::stored_requests::LAYOUT.to_string(),
             requests,
         ));
-        self.node(execute.0, execute.1);
-        self.node(grade.0, grade.1);
+        self.node(dag, execute.0, execute.1);
+        self.node(dag, grade.0, grade.1);
     }
 
     /// Adds a played ToolSandbox scenario: its blobs, its scenario node's payload (the
@@ -94,16 +91,17 @@ impl Committer {
         &mut self,
         cache: &Cache,
         blobs: impl IntoIterator<Item = (String, String)>,
-        run: (&Node, &P),
-        grade: (&Node, &R),
+        dag: &Dag,
+        run: (NodeIndex, &P),
+        grade: (NodeIndex, &R),
     ) {
         for (r, text) in blobs {
             if !cache.has_blob(&r) && self.pending_blobs.insert(r.clone()) {
                 self.pending.blobs.push((r, text));
             }
         }
-        self.node(run.0, run.1);
-        self.node(grade.0, grade.1);
+        self.node(dag, run.0, run.1);
+        self.node(dag, grade.0, grade.1);
     }
 
     /// Commits when the batch is full or old enough.
@@ -130,14 +128,24 @@ impl Committer {
     }
 }
 
-/// The cache entry of a node with its payload as JSON.
-pub fn entry<T: Serialize>(node: &Node, payload: &T) -> NewEntry {
+/// The cache entry of node `node` of `dag` with its payload as JSON.
+pub fn entry<T: Serialize>(dag: &Dag, node: NodeIndex, payload: &T) -> NewEntry {
+    // Payloads are plain data with string keys: serialising cannot fail.
+    json_entry(
+        dag,
+        node,
+        serde_json::to_string(payload).unwrap_or_default(),
+    )
+}
+
+/// The cache entry of node `node` of `dag` with `payload`, already JSON.
+pub fn json_entry(dag: &Dag, node: NodeIndex, payload: String) -> NewEntry {
+    let n = &dag.graph[node];
     NewEntry {
-        kind: node.kind,
-        id: node.id().into(),
-        key: node.key.clone(),
-        input: node.input.full().canonical(),
-        // Payloads are plain data with string keys: serialising cannot fail.
-        payload: serde_json::to_string(payload).unwrap_or_default(),
+        kind: n.kind,
+        id: n.id().into(),
+        key: n.key.clone(),
+        input: dag.key_input(node).full().canonical(),
+        payload,
     }
 }

@@ -25,7 +25,7 @@ use std::sync::Arc;
 use petgraph::graph::{DiGraph, NodeIndex};
 use serde_json::Value;
 
-use super::identity::{identity, Field, Fields};
+use super::identity::{identity, Field, Fields, Part};
 use super::key::{hash_hex, KeyInput, KeyTemplate, NodeInput, NodeKind};
 use crate::manifest::Manifest;
 use tbb_analysis::{AnalysisKind, Input};
@@ -196,12 +196,35 @@ pub struct Node {
     /// and grade nodes, and with the other episodes of its variant, configuration and
     /// unit).
     pub fields: Fields,
-    /// What its key is computed from.
-    pub input: NodeInput,
+    /// What its key is computed from ([`Dag::key_input`] has it in full).
+    input: HeldInput,
     /// blake3 of the key input.
     pub key: Arc<str>,
     /// What running it means.
     pub work: Work,
+}
+
+/// How a node holds what its key is computed from. An episode's execute and grade
+/// nodes are two of every three nodes of a study: holding each one's upstream keys in
+/// a list of its own cost 96 bytes an episode (7 MB of the capacity study at 4
+/// repeats), when the DAG already has them, so those nodes name only their template
+/// and read the keys from their upstream nodes when asked.
+#[derive(Debug, Clone)]
+enum HeldInput {
+    /// Its own key input: compile, scenario, analysis and table nodes, and an episode
+    /// whose attempt enters its key.
+    Own(Box<NodeInput>),
+    /// `template` reading the key of `compile` (an execute node).
+    Compile {
+        template: Arc<KeyTemplate>,
+        compile: NodeIndex,
+    },
+    /// `template` reading the keys of `execute` and `compile` (a grade node).
+    ExecuteAndCompile {
+        template: Arc<KeyTemplate>,
+        execute: NodeIndex,
+        compile: NodeIndex,
+    },
 }
 
 impl Node {
@@ -384,7 +407,7 @@ fn resolve(manifest: &Manifest, families: &FamilySet) -> Resolved {
 
 /// A unit's identity fields after the variant's, and its key input short of the
 /// variant: made once per block and shared by every variant.
-type KeyedUnit = (Arc<[Field]>, Arc<KeyTemplate>);
+type KeyedUnit = (Part, Arc<KeyTemplate>);
 
 /// What the tables' nodes give the analyses that read them.
 struct Tables {
@@ -434,13 +457,37 @@ impl Dag {
             .find(|&g| self.graph[g].kind == NodeKind::ScenarioGrade)
     }
 
+    /// A DAG of no nodes.
+    pub fn empty() -> Dag {
+        Dag {
+            graph: DiGraph::new(),
+            objects: BTreeMap::new(),
+        }
+    }
+
+    /// What `node`'s key is computed from.
+    pub fn key_input(&self, node: NodeIndex) -> NodeInput {
+        let key = |i: NodeIndex| self.graph[i].key.clone();
+        match &self.graph[node].input {
+            HeldInput::Own(input) => (**input).clone(),
+            HeldInput::Compile { template, compile } => {
+                NodeInput::of(template, vec![("compile", key(*compile))])
+            }
+            HeldInput::ExecuteAndCompile {
+                template,
+                execute,
+                compile,
+            } => NodeInput::of(
+                template,
+                vec![("execute", key(*execute)), ("compile", key(*compile))],
+            ),
+        }
+    }
+
     /// Builds the DAG of `manifest`: resolves it to units of work, then adds the nodes
     /// of each kind in turn (compile, execute and grade, tables, analyses).
     pub fn build(manifest: &Manifest, inputs: &Inputs<'_>) -> Dag {
-        let mut dag = Dag {
-            graph: DiGraph::new(),
-            objects: BTreeMap::new(),
-        };
+        let mut dag = Dag::empty();
         let resolved = resolve(manifest, inputs.families);
         // Room for every node at once: a node list grown by doubling held up to twice
         // the nodes of a large study, most of it never used.
@@ -513,10 +560,10 @@ impl Dag {
         block_compiles: &[Vec<NodeIndex>],
     ) -> Vec<NodeIndex> {
         let mut grades = Vec::new();
-        let config_fields: Vec<Arc<[Field]>> = manifest
+        let config_fields: Vec<Part> = manifest
             .configurations
             .iter()
-            .map(|c| Arc::from(vec![("cfg", Arc::from(c.name.as_str()))]))
+            .map(|c| Arc::new(vec![("cfg", Arc::from(c.name.as_str()))]))
             .collect();
         let config_objects: Vec<String> = manifest
             .configurations
@@ -590,7 +637,7 @@ impl Dag {
                                     .param("schedule", condition.schedule.to_string())
                                     .param("schedule_position", p);
                             }
-                            (suffix.into(), Arc::new(KeyTemplate::new(template)))
+                            (Arc::new(suffix), Arc::new(KeyTemplate::new(template)))
                         })
                         .collect()
                 })
@@ -607,16 +654,24 @@ impl Dag {
                             suffix,
                         );
                         let input = NodeInput::of(template, vec![("compile", compile_key.clone())]);
+                        let key = input.key();
                         // A retried episode's attempt enters its key, and only then:
                         // every other node keeps the key it always had.
                         let retried = if inputs.attempts.is_empty() {
                             None
                         } else {
-                            inputs.attempts.get(&input.key()).filter(|&&n| n > 1)
+                            inputs.attempts.get(&key).filter(|&&n| n > 1)
                         };
-                        let (input, attempt) = match retried {
-                            Some(&n) => (NodeInput::from(input.full().param("attempt", n)), n),
-                            None => (input, 1),
+                        let (input, key, attempt) = match retried {
+                            Some(&n) => {
+                                let input = NodeInput::from(input.full().param("attempt", n));
+                                let key = input.key();
+                                (HeldInput::Own(Box::new(input)), key, n)
+                            }
+                            None => {
+                                let template = template.clone();
+                                (HeldInput::Compile { template, compile }, key, 1)
+                            }
                         };
                         let work = Work::Execute {
                             compile,
@@ -630,20 +685,33 @@ impl Dag {
                             after: previous.filter(|_| unit.position.is_some()),
                             attempt,
                         };
-                        let execute =
-                            self.add(NodeKind::Execute, fields.clone(), input, work, &[compile]);
+                        let execute = self.add_held(
+                            NodeKind::Execute,
+                            fields.clone(),
+                            input,
+                            key,
+                            work,
+                            &[compile],
+                        );
                         previous = Some(execute);
-                        let input = NodeInput::of(
+                        let key = NodeInput::of(
                             &grade_template,
                             vec![
                                 ("execute", self.graph[execute].key.clone()),
                                 ("compile", compile_key.clone()),
                             ],
-                        );
-                        grades.push(self.add(
+                        )
+                        .key();
+                        let input = HeldInput::ExecuteAndCompile {
+                            template: grade_template.clone(),
+                            execute,
+                            compile,
+                        };
+                        grades.push(self.add_held(
                             NodeKind::Grade,
                             fields,
                             input,
+                            key,
                             Work::Grade { execute, compile },
                             &[execute, compile],
                         ));
@@ -1031,6 +1099,26 @@ impl Dag {
     ) -> NodeIndex {
         let input = input.into();
         let key = input.key();
+        self.add_held(
+            kind,
+            fields,
+            HeldInput::Own(Box::new(input)),
+            key,
+            work,
+            reads,
+        )
+    }
+
+    /// Adds a node whose key, `key`, was computed from `input`.
+    fn add_held(
+        &mut self,
+        kind: NodeKind,
+        fields: Fields,
+        input: HeldInput,
+        key: String,
+        work: Work,
+        reads: &[NodeIndex],
+    ) -> NodeIndex {
         let index = self.graph.add_node(Node {
             kind,
             fields,
@@ -1146,5 +1234,80 @@ fn execute_version(config: &Configuration) -> String {
             tbb_agent::sim::CODE_VERSION
         ),
         _ => tbb_harness::CODE_VERSION.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The smoke study loaded from the repository, and its DAG built again with the
+    /// first execute node on its second attempt.
+    fn smoke_with_a_retry() -> (crate::pipeline::Study, Dag) {
+        let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let paths = crate::pipeline::Paths {
+            families: repo.join("families"),
+            prompts: repo.join("prompts"),
+            outputs: dir.path().join("outputs"),
+            lockfiles: dir.path().join("lockfiles"),
+            cache: None,
+        };
+        let study = crate::pipeline::Study::load(&repo.join("manifests/smoke.toml"), &[], &paths)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let first = study
+            .dag
+            .nodes()
+            .find(|(_, n)| n.kind == NodeKind::Execute)
+            .map(|(_, n)| n.key.to_string())
+            .unwrap_or_else(|| panic!("the smoke study has no episode"));
+        let attempts = std::collections::HashMap::from([(first, 2)]);
+        let retried = Dag::build(
+            &study.manifest,
+            &Inputs {
+                families: &study.families,
+                prompts: &study.prompts,
+                prompts_dir: &study.paths.prompts,
+                lockfile_hash: &study.lockfile_hash,
+                upstream: &[],
+                attempts: &attempts,
+            },
+        );
+        (study, retried)
+    }
+
+    /// Every node's key is the key of the input [`Dag::key_input`] gives, whether the
+    /// node holds its input or reads its upstream keys when asked (every execute and
+    /// grade node but a retried one, whose attempt enters its own input).
+    #[test]
+    fn every_node_s_key_is_the_key_of_its_key_input() {
+        let (study, retried) = smoke_with_a_retry();
+        for dag in [&study.dag, &retried] {
+            let mut read = 0;
+            for (i, node) in dag.nodes() {
+                let input = dag.key_input(i);
+                assert_eq!(input.key(), *node.key, "{}", node.id());
+                assert_eq!(input.full().key(), *node.key, "{}", node.id());
+                if !matches!(node.input, HeldInput::Own(_)) {
+                    read += 1;
+                }
+            }
+            let episodes = dag
+                .nodes()
+                .filter(|(_, n)| n.kind == NodeKind::Grade)
+                .count();
+            assert!(episodes > 0);
+            let expected = if std::ptr::eq(dag, &retried) {
+                2 * episodes - 1
+            } else {
+                2 * episodes
+            };
+            assert_eq!(read, expected);
+        }
+        let retried_nodes = retried
+            .nodes()
+            .filter(|&(i, _)| retried.key_input(i).full().params.contains_key("attempt"))
+            .count();
+        assert_eq!(retried_nodes, 1);
     }
 }

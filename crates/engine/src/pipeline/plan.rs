@@ -410,7 +410,10 @@ pub fn plan(dag: &Dag, cache: &Cache, outputs: &Path) -> Result<Plan, CacheError
                 .transpose()?
                 .flatten()
             {
-                Some(old) => (Action::Update, diff(&old, &node.input.full(), &objects)),
+                Some(old) => (
+                    Action::Update,
+                    diff(&old, &dag.key_input(index).full(), &objects),
+                ),
                 None => {
                     // With no orphans there is nothing to pair with (and building a
                     // node's wildcarded identities was most of planning a fresh study).
@@ -431,7 +434,7 @@ pub fn plan(dag: &Dag, cache: &Cache, outputs: &Path) -> Result<Plan, CacheError
                     match old {
                         Some((i, old)) => {
                             paired[i] = true;
-                            let mut reasons = diff(&old, &node.input.full(), &objects);
+                            let mut reasons = diff(&old, &dag.key_input(index).full(), &objects);
                             if reasons.is_empty() {
                                 reasons.push(Reason::UpstreamChanged);
                             }
@@ -872,10 +875,7 @@ mod tests {
     use super::*;
 
     fn empty_dag() -> Dag {
-        Dag {
-            graph: petgraph::graph::DiGraph::new(),
-            objects: std::collections::BTreeMap::new(),
-        }
+        Dag::empty()
     }
 
     /// A plan of one execute node to run, with `estimate`.

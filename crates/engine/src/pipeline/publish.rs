@@ -585,17 +585,13 @@ pub fn republish_report(
         )
         .map_err(|failure| super::PipelineError::ReportFailed { failure })?;
         if runs.contains(&node) {
-            let n = &dag.graph[node];
-            batch.nodes.push(super::cache::NewEntry {
-                kind: n.kind,
-                id: n.id().into(),
-                key: n.key.clone(),
-                input: n.input.full().canonical(),
-                payload: serde_json::to_string(&TablePayload {
+            batch.nodes.push(super::committer::entry(
+                dag,
+                node,
+                &TablePayload {
                     files: files.clone(),
-                })
-                .unwrap_or_default(),
-            });
+                },
+            ));
         }
         written.extend(files);
     }
