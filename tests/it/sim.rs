@@ -926,6 +926,69 @@ fn panel_params(name: &str) -> Params {
     agent.params().clone()
 }
 
+/// Calibration (the paper's sweep stratum M moves its menu contrast 2.8 pp from 1,024 to
+/// 16,384 tokens, the crossover's S +1.4 from 1,024 to 4,096): `sim-aurora-lite`, which
+/// the strata rules draw into both, deliberates at length now and then whatever the menu
+/// (`reasoning_spike`, hardly any spend per schema), so it truncates alike at 8 and 128
+/// schemas, at 1,024 and at 4,096 tokens alike, and not at 16,384; its menu penalty is
+/// look-alike confusion, which no cap resolves. A larger cap then lifts both menus alike
+/// and barely moves the menu contrast, which stays a loss without truncation.
+#[test]
+fn calibration_a_menu_independent_spike_leaves_the_menu_contrast_to_a_larger_cap() {
+    let (base, nudge) = (prompt("base.txt"), prompt("nudge.txt"));
+    let c = catalogue()
+        .get("sim-aurora-lite")
+        .unwrap_or_else(|| panic!("sim-aurora-lite is not in the catalogue"));
+    let agent = tbb::provider::sim_agent(c).unwrap_or_else(|e| panic!("{e}"));
+    let fams: Vec<&Family> = families().split(Split::Core).collect();
+    // (truncated %, success %) on the routed menu over the four endpoint W × D cells.
+    let measure = |v: u16, cap: u32| {
+        let (mut n, mut cut, mut ok) = (0, 0, 0);
+        for f in &fams {
+            for w in [Workflow::Low, Workflow::High] {
+                for d in [Encoding::Raw, Encoding::Compact] {
+                    let var = variant(f, &Cell::new(v, w, d));
+                    let s = Setup {
+                        system: &base,
+                        nudge: &nudge,
+                        cap,
+                        routed: true,
+                        seed: 0,
+                        budget: tbb::grade::EPISODE_BUDGET,
+                    };
+                    let e = run(&agent, &var, &s);
+                    n += 1;
+                    cut += usize::from(matches!(e.ending, Ending::Truncated { .. }));
+                    ok += usize::from(e.vts);
+                }
+            }
+        }
+        (100.0 * cut as f64 / n as f64, 100.0 * ok as f64 / n as f64)
+    };
+    let mut contrast = BTreeMap::new();
+    for cap in [1024, 4096, 16_384] {
+        let (t8, s8) = measure(8, cap);
+        let (t128, s128) = measure(128, cap);
+        println!("cap {cap:>6}: truncated V=8 {t8:4.1}% V=128 {t128:4.1}%; success V=8 {s8:5.1}% V=128 {s128:5.1}%");
+        contrast.insert(cap, s128 - s8);
+        match cap {
+            1024 => {
+                assert!((4.0..=20.0).contains(&t8), "{t8}% truncated at V=8");
+                assert!((4.0..=20.0).contains(&t128), "{t128}% truncated at V=128");
+                assert!((t128 - t8).abs() <= 6.0, "V=8 {t8}% against V=128 {t128}%");
+            }
+            4096 => assert!(t8 >= 3.0 && t128 >= 3.0, "{t8}% and {t128}% at 4,096"),
+            _ => assert!(t8 <= 1.0 && t128 <= 1.0, "{t8}% and {t128}% at 16,384"),
+        }
+    }
+    let (low, high) = (contrast[&1024], contrast[&16_384]);
+    assert!(high <= -5.0, "the menu contrast at 16,384 is {high} pp");
+    assert!(
+        (high - low).abs() <= 6.0 && (contrast[&4096] - low).abs() <= 6.0,
+        "a larger cap moves the menu contrast: {contrast:?}"
+    );
+}
+
 /// Calibration (the paper's sentinel repeats disagree 12.1 %, the sweep's 17.5 %): repeats
 /// of one task mostly agree, because a run's sampling redraws only `run_variance` of the
 /// agent's choices. Redrawing every choice makes them disagree more; redrawing none
