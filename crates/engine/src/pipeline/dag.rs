@@ -1244,17 +1244,7 @@ mod tests {
     /// The smoke study loaded from the repository, and its DAG built again with the
     /// first execute node on its second attempt.
     fn smoke_with_a_retry() -> (crate::pipeline::Study, Dag) {
-        let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-        let paths = crate::pipeline::Paths {
-            families: repo.join("families"),
-            prompts: repo.join("prompts"),
-            outputs: dir.path().join("outputs"),
-            lockfiles: dir.path().join("lockfiles"),
-            cache: None,
-        };
-        let study = crate::pipeline::Study::load(&repo.join("manifests/smoke.toml"), &[], &paths)
-            .unwrap_or_else(|e| panic!("{e}"));
+        let (study, _dir) = crate::pipeline::smoke_study();
         let first = study
             .dag
             .nodes()

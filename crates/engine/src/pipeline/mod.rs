@@ -743,3 +743,22 @@ fn open_cache(
         }
     }
 }
+
+/// The repository's smoke study, its outputs and lockfiles in a fresh temporary
+/// directory (removed when the returned handle drops): what the unit tests of a
+/// study's DAG, plan and scheduler load.
+#[cfg(test)]
+pub(crate) fn smoke_study() -> (Study, tempfile::TempDir) {
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let paths = Paths {
+        families: repo.join("families"),
+        prompts: repo.join("prompts"),
+        outputs: dir.path().join("outputs"),
+        lockfiles: dir.path().join("lockfiles"),
+        cache: None,
+    };
+    let study = Study::load(&repo.join("manifests/smoke.toml"), &[], &paths)
+        .unwrap_or_else(|e| panic!("{e}"));
+    (study, dir)
+}

@@ -529,17 +529,7 @@ mod tests {
 
     #[test]
     fn a_filter_takes_its_episodes_with_their_grades_and_compiles_and_publishes_nothing() {
-        let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-        let paths = super::super::Paths {
-            families: repo.join("families"),
-            prompts: repo.join("prompts"),
-            outputs: dir.path().join("outputs"),
-            lockfiles: dir.path().join("lockfiles"),
-            cache: None,
-        };
-        let study = super::super::Study::load(&repo.join("manifests/smoke.toml"), &[], &paths)
-            .unwrap_or_else(|e| panic!("{e}"));
+        let (study, _dir) = super::super::smoke_study();
         let cache = study.cache().unwrap_or_else(|e| panic!("{e}"));
         let plan = study.plan(&cache).unwrap_or_else(|e| panic!("{e}"));
         let dag = &study.dag;

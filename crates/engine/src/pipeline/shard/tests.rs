@@ -339,17 +339,7 @@ fn a_condition_is_its_identity_without_arm_and_cap() {
 }
 
 fn smoke() -> crate::pipeline::Study {
-    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    let paths = crate::pipeline::Paths {
-        families: repo.join("families"),
-        prompts: repo.join("prompts"),
-        outputs: dir.path().join("outputs"),
-        lockfiles: dir.path().join("lockfiles"),
-        cache: None,
-    };
-    crate::pipeline::Study::load(&repo.join("manifests/smoke.toml"), &[], &paths)
-        .unwrap_or_else(|e| panic!("{e}"))
+    crate::pipeline::smoke_study().0
 }
 
 #[test]
