@@ -14,11 +14,10 @@
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
+use petgraph::graph::NodeIndex;
 use serde::Serialize;
 
 use super::cache::{Batch, Cache, CacheError, NewEntry};
-use petgraph::graph::NodeIndex;
-
 use super::dag::Dag;
 
 /// Pending nodes, blobs and objects, and when they were last committed.
