@@ -227,6 +227,29 @@ enum HeldInput {
     },
 }
 
+impl HeldInput {
+    /// The key input in full, the upstream keys read from `graph`: the one mapping from
+    /// what a node holds to its key input, which its key is computed from when the node
+    /// is added and which [`Dag::key_input`] gives when asked.
+    fn resolve(&self, graph: &DiGraph<Node, ()>) -> NodeInput {
+        let key = |i: NodeIndex| graph[i].key.clone();
+        match self {
+            HeldInput::Own(input) => (**input).clone(),
+            HeldInput::Compile { template, compile } => {
+                NodeInput::of(template, vec![("compile", key(*compile))])
+            }
+            HeldInput::ExecuteAndCompile {
+                template,
+                execute,
+                compile,
+            } => NodeInput::of(
+                template,
+                vec![("execute", key(*execute)), ("compile", key(*compile))],
+            ),
+        }
+    }
+}
+
 impl Node {
     /// Its readable identity, unique in the DAG, made from its kind and fields when
     /// asked for: held in every node, the DAG's identity and key strings were 8.1 MB
@@ -467,21 +490,7 @@ impl Dag {
 
     /// What `node`'s key is computed from.
     pub fn key_input(&self, node: NodeIndex) -> NodeInput {
-        let key = |i: NodeIndex| self.graph[i].key.clone();
-        match &self.graph[node].input {
-            HeldInput::Own(input) => (**input).clone(),
-            HeldInput::Compile { template, compile } => {
-                NodeInput::of(template, vec![("compile", key(*compile))])
-            }
-            HeldInput::ExecuteAndCompile {
-                template,
-                execute,
-                compile,
-            } => NodeInput::of(
-                template,
-                vec![("execute", key(*execute)), ("compile", key(*compile))],
-            ),
-        }
+        self.graph[node].input.resolve(&self.graph)
     }
 
     /// Builds the DAG of `manifest`: resolves it to units of work, then adds the nodes
@@ -644,7 +653,6 @@ impl Dag {
                 .collect();
             for &compile in &block_compiles[bi] {
                 let compile_fields = self.graph[compile].fields.to_part();
-                let compile_key = self.graph[compile].key.clone();
                 for (condition, keyed) in resolved.conditions.iter().zip(&keyed) {
                     let mut previous: Option<NodeIndex> = None;
                     for (unit, (suffix, template)) in condition.units.iter().zip(keyed) {
@@ -653,7 +661,11 @@ impl Dag {
                             &compile_fields,
                             suffix,
                         );
-                        let input = NodeInput::of(template, vec![("compile", compile_key.clone())]);
+                        let held = HeldInput::Compile {
+                            template: template.clone(),
+                            compile,
+                        };
+                        let input = held.resolve(&self.graph);
                         let key = input.key();
                         // A retried episode's attempt enters its key, and only then:
                         // every other node keeps the key it always had.
@@ -668,10 +680,7 @@ impl Dag {
                                 let key = input.key();
                                 (HeldInput::Own(Box::new(input)), key, n)
                             }
-                            None => {
-                                let template = template.clone();
-                                (HeldInput::Compile { template, compile }, key, 1)
-                            }
+                            None => (held, key, 1),
                         };
                         let work = Work::Execute {
                             compile,
@@ -694,19 +703,12 @@ impl Dag {
                             &[compile],
                         );
                         previous = Some(execute);
-                        let key = NodeInput::of(
-                            &grade_template,
-                            vec![
-                                ("execute", self.graph[execute].key.clone()),
-                                ("compile", compile_key.clone()),
-                            ],
-                        )
-                        .key();
                         let input = HeldInput::ExecuteAndCompile {
                             template: grade_template.clone(),
                             execute,
                             compile,
                         };
+                        let key = input.resolve(&self.graph).key();
                         grades.push(self.add_held(
                             NodeKind::Grade,
                             fields,
