@@ -1189,6 +1189,7 @@ impl Applying<'_> {
         let mut stored = super::rows::stored_rows::<EpisodeRow>(cache, dag, graded.ungraded())?;
         let mut rowless: Option<(NodeIndex, NodeFailure)> = None;
         let mut rowless_count = 0;
+        let study_name = Name::new(&study.manifest.study);
         for (g, slot) in graded.slots_mut() {
             if slot.is_none() {
                 match missing_row(dag, &self.failed, stored.remove(&g), g) {
@@ -1203,7 +1204,7 @@ impl Applying<'_> {
                 }
             }
             if let Some(row) = slot {
-                row.study = Name::new(&study.manifest.study);
+                row.study = study_name.clone();
                 if let Work::Grade { execute, .. } = dag.graph[g].work {
                     place_in_design(row, &study.manifest, &dag.graph[execute].work);
                     // A stored row read its keys as its own copies: the DAG's equal
