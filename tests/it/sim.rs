@@ -868,12 +868,9 @@ fn calibration_truncation_grows_with_the_menu_and_vanishes_at_a_sixteenfold_cap(
                 for cell in cells(v) {
                     let var = variant(f, &cell);
                     let s = Setup {
-                        system: &base,
-                        nudge: &nudge,
                         cap,
-                        routed: true,
                         seed: 5,
-                        budget: tbb::grade::EPISODE_BUDGET,
+                        ..setup(&base, &nudge)
                     };
                     let e = run(&agent, &var, &s);
                     n += 1;
@@ -949,12 +946,9 @@ fn calibration_a_menu_independent_spike_leaves_the_menu_contrast_to_a_larger_cap
                 for d in [Encoding::Raw, Encoding::Compact] {
                     let var = variant(f, &Cell::new(v, w, d));
                     let s = Setup {
-                        system: &base,
-                        nudge: &nudge,
                         cap,
-                        routed: true,
                         seed: 0,
-                        budget: tbb::grade::EPISODE_BUDGET,
+                        ..setup(&base, &nudge)
                     };
                     let e = run(&agent, &var, &s);
                     n += 1;
