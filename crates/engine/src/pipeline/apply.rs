@@ -402,7 +402,8 @@ struct Ran {
 struct Graded {
     /// Rows graded in this apply, each in its grade node's slot.
     rows: GradedRows,
-    /// The first request of each live episode, for the served-prompts check.
+    /// The first request of each live episode of a configuration served on this
+    /// machine, for the served-prompts check.
     firsts: Vec<served_prompts::Reported>,
     /// ToolSandbox rows graded in this apply, by scenario grade node.
     scenario_rows: HashMap<NodeIndex, tbb_tables::ScenarioEpisodeRow>,
@@ -696,6 +697,10 @@ impl Applying<'_> {
             .and_then(|_| providers.get(configs_of_manifest.len()).cloned());
         let configs: Vec<Arc<Configuration>> =
             configs_of_manifest.iter().cloned().map(Arc::new).collect();
+        // Only a server on this machine has its first requests checked
+        // ([`served_prompts::check`]): keeping a first request of every episode of a
+        // simulated or remote configuration held 4.2 MB at four repeats of capacity.
+        let local: Vec<bool> = configs.iter().map(|c| c.is_local()).collect();
         let routes = RouteLimits::default();
         // Live episodes on a shared cache are claimed before they run.
         let mut claims = match (cache.shared_store(), &options.claims) {
@@ -918,12 +923,14 @@ impl Applying<'_> {
                         Some(prompt_tokens),
                     ) = (&execute.work, first_prompt_tokens)
                     {
-                        graded.firsts.push(served_prompts::Reported {
-                            config: *config,
-                            compile: *compile,
-                            arm: *arm,
-                            prompt_tokens,
-                        });
+                        if local.get(*config).copied().unwrap_or(false) {
+                            graded.firsts.push(served_prompts::Reported {
+                                config: *config,
+                                compile: *compile,
+                                arm: *arm,
+                                prompt_tokens,
+                            });
+                        }
                     }
                     self.summary.run += 2;
                 }
@@ -1426,7 +1433,7 @@ pub fn place_in_design(row: &mut EpisodeRow, manifest: &crate::manifest::Manifes
                 .arms
                 .get(*arm)
                 .map_or_else(Name::default, |a| Name::new(&a.name)),
-            schedule: Name::new(schedule),
+            schedule: schedule.clone(),
             schedule_position: *position,
             attempt: *attempt,
         });

@@ -35,7 +35,7 @@ use tbb_core::family::FamilySet;
 use tbb_harness::{ArmForm, EpisodeSpec, Prompts};
 use tbb_provider::config::ProviderKind;
 use tbb_provider::Configuration;
-use tbb_tables::TableRow;
+use tbb_tables::{Name, TableRow};
 
 /// What running a node means.
 #[derive(Debug, Clone)]
@@ -61,8 +61,9 @@ pub enum Work {
         cap: u32,
         /// Repeat index.
         repeat: u32,
-        /// The `schedule` column: the order this condition's arms ran in.
-        schedule: Arc<str>,
+        /// The `schedule` column: the order this condition's arms ran in (a shared name:
+        /// one pointer, not `Arc<str>`'s two, in every execute node).
+        schedule: Name,
         /// This arm's place in `schedule` (from 1) when the arms run one after
         /// another.
         position: Option<u32>,
@@ -357,7 +358,7 @@ struct Condition {
     config: usize,
     repeat: u32,
     /// The `schedule` column.
-    schedule: Arc<str>,
+    schedule: Name,
     /// Its episodes in the order they run.
     units: Vec<ExecuteUnit>,
 }
@@ -401,7 +402,7 @@ fn resolve(manifest: &Manifest, families: &FamilySet) -> Resolved {
                         .map(|&k| block.unit_name(&manifest.arms, config_name, units[k]))
                         .collect();
                     let ordered = block.schedule.is_ordered();
-                    let schedule: Arc<str> = names.join(if ordered { ">" } else { "|" }).into();
+                    let schedule = Name::new(&names.join(if ordered { ">" } else { "|" }));
                     let units = order
                         .iter()
                         .enumerate()
