@@ -193,7 +193,7 @@ fn panel() -> Vec<EpisodeRow> {
                     } else {
                         StopReason::Answer
                     },
-                    episode_key: String::new(),
+                    episode_key: tbb::tables::HexKey::from([0; 32]),
                     transcript_ref: "".into(),
                     node_key: "".into(),
                     attempt: 1,

@@ -146,9 +146,10 @@ pub fn exec(cli: &Cli, args: &RunEpisodeArgs) -> Result<()> {
         total_tokens: input + output,
         cost_usd: config.prices.cost_usd(input, output),
     };
+    let key = episode.key.text();
     if args.json {
         print_json(&Output {
-            episode_key: &episode.key,
+            episode_key: &key,
             configuration: &config.name,
             variant_id: &variant.variant_id,
             stop: t.stop,
@@ -162,7 +163,7 @@ pub fn exec(cli: &Cli, args: &RunEpisodeArgs) -> Result<()> {
     }
     say!(
         "episode {} — {} on {} ({} at {})",
-        &episode.key[..16],
+        &key[..16],
         config.name,
         variant.variant_id,
         variant.family,

@@ -82,7 +82,7 @@ pub use tbb_tables::analyses::frontier::FirstLimit;
 use tbb_tables::analyses::frontier::{FrontierPathsRow, FrontierRow};
 use tbb_tables::levels::{Actor, Delivery, TerminalFlag};
 use tbb_tables::rows::{EpisodeRow, VariantRow};
-use tbb_tables::TableRow;
+use tbb_tables::{HexKey, TableRow};
 
 /// Name of the kind.
 const KIND: &str = "frontier";
@@ -268,12 +268,12 @@ pub fn compute(
     // row and its episode's row carry the same episode key.
     // Keyed by the episodes' own keys, which outlive the pass over the requests (a
     // request of no episode row is not read).
-    let mut by_episode: HashMap<&str, Vec<Step>> = episodes
+    let mut by_episode: HashMap<HexKey, Vec<Step>> = episodes
         .iter()
-        .map(|e| (e.episode_key.as_str(), Vec::new()))
+        .map(|e| (e.episode_key, Vec::new()))
         .collect();
     requests.for_each(&mut |r| {
-        if let Some(steps) = by_episode.get_mut(r.episode.episode_key.as_str()) {
+        if let Some(steps) = by_episode.get_mut(&r.episode.episode_key) {
             steps.push((
                 r.request.turn,
                 r.request.cumulative_calls,
@@ -335,7 +335,7 @@ pub fn compute(
             let limit = limit_of(e)?;
             call_limit = call_limit.max(limit);
             let own = by_episode
-                .get(e.episode_key.as_str())
+                .get(&e.episode_key)
                 .map_or(&[][..], Vec::as_slice);
             let which = first_limit(own, limit, budget);
             first[which as usize] += 1;
@@ -344,7 +344,7 @@ pub fn compute(
             paths.extend(
                 own.iter()
                     .map(|&(request, calls, tokens)| FrontierPathsRow {
-                        episode_key: e.episode_key.clone(),
+                        episode_key: e.episode_key.to_string(),
                         configuration: e.configuration.to_string(),
                         family: e.family.to_string(),
                         arm: e.arm.to_string(),
@@ -480,7 +480,7 @@ pub mod tests {
         e.calls = calls;
         e.prompt_tokens = prompt;
         e.total_tokens = total;
-        e.episode_key = format!("k-{config}/{family}/{depth}");
+        e.episode_key = blake3::hash(format!("k-{config}/{family}/{depth}").as_bytes()).into();
         e
     }
 
@@ -764,7 +764,7 @@ pub mod tests {
         assert!(c2fb.iter().all(|p| p.call_limit == 32
             && p.episode_budget == 100
             && p.first_limit == FirstLimit::CallLimit
-            && p.episode_key == "k-c2/fb/30"));
+            && p.episode_key == blake3::hash(b"k-c2/fb/30").to_hex().as_str()));
     }
 
     /// The family-cluster bootstrap recomputed draw by draw from the index stream:

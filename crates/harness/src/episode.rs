@@ -87,7 +87,7 @@ pub async fn run_episode(
     let key = episode_key(spec, prompts);
     let omit = &config.profile.omit;
     let seed = u64::from_le_bytes(
-        blake3::hash(key.as_bytes()).as_bytes()[..8]
+        blake3::hash(key.text().as_bytes()).as_bytes()[..8]
             .try_into()
             .unwrap_or([0; 8]),
     );
@@ -106,7 +106,7 @@ pub async fn run_episode(
     let mut menu = spec.arm.menu.start(variant);
     let full = variant.menu_names();
     let offered: Vec<String> = menu.visible().iter().map(|t| t.name.clone()).collect();
-    let mut transcript = Transcript::new(&key);
+    let mut transcript = Transcript::new(&key.text());
     transcript.delivered_in = spec
         .arm
         .delivery

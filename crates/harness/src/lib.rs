@@ -55,6 +55,7 @@
 pub mod arm;
 pub mod episode;
 mod exchange;
+pub mod hex_key;
 pub mod prompts;
 pub mod scenario;
 pub mod transcript;
@@ -67,6 +68,7 @@ use serde_json::Value as Json;
 
 pub use arm::{Actor, Arm, ArmForm, Delivery, Menu};
 pub use episode::run_episode;
+pub use hex_key::HexKey;
 pub use prompts::{PromptVariant, Prompts};
 use tbb_core::compile::Variant;
 use tbb_core::grade::trace::{FinishReason, InfraCause, InfraFailure, ResponseRecord, Trace};
@@ -129,7 +131,7 @@ impl<'a> EpisodeSpec<'a> {
 pub struct Episode {
     /// Content key of the episode (variant, configuration, arm form, cap, budget,
     /// repeat, study): also the source of its seed.
-    pub key: String,
+    pub key: HexKey,
     /// The trace the grader read.
     pub trace: Trace,
     /// The verdict.
@@ -175,7 +177,7 @@ impl Episode {
 /// episode; the configuration enters as its [`Configuration::identity`]. The arm's name,
 /// block and schedule are not in it: they say where an episode sits in the design,
 /// not what it is.
-pub fn episode_key(spec: &EpisodeSpec<'_>, prompts: &Prompts) -> String {
+pub fn episode_key(spec: &EpisodeSpec<'_>, prompts: &Prompts) -> HexKey {
     /// The key's input, serialised exactly as the JSON object it has always been
     /// (`serde_json::Value` writes an object's members in key order): the fields are
     /// declared in that order, and `config` is the text of a `Value`, so its own
@@ -221,7 +223,7 @@ pub fn episode_key(spec: &EpisodeSpec<'_>, prompts: &Prompts) -> String {
     // Serialising plain fields and JSON text cannot fail; one buffer is hashed at once
     // (blake3 is fastest on long inputs).
     let bytes = serde_json::to_vec(&input).unwrap_or_default();
-    blake3::hash(&bytes).to_hex().to_string()
+    HexKey::from(blake3::hash(&bytes))
 }
 
 /// The JSON text of an episode key's large members, kept per thread for the last

@@ -24,6 +24,7 @@ pub mod typed;
 pub use name::Name;
 pub use rows::{EpisodeRow, Placement, RequestRow, VariantRow};
 pub use scenarios::ScenarioEpisodeRow;
+pub use tbb_harness::HexKey;
 pub use typed::{columns_of, read_rows, TableRow};
 
 use std::fs::File;

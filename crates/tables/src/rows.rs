@@ -136,7 +136,8 @@ pub fn required_tool_kinds(v: &Variant) -> String {
 /// `ok_c`, and `attempt` is never stored and a column only when some episode was
 /// retried ([`episodes`]). A field followed by `as "path"` is (de)serialised `with` that
 /// module in both (a level named in rows otherwise than by serde,
-/// [`crate::levels::by_row_name`]).
+/// [`crate::levels::by_row_name`]); one followed by `=> "path"`, in the table only
+/// ([`key_column`]: the row the cache stores keeps its type's own serde).
 macro_rules! episode_row {
     (
         $(#[$row_meta:meta])*
@@ -144,7 +145,7 @@ macro_rules! episode_row {
             $( $(#[$h_meta:meta])* $h:ident: $h_ty:ty $(as $h_with:literal)?, )*
         }
         after_obligations {
-            $( $(#[$t_meta:meta])* $t:ident: $t_ty:ty $(as $t_with:literal)?, )*
+            $( $(#[$t_meta:meta])* $t:ident: $t_ty:ty $(as $t_with:literal)? $(=> $t_pub:literal)?, )*
         }
     ) => {
         $(#[$row_meta])*
@@ -177,7 +178,7 @@ macro_rules! episode_row {
             ok_g: bool,
             ok_b: bool,
             ok_c: bool,
-            $( $(#[serde(with = $t_with)])? $t: $t_ty, )*
+            $( $(#[serde(with = $t_with)])? $(#[serde(with = $t_pub)])? $t: $t_ty, )*
         }
 
         impl Published {
@@ -336,7 +337,7 @@ episode_row! {
         /// it. The same column, with this meaning, in every table with a row per episode
         /// or per request (`requests`, `frontier_paths`, `certificates`): the key to join
         /// them on.
-        episode_key: String,
+        episode_key: tbb_harness::HexKey => "crate::rows::key_column",
         /// The key of the execute node that ran the episode, which addresses its stored
         /// transcript (`tbb show` takes it); `requests` has the same column. Shared with
         /// the DAG's node, not copied.
@@ -459,7 +460,7 @@ impl EpisodeRow {
                 .wire_sampling
                 .and_then(|s| s.parallel_tool_calls),
             stop_reason: episode.trace.stop,
-            episode_key: episode.key.clone(),
+            episode_key: episode.key,
             transcript_ref: transcript_ref.into(),
             node_key: node_key.into(),
             attempt: 1,
@@ -668,7 +669,7 @@ request_row! {
         /// Study (manifest) name.
         study: Name,
         /// The episode's content key ([`EpisodeRow::episode_key`]).
-        episode_key: String,
+        episode_key: tbb_harness::HexKey as "crate::rows::key_column",
         /// The key of the episode's execute node ([`EpisodeRow::transcript_ref`]).
         transcript_ref: Arc<str>,
         /// Configuration name.
@@ -792,12 +793,61 @@ pub fn requests_writer<'a>(path: &'a Path, provenance: &'a Provenance) -> Reques
     chunked::ChunkedWriter::new(path, provenance, RequestRow::to_batch)
 }
 
+/// `episode_key` in a published table: its 64 hex digits.
+///
+/// serde_arrow finds a table's column types by deserialising every field from a stand-in
+/// value, the empty text for a text column; here that reads as the zero key, so that
+/// the episodes and requests tables have a schema. Only a published table reads through
+/// this (tbb writes every key it publishes, and reads those tables back only in tests):
+/// the cache's rows read through [`tbb_harness::HexKey`]'s own `Deserialize`, which
+/// refuses the empty text like any other that is not a key.
+pub mod key_column {
+    use std::borrow::Cow;
+
+    use serde::{de::Error, Deserialize, Deserializer, Serializer};
+    use tbb_harness::HexKey;
+
+    /// The key's 64 hex digits.
+    pub fn serialize<S: Serializer>(key: &HexKey, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&key.text())
+    }
+
+    /// The key of a column's text; the empty text (the schema's stand-in) is the zero
+    /// key.
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<HexKey, D::Error> {
+        let text = Cow::<str>::deserialize(d)?;
+        if text.is_empty() {
+            return Ok(HexKey::from([0; 32]));
+        }
+        HexKey::parse(&text)
+            .ok_or_else(|| D::Error::custom(format!("{text:?} is not a key of 64 hex digits")))
+    }
+}
+
 #[cfg(test)]
 mod before;
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_published_key_column_reads_a_key_and_the_schema_s_stand_in_and_refuses_other_text() {
+        let read = |json: &str| {
+            key_column::deserialize(&mut serde_json::Deserializer::from_str(json))
+                .map_err(|e| e.to_string())
+        };
+        let key = "ab".repeat(32);
+        assert_eq!(read(&format!("\"{key}\"")).map(|k| k.to_string()), Ok(key));
+        assert_eq!(read("\"\""), Ok(tbb_harness::HexKey::from([0; 32])));
+        let refused = read("\"k1\"").err().unwrap_or_default();
+        assert!(
+            refused.contains("\"k1\" is not a key of 64 hex digits"),
+            "{refused}"
+        );
+        // The row the cache stores keeps the strict reading: no stand-in there.
+        assert!(serde_json::from_str::<tbb_harness::HexKey>("\"\"").is_err());
+    }
     use crate::{read_table, write_table, Provenance};
     use tbb_core::compile::{compile, Cell};
     use tbb_core::family::FamilySet;

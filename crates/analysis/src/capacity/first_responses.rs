@@ -291,7 +291,7 @@ mod tests {
         RequestRow {
             episode: Arc::new(EpisodeColumns {
                 study: "t8".into(),
-                episode_key: episode.into(),
+                episode_key: blake3::hash(episode.as_bytes()).into(),
                 transcript_ref: episode.into(),
                 configuration: config.into(),
                 block: "main".into(),

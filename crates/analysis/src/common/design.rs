@@ -660,6 +660,7 @@ pub mod testing {
     //! Episode rows for the analysis tests.
     use tbb_tables::levels::{Actor, Delivery, Domain, Menu, PromptVariant, Routing, StopReason};
     use tbb_tables::rows::EpisodeRow;
+    use tbb_tables::HexKey;
 
     /// A capacity row with everything but the fields tests vary set to defaults.
     #[allow(clippy::too_many_arguments)]
@@ -726,7 +727,7 @@ pub mod testing {
             sent_seed: Some(1),
             sent_parallel_tool_calls: Some(false),
             stop_reason: StopReason::Answer,
-            episode_key: String::new(),
+            episode_key: HexKey::from([0; 32]),
             transcript_ref: "".into(),
             node_key: "".into(),
             attempt: 1,

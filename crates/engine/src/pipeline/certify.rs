@@ -631,7 +631,7 @@ fn certify_one(
         certificate.first_difference = Some("not an execute node of this manifest".into());
         return certificate;
     };
-    certificate.episode_key = Some(tbb_harness::episode_key(&spec, &study.prompts));
+    certificate.episode_key = Some(tbb_harness::episode_key(&spec, &study.prompts).to_string());
     let payload: ExecutePayload = match payloads.get(&*execute.key).map(|p| serde_json::from_str(p))
     {
         Some(Ok(p)) => p,

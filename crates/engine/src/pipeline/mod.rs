@@ -345,7 +345,7 @@ impl CompilePayload {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ExecutePayload {
     /// The episode key (seed source).
-    pub episode_key: String,
+    pub episode_key: tbb_tables::HexKey,
     /// Every request and response.
     pub transcript: Transcript,
     /// Request fields the profile omitted.

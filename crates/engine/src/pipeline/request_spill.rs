@@ -240,7 +240,7 @@ impl Spill {
                         row.episode_key
                     ))
                 })?;
-                if requests.episode_key != row.episode_key {
+                if row.episode_key != requests.episode_key {
                     return Err(NodeFailure::internal(format!(
                         "the requests read for episode {} belong to episode {}",
                         row.episode_key, requests.episode_key

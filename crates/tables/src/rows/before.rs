@@ -7,7 +7,7 @@ use std::sync::Arc;
 use arrow_array::RecordBatch;
 
 use super::*;
-use crate::TableBuilder;
+use crate::{HexKey, TableBuilder};
 use tbb_core::compile::cell::level_name;
 use tbb_core::compile::{compile, Cell};
 use tbb_core::family::FamilySet;
@@ -143,7 +143,10 @@ fn episodes(rows: &[EpisodeRow]) -> Result<RecordBatch, StoreError> {
             rows.iter().map(|r| r.sent_parallel_tool_calls),
         )
         .text("stop_reason", rows.iter().map(|r| r.stop_reason.name()))
-        .text("episode_key", rows.iter().map(|r| &r.episode_key))
+        .text(
+            "episode_key",
+            rows.iter().map(|r| r.episode_key.to_string()),
+        )
         .text("transcript_ref", rows.iter().map(|r| &r.transcript_ref))
         .text("node_key", rows.iter().map(|r| &r.node_key));
     if rows.iter().any(|r| r.attempt > 1) {
@@ -161,7 +164,10 @@ fn requests(rows: &[RequestRow]) -> Result<RecordBatch, StoreError> {
     }
     TableBuilder::new()
         .text("study", rows.iter().map(|r| &e(r).study))
-        .text("episode_key", rows.iter().map(|r| &e(r).episode_key))
+        .text(
+            "episode_key",
+            rows.iter().map(|r| e(r).episode_key.to_string()),
+        )
         .text("transcript_ref", rows.iter().map(|r| &e(r).transcript_ref))
         .text("configuration", rows.iter().map(|r| &e(r).configuration))
         .text("block", rows.iter().map(|r| &e(r).block))
@@ -325,7 +331,7 @@ fn episode_rows() -> Vec<EpisodeRow> {
         sent_seed: None,
         sent_parallel_tool_calls: Some(false),
         stop_reason: StopReason::Answer,
-        episode_key: "k1".into(),
+        episode_key: HexKey::from([1; 32]),
         transcript_ref: "t1".into(),
         node_key: "n1".into(),
         attempt: 1,
@@ -351,7 +357,7 @@ fn episode_rows() -> Vec<EpisodeRow> {
         sent_seed: Some(u64::MAX),
         sent_parallel_tool_calls: None,
         cost_usd: f64::NAN,
-        episode_key: "k2".into(),
+        episode_key: HexKey::from([2; 32]),
         quantization: None,
         reasoning_effort: None,
         ..first.clone()
