@@ -830,6 +830,9 @@ mod before;
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{read_table, write_table, Provenance};
+    use tbb_core::compile::{compile, Cell};
+    use tbb_core::family::FamilySet;
 
     #[test]
     fn a_published_key_column_reads_a_key_and_the_schema_s_stand_in_and_refuses_other_text() {
@@ -848,9 +851,6 @@ mod tests {
         // The row the cache stores keeps the strict reading: no stand-in there.
         assert!(serde_json::from_str::<tbb_harness::HexKey>("\"\"").is_err());
     }
-    use crate::{read_table, write_table, Provenance};
-    use tbb_core::compile::{compile, Cell};
-    use tbb_core::family::FamilySet;
 
     #[test]
     fn the_variants_table_round_trips_with_its_columns_and_provenance() {
