@@ -85,9 +85,11 @@ pub async fn run_episode(
     let variant = spec.variant;
     let config = spec.config;
     let key = episode_key(spec, prompts);
+    // The seed is the hash of the key's text, as it was when the key was a `String`.
+    let key_text = key.text();
     let omit = &config.profile.omit;
     let seed = u64::from_le_bytes(
-        blake3::hash(key.text().as_bytes()).as_bytes()[..8]
+        blake3::hash(key_text.as_bytes()).as_bytes()[..8]
             .try_into()
             .unwrap_or([0; 8]),
     );
@@ -106,7 +108,7 @@ pub async fn run_episode(
     let mut menu = spec.arm.menu.start(variant);
     let full = variant.menu_names();
     let offered: Vec<String> = menu.visible().iter().map(|t| t.name.clone()).collect();
-    let mut transcript = Transcript::new(&key.text());
+    let mut transcript = Transcript::new(&key_text);
     transcript.delivered_in = spec
         .arm
         .delivery
